@@ -1,0 +1,319 @@
+"""Configuration: tag pairs, model profiles, the frozen config struct and its env parsing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any, Literal, get_args
+
+import msgspec
+from aiohttp import web
+
+__all__ = [
+    "DEFAULT_TAG_PAIRS",
+    "THINKEXTRACT_CONFIG",
+    "ModelProfile",
+    "Surface",
+    "TagPair",
+    "ThinkExtractConfig",
+]
+
+Surface = Literal["chat", "messages", "responses"]
+MessagesPolicy = Literal["off", "unsigned", "redacted"]
+StreamMode = Literal["live", "buffered"]
+Placement = Literal["anywhere", "leading"]
+ChatReasoningField = Literal["reasoning_content", "reasoning"]
+
+
+class TagPair(msgspec.Struct, frozen=True):
+    """An open/close delimiter pair, matched literally and case-sensitively."""
+
+    open: str
+    close: str
+
+    def __post_init__(self) -> None:
+        if not self.open or not self.close:
+            raise ValueError(f"tag pair needs a non-empty open and close string, got {self!r}")
+
+
+DEFAULT_TAG_PAIRS: tuple[TagPair, ...] = (
+    TagPair("<think>", "</think>"),
+    TagPair("<thinking>", "</thinking>"),
+    TagPair("<reasoning>", "</reasoning>"),
+    TagPair("<reason>", "</reason>"),
+    TagPair("<thought>", "</thought>"),
+    TagPair("<|begin_of_thought|>", "<|end_of_thought|>"),
+    TagPair("◁think▷", "◁/think▷"),
+    TagPair("[THINK]", "[/THINK]"),
+    # gpt-oss harmony: the analysis channel, ended by the header of the final channel.
+    TagPair(
+        "<|channel|>analysis<|message|>",
+        "<|end|><|start|>assistant<|channel|>final<|message|>",
+    ),
+    # Gemma 4 thought channel.
+    TagPair("<|channel>thought\n", "<channel|>"),
+)
+
+DEFAULT_ROUTES: dict[str, Surface] = {
+    "/chat/completions": "chat",
+    "/messages": "messages",
+    "/responses": "responses",
+}
+
+
+def _check_choice(name: str, value: object, allowed: object) -> None:
+    choices = get_args(allowed)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def _check_scanner_fields(owner: ModelProfile | ThinkExtractConfig) -> None:
+    """Validate the scanner fields shared by the config and profiles (None means "not overridden")."""
+    for name, allowed in (("stream_mode", StreamMode), ("placement", Placement)):
+        value = getattr(owner, name)
+        if value is not None:
+            _check_choice(name, value, allowed)
+    max_bytes = owner.max_buffer_bytes
+    if max_bytes is not None and (isinstance(max_bytes, bool) or max_bytes < 1):
+        raise ValueError(f"max_buffer_bytes must be a positive integer, got {max_bytes!r}")
+    pairs = owner.tag_pairs
+    if pairs is not None and not pairs:
+        raise ValueError("tag_pairs must hold at least one TagPair")
+
+
+class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Overrides applied when the response's ``model`` matches ``match``.
+
+    ``match`` is an fnmatch glob compared case-insensitively (``"deepseek-r1*"``). Fields left as
+    ``None`` keep the global value.
+    """
+
+    match: str
+    enabled: bool | None = None
+    tag_pairs: tuple[TagPair, ...] | None = None
+    stream_mode: StreamMode | None = None
+    start_with_reasoning: bool | None = None
+    separator: str | None = None
+    placement: Placement | None = None
+    code_aware: bool | None = None
+    strip_whitespace: bool | None = None
+    max_buffer_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_scanner_fields(self)
+
+    def matches(self, model: str) -> bool:
+        return fnmatchcase(model.lower(), self.match.lower())
+
+    def overrides(self) -> dict[str, Any]:
+        return {
+            name: value
+            for name in self.__struct_fields__
+            if name != "match" and (value := getattr(self, name)) is not None
+        }
+
+
+class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Everything the middleware and the scanner read. Frozen: derive variants with ``replace``."""
+
+    enabled: bool = True
+    chat_enabled: bool = True
+    responses_enabled: bool = True
+    messages_policy: MessagesPolicy = "off"
+    tag_pairs: tuple[TagPair, ...] = DEFAULT_TAG_PAIRS
+    stream_mode: StreamMode = "live"
+    start_with_reasoning: bool = False
+    separator: str = "\n"
+    placement: Placement = "anywhere"
+    code_aware: bool = True
+    strip_whitespace: bool = False
+    max_buffer_bytes: int = 65536
+    chat_reasoning_field: ChatReasoningField = "reasoning_content"
+    routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
+    profiles: tuple[ModelProfile, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_scanner_fields(self)
+        _check_choice("messages_policy", self.messages_policy, MessagesPolicy)
+        _check_choice("chat_reasoning_field", self.chat_reasoning_field, ChatReasoningField)
+        for suffix, surface in self.routes.items():
+            if not suffix:
+                raise ValueError("routes: a route suffix must not be empty")
+            _check_choice(f"routes[{suffix!r}]", surface, Surface)
+
+    # -- resolution -------------------------------------------------------------------------
+
+    def replace(self, **changes: Any) -> ThinkExtractConfig:
+        return msgspec.structs.replace(self, **changes)
+
+    def for_model(self, model: str | None) -> ThinkExtractConfig:
+        """The effective settings for ``model``: the first matching profile's overrides applied.
+
+        A global ``enabled=False`` is authoritative: no profile turns extraction back on.
+        """
+        if model is None or not self.profiles:
+            return self
+        for profile in self.profiles:
+            if profile.matches(model):
+                changes = profile.overrides()
+                if not self.enabled:
+                    changes.pop("enabled", None)
+                return msgspec.structs.replace(self, **changes) if changes else self
+        return self
+
+    def surface_for_path(self, path: str) -> Surface | None:
+        """The surface whose route suffix ends ``path`` (the longest suffix wins)."""
+        best: Surface | None = None
+        best_len = 0
+        for suffix, surface in self.routes.items():
+            if len(suffix) > best_len and path.endswith(suffix):
+                best, best_len = surface, len(suffix)
+        return best
+
+    def surface_enabled(self, surface: Surface) -> bool:
+        if not self.enabled:
+            return False
+        if surface == "chat":
+            return self.chat_enabled
+        if surface == "responses":
+            return self.responses_enabled
+        return self.messages_policy != "off"
+
+    # -- environment ------------------------------------------------------------------------
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ThinkExtractConfig:
+        """Build a config from ``THINK_EXTRACT_<FIELD>`` variables; unset ones keep defaults.
+
+        An invalid value raises ``ValueError`` naming the variable and what it accepts.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.__struct_fields__:
+            var = ENV_PREFIX + name.upper()
+            raw = env.get(var)
+            if raw is None:
+                continue
+            try:
+                values[name] = _ENV_PARSERS[name](raw)
+            except ValueError as exc:
+                raise ValueError(f"{var}={raw!r} is invalid: {exc}") from None
+        try:
+            return cls(**values)
+        except ValueError as exc:  # cross-field checks of __post_init__
+            raise ValueError(f"THINK_EXTRACT_* settings are invalid: {exc}") from None
+
+
+ENV_PREFIX = "THINK_EXTRACT_"
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError("expected one of 1, true, yes, on, 0, false, no, off")
+
+
+def _choice(allowed: object) -> Callable[[str], str]:
+    choices: tuple[str, ...] = get_args(allowed)
+
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _parse_positive_int(raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValueError("expected a positive integer (bytes)") from None
+    if value < 1:
+        raise ValueError("expected a positive integer (bytes)")
+    return value
+
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", ",": ","}
+
+
+def _split_escaped(raw: str, sep: str | None) -> list[str]:
+    r"""Split ``raw`` on unescaped ``sep`` and decode ``\n``, ``\r``, ``\t``, ``\\`` and ``\,``."""
+    parts: list[str] = []
+    current: list[str] = []
+    chars = iter(raw)
+    for ch in chars:
+        if ch == "\\":
+            nxt = next(chars, None)
+            if nxt is None or nxt not in _ESCAPES:
+                raise ValueError(r"unknown escape; use \n, \r, \t, \\ or \,")
+            current.append(_ESCAPES[nxt])
+        elif sep is not None and ch == sep:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _parse_separator(raw: str) -> str:
+    return _split_escaped(raw, None)[0]
+
+
+def _parse_tag_pairs(raw: str) -> tuple[TagPair, ...]:
+    pairs = []
+    for item in _split_escaped(raw, ","):
+        open_, dots, close = item.partition("...")
+        if not dots or not open_ or not close:
+            raise ValueError(r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)")
+        pairs.append(TagPair(open_, close))
+    return tuple(pairs)
+
+
+def _parse_routes(raw: str) -> dict[str, Surface]:
+    routes: dict[str, Surface] = {}
+    for item in raw.split(","):
+        suffix, eq, surface = item.strip().partition("=")
+        if not eq or not suffix or surface not in get_args(Surface):
+            raise ValueError("expected suffix=surface[,suffix=surface] with surface one of chat, messages, responses")
+        routes[suffix] = surface  # type: ignore[assignment]  # membership checked above
+    return routes
+
+
+def _parse_profiles(raw: str) -> tuple[ModelProfile, ...]:
+    try:
+        return msgspec.json.decode(raw, type=tuple[ModelProfile, ...])
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise ValueError(
+            f'expected a JSON list of profiles like [{{"match": "deepseek-r1*", "start_with_reasoning": true}}] ({exc})'
+        ) from None
+
+
+_ENV_PARSERS: dict[str, Callable[[str], Any]] = {
+    "enabled": _parse_bool,
+    "chat_enabled": _parse_bool,
+    "responses_enabled": _parse_bool,
+    "messages_policy": _choice(MessagesPolicy),
+    "tag_pairs": _parse_tag_pairs,
+    "stream_mode": _choice(StreamMode),
+    "start_with_reasoning": _parse_bool,
+    "separator": _parse_separator,
+    "placement": _choice(Placement),
+    "code_aware": _parse_bool,
+    "strip_whitespace": _parse_bool,
+    "max_buffer_bytes": _parse_positive_int,
+    "chat_reasoning_field": _choice(ChatReasoningField),
+    "routes": _parse_routes,
+    "profiles": _parse_profiles,
+}
+
+THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)

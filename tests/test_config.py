@@ -1,0 +1,157 @@
+"""Configuration: defaults, validation, model profiles, routes and ``from_env``."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway_mw import DEFAULT_TAG_PAIRS, ModelProfile, TagPair, ThinkExtractConfig
+
+
+def test_defaults() -> None:
+    cfg = ThinkExtractConfig()
+    assert cfg.tag_pairs == DEFAULT_TAG_PAIRS
+    assert (cfg.enabled, cfg.chat_enabled, cfg.responses_enabled, cfg.messages_policy) == (True, True, True, "off")
+    assert (cfg.stream_mode, cfg.placement, cfg.separator, cfg.max_buffer_bytes) == ("live", "anywhere", "\n", 65536)
+    assert (cfg.code_aware, cfg.strip_whitespace, cfg.start_with_reasoning) == (True, False, False)
+    assert cfg.chat_reasoning_field == "reasoning_content"
+    assert cfg.routes == {"/chat/completions": "chat", "/messages": "messages", "/responses": "responses"}
+    assert [p.open for p in DEFAULT_TAG_PAIRS] == [
+        "<think>",
+        "<thinking>",
+        "<reasoning>",
+        "<reason>",
+        "<thought>",
+        "<|begin_of_thought|>",
+        "◁think▷",
+        "[THINK]",
+        "<|channel|>analysis<|message|>",
+        "<|channel>thought\n",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"stream_mode": "fast"}, "stream_mode must be one of 'live', 'buffered', got 'fast'"),
+        ({"placement": "first"}, "placement must be one of 'anywhere', 'leading', got 'first'"),
+        ({"messages_policy": "on"}, "messages_policy must be one of 'off', 'unsigned', 'redacted', got 'on'"),
+        ({"chat_reasoning_field": "thinking"}, "chat_reasoning_field must be one of"),
+        ({"max_buffer_bytes": 0}, "max_buffer_bytes must be a positive integer, got 0"),
+        ({"tag_pairs": ()}, "tag_pairs must hold at least one TagPair"),
+        ({"routes": {"/x": "completions"}}, "routes['/x'] must be one of 'chat', 'messages', 'responses'"),
+    ],
+)
+def test_invalid_values_are_rejected(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
+        ThinkExtractConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_tag_pair_needs_both_strings() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        TagPair("<t>", "")
+
+
+def test_profiles_first_match_wins_and_global_off_is_authoritative() -> None:
+    cfg = ThinkExtractConfig(
+        profiles=(
+            ModelProfile(match="DeepSeek-R1*", start_with_reasoning=True, enabled=True),
+            ModelProfile(match="deepseek-*", separator=""),
+            ModelProfile(match="plain-*", enabled=False),
+        )
+    )
+    r1 = cfg.for_model("deepseek-r1-distill-qwen")
+    assert (r1.start_with_reasoning, r1.separator, r1.profiles) == (True, "\n", cfg.profiles)
+    assert cfg.for_model("deepseek-v3").separator == ""
+    assert cfg.for_model("plain-7b").enabled is False
+    assert cfg.for_model("other") is cfg
+    assert cfg.for_model(None) is cfg
+    off = cfg.replace(enabled=False)
+    assert off.for_model("deepseek-r1").enabled is False
+
+
+def test_surface_for_path_and_switches() -> None:
+    cfg = ThinkExtractConfig(routes={"/chat/completions": "chat", "/v2/chat/completions": "responses"})
+    assert cfg.surface_for_path("/v1/chat/completions") == "chat"
+    assert cfg.surface_for_path("/v2/chat/completions") == "responses"
+    assert cfg.surface_for_path("/v1/embeddings") is None
+    assert ThinkExtractConfig().surface_enabled("messages") is False
+    assert ThinkExtractConfig(messages_policy="redacted").surface_enabled("messages") is True
+    assert ThinkExtractConfig(chat_enabled=False).surface_enabled("chat") is False
+    assert ThinkExtractConfig(enabled=False, messages_policy="unsigned").surface_enabled("messages") is False
+
+
+def test_from_env_reads_every_field() -> None:
+    env = {
+        "THINK_EXTRACT_ENABLED": "yes",
+        "THINK_EXTRACT_CHAT_ENABLED": "off",
+        "THINK_EXTRACT_RESPONSES_ENABLED": "0",
+        "THINK_EXTRACT_MESSAGES_POLICY": "Redacted",
+        "THINK_EXTRACT_TAG_PAIRS": r"<think>...</think>,<|channel>thought\n...<channel|>,a\,b...c",
+        "THINK_EXTRACT_STREAM_MODE": "buffered",
+        "THINK_EXTRACT_START_WITH_REASONING": "true",
+        "THINK_EXTRACT_SEPARATOR": r"\n\n",
+        "THINK_EXTRACT_PLACEMENT": "leading",
+        "THINK_EXTRACT_CODE_AWARE": "false",
+        "THINK_EXTRACT_STRIP_WHITESPACE": "1",
+        "THINK_EXTRACT_MAX_BUFFER_BYTES": "1024",
+        "THINK_EXTRACT_CHAT_REASONING_FIELD": "reasoning",
+        "THINK_EXTRACT_ROUTES": "/v1/chat/completions=chat, /v1/messages=messages",
+        "THINK_EXTRACT_PROFILES": '[{"match": "qwq*", "start_with_reasoning": false}]',
+        "UNRELATED": "x",
+    }
+    assert ThinkExtractConfig.from_env(env) == ThinkExtractConfig(
+        enabled=True,
+        chat_enabled=False,
+        responses_enabled=False,
+        messages_policy="redacted",
+        tag_pairs=(TagPair("<think>", "</think>"), TagPair("<|channel>thought\n", "<channel|>"), TagPair("a,b", "c")),
+        stream_mode="buffered",
+        start_with_reasoning=True,
+        separator="\n\n",
+        placement="leading",
+        code_aware=False,
+        strip_whitespace=True,
+        max_buffer_bytes=1024,
+        chat_reasoning_field="reasoning",
+        routes={"/v1/chat/completions": "chat", "/v1/messages": "messages"},
+        profiles=(ModelProfile(match="qwq*", start_with_reasoning=False),),
+    )
+
+
+def test_from_env_empty_gives_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ThinkExtractConfig.from_env({}) == ThinkExtractConfig()
+    monkeypatch.setenv("THINK_EXTRACT_STREAM_MODE", "buffered")
+    assert ThinkExtractConfig.from_env().stream_mode == "buffered"
+
+
+BOOL = "expected one of 1, true, yes, on, 0, false, no, off"
+
+
+@pytest.mark.parametrize(
+    ("var", "raw", "reason"),
+    [
+        ("THINK_EXTRACT_ENABLED", "maybe", BOOL),
+        ("THINK_EXTRACT_CHAT_ENABLED", "", BOOL),
+        ("THINK_EXTRACT_RESPONSES_ENABLED", "2", BOOL),
+        ("THINK_EXTRACT_START_WITH_REASONING", "y", BOOL),
+        ("THINK_EXTRACT_CODE_AWARE", "enabled", BOOL),
+        ("THINK_EXTRACT_STRIP_WHITESPACE", "no way", BOOL),
+        ("THINK_EXTRACT_MESSAGES_POLICY", "signed", "expected one of off, unsigned, redacted"),
+        ("THINK_EXTRACT_STREAM_MODE", "batch", "expected one of live, buffered"),
+        ("THINK_EXTRACT_PLACEMENT", "start", "expected one of anywhere, leading"),
+        ("THINK_EXTRACT_CHAT_REASONING_FIELD", "thoughts", "expected one of reasoning_content, reasoning"),
+        ("THINK_EXTRACT_MAX_BUFFER_BYTES", "64k", "expected a positive integer (bytes)"),
+        ("THINK_EXTRACT_MAX_BUFFER_BYTES", "-1", "expected a positive integer (bytes)"),
+        ("THINK_EXTRACT_TAG_PAIRS", "<think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
+        ("THINK_EXTRACT_TAG_PAIRS", "...</think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
+        ("THINK_EXTRACT_TAG_PAIRS", r"<a>...\q", r"unknown escape; use \n, \r, \t, \\ or \,"),
+        ("THINK_EXTRACT_SEPARATOR", "\\", r"unknown escape; use \n, \r, \t, \\ or \,"),
+        ("THINK_EXTRACT_ROUTES", "/chat=completions", "expected suffix=surface[,suffix=surface] with surface one of"),
+        ("THINK_EXTRACT_PROFILES", '{"match": 1}', "expected a JSON list of profiles like"),
+        ("THINK_EXTRACT_PROFILES", '[{"match": "x", "stream_mode": "nope"}]', "expected a JSON list of profiles like"),
+    ],
+)
+def test_from_env_invalid_value_names_the_variable(var: str, raw: str, reason: str) -> None:
+    with pytest.raises(ValueError) as info:
+        ThinkExtractConfig.from_env({var: raw})
+    assert str(info.value).startswith(f"{var}={raw!r} is invalid: {reason}")

@@ -1,0 +1,125 @@
+"""Property-based proofs of the scanner invariants (design §3) across setting combinations."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, TagPair, ThinkExtractConfig, extract
+
+from .scanning import merge, scan
+
+# Characters that occur in no tag string: they must all survive, in order, whatever happens.
+PAYLOAD = "0123456789zqxé日🙂"
+OVERLAPPING = (TagPair("<w>", "]]>"), TagPair("<w>v", "</w>"), TagPair("aab", "aac"))
+TAG_FRAGMENTS = sorted(
+    {s for pair in DEFAULT_TAG_PAIRS + OVERLAPPING for tag in (pair.open, pair.close) for s in (tag, tag[:2], tag[1:])}
+)
+SOUP = st.lists(
+    st.one_of(
+        st.sampled_from(TAG_FRAGMENTS),
+        st.sampled_from([" ", "\n", "  \n", "\t", "`", "``", "```", "~~~", "\n```\n", "a", "<", "[", "◁"]),
+        st.text(alphabet=PAYLOAD, min_size=1, max_size=4),
+    ),
+    max_size=40,
+).map("".join)
+
+CONFIGS = st.builds(
+    ThinkExtractConfig,
+    tag_pairs=st.sampled_from([DEFAULT_TAG_PAIRS, DEFAULT_TAG_PAIRS + OVERLAPPING, OVERLAPPING]),
+    stream_mode=st.sampled_from(["live", "buffered"]),
+    start_with_reasoning=st.booleans(),
+    separator=st.sampled_from(["", "\n", " | "]),
+    placement=st.sampled_from(["anywhere", "leading"]),
+    code_aware=st.booleans(),
+    strip_whitespace=st.booleans(),
+    max_buffer_bytes=st.sampled_from([1, 5, 16, 65536]),
+)
+
+
+@st.composite
+def chunkings(draw: st.DrawFn, text: str) -> list[str]:
+    cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=max(1, len(text) - 1)), max_size=len(text))))
+    bounds = [0, *[c for c in cuts if c < len(text)], len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), text=SOUP, config=CONFIGS)
+def test_chunking_invariance_and_stream_equals_non_stream(
+    data: st.DataObject, text: str, config: ThinkExtractConfig
+) -> None:
+    whole = scan([text], config)
+    assert merge(extract(text, config)) == whole
+    pieces = data.draw(chunkings(text))
+    assert scan(pieces, config) == whole
+    assert scan(list(text), config) == whole
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), text=SOUP, config=CONFIGS)
+def test_no_payload_character_is_ever_lost(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
+    out = "".join(t for _, t in scan(data.draw(chunkings(text)), config))
+    assert [c for c in out if c in PAYLOAD] == [c for c in text if c in PAYLOAD]
+
+
+# Texts built from known blocks, so the exact expected output is known.
+BODY = st.text(alphabet="zq é\n\t日🙂", max_size=8)
+PAIRS = st.sampled_from(DEFAULT_TAG_PAIRS)
+PLAN = st.lists(st.tuples(st.sampled_from(["reasoning", "content"]), BODY, PAIRS), max_size=8)
+
+
+def _expected(plan: list[tuple[str, str, TagPair]]) -> list[tuple[str, str]]:
+    """Whitespace-only blocks vanish; adjacent blocks of one kind merge (separator="")."""
+    raw: list[tuple[str, str]] = []  # the text's real blocks: adjacent content pieces are one block
+    for kind, body, _ in plan:
+        if kind == "content" and raw and raw[-1][0] == "content":
+            raw[-1] = (kind, raw[-1][1] + body)
+        else:
+            raw.append((kind, body))
+    blocks: list[tuple[str, str]] = []
+    for kind, body in raw:
+        if body.strip() == "":
+            continue
+        if blocks and blocks[-1][0] == kind:
+            blocks[-1] = (kind, blocks[-1][1] + body)
+        else:
+            blocks.append((kind, body))
+    return blocks
+
+
+def _render(plan: list[tuple[str, str, TagPair]]) -> str:
+    return "".join(pair.open + body + pair.close if kind == "reasoning" else body for kind, body, pair in plan)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), plan=PLAN, mode=st.sampled_from(["live", "buffered"]))
+def test_lossless_on_known_blocks(data: st.DataObject, plan: list[tuple[str, str, TagPair]], mode: str) -> None:
+    config = ThinkExtractConfig(separator="", stream_mode=mode)  # type: ignore[arg-type]
+    text = _render(plan)
+    assert scan(data.draw(chunkings(text)), config) == _expected(plan)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), plan=PLAN, cut=st.integers(min_value=0, max_value=20))
+def test_buffered_unclosed_block_reproduces_the_input_exactly(
+    data: st.DataObject, plan: list[tuple[str, str, TagPair]], cut: int
+) -> None:
+    """An unclosed buffered block is content, verbatim: no tag, no character, no space lost."""
+    config = ThinkExtractConfig(separator="", stream_mode="buffered")
+    tail = "<think>" + "zq 日\n"[: cut % 6] + "</thi"[: cut % 5]
+    text = _render(plan) + tail
+    blocks = scan(data.draw(chunkings(text)), config)
+    assert blocks[-1][0] == "content"
+    assert blocks[-1][1].endswith(tail)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=SOUP, config=CONFIGS)
+def test_live_holdback_is_bounded_by_the_longest_tag(text: str, config: ThinkExtractConfig) -> None:
+    """Live mode holds back no more than a proper prefix of some tag between feeds."""
+    longest = max(len(t) for p in config.tag_pairs for t in (p.open, p.close))
+    scanner = Scanner(config.replace(stream_mode="live"))
+    for ch in text:
+        scanner.feed(ch)
+        assert len(scanner._held) < longest

@@ -1,0 +1,72 @@
+"""Defects of the Go implementation (reference/anchors: GoModel thinkextract), made impossible here."""
+
+from __future__ import annotations
+
+from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, Segment, ThinkExtractConfig, extract
+
+from .scanning import chunk, merge, scan
+
+HARMONY = DEFAULT_TAG_PAIRS[8]
+
+
+def test_defect2_text_made_only_of_a_block_is_only_reasoning() -> None:
+    assert extract("<think>x</think>") == [Segment("reasoning", "x")]
+    assert scan(list("<think>x</think>")) == [("reasoning", "x")]
+
+
+def test_defect4_reasoning_streams_live() -> None:
+    s = Scanner()
+    assert s.feed("<think>") == []
+    assert s.feed("step one") == [Segment("reasoning", "step one")]
+    assert s.feed(", step two") == [Segment("reasoning", ", step two")]
+
+
+def test_defect4_cap_keeps_the_open_tag_and_stays_bounded() -> None:
+    cap = 64
+    s = Scanner(ThinkExtractConfig(stream_mode="buffered", max_buffer_bytes=cap))
+    out = s.feed("<think>")
+    for _ in range(1000):
+        out += s.feed("abcd")
+        assert s._body_bytes <= cap
+    out += s.feed("</think>tail") + s.finish()
+    assert merge(out) == [("content", "<think>" + "abcd" * 1000 + "</think>tail")]
+    assert (s.overflows, s.reasoning_chars) == (1, 0)
+
+
+def test_defect5_large_block_in_small_chunks_has_bounded_holdback() -> None:
+    """10 MB of reasoning in 4-character chunks: output lags input by less than one tag."""
+    s = Scanner()
+    body = "abc<" * 2_500_000  # every chunk ends in a possible close-tag start
+    assert s.feed("<think>") == []
+    emitted = 0
+    for i in range(0, len(body), 4):
+        for seg in s.feed(body[i : i + 4]):
+            assert seg.kind == "reasoning"
+            emitted += len(seg.text)
+        assert len(s._held) < len("</think>")
+        assert i + 4 - emitted == len(s._held)
+    assert s.feed("</think>") == [Segment("reasoning", "<")]  # the last held "<" was not a close
+    assert s.finish() == []
+    assert emitted + 1 == len(body)
+
+
+def test_defect6_whitespace_is_not_trimmed_by_default_and_stream_matches_non_stream() -> None:
+    text = "<think>\nplan\n</think>\n\nanswer\n"
+    expected = [("reasoning", "\nplan\n"), ("content", "\n\nanswer\n")]
+    assert merge(extract(text)) == expected
+    for size in range(1, len(text) + 1):
+        assert scan(chunk(text, [size])) == expected
+
+
+def test_defect7_self_overlapping_harmony_tags_at_every_split() -> None:
+    text = HARMONY.open + "analysis <|end|><|start|>x" + HARMONY.close + "final answer"
+    expected = [("reasoning", "analysis <|end|><|start|>x"), ("content", "final answer")]
+    for cut in range(len(text) + 1):
+        assert scan([text[:cut], text[cut:]]) == expected, cut
+    assert scan(list(text)) == expected
+
+
+def test_defect8_template_injected_open_tag() -> None:
+    cfg = ThinkExtractConfig(start_with_reasoning=True)
+    for pieces in (["I reason</think>The answer"], list("I reason</think>The answer")):
+        assert scan(pieces, cfg) == [("reasoning", "I reason"), ("content", "The answer")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +43,7 @@ CONFIGS = st.builds(
 def chunkings(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=max(1, len(text) - 1)), max_size=len(text))))
     bounds = [0, *[c for c in cuts if c < len(text)], len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 @settings(max_examples=600, deadline=None)

@@ -1,4 +1,4 @@
-"""Defects of the Go implementation (reference/anchors: GoModel thinkextract), made impossible here."""
+"""Defects of the GoModel `thinkextract` Go implementation, made impossible here."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import msgspec
 
 from .config import TagPair, ThinkExtractConfig
 
-__all__ = ["CONTENT", "REASONING", "Kind", "Scanner", "Segment", "extract"]
+__all__ = ["CONTENT", "REASONING", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
 
 Kind = Literal["reasoning", "content"]
 REASONING: Final = "reasoning"
@@ -528,7 +528,11 @@ class Scanner:
 def extract(text: str, config: ThinkExtractConfig | None = None) -> list[Segment]:
     """The non-stream form: the merged blocks of ``text`` fed in one piece, then finished."""
     scanner = Scanner(config)
-    segments = scanner.feed(text) + scanner.finish()
+    return merge_segments(scanner.feed(text) + scanner.finish())
+
+
+def merge_segments(segments: list[Segment]) -> list[Segment]:
+    """Join adjacent segments of one kind: one segment per block."""
     if len(segments) < 2:
         return segments
     merged = [segments[0]]

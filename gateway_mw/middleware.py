@@ -1,0 +1,299 @@
+"""The aiohttp side: pick the surface, gate by config, and translate what the handler writes.
+
+The middleware swaps the request's payload writer for :class:`_TranslatingWriter` before the
+handler runs, so every byte of the response passes through it whatever the handler does: return a
+``web.Response``, prepare and write a ``StreamResponse`` by hand, or use ``aiohttp_sse``. A plain
+``web.Response`` with a bytes body is rewritten before aiohttp prepares it, so its
+``Content-Length`` and any compression apply to the translated body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import Any, Final
+
+from aiohttp import HttpVersion11, hdrs, web
+from aiohttp.abc import AbstractStreamWriter
+from multidict import CIMultiDict
+
+from .config import THINKEXTRACT_CONFIG, Surface, ThinkExtractConfig
+from .pipeline import StreamPipeline, transform_body
+from .stats import ThinkExtractStats
+from .surfaces import STREAM_TRANSLATORS, Counts
+
+__all__ = ["THINKEXTRACT_STATS", "THINK_EXTRACT_HEADER", "setup", "thinkextract_middleware"]
+
+log = logging.getLogger("gateway_mw")
+
+THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
+THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
+"""A client may send ``X-Think-Extract: off`` to get the upstream's raw output."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_SSE, _JSON = "sse", "json"
+
+
+@cache
+def _env_config() -> ThinkExtractConfig:
+    return ThinkExtractConfig.from_env()
+
+
+def setup(app: web.Application, config: ThinkExtractConfig | None = None) -> ThinkExtractStats:
+    """Install the middleware on ``app`` with ``config`` (else ``THINK_EXTRACT_*``), and stats."""
+    app.middlewares.append(thinkextract_middleware)
+    app[THINKEXTRACT_CONFIG] = config if config is not None else ThinkExtractConfig.from_env()
+    stats = app[THINKEXTRACT_STATS] = ThinkExtractStats()
+    return stats
+
+
+@web.middleware
+async def thinkextract_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method != hdrs.METH_POST:
+        return await handler(request)
+    config = request.config_dict.get(THINKEXTRACT_CONFIG) or _env_config()
+    surface = config.surface_for_path(request.path)
+    if surface is None:
+        return await handler(request)
+    session = _Session(request, surface, config, request.config_dict.get(THINKEXTRACT_STATS))
+    reason = session.request_gate()
+    if reason is not None:
+        session.passed(reason)
+        return await handler(request)
+
+    inner = request._payload_writer
+    writer = _TranslatingWriter(inner, session)
+    request._payload_writer = writer
+    try:
+        response = await handler(request)
+    except BaseException:
+        await writer.abort()
+        request._payload_writer = inner  # aiohttp's error response, if any, goes out untouched
+        raise
+    if isinstance(response, web.Response) and not response.prepared and writer.undecided:
+        session.rewrite_response(response)
+        writer.pass_through()
+    return response
+
+
+class _Session:
+    """One response on a translated route: the decisions and the bookkeeping."""
+
+    def __init__(
+        self, request: web.Request, surface: Surface, config: ThinkExtractConfig, stats: ThinkExtractStats | None
+    ) -> None:
+        self.request = request
+        self.surface = surface
+        self.config = config
+        self.stats = stats
+        if stats is not None:
+            stats.surface(surface).seen += 1
+
+    def request_gate(self) -> str | None:
+        """Why this request is not translated at all, or ``None``."""
+        if not self.config.surface_enabled(self.surface):
+            return "disabled"
+        if self.request.headers.get(THINK_EXTRACT_HEADER, "").strip().lower() == "off":
+            return "client_off"
+        if self.surface not in STREAM_TRANSLATORS:
+            return "unsupported"
+        return None
+
+    def response_kind(self, status: int, headers: CIMultiDict[str], compressing: bool) -> str:
+        """``"sse"``, ``"json"``, or the reason the response passes through untouched."""
+        if not 200 <= status < 300:
+            return "status"
+        if status == 204:
+            return "empty"
+        encoding = headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
+        if encoding != "identity" and not compressing:
+            return "content_encoding"  # bytes the handler encoded itself: not ours to read
+        ctype = headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
+        if ctype == "text/event-stream":
+            return _SSE
+        if ctype == "application/json" or ctype.endswith("+json"):
+            return _JSON
+        return "content_type"
+
+    def passed(self, reason: str) -> None:
+        if self.stats is not None:
+            self.stats.passed(self.surface, reason)
+
+    def translated(self, counts: Counts, error: BaseException | None) -> None:
+        if self.stats is None:
+            return
+        surface = self.stats.surface(self.surface)
+        surface.translated += 1
+        surface.add(counts)
+        if error is not None:
+            surface.translation_errors += 1
+
+    def rewrite_response(self, response: web.Response) -> None:
+        """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""
+        body = response.body
+        kind = self.response_kind(response.status, response.headers, compressing=False)
+        if kind not in (_SSE, _JSON):
+            self.passed(kind)
+            return
+        if not isinstance(body, (bytes, bytearray)):
+            self.passed("streamed_body")
+            return
+        new, counts, error = transform_body(self.surface, bytes(body), kind == _SSE, self.config)
+        self.translated(counts, error)
+        if new is not None:
+            response.headers.popall(hdrs.CONTENT_LENGTH, None)
+            response.body = new
+
+
+class _TranslatingWriter(AbstractStreamWriter):
+    """Stands in for the request's payload writer and translates on the way through.
+
+    SSE bodies stream through a :class:`StreamPipeline`; JSON bodies are collected and rewritten
+    at EOF, headers held until then so that ``Content-Length`` can be corrected.
+    """
+
+    def __init__(self, inner: AbstractStreamWriter, session: _Session) -> None:
+        self._inner = inner
+        self._session = session
+        self._mode: str | None = None  # None until headers: then "pass", "sse" or "json"
+        self._compressing = False
+        self._pipeline: StreamPipeline | None = None
+        self._held_headers: tuple[str, CIMultiDict[str]] | None = None
+        self._body = bytearray()
+        self._eof = False
+        self.length: int | None = None
+
+    # Counters aiohttp reads from its writer.
+    @property
+    def buffer_size(self) -> int:
+        return self._inner.buffer_size
+
+    @buffer_size.setter
+    def buffer_size(self, value: int) -> None:
+        self._inner.buffer_size = value
+
+    @property
+    def output_size(self) -> int:
+        return self._inner.output_size
+
+    @output_size.setter
+    def output_size(self, value: int) -> None:
+        self._inner.output_size = value
+
+    @property
+    def transport(self) -> Any:
+        return self._inner.transport
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def undecided(self) -> bool:
+        return self._mode is None
+
+    def pass_through(self) -> None:
+        self._mode = "pass"
+
+    # -- AbstractStreamWriter -------------------------------------------------------------------
+
+    def enable_chunking(self) -> None:
+        self._inner.enable_chunking()
+
+    def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
+        self._compressing = True  # aiohttp compresses what we write: we see plain bytes
+        self._inner.enable_compression(encoding, strategy)
+
+    async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
+        if self._mode is None:
+            self._mode = self._choose(status_line, headers)
+        if self._mode == "pass":
+            self._inner.length = self.length
+        else:
+            self._inner.length = None  # our output's length is not the handler's
+        if self._mode == _JSON:
+            self._held_headers = (status_line, headers)
+            return
+        await self._inner.write_headers(status_line, headers)
+
+    def send_headers(self) -> None:
+        if self._held_headers is None:
+            self._inner.send_headers()
+
+    async def write(self, chunk: bytes | bytearray | memoryview) -> None:
+        if self._mode == _SSE:
+            assert self._pipeline is not None
+            out = self._pipeline.feed(bytes(chunk))
+            if out:
+                await self._inner.write(out)
+        elif self._mode == _JSON:
+            self._body += chunk
+        else:
+            await self._inner.write(chunk)
+
+    async def write_eof(self, chunk: bytes = b"") -> None:
+        if self._eof:
+            return
+        self._eof = True
+        if self._mode == _SSE:
+            assert self._pipeline is not None
+            out = self._pipeline.feed(bytes(chunk)) if chunk else b""
+            out += self._pipeline.finish()
+            self._session.translated(self._pipeline.counts, self._pipeline.error)
+            await self._inner.write_eof(out)
+        elif self._mode == _JSON:
+            await self._finish_json(bytes(self._body) + chunk)
+        else:
+            await self._inner.write_eof(chunk)
+
+    async def drain(self) -> None:
+        await self._inner.drain()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _choose(self, status_line: str, headers: CIMultiDict[str]) -> str:
+        session = self._session
+        status = int(status_line.split(" ", 2)[1])
+        kind = session.response_kind(status, headers, self._compressing)
+        if kind == _SSE:
+            if hdrs.CONTENT_LENGTH in headers:
+                # The usual proxy copies the upstream length; ours differs, so stream it chunked.
+                if session.request.version < HttpVersion11:
+                    session.passed("http10_length")
+                    return "pass"
+                del headers[hdrs.CONTENT_LENGTH]
+                self._inner.enable_chunking()
+                headers[hdrs.TRANSFER_ENCODING] = "chunked"
+            self._pipeline = StreamPipeline(session.surface, session.config)
+            return _SSE
+        if kind == _JSON:
+            return _JSON
+        session.passed(kind)
+        return "pass"
+
+    async def _finish_json(self, body: bytes) -> None:
+        assert self._held_headers is not None
+        status_line, headers = self._held_headers
+        self._held_headers = None
+        new, counts, error = transform_body(self._session.surface, body, False, self._session.config)
+        self._session.translated(counts, error)
+        if new is not None:
+            body = new
+            if hdrs.CONTENT_LENGTH in headers:
+                headers[hdrs.CONTENT_LENGTH] = str(len(body))
+        await self._inner.write_headers(status_line, headers)
+        await self._inner.write_eof(body)
+
+    async def abort(self) -> None:
+        """The handler raised: send what the translator holds, so no character is lost."""
+        if self._eof or self._mode != _SSE or self._pipeline is None:
+            return
+        self._eof = True
+        try:
+            out = self._pipeline.finish()
+            self._session.translated(self._pipeline.counts, self._pipeline.error)
+            if out:
+                await self._inner.write(out)
+        except Exception:
+            log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)

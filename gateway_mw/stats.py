@@ -1,0 +1,53 @@
+"""Counters the middleware keeps per surface, for dashboards and tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .config import Surface
+from .surfaces.base import Counts
+
+__all__ = ["SurfaceStats", "ThinkExtractStats"]
+
+
+class SurfaceStats(msgspec.Struct):
+    seen: int = 0
+    """Responses on this surface's routes."""
+    translated: int = 0
+    """Responses that went through the translator."""
+    passed_through: dict[str, int] = msgspec.field(default_factory=dict)
+    """Responses left untouched, by reason (``status``, ``content_type``, ``client_off``, …)."""
+    reasoning_blocks: int = 0
+    reasoning_chars: int = 0
+    unclosed_blocks: int = 0
+    cap_overflows: int = 0
+    translation_errors: int = 0
+
+    def add(self, counts: Counts) -> None:
+        self.reasoning_blocks += counts.reasoning_blocks
+        self.reasoning_chars += counts.reasoning_chars
+        self.unclosed_blocks += counts.unclosed
+        self.cap_overflows += counts.overflows
+
+
+class ThinkExtractStats(msgspec.Struct):
+    """Counters for one application (one worker process)."""
+
+    chat: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
+    messages: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
+    responses: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
+
+    def surface(self, surface: Surface) -> SurfaceStats:
+        stats: SurfaceStats = getattr(self, surface)
+        return stats
+
+    def passed(self, surface: Surface, reason: str) -> None:
+        counter = self.surface(surface).passed_through
+        counter[reason] = counter.get(reason, 0) + 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain dicts, ready for JSON."""
+        snapshot: dict[str, Any] = msgspec.to_builtins(self)
+        return snapshot

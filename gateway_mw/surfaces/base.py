@@ -1,0 +1,34 @@
+"""What every surface shares: the per-response counters and a counted non-stream extraction."""
+
+from __future__ import annotations
+
+from ..config import ThinkExtractConfig
+from ..scanner import Scanner, Segment, merge_segments
+
+__all__ = ["Counts", "extract_counted"]
+
+
+class Counts:
+    """What the scanners of one response did, summed when each channel finishes."""
+
+    __slots__ = ("overflows", "reasoning_blocks", "reasoning_chars", "unclosed")
+
+    def __init__(self) -> None:
+        self.reasoning_blocks = 0
+        self.reasoning_chars = 0
+        self.unclosed = 0
+        self.overflows = 0
+
+    def add(self, scanner: Scanner) -> None:
+        self.reasoning_blocks += scanner.reasoning_blocks
+        self.reasoning_chars += scanner.reasoning_chars
+        self.unclosed += scanner.unclosed
+        self.overflows += scanner.overflows
+
+
+def extract_counted(text: str, config: ThinkExtractConfig, counts: Counts) -> list[Segment]:
+    """``extract(text, config)``, adding what the scanner did to ``counts``."""
+    scanner = Scanner(config)
+    segments = scanner.feed(text) + scanner.finish()
+    counts.add(scanner)
+    return merge_segments(segments)

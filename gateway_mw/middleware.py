@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
@@ -34,6 +34,7 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _SSE, _JSON = "sse", "json"
+_T = TypeVar("_T")
 
 
 @cache
@@ -49,15 +50,23 @@ def setup(app: web.Application, config: ThinkExtractConfig | None = None) -> Thi
     return stats
 
 
+def _innermost(request: web.Request, key: web.AppKey[_T]) -> _T | None:
+    """The value of ``key`` in the innermost application that has it, so a sub-app can override."""
+    for app in reversed(request.match_info.apps):
+        if key in app:
+            return app[key]
+    return None
+
+
 @web.middleware
 async def thinkextract_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method != hdrs.METH_POST:
         return await handler(request)
-    config = request.config_dict.get(THINKEXTRACT_CONFIG) or _env_config()
+    config = _innermost(request, THINKEXTRACT_CONFIG) or _env_config()
     surface = config.surface_for_path(request.path)
     if surface is None:
         return await handler(request)
-    session = _Session(request, surface, config, request.config_dict.get(THINKEXTRACT_STATS))
+    session = _Session(request, surface, config, _innermost(request, THINKEXTRACT_STATS))
     reason = session.request_gate()
     if reason is not None:
         session.passed(reason)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from gateway_mw import ModelProfile, ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -26,7 +27,11 @@ def translate(stream: bytes, config: ThinkExtractConfig = CFG, piece: int = 0) -
     else:
         out = pipeline.feed(stream)
     assert pipeline.error is None
-    return read_sse(out + pipeline.finish())
+    items = read_sse(out + pipeline.finish())
+    for item in items:  # what the openai SDK's strict mode checks of every chunk
+        if isinstance(item, dict) and item.get("object") == "chat.completion.chunk":
+            ChatCompletionChunk.model_validate(item, strict=True)
+    return items
 
 
 def test_reasoning_moves_to_reasoning_content() -> None:
@@ -286,6 +291,7 @@ def test_body_transform() -> None:
     new, counts = transform_body(json.dumps(completion("<think>r</think>\n\nanswer")).encode(), CFG)
     assert new is not None
     assert json.loads(new) == completion("\n\nanswer", reasoning_content="r")
+    ChatCompletion.model_validate(json.loads(new), strict=True)
     assert (counts.reasoning_blocks, counts.reasoning_chars) == (1, 1)
 
 

@@ -107,3 +107,15 @@ def test_any_chunking_gives_the_same_events_and_the_same_bytes(stream: bytes, cu
     events = decode_all(pieces)
     assert b"".join(e.raw for e in events) == stream
     assert events == decode_all([stream])
+
+
+@settings(max_examples=500, deadline=None)
+@given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8))
+def test_the_lf_fast_path_agrees_with_the_line_reader(stream: bytes, cuts: list[int]) -> None:
+    stream = stream.replace(b"\r", b"")  # the fast path serves "\n" streams
+    bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})
+    pieces = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    line_reader = SSEDecoder()
+    line_reader._lf_only = False
+    slow = [e for p in pieces for e in line_reader.feed(p)] + line_reader.finish()
+    assert decode_all(pieces) == slow

@@ -52,8 +52,11 @@ _encode = msgspec.json.Encoder().encode
 _EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
 
 
-def _has_native_reasoning(fields: _Delta) -> bool:
-    return bool(fields.reasoning_content or fields.reasoning) or bytes(fields.reasoning_details) not in _EMPTY_RAW
+def _has_native_reasoning(delta: _Delta) -> bool:
+    if delta.reasoning_content or delta.reasoning:
+        return True
+    details = delta.reasoning_details
+    return bool(details) and bytes(details) not in _EMPTY_RAW
 
 
 class ChatStream:
@@ -145,8 +148,18 @@ class ChatStream:
     def _rewrite(self, event: SSEEvent, runs: dict[int, list[Segment]]) -> list[SSEEvent]:
         assert event.data is not None
         chunk = _decode_any(event.data)
-        self._remember_envelope(chunk)
         choices: list[Any] = chunk["choices"]
+        if len(choices) == 1 and len(runs[0]) == 1 and isinstance(choices[0].get("delta"), dict):
+            # The common case, one choice and one run: edit the delta in place.
+            seg = runs[0][0]
+            delta = choices[0]["delta"]
+            if seg.kind == CONTENT:
+                delta["content"] = seg.text
+            else:
+                delta.pop("content", None)
+                delta[self._field] = seg.text
+            return [encode_event(_encode(chunk), fields=event.fields)]
+        self._remember_envelope(chunk)
         # Chunk k carries run k of every choice that has one; a choice's other fields go with its
         # first run and its finish_reason with its last, so each choice reads in order.
         per_choice: list[list[dict[str, Any]]] = []

@@ -81,9 +81,15 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         await writer.abort()
         request._payload_writer = inner  # aiohttp's error response, if any, goes out untouched
         raise
-    if isinstance(response, web.Response) and not response.prepared and writer.undecided:
-        session.rewrite_response(response)
-        writer.pass_through()
+    if not response.prepared and writer.undecided:
+        if isinstance(response, web.FileResponse):
+            session.passed("file")  # sendfile() bypasses the writer: nothing to translate
+            writer.pass_through()
+        elif isinstance(response, web.Response) and isinstance(response.body, (bytes, bytearray)):
+            session.rewrite_response(response)
+            writer.pass_through()
+        # Otherwise (a streamed payload, an unprepared StreamResponse) the writer translates
+        # what aiohttp writes once the handler has returned.
     return response
 
 
@@ -141,14 +147,12 @@ class _Session:
 
     def rewrite_response(self, response: web.Response) -> None:
         """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""
-        body = response.body
         kind = self.response_kind(response.status, response.headers, compressing=False)
         if kind not in (_SSE, _JSON):
             self.passed(kind)
             return
-        if not isinstance(body, (bytes, bytearray)):
-            self.passed("streamed_body")
-            return
+        body = response.body
+        assert isinstance(body, (bytes, bytearray))
         new, counts, error = transform_body(self.surface, bytes(body), kind == _SSE, self.config)
         self.translated(counts, error)
         if new is not None:
@@ -163,11 +167,15 @@ class _TranslatingWriter(AbstractStreamWriter):
     at EOF, headers held until then so that ``Content-Length`` can be corrected.
     """
 
+    max_json_body = 64 * 1024 * 1024
+    """A JSON body larger than this (bytes) is sent on untranslated rather than held whole."""
+
     def __init__(self, inner: AbstractStreamWriter, session: _Session) -> None:
         self._inner = inner
         self._session = session
         self._mode: str | None = None  # None until headers: then "pass", "sse" or "json"
-        self._compressing = False
+        self._chunking = False
+        self._compression: tuple[str, int | None] | None = None
         self._pipeline: StreamPipeline | None = None
         self._held_headers: tuple[str, CIMultiDict[str]] | None = None
         self._body = bytearray()
@@ -207,24 +215,30 @@ class _TranslatingWriter(AbstractStreamWriter):
 
     # -- AbstractStreamWriter -------------------------------------------------------------------
 
+    # Chunking and compression reach the real writer only with the headers, so that a JSON body
+    # abandoned by a failing handler leaves it clean for aiohttp's error response.
     def enable_chunking(self) -> None:
-        self._inner.enable_chunking()
+        self._chunking = True
 
     def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
-        self._compressing = True  # aiohttp compresses what we write: we see plain bytes
-        self._inner.enable_compression(encoding, strategy)
+        self._compression = (encoding, strategy)  # aiohttp compresses what we write: we see plain bytes
 
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
         if self._mode is None:
             self._mode = self._choose(status_line, headers)
-        if self._mode == "pass":
-            self._inner.length = self.length
-        else:
-            self._inner.length = None  # our output's length is not the handler's
         if self._mode == _JSON:
             self._held_headers = (status_line, headers)
             return
-        await self._inner.write_headers(status_line, headers)
+        await self._send_headers_inner(status_line, headers, self.length if self._mode == "pass" else None)
+
+    async def _send_headers_inner(self, status_line: str, headers: CIMultiDict[str], length: int | None) -> None:
+        inner = self._inner
+        if self._chunking:
+            inner.enable_chunking()
+        if self._compression is not None:
+            inner.enable_compression(*self._compression)
+        inner.length = length  # a translated body's length is not the handler's
+        await inner.write_headers(status_line, headers)
 
     def send_headers(self) -> None:
         if self._held_headers is None:
@@ -238,6 +252,8 @@ class _TranslatingWriter(AbstractStreamWriter):
                 await self._inner.write(out)
         elif self._mode == _JSON:
             self._body += chunk
+            if len(self._body) > self.max_json_body:
+                await self._give_up_json()
         else:
             await self._inner.write(chunk)
 
@@ -264,7 +280,7 @@ class _TranslatingWriter(AbstractStreamWriter):
     def _choose(self, status_line: str, headers: CIMultiDict[str]) -> str:
         session = self._session
         status = int(status_line.split(" ", 2)[1])
-        kind = session.response_kind(status, headers, self._compressing)
+        kind = session.response_kind(status, headers, self._compression is not None)
         if kind == _SSE:
             if hdrs.CONTENT_LENGTH in headers:
                 # The usual proxy copies the upstream length; ours differs, so stream it chunked.
@@ -272,7 +288,7 @@ class _TranslatingWriter(AbstractStreamWriter):
                     session.passed("http10_length")
                     return "pass"
                 del headers[hdrs.CONTENT_LENGTH]
-                self._inner.enable_chunking()
+                self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
             self._pipeline = StreamPipeline(session.surface, session.config)
             return _SSE
@@ -280,6 +296,17 @@ class _TranslatingWriter(AbstractStreamWriter):
             return _JSON
         session.passed(kind)
         return "pass"
+
+    async def _give_up_json(self) -> None:
+        """A JSON body too large to hold: send what we have as it is, and the rest as it comes."""
+        assert self._held_headers is not None
+        status_line, headers = self._held_headers
+        self._held_headers = None
+        self._mode = "pass"
+        self._session.passed("too_large")
+        body, self._body = bytes(self._body), bytearray()
+        await self._send_headers_inner(status_line, headers, self.length)
+        await self._inner.write(body)
 
     async def _finish_json(self, body: bytes) -> None:
         assert self._held_headers is not None
@@ -291,7 +318,7 @@ class _TranslatingWriter(AbstractStreamWriter):
             body = new
             if hdrs.CONTENT_LENGTH in headers:
                 headers[hdrs.CONTENT_LENGTH] = str(len(body))
-        await self._inner.write_headers(status_line, headers)
+        await self._send_headers_inner(status_line, headers, None)
         await self._inner.write_eof(body)
 
     async def abort(self) -> None:

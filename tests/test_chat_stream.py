@@ -342,3 +342,18 @@ def test_chat_stream_exposes_counts() -> None:
     for event in SSEDecoder().feed(sse(chunk("<think>abc</think>x<think>de"), "[DONE]")):
         stream.event(event)
     assert (stream.counts.reasoning_blocks, stream.counts.reasoning_chars, stream.counts.unclosed) == (2, 6, 1)
+
+
+def test_an_absorbed_delta_keeps_usage_and_logprobs() -> None:
+    logprobs = {"content": [{"token": "<thi", "logprob": -0.5, "bytes": [60], "top_logprobs": []}]}
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    upstream = {**ENVELOPE, "choices": [{**choice(0, {"content": "<thi"}), "logprobs": logprobs}], "usage": usage}
+    assert translate(sse(upstream, chunk("nk>r</think>a"))) == [
+        {**ENVELOPE, "choices": [{**choice(0, {}), "logprobs": logprobs}], "usage": usage},
+        chunk(delta={"reasoning_content": "r"}),
+        chunk("a"),
+    ]
+    assert translate(sse(chunk("<thi", usage=usage))) == [
+        {**ENVELOPE, "choices": [], "usage": usage},
+        {**ENVELOPE, "choices": [choice(0, {"content": "<thi"})]},
+    ]

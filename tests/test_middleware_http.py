@@ -415,3 +415,65 @@ async def test_client_disconnect_reaches_the_handler_as_usual(aiohttp_client: Cl
     second = await client.post(ROUTE, headers={"X-Think-Extract": "off"})
     assert second.status == 200
     second.close()
+
+
+async def test_streamed_payload_body_is_translated(aiohttp_client: ClientFactory) -> None:
+    async def pieces() -> Any:
+        for i in range(0, len(UPSTREAM_BYTES), 11):
+            yield UPSTREAM_BYTES[i : i + 11]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=pieces(), content_type="text/event-stream")
+
+    client = await aiohttp_client(make_app(handler))
+    resp = await client.post(ROUTE)
+    assert read_sse(await resp.read()) == EXPECTED
+
+
+async def test_file_response_passes_untouched(aiohttp_client: ClientFactory, tmp_path: Any) -> None:
+    path = tmp_path / "completion.json"
+    path.write_bytes(json.dumps(COMPLETION).encode())
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(path, headers={"Content-Type": "application/json"})
+
+    client = await aiohttp_client(make_app(handler))
+    resp = await client.post(ROUTE)
+    assert await resp.read() == path.read_bytes()
+    assert client.app[THINKEXTRACT_STATS].snapshot()["chat"]["passed_through"] == {"file": 1}
+
+
+async def test_not_modified_passes(aiohttp_client: ClientFactory) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=304, headers={"Content-Type": "application/json"})
+
+    client = await aiohttp_client(make_app(handler))
+    resp = await client.post(ROUTE)
+    assert (resp.status, await resp.read()) == (304, b"")
+    assert client.app[THINKEXTRACT_STATS].snapshot()["chat"]["passed_through"] == {"status": 1}
+
+
+async def test_json_body_over_the_limit_is_sent_untranslated(
+    aiohttp_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway_mw import middleware
+
+    monkeypatch.setattr(middleware._TranslatingWriter, "max_json_body", 16)
+    body = json.dumps(COMPLETION).encode()
+    client = await aiohttp_client(make_app(hand_written_json))
+    resp = await client.post(ROUTE)
+    assert (await resp.read(), resp.headers["Content-Length"]) == (body, str(len(body)))
+    assert client.app[THINKEXTRACT_STATS].snapshot()["chat"]["passed_through"] == {"too_large": 1}
+
+
+async def test_handler_failing_inside_a_json_body_gets_aiohttps_error_response(aiohttp_client: ClientFactory) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        await resp.write(b'{"choices": [')
+        raise RuntimeError("handler bug")
+
+    client = await aiohttp_client(make_app(handler))
+    resp = await client.post(ROUTE)
+    assert resp.status == 500
+    assert resp.headers["Content-Type"].startswith("text/plain")

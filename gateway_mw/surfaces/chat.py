@@ -168,7 +168,7 @@ class ChatStream:
                 per_choice.append(self._split_choice(choice, runs[pos]))
             else:
                 per_choice.append([choice])
-        width = max(len(parts) for parts in per_choice)
+        width = max(1, *(len(parts) for parts in per_choice))  # one chunk even if all was absorbed
         out: list[SSEEvent] = []
         for k in range(width):
             row = [parts[k] for parts in per_choice if k < len(parts)]
@@ -194,7 +194,7 @@ class ChatStream:
                 part["finish_reason"] = finish if i == len(runs) - 1 else None
             parts.append(part)
         if not parts:  # everything was held: keep the choice only if it has something else to say
-            if not others and finish is None:
+            if not others and all(v is None for k, v in choice.items() if k not in ("index", "delta")):
                 return []
             part = dict(choice)
             part["delta"] = others

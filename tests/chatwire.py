@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from openai.types.chat import ChatCompletionChunk
+
 from gateway_mw.sse import SSEDecoder
 
 ENVELOPE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1730000000, "model": "m"}
@@ -42,7 +44,10 @@ def sse(*items: dict[str, Any] | str) -> bytes:
 
 
 def read_sse(body: bytes) -> list[Any]:
-    """The data of each event: decoded JSON, or the raw string when it is not JSON."""
+    """The data of each event: decoded JSON, or the raw string when it is not JSON.
+
+    Every chat.completion.chunk is also validated as the openai SDK's strict mode does.
+    """
     decoder = SSEDecoder()
     events = decoder.feed(body) + decoder.finish()
     out: list[Any] = []
@@ -51,9 +56,13 @@ def read_sse(body: bytes) -> list[Any]:
             continue
         text = event.data.decode()
         try:
-            out.append(json.loads(text))
+            item = json.loads(text)
         except ValueError:
             out.append(text)
+            continue
+        if isinstance(item, dict) and item.get("object") == "chat.completion.chunk":
+            ChatCompletionChunk.model_validate(item, strict=True)
+        out.append(item)
     return out
 
 

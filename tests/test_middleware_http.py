@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from aiohttp_sse import sse_response
+from openai.types.chat import ChatCompletion
 
 from gateway_mw import THINKEXTRACT_CONFIG, THINKEXTRACT_STATS, ThinkExtractConfig, setup, thinkextract_middleware
 from gateway_mw.surfaces import chat as chat_surface
@@ -159,6 +160,7 @@ async def test_json_handler_styles(aiohttp_client: ClientFactory, handler: Any) 
     resp = await client.post(ROUTE, json={}, headers={"Accept-Encoding": "gzip"})
     body = await resp.read()
     assert json.loads(body) == EXPECTED_COMPLETION
+    ChatCompletion.model_validate_json(body, strict=True)
     if "Content-Length" in resp.headers and "Content-Encoding" not in resp.headers:
         assert int(resp.headers["Content-Length"]) == len(body)
 

@@ -175,17 +175,8 @@ async def test_compression_really_applies_to_the_translated_bytes(aiohttp_client
 async def test_reverse_proxy_in_front_of_a_real_upstream(
     aiohttp_client: ClientFactory, aiohttp_server: ServerFactory
 ) -> None:
-    async def upstream_handler(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        resp.content_length = len(UPSTREAM_BYTES)
-        await resp.prepare(request)
-        for i in range(0, len(UPSTREAM_BYTES), 5):
-            await resp.write(UPSTREAM_BYTES[i : i + 5])
-            await asyncio.sleep(0)
-        return resp
-
     upstream_app = web.Application()
-    upstream_app.router.add_post(ROUTE, upstream_handler)
+    upstream_app.router.add_post(ROUTE, proxy_style_stream)  # an upstream sending its length
     upstream = await aiohttp_server(upstream_app)
 
     async def proxy(request: web.Request) -> web.StreamResponse:

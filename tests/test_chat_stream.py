@@ -353,3 +353,38 @@ def test_an_absorbed_delta_keeps_usage_and_logprobs() -> None:
         {**ENVELOPE, "choices": [], "usage": usage},
         {**ENVELOPE, "choices": [choice(0, {"content": "<thi"})]},
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text_a=TEXT,
+    text_b=TEXT,
+    size_a=st.integers(1, 6),
+    size_b=st.integers(1, 6),
+    piece=st.integers(0, 60),
+)
+def test_two_choices_stream_like_their_non_stream_forms(
+    text_a: str, text_b: str, size_a: int, size_b: int, piece: int
+) -> None:
+    """n=2: each choice, interleaved in shared chunks, reads as its own non-stream transform."""
+    a = [text_a[i : i + size_a] for i in range(0, len(text_a), size_a)]
+    b = [text_b[i : i + size_b] for i in range(0, len(text_b), size_b)]
+    chunks = []
+    for k in range(max(len(a), len(b))):
+        row = [choice(i, {"content": parts[k]}) for i, parts in ((0, a), (1, b)) if k < len(parts)]
+        chunks.append(chunk(choices=row))
+    chunks.append(chunk(choices=[choice(0, {}, "stop"), choice(1, {}, "stop")]))
+    out = translate(sse(*chunks, "[DONE]"), piece=piece)
+    for index, text in ((0, text_a), (1, text_b)):
+        reasoning = "".join(
+            c["delta"].get("reasoning_content") or ""
+            for item in out[:-1]
+            for c in item["choices"]
+            if c["index"] == index
+        )
+        content = "".join(
+            c["delta"].get("content") or "" for item in out[:-1] for c in item["choices"] if c["index"] == index
+        )
+        new, _ = transform_body(json.dumps(completion(text)).encode(), CFG)
+        message = json.loads(new)["choices"][0]["message"] if new else {"content": text}
+        assert (reasoning, content) == (message.get("reasoning_content", ""), message["content"])

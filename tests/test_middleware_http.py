@@ -147,9 +147,13 @@ async def hand_written_json(request: web.Request) -> web.StreamResponse:
 async def test_stream_handler_styles(aiohttp_client: ClientFactory, handler: Any) -> None:
     client = await aiohttp_client(make_app(handler))
     resp = await client.post(ROUTE, json={"stream": True}, headers={"Accept-Encoding": "gzip"})
+    body = await resp.read()
     assert resp.status == 200
-    assert read_sse(await resp.read()) == EXPECTED
-    assert "Content-Length" not in resp.headers or handler is sse_body_handler
+    assert read_sse(body) == EXPECTED
+    if handler is sse_body_handler:  # a whole body: its length is known and must be the new one
+        assert int(resp.headers["Content-Length"]) == len(body)
+    else:  # a stream: sent chunked, whatever length the handler set
+        assert (resp.headers.get("Content-Length"), resp.headers.get("Transfer-Encoding")) == (None, "chunked")
     stats = client.app[THINKEXTRACT_STATS].snapshot()["chat"]
     assert (stats["seen"], stats["translated"], stats["reasoning_blocks"], stats["reasoning_chars"]) == (1, 1, 1, 13)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -388,3 +389,33 @@ def test_two_choices_stream_like_their_non_stream_forms(
         new, _ = transform_body(json.dumps(completion(text)).encode(), CFG)
         message = json.loads(new)["choices"][0]["message"] if new else {"content": text}
         assert (reasoning, content) == (message.get("reasoning_content", ""), message["content"])
+
+
+FRAGMENTS = st.sampled_from(
+    [
+        sse(chunk("plain text")),
+        sse(chunk(None, finish="stop")),
+        sse(chunk(choices=[], usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})),
+        b"data: {not json\n\n",
+        b'data: {"choices": [{"delta": {"content": 5}}]}\n\n',
+        b'data: {"choices": null}\n\n',
+        b"data: [1, 2]\n\n",
+        b"data: \xff\xfe\n\n",
+        b": keepalive\r\n\r\n",
+        b"event: x\rdata: y\r\r",
+        b"\n",
+        b"data: [DONE]\n\n",
+        b"data: trailing without blank line",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(FRAGMENTS, max_size=10), cuts=st.lists(st.integers(0, 400), max_size=6))
+def test_malformed_and_tagless_streams_pass_through_byte_for_byte(parts: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(parts)
+    bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})
+    pipeline = StreamPipeline("chat", CFG)
+    out = b"".join(pipeline.feed(stream[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
+    assert pipeline.error is None
+    assert out == stream

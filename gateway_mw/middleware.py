@@ -33,7 +33,7 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_SSE, _JSON = "sse", "json"
+_PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response
 _T = TypeVar("_T")
 
 
@@ -85,8 +85,8 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         if isinstance(response, web.FileResponse):
             session.passed("file")  # sendfile() bypasses the writer: nothing to translate
             writer.pass_through()
-        elif isinstance(response, web.Response) and isinstance(response.body, (bytes, bytearray)):
-            session.rewrite_response(response)
+        elif isinstance(response, web.Response) and isinstance(body := response.body, (bytes, bytearray)):
+            session.rewrite_response(response, bytes(body))
             writer.pass_through()
         # Otherwise (a streamed payload, an unprepared StreamResponse) the writer translates
         # what aiohttp writes once the handler has returned.
@@ -145,15 +145,13 @@ class _Session:
         if error is not None:
             surface.translation_errors += 1
 
-    def rewrite_response(self, response: web.Response) -> None:
+    def rewrite_response(self, response: web.Response, body: bytes) -> None:
         """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""
         kind = self.response_kind(response.status, response.headers, compressing=False)
         if kind not in (_SSE, _JSON):
             self.passed(kind)
             return
-        body = response.body
-        assert isinstance(body, (bytes, bytearray))
-        new, counts, error = transform_body(self.surface, bytes(body), kind == _SSE, self.config)
+        new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config)
         self.translated(counts, error)
         if new is not None:
             response.headers.popall(hdrs.CONTENT_LENGTH, None)
@@ -173,7 +171,7 @@ class _TranslatingWriter(AbstractStreamWriter):
     def __init__(self, inner: AbstractStreamWriter, session: _Session) -> None:
         self._inner = inner
         self._session = session
-        self._mode: str | None = None  # None until headers: then "pass", "sse" or "json"
+        self._mode: str | None = None  # None until the headers decide: _PASS, _SSE or _JSON
         self._chunking = False
         self._compression: tuple[str, int | None] | None = None
         self._pipeline: StreamPipeline | None = None
@@ -211,7 +209,7 @@ class _TranslatingWriter(AbstractStreamWriter):
         return self._mode is None
 
     def pass_through(self) -> None:
-        self._mode = "pass"
+        self._mode = _PASS
 
     # -- AbstractStreamWriter -------------------------------------------------------------------
 
@@ -229,7 +227,7 @@ class _TranslatingWriter(AbstractStreamWriter):
         if self._mode == _JSON:
             self._held_headers = (status_line, headers)
             return
-        await self._send_headers_inner(status_line, headers, self.length if self._mode == "pass" else None)
+        await self._send_headers_inner(status_line, headers, self.length if self._mode == _PASS else None)
 
     async def _send_headers_inner(self, status_line: str, headers: CIMultiDict[str], length: int | None) -> None:
         inner = self._inner
@@ -264,9 +262,7 @@ class _TranslatingWriter(AbstractStreamWriter):
         if self._mode == _SSE:
             assert self._pipeline is not None
             out = self._pipeline.feed(bytes(chunk)) if chunk else b""
-            out += self._pipeline.finish()
-            self._session.translated(self._pipeline.counts, self._pipeline.error)
-            await self._inner.write_eof(out)
+            await self._inner.write_eof(out + self._end_stream(self._pipeline))
         elif self._mode == _JSON:
             await self._finish_json(bytes(self._body) + chunk)
         else:
@@ -286,7 +282,7 @@ class _TranslatingWriter(AbstractStreamWriter):
                 # The usual proxy copies the upstream length; ours differs, so stream it chunked.
                 if session.request.version < HttpVersion11:
                     session.passed("http10_length")
-                    return "pass"
+                    return _PASS
                 del headers[hdrs.CONTENT_LENGTH]
                 self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
@@ -295,23 +291,30 @@ class _TranslatingWriter(AbstractStreamWriter):
         if kind == _JSON:
             return _JSON
         session.passed(kind)
-        return "pass"
+        return _PASS
+
+    def _end_stream(self, pipeline: StreamPipeline) -> bytes:
+        """What the pipeline still holds at the end of a stream; the response is counted."""
+        out = pipeline.finish()
+        self._session.translated(pipeline.counts, pipeline.error)
+        return out
+
+    def _take_held_headers(self) -> tuple[str, CIMultiDict[str]]:
+        assert self._held_headers is not None
+        held, self._held_headers = self._held_headers, None
+        return held
 
     async def _give_up_json(self) -> None:
         """A JSON body too large to hold: send what we have as it is, and the rest as it comes."""
-        assert self._held_headers is not None
-        status_line, headers = self._held_headers
-        self._held_headers = None
-        self._mode = "pass"
+        status_line, headers = self._take_held_headers()
+        self._mode = _PASS
         self._session.passed("too_large")
         body, self._body = bytes(self._body), bytearray()
         await self._send_headers_inner(status_line, headers, self.length)
         await self._inner.write(body)
 
     async def _finish_json(self, body: bytes) -> None:
-        assert self._held_headers is not None
-        status_line, headers = self._held_headers
-        self._held_headers = None
+        status_line, headers = self._take_held_headers()
         new, counts, error = transform_body(self._session.surface, body, False, self._session.config)
         self._session.translated(counts, error)
         if new is not None:
@@ -327,8 +330,7 @@ class _TranslatingWriter(AbstractStreamWriter):
             return
         self._eof = True
         try:
-            out = self._pipeline.finish()
-            self._session.translated(self._pipeline.counts, self._pipeline.error)
+            out = self._end_stream(self._pipeline)
             if out:
                 await self._inner.write(out)
         except Exception:

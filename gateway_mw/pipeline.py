@@ -50,9 +50,12 @@ class StreamPipeline:
         if self.error is not None:
             return out
         try:
-            return out + b"".join(e.raw for e in self._translator.finish())
+            return out + self._flush_translator()
         except Exception as exc:
             return out + self._fail(exc, b"", flush=False)
+
+    def _flush_translator(self) -> bytes:
+        return b"".join(e.raw for e in self._translator.finish())
 
     def _translate(self, events: list[SSEEvent]) -> bytes:
         out: list[bytes] = []
@@ -77,7 +80,7 @@ class StreamPipeline:
         held = b""
         if flush:
             try:
-                held = b"".join(e.raw for e in self._translator.finish())
+                held = self._flush_translator()
             except Exception:
                 log.debug("gateway_mw: flush after failure also failed", exc_info=True)
         return held + unsent + self._decoder.take_pending()

@@ -22,7 +22,6 @@ __all__ = ["ChatStream", "transform_body", "translate_stream"]
 _DONE = b"[DONE]"
 # Top-level keys every split or synthesized chunk repeats; the other keys travel once, on the last.
 _ENVELOPE = ("id", "object", "created", "model", "system_fingerprint", "service_tier", "obfuscation")
-_TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -95,8 +94,8 @@ class ChatStream:
                 return [*self._flush(), event]
             return [event]
         self._last_raw = data
-        before: list[SSEEvent] = []
-        runs: dict[int, list[Segment]] = {}
+        before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
+        runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
         for pos, choice in enumerate(choices):
             if choice.index in self._native:
                 continue
@@ -107,10 +106,11 @@ class ChatStream:
                 continue
             new = self._scan(choice)
             if new is not None:
+                if runs is None:
+                    runs = {}
                 runs[pos] = new
-        if not runs:
-            return [*before, event]
-        return before + self._rewrite(event, runs)
+        out = [event] if runs is None else self._rewrite(event, runs)
+        return before + out if before else out
 
     def finish(self) -> list[SSEEvent]:
         """End of stream without ``[DONE]`` (EOF or a dropped upstream): flush every choice."""

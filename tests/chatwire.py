@@ -30,6 +30,20 @@ def chunk(
     return {**ENVELOPE, "choices": choices, **top}
 
 
+def completion(content: Any, **message: Any) -> dict[str, Any]:
+    """A non-stream chat.completion whose one message has ``content`` and the ``message`` fields."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content, **message}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+    }
+
+
 def choice(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
 

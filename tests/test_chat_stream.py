@@ -16,7 +16,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.chat import ChatStream, transform_body
 
-from .chatwire import ENVELOPE, choice, chunk, read_sse, sse, texts
+from .chatwire import ENVELOPE, choice, chunk, completion, read_sse, sse, texts
 
 CFG = ThinkExtractConfig()
 
@@ -269,19 +269,6 @@ def test_translate_stream_async_generator() -> None:
 
 
 # -- non-stream ------------------------------------------------------------------------------
-
-
-def completion(content: Any, **message: Any) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content, **message}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
-    }
 
 
 def test_body_transform() -> None:

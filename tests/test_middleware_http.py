@@ -18,7 +18,7 @@ from openai.types.chat import ChatCompletion
 from gateway_mw import THINKEXTRACT_CONFIG, THINKEXTRACT_STATS, ThinkExtractConfig, setup, thinkextract_middleware
 from gateway_mw.surfaces import chat as chat_surface
 
-from .chatwire import chunk, read_sse, sse
+from .chatwire import chunk, completion, read_sse, sse
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -40,29 +40,8 @@ EXPECTED = [
     chunk("", finish="stop"),
     "[DONE]",
 ]
-COMPLETION = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "m",
-    "choices": [
-        {
-            "index": 0,
-            "message": {"role": "assistant", "content": "<think>Two plus two.</think>It is 4."},
-            "finish_reason": "stop",
-        }
-    ],
-}
-EXPECTED_COMPLETION = {
-    **COMPLETION,
-    "choices": [
-        {
-            "index": 0,
-            "message": {"role": "assistant", "content": "It is 4.", "reasoning_content": "Two plus two."},
-            "finish_reason": "stop",
-        }
-    ],
-}
+COMPLETION = completion("<think>Two plus two.</think>It is 4.")
+EXPECTED_COMPLETION = completion("It is 4.", reasoning_content="Two plus two.")
 ROUTE = "/v1/chat/completions"
 
 

@@ -246,6 +246,32 @@ class Scanner:
         self._refresh_fast()
         return self._take()
 
+    def flush(self) -> list[Segment]:
+        """Give up waiting: emit what is held back, and keep scanning what comes next.
+
+        For when the text that follows cannot reach this scanner in order (the pipeline is about to
+        send an event it could not read). A held partial open tag becomes content, a held partial
+        close tag live reasoning, and a buffered block is released verbatim as content (rule 7's
+        rule for a block that cannot be held). Whitespace held under rule 4 stays held: it emits
+        nothing unless its block goes on.
+        """
+        if self._finished:
+            return []
+        held, self._held = self._held, ""
+        if self._state == _START:
+            self._open(self._tags.default, "")  # too late for an explicit open tag (rule 3)
+        if held:
+            if self._state == _CONTENT:
+                self._content(held)
+            elif self._buffered:
+                self._body.append(held)
+            else:
+                self._block_text(held)
+        if self._state == _REASONING and self._buffered:
+            self._release()
+        self._refresh_fast()
+        return self._take()
+
     def finish(self) -> list[Segment]:
         if self._finished:
             return []

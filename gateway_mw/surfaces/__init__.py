@@ -14,13 +14,36 @@ __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"
 
 
 class StreamTranslator(Protocol):
-    """Sans-I/O step logic: one upstream event in, the client's events out."""
+    """Sans-I/O step logic: one upstream event in, the client's events out.
+
+    The pipeline (``pipeline.StreamPipeline``) drives it and guarantees, whatever the upstream sends:
+    an event whose ``data`` is ``None`` (a comment, a keep-alive, a BOM, a piece of an oversized
+    event) needs no answer but itself; before it sends anything untranslated that may carry model
+    text it calls :meth:`flush`; it calls :meth:`finish` once, at the end.
+    """
 
     counts: Counts
 
-    def event(self, event: SSEEvent) -> list[SSEEvent]: ...
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        """The events to send for ``event``, in order. An event the translator cannot read goes
+        out unchanged *after* what :meth:`flush` returns (count it in ``counts.unreadable_events``),
+        and translation goes on with the next event. Raising is a bug: the pipeline then flushes,
+        sends the event unchanged and goes on."""
+        ...
 
-    def finish(self) -> list[SSEEvent]: ...
+    def flush(self) -> list[SSEEvent]:
+        """Every channel's held text as well-formed events of this surface; translation goes on."""
+        ...
+
+    def finish(self) -> list[SSEEvent]:
+        """End of stream: whatever is still held, as well-formed events."""
+        ...
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        """``span`` holds whole events (``\n`` line endings). Return the bytes to send for all of
+        them if the translator can prove, without decoding, that they are exactly what
+        :meth:`event` would give (updating its state as :meth:`event` would); else ``None``."""
+        ...
 
 
 BodyTransform = Callable[[bytes, ThinkExtractConfig], tuple[bytes | None, Counts]]

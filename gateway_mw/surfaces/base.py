@@ -11,13 +11,15 @@ __all__ = ["Counts", "extract_counted"]
 class Counts:
     """What the scanners of one response did, summed when each channel finishes."""
 
-    __slots__ = ("overflows", "reasoning_blocks", "reasoning_chars", "unclosed")
+    __slots__ = ("overflows", "oversized_events", "reasoning_blocks", "reasoning_chars", "unclosed", "unreadable_events")
 
     def __init__(self) -> None:
         self.reasoning_blocks = 0
         self.reasoning_chars = 0
         self.unclosed = 0
         self.overflows = 0
+        self.unreadable_events = 0  # data events passed on untranslated because they could not be read
+        self.oversized_events = 0  # events over max_event_bytes, streamed through raw
 
     def add(self, scanner: Scanner) -> None:
         self.reasoning_blocks += scanner.reasoning_blocks

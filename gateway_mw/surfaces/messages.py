@@ -1,0 +1,465 @@
+"""Anthropic messages: inline reasoning → ``thinking`` or ``redacted_thinking`` content blocks.
+
+``messages_policy`` decides the block: ``unsigned`` gives a ``thinking`` block carrying a gateway
+signature (:func:`gateway_signature`), ``redacted`` a ``redacted_thinking`` block whose ``data`` is
+the base64 of the reasoning text, ``off`` leaves the surface alone.
+
+Stream: one Scanner per upstream ``text`` block. Each run of one kind becomes a block of its own;
+output blocks are numbered 0, 1, 2… in the order they start, and every other upstream block
+(``tool_use``…) is renumbered to follow. An event the translator leaves as it is goes out with its
+bytes unchanged; a renumbered one has only its ``index`` replaced.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import msgspec
+
+from ..config import ThinkExtractConfig
+from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment
+from ..sse import SSEEvent, encode_event
+from .base import Counts, extract_counted
+
+__all__ = ["SIGNATURE_PREFIX", "MessagesStream", "gateway_signature", "transform_body", "translate_stream"]
+
+SIGNATURE_PREFIX = "gw1:"
+"""Every signature this gateway writes starts with this; Anthropic's own never do."""
+
+_NATIVE = frozenset({"thinking", "redacted_thinking"})
+
+
+def gateway_signature(thinking: str) -> str:
+    """The signature of a ``thinking`` block: the prefix, then the unpadded base64url SHA-256 of
+    the thinking text (UTF-8). Derived from the text alone: every worker, stream or not, agrees."""
+    digest = hashlib.sha256(thinking.encode()).digest()
+    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _redacted_data(reasoning: str) -> str:
+    return base64.b64encode(reasoning.encode()).decode()
+
+
+# -- what the translator reads ------------------------------------------------------------------
+
+
+class _Part(msgspec.Struct, gc=False):
+    """A content block or a delta: its type, and its text when it has one."""
+
+    type: str = ""
+    text: str | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    model: str | None = None
+    content: list[_Part] = []
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields of an event the translator reads; everything else is skipped by the decoder."""
+
+    type: str
+    index: int | None = None
+    delta: _Part | None = None
+    content_block: _Part | None = None
+    message: _Message | None = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_decode_any = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+# -- what the translator writes -----------------------------------------------------------------
+
+
+def _frame(kind: str, data: bytes) -> SSEEvent:
+    return encode_event(data, event=kind)
+
+
+def _start(index: int, block: bytes) -> SSEEvent:
+    data = b'{"type":"content_block_start","index":%d,"content_block":%s}' % (index, block)
+    return _frame("content_block_start", data)
+
+
+def _delta(index: int, delta: bytes) -> SSEEvent:
+    return _frame("content_block_delta", b'{"type":"content_block_delta","index":%d,"delta":%s}' % (index, delta))
+
+
+def _stop(index: int) -> SSEEvent:
+    return _frame("content_block_stop", b'{"type":"content_block_stop","index":%d}' % index)
+
+
+_TEXT_BLOCK = b'{"type":"text","text":""}'
+_THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
+
+
+def _text_delta(text: str) -> bytes:
+    return b'{"type":"text_delta","text":%s}' % _encode(text)
+
+
+def _thinking_delta(text: str) -> bytes:
+    return b'{"type":"thinking_delta","thinking":%s}' % _encode(text)
+
+
+def _index_prefix(kind: str, index: int) -> bytes:
+    return b'{"type":"%s","index":%d,' % (kind.encode(), index)
+
+
+def _fields_for(event: SSEEvent, kind: str) -> bytes:
+    """The non-data lines for a rewrite of ``event`` as a ``kind`` event: its own when they name
+    that event, with an ``event:`` line added when they name none."""
+    if event.event == kind:
+        return event.fields
+    if event.event is None:
+        return b"event: " + kind.encode() + b"\n" + event.fields
+    return b"event: " + kind.encode() + b"\n"
+
+
+def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
+    """``event`` with its ``index`` replaced, every other byte of its data kept where possible."""
+    data = event.data
+    assert data is not None
+    prefix = _index_prefix(kind, old)
+    if data.startswith(prefix):
+        data = _index_prefix(kind, new) + data[len(prefix) :]
+    else:
+        doc = _decode_any(data)
+        doc["index"] = new
+        data = _encode(doc)
+    return encode_event(data, fields=_fields_for(event, kind))
+
+
+# -- the stream ---------------------------------------------------------------------------------
+
+
+class _Channel:
+    """One upstream text block: its scanner and the output block it currently writes."""
+
+    __slots__ = ("emitted", "index", "kind", "out", "parts", "scanner", "template")
+
+    def __init__(self, scanner: Scanner, template: dict[str, Any]) -> None:
+        self.scanner = scanner
+        self.template: dict[str, Any] | None = template  # its start event, for its first text block
+        self.kind: Kind | None = None  # the kind of the open output block
+        self.out = -1  # the open output block's index
+        self.parts: list[str] = []  # the open reasoning block's text
+        self.emitted = False
+
+
+class MessagesStream:
+    """Translate an Anthropic messages event stream, one event at a time (sans-I/O)."""
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        self._base = config
+        self._config: ThinkExtractConfig | None = None  # resolved for the model of message_start
+        self._active = True  # False: the policy is off or the model's profile disables extraction
+        self._native = False  # upstream reasoning seen: text blocks are no longer scanned
+        self._redacted = config.messages_policy == "redacted"
+        self._next = 0  # the next output index
+        self._indexes: dict[int, int] = {}  # upstream index → output index, blocks not scanned
+        self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
+        self.counts = Counts()
+
+    def _resolve(self, model: str | None) -> ThinkExtractConfig:
+        if self._config is None:
+            self._config = cfg = self._base.for_model(model)
+            self._active = cfg.enabled and cfg.messages_policy != "off"
+        return self._config
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        data = event.data
+        if data is None or not self._active:
+            return [event]
+        try:
+            ev = _decode_event(data)
+        except _UNREADABLE:
+            return self._unreadable(event)
+        kind = ev.type
+        if kind == "content_block_delta":
+            return self._block_delta(event, ev)
+        if kind == "content_block_start":
+            return self._block_start(event, ev)
+        if kind == "content_block_stop":
+            return self._block_stop(event, ev)
+        if kind == "message_start":
+            if ev.message is not None:
+                self._resolve(ev.message.model)
+                if any(part.type in _NATIVE for part in ev.message.content):
+                    self._native = True
+            else:
+                self._resolve(None)
+            return [event]
+        if kind == "ping":
+            return [event]  # carries no model text; flushing here would make results timing-dependent
+        if kind in ("message_delta", "message_stop"):
+            return [*self._finish_all(), event]  # the message ends: its blocks close first
+        return [*self.flush(), event]  # error, or a type this translator does not know
+
+    def flush(self) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for channel in self._channels.values():
+            out += self._emit(channel, channel.scanner.flush())
+            if channel.kind == REASONING and self._redacted:
+                out += self._close(channel)  # a redacted block goes out whole: this part of it now
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        return self._finish_all()
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        return None
+
+    # -- per event ------------------------------------------------------------------------------
+
+    def _unreadable(self, event: SSEEvent) -> list[SSEEvent]:
+        self.counts.unreadable_events += 1
+        return [*self.flush(), event]
+
+    def _block_start(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        block, upstream = ev.content_block, ev.index
+        if block is None or upstream is None:
+            return self._unreadable(event)
+        cfg = self._resolve(None)
+        if block.type in _NATIVE:
+            self._native = True  # upstream reasoning wins for the whole message
+        elif block.type == "text" and not self._native and upstream not in self._channels:
+            try:
+                template: dict[str, Any] = _decode_any(event.data)  # type: ignore[arg-type]
+            except _UNREADABLE:  # pragma: no cover - decoded once already
+                return self._unreadable(event)
+            channel = self._channels[upstream] = _Channel(Scanner(cfg), template)
+            if block.text:  # a start carrying text (the real API sends ""): the channel's first text
+                return self._emit(channel, channel.scanner.feed(block.text))
+            return []  # held until the first run is known
+        new = self._indexes[upstream] = self._next
+        self._next += 1
+        return [event] if new == upstream else [_reindexed(event, "content_block_start", upstream, new)]
+
+    def _block_delta(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        upstream, delta = ev.index, ev.delta
+        if upstream is None or delta is None:
+            return self._unreadable(event)
+        channel = self._channels.get(upstream)
+        if channel is None:
+            new = self._indexes.get(upstream)
+            if new is None:
+                return self._unreadable(event)  # a delta for a block that never started
+            return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+        text = delta.text
+        if delta.type != "text_delta" or text is None:
+            # A citation or another delta of the text block: after the text so far, on a text block.
+            out = self._emit(channel, channel.scanner.flush())
+            if channel.kind != CONTENT:
+                out += self._close(channel)
+                out += self._open(channel, CONTENT)
+            out.append(_reindexed(event, "content_block_delta", upstream, channel.out))
+            return out
+        segments = channel.scanner.feed(text)
+        if len(segments) == 1 and channel.kind == segments[0].kind == CONTENT and segments[0].text == text:
+            # The common case: answer text going on in an open text block.
+            new = channel.out
+            return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+        data = event.data
+        assert data is not None
+        prefix = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":' % upstream
+        if data == prefix + _encode(text) + b"}}":
+            return self._emit(channel, segments)
+        # Fields this translator does not own ride on the first delta written for this event.
+        return self._emit(channel, segments, source=(event, _decode_any(data)))
+
+    def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        upstream = ev.index
+        if upstream is None:
+            return self._unreadable(event)
+        channel = self._channels.get(upstream)
+        if channel is not None:
+            return self._finish_channel(upstream, channel)
+        new = self._indexes.get(upstream)
+        if new is None:
+            return self._unreadable(event)
+        return [event] if new == upstream else [_reindexed(event, "content_block_stop", upstream, new)]
+
+    # -- per channel ----------------------------------------------------------------------------
+
+    def _finish_all(self) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for upstream, channel in list(self._channels.items()):
+            out += self._finish_channel(upstream, channel)
+        return out
+
+    def _finish_channel(self, upstream: int, channel: _Channel) -> list[SSEEvent]:
+        del self._channels[upstream]
+        scanner = channel.scanner
+        out = self._emit(channel, scanner.finish())
+        self.counts.add(scanner)
+        out += self._close(channel)
+        if not channel.emitted:  # nothing to say: the block stays, as an empty text block
+            out += self._open(channel, CONTENT)
+            out += self._close(channel)
+        return out
+
+    def _emit(
+        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, dict[str, Any]] | None = None
+    ) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for seg in segments:
+            if seg.kind != channel.kind:
+                out += self._close(channel)
+                out += self._open(channel, seg.kind)
+            if seg.kind == REASONING:
+                channel.parts.append(seg.text)
+                if self._redacted:
+                    continue
+            if source is not None:
+                out.append(self._delta_from(source, channel.out, seg))
+                source = None
+            elif seg.kind == CONTENT:
+                out.append(_delta(channel.out, _text_delta(seg.text)))
+            else:
+                out.append(_delta(channel.out, _thinking_delta(seg.text)))
+        return out
+
+    def _delta_from(self, source: tuple[SSEEvent, dict[str, Any]], index: int, seg: Segment) -> SSEEvent:
+        """A delta for ``seg`` keeping, in order, the fields of the upstream event it came from."""
+        event, doc = source
+        reasoning = seg.kind == REASONING
+        body: dict[str, Any] = {}
+        for key, value in doc.items():
+            if key == "index":
+                body[key] = index
+            elif key == "delta" and isinstance(value, dict):
+                delta: dict[str, Any] = {}
+                for k, v in value.items():
+                    if k == "type":
+                        delta[k] = "thinking_delta" if reasoning else "text_delta"
+                    elif k == "text":
+                        delta["thinking" if reasoning else "text"] = seg.text
+                    else:
+                        delta[k] = v
+                body[key] = delta
+            else:
+                body[key] = value
+        return encode_event(_encode(body), fields=_fields_for(event, "content_block_delta"))
+
+    def _open(self, channel: _Channel, kind: Kind) -> list[SSEEvent]:
+        channel.kind = kind
+        channel.emitted = True
+        if kind == REASONING:
+            channel.parts = []
+            if self._redacted:
+                return []  # written whole when the run ends
+            channel.out = self._take_index()
+            return [_start(channel.out, _THINKING_BLOCK)]
+        channel.out = self._take_index()
+        template, channel.template = channel.template, None
+        if template is None:
+            return [_start(channel.out, _TEXT_BLOCK)]
+        # The upstream start event, its fields kept: the first text block carries them.
+        template["index"] = channel.out
+        block = template.get("content_block")
+        if isinstance(block, dict):
+            block["text"] = ""
+        return [_frame("content_block_start", _encode(template))]
+
+    def _close(self, channel: _Channel) -> list[SSEEvent]:
+        kind, channel.kind = channel.kind, None
+        if kind is None:
+            return []
+        if kind == CONTENT:
+            return [_stop(channel.out)]
+        text = "".join(channel.parts)
+        channel.parts = []
+        if self._redacted:
+            index = channel.out = self._take_index()
+            block = b'{"type":"redacted_thinking","data":%s}' % _encode(_redacted_data(text))
+            return [_start(index, block), _stop(index)]
+        signature = b'{"type":"signature_delta","signature":%s}' % _encode(gateway_signature(text))
+        return [_delta(channel.out, signature), _stop(channel.out)]
+
+    def _take_index(self) -> int:
+        index = self._next
+        self._next += 1
+        return index
+
+
+async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+    """The async generator form: upstream events in, client events out."""
+    stream = MessagesStream(config)
+    async for event in events:
+        for out in stream.event(event):
+            yield out
+    for out in stream.finish():
+        yield out
+
+
+# -- non-stream ---------------------------------------------------------------------------------
+
+
+def _blocks(block: dict[str, Any], segments: list[Segment], redacted: bool) -> list[dict[str, Any]]:
+    """The blocks of one upstream text block's runs, in order."""
+    out: list[dict[str, Any]] = []
+    template: dict[str, Any] | None = block
+    for seg in segments:
+        if seg.kind == CONTENT:
+            if template is not None:
+                new = dict(template)  # the first text block keeps the upstream block's other fields
+                template = None
+                new["text"] = seg.text
+                out.append(new)
+            else:
+                out.append({"type": "text", "text": seg.text})
+        elif redacted:
+            out.append({"type": "redacted_thinking", "data": _redacted_data(seg.text)})
+        else:
+            out.append({"type": "thinking", "thinking": seg.text, "signature": gateway_signature(seg.text)})
+    if not segments:
+        out.append({**block, "text": ""})
+    return out
+
+
+def transform_body(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+    """A non-stream ``message`` body with each text block split into the blocks of its runs.
+
+    Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
+    """
+    counts = Counts()
+    try:
+        doc = _decode_any(body)
+    except msgspec.DecodeError:
+        return None, counts
+    if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
+        return None, counts
+    if doc.get("type", "message") != "message":
+        return None, counts
+    cfg = config.for_model(doc["model"] if isinstance(doc.get("model"), str) else None)
+    if not cfg.enabled or cfg.messages_policy == "off":
+        return None, counts
+    content: list[Any] = doc["content"]
+    if any(isinstance(b, dict) and b.get("type") in _NATIVE for b in content):
+        return None, counts  # upstream reasoning wins
+    redacted = cfg.messages_policy == "redacted"
+    new_content: list[Any] = []
+    changed = False
+    for block in content:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        if not isinstance(text, str):
+            new_content.append(block)
+            continue
+        segments = extract_counted(text, cfg, counts)
+        if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
+            new_content.append(block)
+            continue
+        new_content += _blocks(block, segments, redacted)
+        changed = True
+    if not changed:
+        return None, counts
+    doc["content"] = new_content
+    return _encode(doc), counts

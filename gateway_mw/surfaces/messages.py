@@ -96,6 +96,7 @@ def _stop(index: int) -> SSEEvent:
 
 
 _TEXT_BLOCK = b'{"type":"text","text":""}'
+_EMPTY_TEXT = _Part("text", "")
 _THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
 
 
@@ -121,6 +122,14 @@ def _fields_for(event: SSEEvent, kind: str) -> bytes:
     return b"event: " + kind.encode() + b"\n"
 
 
+def _named(event: SSEEvent, kind: str) -> SSEEvent:
+    """``event`` as it came, given an ``event:`` line if it has none (the SDKs skip such frames)."""
+    if event.event is not None:
+        return event
+    assert event.data is not None
+    return encode_event(event.data, fields=b"event: " + kind.encode() + b"\n" + event.fields)
+
+
 def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
     """``event`` with its ``index`` replaced, every other byte of its data kept where possible."""
     data = event.data
@@ -141,11 +150,12 @@ def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
 class _Channel:
     """One upstream text block: its scanner and the output block it currently writes."""
 
-    __slots__ = ("emitted", "index", "kind", "out", "parts", "scanner", "template")
+    __slots__ = ("emitted", "kind", "out", "parts", "scanner", "start", "upstream")
 
-    def __init__(self, scanner: Scanner, template: dict[str, Any]) -> None:
+    def __init__(self, scanner: Scanner, upstream: int, start: SSEEvent) -> None:
         self.scanner = scanner
-        self.template: dict[str, Any] | None = template  # its start event, for its first text block
+        self.upstream = upstream
+        self.start: SSEEvent | None = start  # the upstream start event, held for the first text block
         self.kind: Kind | None = None  # the kind of the open output block
         self.out = -1  # the open output block's index
         self.parts: list[str] = []  # the open reasoning block's text
@@ -182,6 +192,12 @@ class MessagesStream:
             ev = _decode_event(data)
         except _UNREADABLE:
             return self._unreadable(event)
+        out = self._dispatch(event, ev)
+        if event.event is None:  # a data-only upstream: every frame sent gets its event: line
+            return [_named(e, ev.type) if e is event else e for e in out]
+        return out
+
+    def _dispatch(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
         kind = ev.type
         if kind == "content_block_delta":
             return self._block_delta(event, ev)
@@ -199,9 +215,9 @@ class MessagesStream:
             return [event]
         if kind == "ping":
             return [event]  # carries no model text; flushing here would make results timing-dependent
-        if kind in ("message_delta", "message_stop"):
+        if kind in ("message_delta", "message_stop", "error"):
             return [*self._finish_all(), event]  # the message ends: its blocks close first
-        return [*self.flush(), event]  # error, or a type this translator does not know
+        return [*self.flush(), event]  # a type this translator does not know
 
     def flush(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []
@@ -231,11 +247,7 @@ class MessagesStream:
         if block.type in _NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._channels:
-            try:
-                template: dict[str, Any] = _decode_any(event.data)  # type: ignore[arg-type]
-            except _UNREADABLE:  # pragma: no cover - decoded once already
-                return self._unreadable(event)
-            channel = self._channels[upstream] = _Channel(Scanner(cfg), template)
+            channel = self._channels[upstream] = _Channel(Scanner(cfg), upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
                 return self._emit(channel, channel.scanner.feed(block.text))
             return []  # held until the first run is known
@@ -359,15 +371,19 @@ class MessagesStream:
             channel.out = self._take_index()
             return [_start(channel.out, _THINKING_BLOCK)]
         channel.out = self._take_index()
-        template, channel.template = channel.template, None
-        if template is None:
+        start, channel.start = channel.start, None
+        if start is None:
             return [_start(channel.out, _TEXT_BLOCK)]
-        # The upstream start event, its fields kept: the first text block carries them.
-        template["index"] = channel.out
-        block = template.get("content_block")
+        # The upstream start event goes out for the first text block, with all its fields.
+        assert start.data is not None
+        if channel.out == channel.upstream and _decode_event(start.data).content_block == _EMPTY_TEXT:
+            return [_named(start, "content_block_start")]
+        doc = _decode_any(start.data)
+        doc["index"] = channel.out
+        block = doc.get("content_block")
         if isinstance(block, dict):
             block["text"] = ""
-        return [_frame("content_block_start", _encode(template))]
+        return [encode_event(_encode(doc), fields=_fields_for(start, "content_block_start"))]
 
     def _close(self, channel: _Channel) -> list[SSEEvent]:
         kind, channel.kind = channel.kind, None

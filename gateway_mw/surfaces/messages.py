@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import AsyncIterable, AsyncIterator
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -108,8 +109,15 @@ def _thinking_delta(text: str) -> bytes:
     return b'{"type":"thinking_delta","thinking":%s}' % _encode(text)
 
 
+@lru_cache(maxsize=256)
 def _index_prefix(kind: str, index: int) -> bytes:
     return b'{"type":"%s","index":%d,' % (kind.encode(), index)
+
+
+@lru_cache(maxsize=256)
+def _text_delta_prefix(index: int) -> bytes:
+    """How a ``text_delta`` event with no other field starts, up to its text."""
+    return b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":' % index
 
 
 def _fields_for(event: SSEEvent, kind: str) -> bytes:
@@ -281,8 +289,7 @@ class MessagesStream:
             return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
         data = event.data
         assert data is not None
-        prefix = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":' % upstream
-        if data == prefix + _encode(text) + b"}}":
+        if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":
             return self._emit(channel, segments)
         # Fields this translator does not own ride on the first delta written for this event.
         return self._emit(channel, segments, source=(event, _decode_any(data)))

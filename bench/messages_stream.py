@@ -79,7 +79,8 @@ def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
 def baseline(pieces: list[bytes]) -> bytes:
     decoder = SSEDecoder()
     out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
-    return b"".join(out) + b"".join(e.raw for e in decoder.finish())
+    events, tail = decoder.finish()
+    return b"".join(out) + b"".join(e.raw for e in events) + tail
 
 
 def translated(pieces: list[bytes]) -> bytes:

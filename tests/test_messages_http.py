@@ -298,7 +298,7 @@ async def test_unreadable_event_mid_stream_goes_after_the_held_text(aiohttp_clie
     events = read_sse(await (await client.post(ROUTE)).read())
     assert events == [message_start(), *redacted_block(0, "abc"), "{oops", *text_block(1, "ok"), *end()]
     stats = client.app[THINKEXTRACT_STATS].snapshot()["messages"]
-    assert (stats["translated"], stats["translation_errors"]) == (1, 0)
+    assert (stats["translated"], stats["translation_errors"], stats["unreadable_events"]) == (1, 0, 1)
 
 
 async def test_dropped_upstream_still_closes_what_was_open(aiohttp_client: ClientFactory) -> None:

@@ -448,7 +448,7 @@ def _blocks(block: dict[str, Any], segments: list[Segment], redacted: bool) -> l
     return out
 
 
-def transform_body(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
     """A non-stream ``message`` body with each text block split into the blocks of its runs.
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).

@@ -126,7 +126,7 @@ def sse(*items: dict[str, Any] | str, event_lines: bool = True) -> bytes:
         if isinstance(item, str):
             out.append(f"data: {item}\n\n".encode())
             continue
-        data = json.dumps(item, separators=(",", ":"))
+        data = json.dumps(item, separators=(",", ":"), ensure_ascii=False)  # UTF-8, as servers send it
         head = f"event: {item['type']}\n" if event_lines else ""
         out.append(f"{head}data: {data}\n\n".encode())
     return b"".join(out)
@@ -147,7 +147,7 @@ EVENT_TYPES = frozenset(
 
 
 def read_sse(body: bytes) -> list[Any]:
-    """The data of each event: decoded JSON, or the raw string when it is not JSON.
+    """The data of each event: decoded JSON, or the raw string (bytes if not UTF-8) when it is not JSON.
 
     Every event of a messages type must carry an ``event:`` line naming it, and is validated as
     the anthropic SDK's strict mode does.
@@ -158,7 +158,11 @@ def read_sse(body: bytes) -> list[Any]:
     for event in events:
         if event.data is None:
             continue
-        raw = event.data.decode()
+        try:
+            raw = event.data.decode()
+        except UnicodeDecodeError:
+            out.append(event.data)  # not text: kept as bytes
+            continue
         try:
             item = json.loads(raw)
         except ValueError:

@@ -509,3 +509,76 @@ def test_message_stop_only_stream_and_stray_events_do_not_break() -> None:
     pipeline = StreamPipeline("messages", UNSIGNED)
     assert pipeline.feed(stream) + pipeline.finish() == stream
     assert pipeline.counts.unreadable_events == 3
+
+
+def event_by_event(stream: bytes, config: ThinkExtractConfig) -> tuple[bytes, tuple[int, ...]]:
+    """The translation without the pipeline's fast path: every event through ``event()``."""
+    translator = MessagesStream(config)
+    decoder = SSEDecoder()
+    events = decoder.feed(stream)
+    more, tail = decoder.finish()
+    out = [e for ev in events + more for e in translator.event(ev)] + translator.finish()
+    c = translator.counts
+    return b"".join(e.raw for e in out) + tail, (c.reasoning_blocks, c.reasoning_chars, c.unclosed, c.unreadable_events)
+
+
+def through_pipeline(stream: bytes, config: ThinkExtractConfig, groups: list[int]) -> tuple[bytes, tuple[int, ...]]:
+    """The pipeline fed whole events, ``groups[k % len(groups)]`` of them per write, as model
+    servers send tokens (so that its fast path gets whole spans of events)."""
+    frames = [e.raw for e in SSEDecoder().feed(stream)]
+    pipeline = StreamPipeline("messages", config)
+    out, i, k = b"", 0, 0
+    while i < len(frames):
+        n = groups[k % len(groups)]
+        out += pipeline.feed(b"".join(frames[i : i + n]))
+        i, k = i + n, k + 1
+    out += pipeline.finish()
+    c = pipeline.counts
+    return out, (c.reasoning_blocks, c.reasoning_chars, c.unclosed, c.unreadable_events)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    upstream_message(),
+    st.sampled_from(["unsigned", "redacted"]),
+    st.sampled_from(["live", "buffered"]),
+    st.lists(st.integers(1, 4), min_size=1, max_size=5),
+)
+def test_fast_path_gives_the_bytes_and_counts_of_event_by_event_translation(
+    upstream: tuple[list[Any], list[dict[str, Any]]], policy: str, mode: str, groups: list[int]
+) -> None:
+    events, _ = upstream
+    config = ThinkExtractConfig(messages_policy=policy, stream_mode=mode)  # type: ignore[arg-type]
+    stream = sse(*events)
+    assert through_pipeline(stream, config, groups) == event_by_event(stream, config)
+
+
+@pytest.mark.parametrize("policy", ["unsigned", "redacted"])
+@pytest.mark.parametrize("per_write", [1, 3])
+def test_fast_path_runs_match_event_by_event_translation(
+    policy: str, per_write: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events written one or a few at a time, as model servers send tokens."""
+    hits: list[bool] = []
+    original = MessagesStream.fast_forward
+
+    def spy(self: MessagesStream, span: bytes) -> bytes | None:
+        out = original(self, span)
+        hits.append(out is not None)
+        return out
+
+    monkeypatch.setattr(MessagesStream, "fast_forward", spy)
+    words = ["step é", " 日 by", " step 🙂", " a/b", " c\u2028d"]
+    reasoning = [words[i % len(words)] for i in range(40)]
+    answer = [*(words[i % len(words)] for i in range(20)), " x<y", ' "quoted"\n', *words, " `code`", " end"]
+    stream = sse(message_start(), *text_block(0, "<think>", *reasoning, "</think>", *answer), *end())
+    invalid_utf8 = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\xff"}}'
+    stream += b"event: content_block_delta\ndata: " + invalid_utf8 + b"\n\n"
+    config = ThinkExtractConfig(messages_policy=policy)  # type: ignore[arg-type]
+    out, counts = through_pipeline(stream, config, [per_write])
+    assert (out, counts) == event_by_event(stream, config)
+    assert counts[3] == 1  # the invalid UTF-8 event, by either path
+    assert hits.count(True) >= 40 // per_write and not all(hits)
+    final = replay(read_sse(out))
+    reasoning_block = th("".join(reasoning)) if policy == "unsigned" else rd("".join(reasoning))
+    assert final["content"] == [reasoning_block, tb("".join(answer))]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import lru_cache
 from typing import Any
@@ -155,6 +156,60 @@ def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
 # -- the stream ---------------------------------------------------------------------------------
 
 
+_DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":'
+_TEXT_HEAD = _DELTA_HEAD + b'"text_delta","text":"'
+_THINKING_HEAD = _DELTA_HEAD + b'"thinking_delta","thinking":"'
+_TAIL = b'"}}\n\n'
+
+
+class _PlainDeltas:
+    """Runs of ``text_delta`` events of one upstream block, recognised on their bytes.
+
+    A plain event is exactly ``_TEXT_HEAD``, a JSON string body without ``"``, ``\\`` or control
+    characters (so without escapes: its bytes are its UTF-8 text), then ``_TAIL``. Such an event
+    decodes to nothing but its type, index and text, and msgspec encodes that text back to the same
+    bytes, so an event rewritten from it differs only in its head.
+    """
+
+    def __init__(self, upstream: int) -> None:
+        self.head = _TEXT_HEAD % upstream
+        self.run = re.compile(b"(?:" + re.escape(self.head) + rb'[^"\\\x00-\x1f]*' + re.escape(_TAIL) + b")+")
+        self.frame = self.head + _TAIL
+        self._needles: dict[frozenset[str], tuple[bytes, ...] | None] = {}
+
+    def texts(self, span: bytes, triggers: frozenset[str]) -> bytes | None:
+        """The UTF-8 text of all the events of ``span`` joined, if they are all plain and free of
+        ``triggers``; else ``None``."""
+        if triggers not in self._needles:
+            self._needles[triggers] = self._needles_for(triggers)
+        needles = self._needles[triggers]
+        if needles is None or self.run.fullmatch(span) is None:
+            return None
+        for needle in needles:
+            if needle in span:
+                return None
+        texts = span[len(self.head) : -len(_TAIL)].replace(_TAIL + self.head, b"")
+        if not texts.isascii():
+            try:
+                texts.decode()
+            except UnicodeDecodeError:
+                return None  # not JSON: event() would count it as unreadable
+        return texts
+
+    def _needles_for(self, triggers: frozenset[str]) -> tuple[bytes, ...] | None:
+        """The bytes of the triggers a plain body may hold; ``None`` if the frame itself holds one."""
+        needles = tuple(ch.encode() for ch in triggers if ch not in '"\\' and ord(ch) >= 0x20)
+        if any(needle in self.frame for needle in needles):
+            return None
+        return needles
+
+    def renumbered(self, span: bytes, index: int) -> bytes:
+        return span.replace(self.head, _TEXT_HEAD % index)
+
+    def as_thinking(self, span: bytes, index: int) -> bytes:
+        return span.replace(self.head, _THINKING_HEAD % index)
+
+
 class _Channel:
     """One upstream text block: its scanner and the output block it currently writes."""
 
@@ -182,6 +237,7 @@ class MessagesStream:
         self._next = 0  # the next output index
         self._indexes: dict[int, int] = {}  # upstream index → output index, blocks not scanned
         self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
+        self._plain: dict[int, _PlainDeltas] = {}  # upstream index → its fast path matcher
         self.counts = Counts()
 
     def _resolve(self, model: str | None) -> ThinkExtractConfig:
@@ -239,7 +295,29 @@ class MessagesStream:
         return self._finish_all()
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+        """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open
+        text block, steady in one kind, whose text holds no trigger of its scanner: then each goes
+        out as :meth:`event` would send it, without being decoded (see :class:`_PlainDeltas`)."""
+        if self._config is not None and not self._active:
+            return span  # this stream's model is not translated
+        if len(self._channels) != 1:
+            return None
+        channel = next(iter(self._channels.values()))
+        kind = channel.scanner.steady
+        if kind is None or kind != channel.kind:
+            return None
+        plain = self._plain.get(channel.upstream)
+        if plain is None:
+            plain = self._plain[channel.upstream] = _PlainDeltas(channel.upstream)
+        texts = plain.texts(span, channel.scanner.triggers)
+        if texts is None:
+            return None
+        if kind == CONTENT:
+            return span if channel.out == channel.upstream else plain.renumbered(span, channel.out)
+        text = texts.decode()
+        channel.parts.append(text)
+        channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
+        return b"" if self._redacted else plain.as_thinking(span, channel.out)
 
     # -- per event ------------------------------------------------------------------------------
 

@@ -582,3 +582,11 @@ def test_fast_path_runs_match_event_by_event_translation(
     final = replay(read_sse(out))
     reasoning_block = th("".join(reasoning)) if policy == "unsigned" else rd("".join(reasoning))
     assert final["content"] == [reasoning_block, tb("".join(answer))]
+
+
+def test_a_ping_before_message_start_does_not_hide_the_model_from_profiles() -> None:
+    config = UNSIGNED.replace(profiles=(ModelProfile(match="raw-*", enabled=False),))
+    stream = sse(PING, message_start("raw-1"), *text_block(0, "<think>x</think>y"), *end())
+    assert run(stream, config) == stream
+    policy_off = sse(PING, *text_block(0, "<think>x</think>y"), *end())  # no message_start at all
+    assert run(policy_off, ThinkExtractConfig()) == policy_off

@@ -32,6 +32,8 @@ SIGNATURE_PREFIX = "gw1:"
 """Every signature this gateway writes starts with this; Anthropic's own never do."""
 
 _NATIVE = frozenset({"thinking", "redacted_thinking"})
+# The events that fix the settings of a message when none came before (a ping may come first).
+_RESOLVING = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop"})
 
 
 def gateway_signature(thinking: str) -> str:
@@ -231,7 +233,7 @@ class MessagesStream:
     def __init__(self, config: ThinkExtractConfig) -> None:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model of message_start
-        self._active = True  # False: the policy is off or the model's profile disables extraction
+        self._active = config.enabled and config.messages_policy != "off"  # False: pass everything
         self._native = False  # upstream reasoning seen: text blocks are no longer scanned
         self._redacted = config.messages_policy == "redacted"
         self._next = 0  # the next output index
@@ -241,9 +243,10 @@ class MessagesStream:
         self.counts = Counts()
 
     def _resolve(self, model: str | None) -> ThinkExtractConfig:
+        """The settings for this message, fixed by the first event (``message_start`` normally)."""
         if self._config is None:
             self._config = cfg = self._base.for_model(model)
-            self._active = cfg.enabled and cfg.messages_policy != "off"
+            self._active = self._active and cfg.enabled
         return self._config
 
     # -- events ---------------------------------------------------------------------------------
@@ -256,6 +259,11 @@ class MessagesStream:
             ev = _decode_event(data)
         except _UNREADABLE:
             return self._unreadable(event)
+        if self._config is None and ev.type in _RESOLVING:
+            message = ev.message if ev.type == "message_start" else None
+            self._resolve(message.model if message is not None else None)
+            if not self._active:  # a profile turns this model off
+                return [event]
         out = self._dispatch(event, ev)
         if event.event is None:  # a data-only upstream: every frame sent gets its event: line
             return [_named(e, ev.type) if e is event else e for e in out]
@@ -270,12 +278,8 @@ class MessagesStream:
         if kind == "content_block_stop":
             return self._block_stop(event, ev)
         if kind == "message_start":
-            if ev.message is not None:
-                self._resolve(ev.message.model)
-                if any(part.type in _NATIVE for part in ev.message.content):
-                    self._native = True
-            else:
-                self._resolve(None)
+            if ev.message is not None and any(part.type in _NATIVE for part in ev.message.content):
+                self._native = True
             return [event]
         if kind == "ping":
             return [event]  # carries no model text; flushing here would make results timing-dependent
@@ -298,7 +302,7 @@ class MessagesStream:
         """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open
         text block, steady in one kind, whose text holds no trigger of its scanner: then each goes
         out as :meth:`event` would send it, without being decoded (see :class:`_PlainDeltas`)."""
-        if self._config is not None and not self._active:
+        if not self._active:
             return span  # this stream's model is not translated
         if len(self._channels) != 1:
             return None
@@ -329,7 +333,7 @@ class MessagesStream:
         block, upstream = ev.content_block, ev.index
         if block is None or upstream is None:
             return self._unreadable(event)
-        cfg = self._resolve(None)
+        cfg = self._resolve(None)  # already resolved: the first event did
         if block.type in _NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._channels:
@@ -358,13 +362,16 @@ class MessagesStream:
             if channel.kind != CONTENT:
                 out += self._close(channel)
                 out += self._open(channel, CONTENT)
-            out.append(_reindexed(event, "content_block_delta", upstream, channel.out))
+            new = channel.out
+            out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
             return out
         segments = channel.scanner.feed(text)
-        if len(segments) == 1 and channel.kind == segments[0].kind == CONTENT and segments[0].text == text:
-            # The common case: answer text going on in an open text block.
+        if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
+            # The common case, answer text: the event goes out as it came (renumbered if it must be).
+            out = [] if channel.kind == CONTENT else self._close(channel) + self._open(channel, CONTENT)
             new = channel.out
-            return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+            out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
+            return out
         data = event.data
         assert data is not None
         if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":

@@ -590,3 +590,68 @@ def test_a_ping_before_message_start_does_not_hide_the_model_from_profiles() -> 
     assert run(stream, config) == stream
     policy_off = sse(PING, *text_block(0, "<think>x</think>y"), *end())  # no message_start at all
     assert run(policy_off, ThinkExtractConfig()) == policy_off
+
+
+def test_crlf_stream_is_answered_in_crlf() -> None:
+    stream = sse(message_start(), *text_block(0, "Hi <thi", "nk>r</think>", "ok"), *end()).replace(b"\n", b"\r\n")
+    out = run(stream, piece=7)
+    assert b"\n" not in out.replace(b"\r\n", b"")
+    assert read_sse(out) == [
+        message_start(),
+        *text_block(0, "Hi "),
+        *thinking_block(1, "r"),
+        *text_block(2, "\nok"),
+        *end(),
+    ]
+
+
+def test_oversized_event_passes_raw_after_the_held_text() -> None:
+    big = text(0, "x" * 600)
+    stream = sse(message_start(), start(0), text(0, "Hi <thi"), big, text(0, "nk>r</think>"), stop(0), *end())
+    pipeline = StreamPipeline("messages", UNSIGNED.replace(max_event_bytes=400))
+    out = read_sse(b"".join(pipeline.feed(stream[i : i + 50]) for i in range(0, len(stream), 50)) + pipeline.finish())
+    assert out == [
+        message_start(),
+        start(0),
+        text(0, "Hi "),
+        text(0, "<thi"),  # flushed before the event too big to read
+        big,
+        text(0, "nk>r</think>"),  # the tag was cut by that event: literal text from here
+        stop(0),
+        *end(),
+    ]
+    assert pipeline.counts.oversized_events == 1
+
+
+def test_unknown_event_type_passes_after_the_held_text() -> None:
+    odd = {"type": "content_block_annotation", "index": 0, "note": "x"}
+    stream = sse(message_start(), start(0), text(0, "<think>ab</thi"), odd, text(0, "nk>c"), stop(0), *end())
+    assert translate(stream) == [
+        message_start(),
+        thinking_start(0),
+        thinking(0, "ab"),
+        thinking(0, "</thi"),
+        odd,
+        thinking(0, "nk>c"),
+        sig(0, "ab</think>c"),
+        stop(0),
+        *end(),
+    ]
+
+
+def test_events_with_data_in_several_lines() -> None:
+    def two_lines(item: dict[str, Any]) -> bytes:
+        body = json.dumps(item, separators=(",", ":"))
+        cut = body.index(",") + 1
+        return f"event: {item['type']}\ndata: {body[:cut]}\ndata: {body[cut:]}\n\n".encode()
+
+    stream = (
+        sse(message_start())
+        + two_lines(start(0))
+        + sse(text(0, "<think>r</think>"))
+        + two_lines(text(0, "answer"))
+        + sse(stop(0), *end())
+    )
+    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "answer"), *end()]
+    plain = sse(message_start()) + two_lines(start(0)) + two_lines(text(0, "answer")) + sse(stop(0), *end())
+    assert run(plain) == plain

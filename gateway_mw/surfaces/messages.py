@@ -133,12 +133,26 @@ def _fields_for(event: SSEEvent, kind: str) -> bytes:
     return b"event: " + kind.encode() + b"\n"
 
 
+def _one_line(data: bytes) -> bytes:
+    """``data`` as one line: an event whose data came in several lines is re-encoded."""
+    return data if b"\n" not in data else _encode(_decode_any(data))
+
+
 def _named(event: SSEEvent, kind: str) -> SSEEvent:
     """``event`` as it came, given an ``event:`` line if it has none (the SDKs skip such frames)."""
     if event.event is not None:
         return event
     assert event.data is not None
-    return encode_event(event.data, fields=b"event: " + kind.encode() + b"\n" + event.fields)
+    return encode_event(_one_line(event.data), fields=b"event: " + kind.encode() + b"\n" + event.fields)
+
+
+def _resent(event: SSEEvent, kind: str) -> SSEEvent:
+    """An upstream event sent later than it came, as a new event: written with ``\\n`` line
+    endings like every event the translator writes (the pipeline converts them), with its name."""
+    if event.event is not None and b"\r" not in event.raw:
+        return event
+    assert event.data is not None
+    return encode_event(_one_line(event.data), fields=_fields_for(event, kind))
 
 
 def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
@@ -146,7 +160,7 @@ def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
     data = event.data
     assert data is not None
     prefix = _index_prefix(kind, old)
-    if data.startswith(prefix):
+    if data.startswith(prefix) and b"\n" not in data:
         data = _index_prefix(kind, new) + data[len(prefix) :]
     else:
         doc = _decode_any(data)
@@ -469,7 +483,7 @@ class MessagesStream:
         # The upstream start event goes out for the first text block, with all its fields.
         assert start.data is not None
         if channel.out == channel.upstream and _decode_event(start.data).content_block == _EMPTY_TEXT:
-            return [_named(start, "content_block_start")]
+            return [_resent(start, "content_block_start")]
         doc = _decode_any(start.data)
         doc["index"] = channel.out
         block = doc.get("content_block")

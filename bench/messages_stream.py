@@ -3,7 +3,9 @@
 Two upstream streams of N events each, fed in 4 KiB network pieces:
 (a) typical: one text block whose first half is a ``<think>`` block, then the answer (every event
     after the reasoning is renumbered, every reasoning event becomes a thinking delta);
-(b) tag-free: one text block of plain answer text (every event passes as it came).
+(b) tag-free: one text block of plain answer text (every event passes as it came);
+and (c) the typical stream again, one event per write, as a model server sends tokens (runs of
+events that the translator may pass without decoding them are then one event long).
 Each round times the baseline (SSE decoder, events joined back to bytes) and the translator
 (``StreamPipeline("messages", messages_policy="unsigned")``) one after the other; the figures are
 the medians over the rounds, with their min–max.
@@ -76,6 +78,10 @@ def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
     return [stream[i : i + size] for i in range(0, len(stream), size)]
 
 
+def event_writes(stream: bytes) -> list[bytes]:
+    return [e.raw for e in SSEDecoder().feed(stream)]
+
+
 def baseline(pieces: list[bytes]) -> bytes:
     decoder = SSEDecoder()
     out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
@@ -98,10 +104,15 @@ def timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
 def run(events: int, rounds: int) -> list[dict[str, Any]]:
     """One row per stream: medians and ranges of events/s, the ratio, and the added µs per event."""
     rows = []
-    for name, tokens in (("typical: reasoning, then the answer", typical_tokens), ("tag-free", plain_tokens)):
+    cases = (
+        ("(a) typical: reasoning, then the answer; 4 KiB pieces", typical_tokens, pieces_of),
+        ("(b) tag-free; 4 KiB pieces", plain_tokens, pieces_of),
+        ("(c) typical; one event per write", typical_tokens, event_writes),
+    )
+    for name, tokens, split in cases:
         stream = message_stream(tokens(events))
         n = len(SSEDecoder().feed(stream))  # every event of the stream, not only the deltas
-        pieces = pieces_of(stream)
+        pieces = split(stream)
         translated(pieces)  # warm up both paths
         baseline(pieces)
         base_t, mw_t = [], []
@@ -130,7 +141,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     rows = run(args.events, max(5, args.rounds))
-    print(f"messages stream in process, 4 KiB pieces, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")
+    print(f"messages stream in process, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")
     for row in rows:
         b, m, r, a = (
             row[k] for k in ("baseline_events_per_s", "translator_events_per_s", "ratio", "added_us_per_event")

@@ -655,3 +655,28 @@ def test_events_with_data_in_several_lines() -> None:
     assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "answer"), *end()]
     plain = sse(message_start()) + two_lines(start(0)) + two_lines(text(0, "answer")) + sse(stop(0), *end())
     assert run(plain) == plain
+
+
+def test_non_stream_keeps_the_bytes_of_every_value_it_does_not_own() -> None:
+    raw = (
+        b'{"id":"msg_1","type":"message","x_score":1.50,"x_name":"caf\\u00e9","model":"m",'
+        b'"content":[{"type":"text","text":"<think>r</think>a","x_n":1e3},{"type":"tool_use","id":"t","input":{"v":2.0}}],'
+        b'"usage":{"input_tokens":1,"output_tokens":2}}'
+    )
+    new, _ = transform_body(raw, UNSIGNED)
+    assert new == (
+        b'{"id":"msg_1","type":"message","x_score":1.50,"x_name":"caf\\u00e9","model":"m",'
+        b'"content":[{"type":"thinking","thinking":"r","signature":"' + signature("r").encode() + b'"},'
+        b'{"type":"text","text":"a","x_n":1e3},{"type":"tool_use","id":"t","input":{"v":2.0}}],'
+        b'"usage":{"input_tokens":1,"output_tokens":2}}'
+    )
+
+
+def test_renumbered_events_keep_the_bytes_of_every_value_they_do_not_own() -> None:
+    data = b'{"index":1,"type":"content_block_start","content_block":{"type":"tool_use","x":1.50}}'
+    tool = b"event: content_block_start\ndata: " + data + b"\n\n"
+    stream = sse(message_start(), *text_block(0, "<think>r</think>a")) + tool + sse(stop(1), *end())
+    out = run(stream)
+    assert out == sse(message_start(), *thinking_block(0, "r"), *text_block(1, "a")) + tool.replace(
+        b'"index":1', b'"index":2'
+    ) + sse(stop(2), *end())

@@ -74,7 +74,31 @@ class _Event(msgspec.Struct, gc=False):
 
 _decode_event = msgspec.json.Decoder(_Event).decode
 _decode_any = msgspec.json.Decoder().decode
+# Rewrites decode only the objects on the way to what they change; every other value stays raw
+# bytes, so it is re-emitted exactly (number formats, escapes, key order).
+_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_decode_str = msgspec.json.Decoder(str).decode
 _encode = msgspec.json.Encoder().encode
+_Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where the translator wrote
+
+
+def _obj(raw: msgspec.Raw | bytes) -> _Obj | None:
+    """``raw`` as an object of raw values, or ``None`` if it is not an object."""
+    try:
+        return _decode_obj(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _str(raw: msgspec.Raw | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return _decode_str(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
 
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -163,7 +187,7 @@ def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
     if data.startswith(prefix) and b"\n" not in data:
         data = _index_prefix(kind, new) + data[len(prefix) :]
     else:
-        doc = _decode_any(data)
+        doc: _Obj = _decode_obj(_one_line(data))
         doc["index"] = new
         data = _encode(doc)
     return encode_event(data, fields=_fields_for(event, kind))
@@ -391,7 +415,7 @@ class MessagesStream:
         if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":
             return self._emit(channel, segments)
         # Fields this translator does not own ride on the first delta written for this event.
-        return self._emit(channel, segments, source=(event, _decode_any(data)))
+        return self._emit(channel, segments, source=(event, _decode_obj(_one_line(data))))
 
     def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
         upstream = ev.index
@@ -425,7 +449,7 @@ class MessagesStream:
         return out
 
     def _emit(
-        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, dict[str, Any]] | None = None
+        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, _Obj] | None = None
     ) -> list[SSEEvent]:
         out: list[SSEEvent] = []
         for seg in segments:
@@ -445,17 +469,17 @@ class MessagesStream:
                 out.append(_delta(channel.out, _thinking_delta(seg.text)))
         return out
 
-    def _delta_from(self, source: tuple[SSEEvent, dict[str, Any]], index: int, seg: Segment) -> SSEEvent:
+    def _delta_from(self, source: tuple[SSEEvent, _Obj], index: int, seg: Segment) -> SSEEvent:
         """A delta for ``seg`` keeping, in order, the fields of the upstream event it came from."""
         event, doc = source
         reasoning = seg.kind == REASONING
-        body: dict[str, Any] = {}
+        body: _Obj = {}
         for key, value in doc.items():
             if key == "index":
                 body[key] = index
-            elif key == "delta" and isinstance(value, dict):
-                delta: dict[str, Any] = {}
-                for k, v in value.items():
+            elif key == "delta" and (fields := _obj(value)) is not None:
+                delta: _Obj = {}
+                for k, v in fields.items():
                     if k == "type":
                         delta[k] = "thinking_delta" if reasoning else "text_delta"
                     elif k == "text":
@@ -484,11 +508,12 @@ class MessagesStream:
         assert start.data is not None
         if channel.out == channel.upstream and _decode_event(start.data).content_block == _EMPTY_TEXT:
             return [_resent(start, "content_block_start")]
-        doc = _decode_any(start.data)
+        doc: _Obj = _decode_obj(_one_line(start.data))
         doc["index"] = channel.out
-        block = doc.get("content_block")
-        if isinstance(block, dict):
+        block = _obj(doc["content_block"])
+        if block is not None:
             block["text"] = ""
+            doc["content_block"] = block
         return [encode_event(_encode(doc), fields=_fields_for(start, "content_block_start"))]
 
     def _close(self, channel: _Channel) -> list[SSEEvent]:
@@ -525,10 +550,10 @@ async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtract
 # -- non-stream ---------------------------------------------------------------------------------
 
 
-def _blocks(block: dict[str, Any], segments: list[Segment], redacted: bool) -> list[dict[str, Any]]:
+def _blocks(block: _Obj, segments: list[Segment], redacted: bool) -> list[Any]:
     """The blocks of one upstream text block's runs, in order."""
-    out: list[dict[str, Any]] = []
-    template: dict[str, Any] | None = block
+    out: list[Any] = []
+    template: _Obj | None = block
     for seg in segments:
         if seg.kind == CONTENT:
             if template is not None:
@@ -551,33 +576,34 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     """A non-stream ``message`` body with each text block split into the blocks of its runs.
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
+    Only the objects on the way to a changed text are decoded: every other value is sent as it came.
     """
     counts = Counts()
+    doc = _obj(bytes(body))
+    raw_content = doc.get("content") if doc is not None else None
+    if doc is None or raw_content is None or _str(doc.get("type")) not in (None, "message"):
+        return None, counts
     try:
-        doc = _decode_any(body)
-    except msgspec.DecodeError:
-        return None, counts
-    if not isinstance(doc, dict) or not isinstance(doc.get("content"), list):
-        return None, counts
-    if doc.get("type", "message") != "message":
-        return None, counts
-    cfg = config.for_model(doc["model"] if isinstance(doc.get("model"), str) else None)
+        content = _decode_list(raw_content)
+    except msgspec.ValidationError:
+        return None, counts  # content is not a list
+    cfg = config.for_model(_str(doc.get("model")))
     if not cfg.enabled or cfg.messages_policy == "off":
         return None, counts
-    content: list[Any] = doc["content"]
-    if any(isinstance(b, dict) and b.get("type") in _NATIVE for b in content):
+    blocks = [_obj(raw) for raw in content]
+    if any(b is not None and _str(b.get("type")) in _NATIVE for b in blocks):
         return None, counts  # upstream reasoning wins
     redacted = cfg.messages_policy == "redacted"
     new_content: list[Any] = []
     changed = False
-    for block in content:
-        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
-        if not isinstance(text, str):
-            new_content.append(block)
+    for raw, block in zip(content, blocks, strict=True):
+        text = _str(block.get("text")) if block is not None and _str(block.get("type")) == "text" else None
+        if block is None or text is None:
+            new_content.append(raw)
             continue
         segments = extract_counted(text, cfg, counts)
         if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
-            new_content.append(block)
+            new_content.append(raw)
             continue
         new_content += _blocks(block, segments, redacted)
         changed = True

@@ -680,3 +680,10 @@ def test_renumbered_events_keep_the_bytes_of_every_value_they_do_not_own() -> No
     assert out == sse(message_start(), *thinking_block(0, "r"), *text_block(1, "a")) + tool.replace(
         b'"index":1', b'"index":2'
     ) + sse(stop(2), *end())
+
+
+def test_a_text_block_start_carrying_text() -> None:
+    stream = sse(message_start(), start(0, tb("<think>r</think>a")), text(0, "b"), stop(0), *end())
+    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "a", "b"), *end()]
+    plain = sse(message_start(), start(0, tb("a")), text(0, "b"), stop(0), *end())
+    assert translate(plain) == [message_start(), *text_block(0, "a", "b"), *end()]

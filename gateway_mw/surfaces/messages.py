@@ -7,7 +7,17 @@ the base64 of the reasoning text, ``off`` leaves the surface alone.
 Stream: one Scanner per upstream ``text`` block. Each run of one kind becomes a block of its own;
 output blocks are numbered 0, 1, 2… in the order they start, and every other upstream block
 (``tool_use``…) is renumbered to follow. An event the translator leaves as it is goes out with its
-bytes unchanged; a renumbered one has only its ``index`` replaced.
+bytes unchanged; a renumbered one has only its ``index`` replaced. Three paths, cheapest first:
+
+* **fast forward** (``fast_forward``, whole runs of events): while the one open text block is steady
+  in one kind, plain ``text_delta`` events free of its scanner's triggers are recognised on their
+  bytes and go out undecoded: as they came, renumbered, or as ``thinking_delta``s;
+* **unchanged** (``event``): the few fields read here are decoded into a small struct; answer text
+  the scanner passes through goes out as the same bytes (renumbered if it must be);
+* **rewritten**: the events of the new blocks are written afresh; an upstream event's fields the
+  translator does not own ride, as their raw bytes, on the first event written for it.
+
+Non-stream: each ``text`` block of ``content`` is split into the blocks of its runs, in order.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
-from . import chat
+from . import chat, responses
 from .base import Counts
 
 __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
@@ -50,7 +50,9 @@ BodyTransform = Callable[[bytes, ThinkExtractConfig], tuple[bytes | None, Counts
 
 STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig], StreamTranslator]] = {
     "chat": chat.ChatStream,
+    "responses": responses.ResponsesStream,
 }
 BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
     "chat": chat.transform_body,
+    "responses": responses.transform_body,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -119,7 +120,9 @@ def item_done(index: int, item: dict[str, Any]) -> dict[str, Any]:
 
 
 def part_added(item_id: str, index: int, part: dict[str, Any], content_index: int = 0) -> dict[str, Any]:
-    return ev("response.content_part.added", item_id=item_id, output_index=index, content_index=content_index, part=part)
+    return ev(
+        "response.content_part.added", item_id=item_id, output_index=index, content_index=content_index, part=part
+    )
 
 
 def part_done(item_id: str, index: int, part: dict[str, Any], content_index: int = 0) -> dict[str, Any]:
@@ -276,7 +279,7 @@ def stream_handler(body: bytes, pieces: list[int] | None = None) -> Handler:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         cuts = [0, *(pieces or []), len(body)]
-        for start, end in zip(cuts, cuts[1:]):
+        for start, end in itertools.pairwise(cuts):
             if end > start:
                 await resp.write(body[start:end])
         await resp.write_eof()

@@ -489,9 +489,7 @@ class ResponsesStream:
                     kind, where = "response.reasoning_summary_text.delta", "summary_index"
                 else:
                     kind, where = "response.reasoning_text.delta", "content_index"
-                self._send(
-                    {"type": kind, "item_id": rs.id, "output_index": rs.index, where: 0, "delta": seg.text}
-                )
+                self._send({"type": kind, "item_id": rs.id, "output_index": rs.index, where: 0, "delta": seg.text})
 
     # -- client items -----------------------------------------------------------------------------
 

@@ -242,7 +242,10 @@ def read_events(body: bytes, *, event_lines: bool | None = True) -> list[Any]:
     """
     decoder = SSEDecoder()
     out: list[Any] = []
-    for event in decoder.feed(body) + decoder.finish():
+    events = decoder.feed(body)
+    last, tail = decoder.finish()
+    assert tail == b"", tail  # every event the middleware sends is whole
+    for event in events + last:
         if event.data is None:
             continue
         text = event.data.decode()

@@ -59,7 +59,9 @@ def translate(stream: bytes, config: ThinkExtractConfig = CFG, cuts: list[int] |
 
 def events_of(items: list[dict[str, Any] | str]) -> list[SSEEvent]:
     decoder = SSEDecoder()
-    return decoder.feed(sse(items)) + decoder.finish()
+    events = decoder.feed(sse(items))
+    assert decoder.finish() == ([], b"")
+    return events
 
 
 def run(stream: ResponsesStream, items: list[dict[str, Any] | str]) -> list[Any]:

@@ -739,7 +739,7 @@ def _transform_message(item: Body, config: ThinkExtractConfig, counts: Counts) -
     return ch.items
 
 
-def transform_body(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
     """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items.
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).

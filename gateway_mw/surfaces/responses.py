@@ -19,7 +19,6 @@ The non-stream transform drives the same item logic with whole texts, so both fo
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -50,8 +49,6 @@ _HANDLED = frozenset(
         *_TERMINAL,
     }
 )
-_SEQ_KEY = b'"sequence_number"'
-_SEQ_VALUE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 _DEFAULT_PART: dict[str, Any] = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
 
 Body = dict[str, Any]
@@ -339,12 +336,11 @@ class ResponsesStream:
             and ch.rs is None
             and msg is not None
             and msg.part is not None
-            and msg.index == head.output_index
             and msg.id == head.item_id
             and len(msg.parts) == head.content_index
         ):
-            msg.texts.append(text)  # the common case: the event goes out as it came
-            self._forward(event, head)
+            msg.texts.append(text)  # the common case: the event goes out as it came (renumbered)
+            self._forward(event, head, output_index=msg.index)
             return
         if segments:
             self._runs(ch, segments, (self._body(event), event.fields))
@@ -648,29 +644,20 @@ class ResponsesStream:
         self._send(body, fields)
 
     def _forward(self, event: SSEEvent, head: _Head, output_index: int | None = None) -> None:
-        """An upstream event unchanged but for its number and (for other items) its output_index."""
+        """An upstream event unchanged but for its number and its output_index (``output_index``,
+        else the client index of an item passed through). Re-encoding with msgspec is cheaper than
+        editing the bytes in Python."""
         if output_index is None and head.output_index is not None:
             output_index = self._index_map.get(head.output_index)
-        if output_index is not None and output_index != head.output_index:
-            body = self._body(event)
-            body["output_index"] = output_index
-            self._send(body, event.fields)
-            return
-        seq = self._seq
-        data = event.data
-        assert data is not None
-        if head.sequence_number == seq:
+        moved = output_index is not None and output_index != head.output_index
+        if head.sequence_number == self._seq and not moved:
             self._seq += 1
-            self._out.append(event)
+            self._out.append(event)  # the common case: nothing to change
             return
-        if head.sequence_number is not None and data.count(_SEQ_KEY) == 1:
-            m = _SEQ_VALUE.search(data)
-            if m is not None and int(m.group(1)) == head.sequence_number:
-                self._seq += 1
-                new = data[: m.start(1)] + str(seq).encode() + data[m.end(1) :]
-                self._out.append(encode_event(new, fields=event.fields))
-                return
-        self._send(self._body(event), event.fields)
+        body = self._body(event)
+        if moved:
+            body["output_index"] = output_index
+        self._send(body, event.fields)
 
     def _forward_in_channel(self, ch: _Channel, event: SSEEvent) -> None:
         """An event about a message item (annotation, refusal…), pointed at its client item."""

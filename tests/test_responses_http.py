@@ -413,3 +413,24 @@ async def test_non_stream_upstream_reasoning_item_wins(aiohttp_client: ClientFac
     native = {"id": "rs_up", "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "n"}]}
     doc = response("completed", [native, message("msg_1", ["<think>x</think>y"])])
     assert await post_json(aiohttp_client, doc) == doc
+
+
+async def test_whole_sse_body_in_a_response(aiohttp_client: ClientFactory) -> None:
+    body = sse(upstream(["<think>r</think>a"]))
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, content_type="text/event-stream")
+
+    client = await aiohttp_client(make_app(handler))
+    resp = await client.post(ROUTE, json={"stream": True})
+    out = await resp.read()
+    assert int(resp.headers["Content-Length"]) == len(out)
+    assert read_events(out) == numbered(
+        [
+            created(),
+            in_progress(),
+            *reasoning_events("rs_1", 0, ["r"]),
+            *message_events("msg_1", 1, ["a"]),
+            completed([reasoning("rs_1", "r"), message("msg_1", ["a"])]),
+        ]
+    )

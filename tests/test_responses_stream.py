@@ -383,3 +383,25 @@ def test_random_streams(messages: Any, call_at: int | None, config: ThinkExtract
     new, _ = transform_body(msgspec.json.encode(items[-1]["response"]), config)
     non_stream = items[-1]["response"] if new is None else normalize(json.loads(new))
     assert final == non_stream  # stream = non-stream, ids aside
+
+
+def test_crlf_stream_is_answered_in_crlf() -> None:
+    items = upstream(["<think>r</think>", "a"], after=[function_call()])
+    lf = translate(sse(items))
+    crlf = translate(sse(items).replace(b"\n", b"\r\n"))
+    assert crlf.count(b"\n") == crlf.count(b"\r\n")  # every line ends in CRLF, synthesized ones too
+    assert (
+        read_events(crlf)
+        == read_events(lf)
+        == numbered(
+            [
+                created(),
+                in_progress(),
+                *reasoning_events("rs_1", 0, ["r"]),
+                *message_events("msg_1", 1, ["a"]),
+                added(2, function_call(status="in_progress")),
+                item_done(2, function_call()),
+                completed([reasoning("rs_1", "r"), message("msg_1", ["a"]), function_call()]),
+            ]
+        )
+    )

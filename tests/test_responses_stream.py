@@ -405,3 +405,37 @@ def test_crlf_stream_is_answered_in_crlf() -> None:
             ]
         )
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    messages=st.lists(st.tuples(TEXT, st.lists(st.integers(0, 60), max_size=4)), min_size=1, max_size=2),
+    config=CONFIGS,
+    bad_at=st.none() | st.integers(1, 60),
+    cut_at=st.none() | st.integers(1, 60),
+)
+def test_random_faulty_streams_stay_well_formed(
+    messages: Any, config: ThinkExtractConfig, bad_at: int | None, cut_at: int | None
+) -> None:
+    """An unreadable event anywhere, a stream cut anywhere: what the client reads is still well formed."""
+    items: list[Any] = build(messages, None)
+    if cut_at is not None:
+        items = items[: cut_at % len(items)] or items[:1]
+    if bad_at is not None:
+        items.insert(1 + bad_at % len(items), "{not json")
+    got = read_events(translate(sse(items), config))
+    readable = [e for e in got if isinstance(e, dict)]
+    assert [e["sequence_number"] for e in readable] == list(range(len(readable)))
+    assert got.count("{not json") == items.count("{not json")
+    state: ResponseStreamState[Any] = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
+    added_ids: list[str] = []
+    for event in readable:
+        state.handle_event(_EVENT.validate_python(event))
+        if event["type"] == "response.output_item.added":
+            assert event["output_index"] == len(added_ids)
+            added_ids.append(event["item"]["id"])
+        elif event["type"] == "response.output_item.done":
+            assert added_ids[event["output_index"]] == event["item"]["id"]
+    terminal = [i for i, e in enumerate(readable) if e["type"] == "response.completed"]
+    assert terminal in ([], [len(readable) - 1])
+    assert (state._completed_response is not None) == bool(terminal)

@@ -118,7 +118,6 @@ class _Channel:
     """One upstream message item and the client items it becomes, in order."""
 
     __slots__ = (
-        "done",
         "held_item",
         "held_part",
         "item",
@@ -149,7 +148,6 @@ class _Channel:
         self.items: list[Body] = []  # the client items finished, as sent in output_item.done
         self.opened = 0  # message items opened for the client
         self.produced = False  # whether any run or part went out
-        self.done = False
 
 
 class ResponsesStream:
@@ -207,6 +205,7 @@ class ResponsesStream:
         return out
 
     def flush(self) -> list[SSEEvent]:
+        """Every channel's held text, as deltas of the items it belongs to (opened if need be)."""
         if self._terminated or self._off:
             return []
         self._out = []
@@ -606,7 +605,6 @@ class ResponsesStream:
         self._send({"type": "response.output_item.done", "output_index": rs.index, "item": item})
 
     def _retire(self, ch: _Channel) -> None:
-        ch.done = True
         for up, open_ch in list(self._channels.items()):
             if open_ch is ch:
                 del self._channels[up]

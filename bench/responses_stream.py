@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
+
+from common import Spread, cpu_time
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -109,13 +109,7 @@ def translated(pieces: list[bytes]) -> bytes:
 
 
 def _timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
-    start = time.perf_counter()
-    fn(pieces)
-    return time.perf_counter() - start
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return cpu_time(lambda: fn(pieces))
 
 
 def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
@@ -135,17 +129,17 @@ def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
             {
                 "stream": name,
                 "events": n,
-                "translator_events_per_s": _spread([n / t for t in t_mw]),
-                "baseline_events_per_s": _spread([n / t for t in t_base]),
-                "ratio": _spread([b / m for b, m in zip(t_base, t_mw, strict=True)]),
-                "added_us_per_event": _spread([(m - b) / n * 1e6 for b, m in zip(t_base, t_mw, strict=True)]),
+                "translator_events_per_s": Spread.of([n / t for t in t_mw]),
+                "baseline_events_per_s": Spread.of([n / t for t in t_base]),
+                "ratio": Spread.of([b / m for b, m in zip(t_base, t_mw, strict=True)]),
+                "added_us_per_event": Spread.of([(m - b) / n * 1e6 for b, m in zip(t_base, t_mw, strict=True)]),
             }
         )
     return rows
 
 
-def _fmt(spread: dict[str, float], unit: str = ",.0f") -> str:
-    return f"{spread['median']:{unit}} ({spread['min']:{unit}}–{spread['max']:{unit}})"
+def _fmt(spread: Spread, unit: str = ",.0f") -> str:
+    return spread.fmt(unit)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ __all__ = ["StreamPipeline", "transform_body"]
 
 log = logging.getLogger("gateway_mw")
 
+_SMALL = 2048  # below this, a piece that starts mid-event goes to the decoder directly
 _WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
 _RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
 
@@ -49,7 +50,9 @@ class StreamPipeline:
             return chunk
         decoder = self._decoder
         try:
-            if decoder.plain and b"\r" not in chunk:
+            # Whole events (a writer that writes them one by one) or a large piece: offer the fast
+            # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
+            if (decoder.at_boundary or len(chunk) >= _SMALL) and decoder.plain and b"\r" not in chunk:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response

@@ -31,8 +31,9 @@ class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
     def __init__(self, surface: Surface, config: ThinkExtractConfig) -> None:
-        self._decoder = SSEDecoder(config.max_event_bytes)
         self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config)
+        large: frozenset[bytes] = getattr(self._translator, "large_events", frozenset())
+        self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
         self._surface = surface
         self._max_span = config.max_event_bytes
         self._raw = False  # the decoder itself failed: everything after passes as it comes

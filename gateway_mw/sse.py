@@ -16,6 +16,7 @@ import msgspec
 __all__ = ["BOM", "DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "encode_event"]
 
 BOM = b"\xef\xbb\xbf"
+_HEAD = 256  # where an event's type is looked for: its event: line, or the start of its data
 DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
 
 
@@ -56,8 +57,17 @@ class SSEDecoder:
     SSE standard says.
     """
 
-    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        large_events: frozenset[bytes] = frozenset(),
+        max_large_event_bytes: int = 0,
+    ) -> None:
         self.max_event_bytes = max_event_bytes
+        # Event types that are a whole document by nature (a Responses terminal event repeats every
+        # text): recognised in an event's first bytes, they may grow to max_large_event_bytes.
+        self._large_events = tuple(large_events)
+        self._max_large = max(max_large_event_bytes, max_event_bytes)
         self.newline = b"\n"
         """The stream's line ending, from its first line: the one events written into it use."""
         self.oversized_events = 0
@@ -131,7 +141,7 @@ class SSEDecoder:
             self._feed_lf(chunk, events)
         else:
             self._feed_lines(chunk, events)
-        if len(self._buf) > self.max_event_bytes:
+        if len(self._buf) > self.max_event_bytes and self._too_large(self._buf):
             self._overflow(events)
         return events
 
@@ -207,7 +217,7 @@ class SSEDecoder:
             raw = raw[lead:]
             if not raw:
                 return
-        if len(raw) > self.max_event_bytes:
+        if len(raw) > self.max_event_bytes and self._too_large(raw):
             self.oversized_events += 1
             events.append(SSEEvent(raw=raw, oversized=True))
             return
@@ -267,7 +277,7 @@ class SSEDecoder:
 
     def _dispatch(self, raw: bytes) -> SSEEvent:
         data = self._data
-        if len(raw) > self.max_event_bytes:
+        if len(raw) > self.max_event_bytes and self._too_large(raw):
             self.oversized_events += 1
             event = SSEEvent(raw=raw, oversized=True)
         else:
@@ -283,6 +293,13 @@ class SSEDecoder:
         return event
 
     # -- oversized events: streamed through raw ----------------------------------------------------
+
+    def _too_large(self, raw: bytes | bytearray) -> bool:
+        """Whether ``raw`` (an event, whole or begun, over ``max_event_bytes``) is over its cap."""
+        if len(raw) > self._max_large or not self._large_events:
+            return True
+        head = bytes(raw[:_HEAD])
+        return not any(name in head for name in self._large_events)
 
     def _overflow(self, events: list[SSEEvent]) -> None:
         """The pending event outgrew the cap: hand its bytes on and stream the rest of it raw."""

@@ -213,3 +213,17 @@ def test_any_cap_and_chunking_lose_and_reorder_no_byte(stream: bytes, cuts: list
     # Events within the cap decode exactly as without one.
     small = [e for e in decode_all([stream]) if len(e.raw) <= cap and e.data is not None]
     assert [e for e in events if e.data is not None] == small
+
+
+@pytest.mark.parametrize("piece", [1, 37, 10_000])
+def test_events_that_are_whole_documents_may_grow_to_their_own_cap(piece: int) -> None:
+    """A Responses terminal event repeats every text: it is held up to the larger cap, others are not."""
+    terminal = b"event: response.completed\ndata: " + b"x" * 500 + b"\n\n"
+    delta = b"event: response.output_text.delta\ndata: " + b"y" * 500 + b"\n\n"
+    huge = b'data: {"type":"response.completed","r":"' + b"z" * 2000 + b'"}\n\n'
+    stream = terminal + delta + huge
+    decoder = SSEDecoder(100, frozenset({b"response.completed"}), 1000)
+    events = [e for i in range(0, len(stream), piece) for e in decoder.feed(stream[i : i + piece])]
+    assert b"".join(e.raw for e in events) == stream
+    assert [e.data[:1] for e in events if not e.oversized] == [b"x"]  # the terminal event, decoded whole
+    assert decoder.oversized_events == 2  # the delta over 100 bytes, the terminal event over 1,000

@@ -23,6 +23,8 @@ class StreamTranslator(Protocol):
     """
 
     counts: Counts
+    # Optional: ``large_events``, a frozenset of event type names (bytes) whose events are a whole
+    # document by nature and may grow to ``max_body_bytes`` instead of ``max_event_bytes``.
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         """The events to send for ``event``, in order. An event the translator cannot read goes

@@ -129,12 +129,18 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     code_aware: bool = True
     strip_whitespace: bool = False
     max_buffer_bytes: int = 65536
+    max_event_bytes: int = 1024 * 1024
+    max_body_bytes: int = 64 * 1024 * 1024
     chat_reasoning_field: ChatReasoningField = "reasoning_content"
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
 
     def __post_init__(self) -> None:
         _check_scanner_fields(self)
+        for name in ("max_event_bytes", "max_body_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         _check_choice("messages_policy", self.messages_policy, MessagesPolicy)
         _check_choice("chat_reasoning_field", self.chat_reasoning_field, ChatReasoningField)
         for suffix, surface in self.routes.items():
@@ -208,14 +214,15 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 ENV_PREFIX = "THINK_EXTRACT_"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+"""The values that say "off", in the environment and in a client's ``X-Think-Extract`` header."""
 
 
 def _parse_bool(raw: str) -> bool:
     value = raw.strip().lower()
     if value in _TRUE:
         return True
-    if value in _FALSE:
+    if value in FALSE_WORDS:
         return False
     raise ValueError("expected one of 1, true, yes, on, 0, false, no, off")
 
@@ -311,6 +318,8 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "code_aware": _parse_bool,
     "strip_whitespace": _parse_bool,
     "max_buffer_bytes": _parse_positive_int,
+    "max_event_bytes": _parse_positive_int,
+    "max_body_bytes": _parse_positive_int,
     "chat_reasoning_field": _choice(ChatReasoningField),
     "routes": _parse_routes,
     "profiles": _parse_profiles,

@@ -18,7 +18,12 @@ from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
-from .config import THINKEXTRACT_CONFIG, Surface, ThinkExtractConfig
+try:  # aiohttp ≥ 3.10 names the error its own writer raises on a closing transport
+    from aiohttp.client_exceptions import ClientConnectionResetError as _ConnectionReset
+except ImportError:  # pragma: no cover - older aiohttp
+    _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
+
+from .config import FALSE_WORDS, THINKEXTRACT_CONFIG, Surface, ThinkExtractConfig
 from .pipeline import StreamPipeline, transform_body
 from .stats import ThinkExtractStats
 from .surfaces import STREAM_TRANSLATORS, Counts
@@ -29,7 +34,7 @@ log = logging.getLogger("gateway_mw")
 
 THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
 THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
-"""A client may send ``X-Think-Extract: off`` to get the upstream's raw output."""
+"""A client may send ``X-Think-Extract: off`` (or ``false``, ``0``, ``no``) to get the raw output."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -110,7 +115,7 @@ class _Session:
         """Why this request is not translated at all, or ``None``."""
         if not self.config.surface_enabled(self.surface):
             return "disabled"
-        if self.request.headers.get(THINK_EXTRACT_HEADER, "").strip().lower() == "off":
+        if _client_opted_out(self.request.headers.getall(THINK_EXTRACT_HEADER, ())):
             return "client_off"
         if self.surface not in STREAM_TRANSLATORS:
             return "unsupported"
@@ -122,6 +127,8 @@ class _Session:
             return "status"
         if status == 204:
             return "empty"
+        if status == 206:
+            return "partial"  # a byte range of a document is not a document
         encoding = headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
         if encoding != "identity" and not compressing:
             return "content_encoding"  # bytes the handler encoded itself: not ours to read
@@ -151,6 +158,9 @@ class _Session:
         if kind not in (_SSE, _JSON):
             self.passed(kind)
             return
+        if len(body) > self.config.max_body_bytes:
+            self.passed("too_large")
+            return
         new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config)
         self.translated(counts, error)
         if new is not None:
@@ -161,12 +171,11 @@ class _Session:
 class _TranslatingWriter(AbstractStreamWriter):
     """Stands in for the request's payload writer and translates on the way through.
 
-    SSE bodies stream through a :class:`StreamPipeline`; JSON bodies are collected and rewritten
-    at EOF, headers held until then so that ``Content-Length`` can be corrected.
+    SSE bodies stream through a :class:`StreamPipeline`; JSON bodies are collected (up to
+    ``max_body_bytes``) and rewritten at EOF, headers held until then so that ``Content-Length``
+    can be corrected. While nothing goes out, a write to a client that has gone away fails as
+    aiohttp's own writer would, so that the handler stops reading its upstream.
     """
-
-    max_json_body = 64 * 1024 * 1024
-    """A JSON body larger than this (bytes) is sent on untranslated rather than held whole."""
 
     def __init__(self, inner: AbstractStreamWriter, session: _Session) -> None:
         self._inner = inner
@@ -248,12 +257,21 @@ class _TranslatingWriter(AbstractStreamWriter):
             out = self._pipeline.feed(bytes(chunk))
             if out:
                 await self._inner.write(out)
+            else:
+                self._check_open()
         elif self._mode == _JSON:
+            self._check_open()
             self._body += chunk
-            if len(self._body) > self.max_json_body:
+            if len(self._body) > self._session.config.max_body_bytes:
                 await self._give_up_json()
         else:
             await self._inner.write(chunk)
+
+    def _check_open(self) -> None:
+        """Fail like aiohttp's writer when the client is gone, though nothing is written now."""
+        transport = self._inner.transport
+        if transport is None or transport.is_closing():
+            raise _ConnectionReset("Cannot write to closing transport")
 
     async def write_eof(self, chunk: bytes = b"") -> None:
         if self._eof:
@@ -264,7 +282,9 @@ class _TranslatingWriter(AbstractStreamWriter):
             out = self._pipeline.feed(bytes(chunk)) if chunk else b""
             await self._inner.write_eof(out + self._end_stream(self._pipeline))
         elif self._mode == _JSON:
-            await self._finish_json(bytes(self._body) + chunk)
+            if chunk:
+                self._body += chunk
+            await self._finish_json()
         else:
             await self._inner.write_eof(chunk)
 
@@ -313,8 +333,15 @@ class _TranslatingWriter(AbstractStreamWriter):
         await self._send_headers_inner(status_line, headers, self.length)
         await self._inner.write(body)
 
-    async def _finish_json(self, body: bytes) -> None:
+    async def _finish_json(self) -> None:
         status_line, headers = self._take_held_headers()
+        body: bytes | bytearray = self._body
+        self._body = bytearray()
+        if len(body) > self._session.config.max_body_bytes:  # the last write took it over
+            self._session.passed("too_large")
+            await self._send_headers_inner(status_line, headers, self.length)
+            await self._inner.write_eof(bytes(body))
+            return
         new, counts, error = transform_body(self._session.surface, body, False, self._session.config)
         self._session.translated(counts, error)
         if new is not None:
@@ -322,7 +349,7 @@ class _TranslatingWriter(AbstractStreamWriter):
             if hdrs.CONTENT_LENGTH in headers:
                 headers[hdrs.CONTENT_LENGTH] = str(len(body))
         await self._send_headers_inner(status_line, headers, None)
-        await self._inner.write_eof(body)
+        await self._inner.write_eof(bytes(body) if isinstance(body, bytearray) else body)
 
     async def abort(self) -> None:
         """The handler raised: send what the translator holds, so no character is lost."""
@@ -335,3 +362,8 @@ class _TranslatingWriter(AbstractStreamWriter):
                 await self._inner.write(out)
         except Exception:
             log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)
+
+
+def _client_opted_out(values: Any) -> bool:
+    """Whether any ``X-Think-Extract`` value (headers repeated, or comma-separated) says off."""
+    return any(item.strip().lower() in FALSE_WORDS for value in values for item in value.split(","))

@@ -1,6 +1,13 @@
 """Bytes in, bytes out: the SSE decoder, a surface translator and the encoder chained, failing open.
 
-No aiohttp here; the middleware feeds it what the handler writes.
+No aiohttp here; the middleware feeds it what the handler writes. The pipeline owns the promises
+every surface shares, so that no translator has to keep them itself:
+
+* an event the translator cannot handle (it raised) goes out as it came, after every channel's held
+  text, and translation resumes with the next event;
+* an event over ``max_event_bytes`` goes out raw as its bytes arrive, after the held text;
+* at the end, held text goes out as whole events *before* an unfinished tail, never glued to it;
+* events the translator writes use the stream's own line ending.
 """
 
 from __future__ import annotations
@@ -17,83 +24,143 @@ log = logging.getLogger("gateway_mw")
 
 
 class StreamPipeline:
-    """Translate an SSE byte stream. After an unexpected error the rest passes through raw."""
+    """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
     def __init__(self, surface: Surface, config: ThinkExtractConfig) -> None:
-        self._decoder = SSEDecoder()
+        self._decoder = SSEDecoder(config.max_event_bytes)
         self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config)
         self._surface = surface
+        self._max_span = config.max_event_bytes
+        self._raw = False  # the decoder itself failed: everything after passes as it comes
         self.error: BaseException | None = None
+        """The first fault met (translation went on, or the rest passed raw), for the stats."""
 
     @property
     def counts(self) -> Counts:
-        return self._translator.counts
+        counts = self._translator.counts
+        counts.oversized_events = self._decoder.oversized_events
+        return counts
 
     def feed(self, chunk: bytes) -> bytes:
-        if self.error is not None:
+        if self._raw:
             return chunk
+        decoder = self._decoder
         try:
-            events = self._decoder.feed(chunk)
-        except Exception as exc:
-            return self._fail(exc, b"")
-        return self._translate(events) if events else b""
+            if decoder.plain and b"\r" not in chunk:
+                return self._feed_plain(chunk)
+            return self._translate(decoder.feed(chunk))
+        except Exception as exc:  # a fault in the framing: give up on this response
+            return self._give_up(exc, chunk)
 
     def finish(self) -> bytes:
-        """End of stream: the unterminated tail, then whatever the translator still holds."""
-        if self.error is not None:
+        """End of stream: whatever the translator holds, as whole events, then any unfinished tail."""
+        if self._raw:
             return b""
         try:
-            events = self._decoder.finish()
+            events, tail = self._decoder.finish()
+            last = self._translate(events)
         except Exception as exc:
-            return self._fail(exc, b"")
-        out = self._translate(events)
-        if self.error is not None:
-            return out
+            return self._give_up(exc, b"")
         try:
-            return out + self._flush_translator()
+            held = self._translator.finish()
         except Exception as exc:
-            return out + self._fail(exc, b"", flush=False)
+            self._fault(exc)
+            held = []
+        return last + self._join(held) + tail
 
-    def _flush_translator(self) -> bytes:
-        return b"".join(e.raw for e in self._translator.finish())
+    # -- internals ------------------------------------------------------------------------------
+
+    def _feed_plain(self, chunk: bytes) -> bytes:
+        """A ``\\n`` stream: let the translator pass whole runs of events without decoding them."""
+        decoder = self._decoder
+        out = b""
+        if decoder.pending:
+            end = decoder.pending_end(chunk)
+            if end < 0:
+                return self._translate(decoder.feed(chunk))
+            out = self._translate(decoder.feed(chunk[:end]))
+            chunk = chunk[end:]
+        last = chunk.rfind(b"\n\n") + 2
+        if 2 <= last <= self._max_span:
+            try:
+                fast = self._translator.fast_forward(chunk[:last] if last < len(chunk) else chunk)
+            except Exception as exc:
+                self._fault(exc)
+                fast = None
+            if fast is not None:
+                rest = chunk[last:]
+                return out + fast + (self._translate(decoder.feed(rest)) if rest else b"")
+        return out + self._translate(decoder.feed(chunk))
 
     def _translate(self, events: list[SSEEvent]) -> bytes:
+        if not events:
+            return b""
         out: list[bytes] = []
         translate = self._translator.event
-        for i, event in enumerate(events):
+        newline = self._decoder.newline
+        for event in events:
+            if event.oversized:
+                out += self._flush()
+                out.append(event.raw)
+                continue
             try:
                 produced = translate(event)
             except Exception as exc:
-                rest = b"".join(e.raw for e in events[i:])
-                out.append(self._fail(exc, rest))
-                break
-            if len(produced) == 1:
-                out.append(produced[0].raw)
-            else:
+                self._fault(exc)
+                out += self._flush()
+                out.append(event.raw)
+                continue
+            if len(produced) == 1 and produced[0] is event:
+                out.append(event.raw)
+            elif newline == b"\n":
                 out.extend(e.raw for e in produced)
+            else:
+                out.extend(e.raw if e is event else e.raw.replace(b"\n", newline) for e in produced)
         return b"".join(out)
 
-    def _fail(self, exc: Exception, unsent: bytes, flush: bool = True) -> bytes:
-        """Fail open: log once, flush what can be flushed, then pass everything on raw."""
-        self.error = exc
-        log.exception("gateway_mw: %s translation failed; passing the rest of the response through", self._surface)
-        held = b""
-        if flush:
-            try:
-                held = self._flush_translator()
-            except Exception:
-                log.debug("gateway_mw: flush after failure also failed", exc_info=True)
-        return held + unsent + self._decoder.take_pending()
+    def _flush(self) -> list[bytes]:
+        """What every channel holds, as events in the stream's line ending ([] after a fault)."""
+        try:
+            held = self._translator.flush()
+        except Exception as exc:
+            self._fault(exc)
+            return []
+        if not held:
+            return []
+        newline = self._decoder.newline
+        return [e.raw if newline == b"\n" else e.raw.replace(b"\n", newline) for e in held]
+
+    def _join(self, events: list[SSEEvent]) -> bytes:
+        newline = self._decoder.newline
+        return b"".join(e.raw if newline == b"\n" else e.raw.replace(b"\n", newline) for e in events)
+
+    def _fault(self, exc: Exception) -> None:
+        if self.error is None:
+            log.exception("gateway_mw: %s translator failed; the event passes as it came", self._surface)
+            self.error = exc
+        else:
+            log.debug("gateway_mw: %s translator failed again", self._surface, exc_info=True)
+
+    def _give_up(self, exc: Exception, chunk: bytes) -> bytes:
+        """The decoder failed (a bug): flush, then pass every byte on as it came."""
+        before = self._decoder.pending
+        self._fault(exc)
+        self._raw = True
+        held = b"".join(self._flush())
+        pending = self._decoder.take_pending()
+        # The decoder may or may not have taken the chunk in before failing: never lose it.
+        return held + pending + (chunk if len(pending) < before + len(chunk) else b"")
 
 
 def transform_body(
-    surface: Surface, body: bytes, is_sse: bool, config: ThinkExtractConfig
+    surface: Surface, body: bytes | bytearray, is_sse: bool, config: ThinkExtractConfig
 ) -> tuple[bytes | None, Counts, BaseException | None]:
     """A whole response body translated: ``None`` when nothing changed."""
     if is_sse:
         pipeline = StreamPipeline(surface, config)
-        out = pipeline.feed(body) + pipeline.finish()
-        return (None if out == body else out), pipeline.counts, pipeline.error
+        raw = bytes(body)
+        out = pipeline.feed(raw) + pipeline.finish()
+        return (None if out == raw else out), pipeline.counts, pipeline.error
     try:
         new, counts = BODY_TRANSFORMS[surface](body, config)
     except Exception as exc:

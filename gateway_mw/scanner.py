@@ -219,6 +219,21 @@ class Scanner:
 
     # -- public API -----------------------------------------------------------------------------
 
+    @property
+    def steady(self) -> Kind | None:
+        """The kind a text free of :attr:`triggers` takes, whole and at once, leaving this scanner
+        as it was (but for its counters); ``None`` when the next text needs the full scan."""
+        if self._fast is None:
+            return None
+        if self._state == _CONTENT:
+            return CONTENT
+        return REASONING if self._state == _REASONING and not self._buffered else None
+
+    @property
+    def triggers(self) -> frozenset[str]:
+        """The characters that end a :attr:`steady` run (meaningless while it is ``None``)."""
+        return self._fast or _NOTHING
+
     def feed(self, text: str) -> list[Segment]:
         if not text:
             return []

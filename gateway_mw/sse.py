@@ -3,38 +3,44 @@
 The decoder splits a byte stream into events wherever the chunks happen to be cut (inside a line,
 inside ``\\r\\n``, inside a multi-byte UTF-8 character: it works on bytes and never decodes text).
 Each event keeps its exact bytes, so an event the translator leaves alone is re-emitted byte-for-byte.
+
+Memory is bounded: an event that grows past ``max_event_bytes`` is handed on in raw pieces as its
+bytes arrive (events marked ``oversized``), never held whole. Cost is linear in the bytes received,
+whatever the line endings: no byte is searched twice for a line terminator.
 """
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
-__all__ = ["SSEDecoder", "SSEEvent", "encode_event"]
+__all__ = ["BOM", "DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "encode_event"]
 
-_EOL = re.compile(rb"\r\n|\r|\n")
+BOM = b"\xef\xbb\xbf"
+DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
 
 
 class SSEEvent(msgspec.Struct, gc=False):
     """One event as it was on the wire.
 
     ``raw`` holds its exact bytes, blank line included. ``data`` joins its ``data:`` lines with
-    ``\\n`` (``None`` when it has none: a comment or keep-alive). ``event`` is the ``event:`` field.
-    ``fields`` holds the raw lines other than ``data:`` ones (``event:``, ``id:``, ``retry:``,
-    comments), kept when the event is rewritten.
+    ``\\n`` (``None`` when it has none: a comment, a keep-alive, a BOM). ``event`` is the ``event:``
+    field. ``fields`` holds the lines other than ``data:`` ones (``event:``, ``id:``, ``retry:``,
+    comments), each ended by ``\\n``, kept when the event is rewritten. ``oversized`` marks a raw
+    piece of an event larger than the decoder's cap: it carries no ``data`` and is never decoded.
     """
 
     raw: bytes
     data: bytes | None = None
     event: str | None = None
     fields: bytes = b""
+    oversized: bool = False
 
 
 def encode_event(data: bytes, event: str | None = None, fields: bytes | None = None) -> SSEEvent:
     """A new event carrying ``data`` (one line: JSON from msgspec never holds a raw newline).
 
     ``fields`` (the non-data lines of the event this one replaces) takes precedence over ``event``.
+    Lines end in ``\\n``; the pipeline rewrites them for a stream that uses another line ending.
     """
     if fields is None:
         fields = b"event: " + event.encode() + b"\n" if event is not None else b""
@@ -44,17 +50,29 @@ def encode_event(data: bytes, event: str | None = None, fields: bytes | None = N
 class SSEDecoder:
     """Feed bytes, get complete :class:`SSEEvent` values; ``finish()`` returns an unterminated tail.
 
-    Streams whose lines end in ``\n`` (nearly all) are cut at ``\n\n`` with ``bytes.find``; the
-    first ``\r`` switches the decoder to a line-by-line reader that knows every line ending.
+    Streams whose lines end in ``\\n`` (nearly all) are cut at ``\\n\\n`` with ``bytes.find``; the
+    first ``\\r`` switches the decoder to a line-by-line reader that knows every line ending. A UTF-8
+    byte order mark at the very start is passed on as an event of its own and not parsed, as the
+    SSE standard says.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.max_event_bytes = max_event_bytes
+        self.newline = b"\n"
+        """The stream's line ending, from its first line: the one events written into it use."""
+        self.oversized_events = 0
         self._lf_only = True
+        self._at_start = True  # a BOM may still come
+        self._newline_known = False
+        # Streaming an oversized event through: where we are in its lines.
+        self._skipping = False
+        self._skip_at_line_start = False
+        self._skip_after_cr = False
         self._reset()
 
     def _reset(self) -> None:
         self._buf = bytearray()  # the event being read (and, line by line, its parsed lines)
-        self._searched = 0  # "\n\n" cannot end before this offset of _buf
+        self._searched = 0  # no line terminator we have not handled lies before this offset of _buf
         self._line_start = 0  # line-by-line reader: offset in _buf of the line being read
         self._data: list[bytes] = []
         self._event: str | None = None
@@ -65,6 +83,22 @@ class SSEDecoder:
         """Bytes received that belong to no complete event yet."""
         return len(self._buf)
 
+    @property
+    def plain(self) -> bool:
+        """Whether the stream so far is ``\\n``-only, past its start and not inside an oversized event:
+        then every ``\\n\\n`` after the pending bytes ends an event."""
+        return self._lf_only and not self._at_start and not self._skipping
+
+    def pending_end(self, chunk: bytes) -> int:
+        """Where, in ``chunk``, the pending event ends (just past its blank line); -1 if it does not.
+
+        Only for a :attr:`plain` decoder with pending bytes; ``chunk`` holds no ``\\r``.
+        """
+        if self._buf.endswith(b"\n") and chunk.startswith(b"\n"):
+            return 1
+        end = chunk.find(b"\n\n")
+        return end + 2 if end >= 0 else -1
+
     def take_pending(self) -> bytes:
         """Give up decoding: the bytes of the unfinished event, which the decoder forgets."""
         pending = bytes(self._buf)
@@ -72,10 +106,72 @@ class SSEDecoder:
         return pending
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        if self._at_start:
+            chunk = self._start(chunk, events)
+        if self._skipping:
+            end = self._skip(chunk)
+            if end < 0:
+                if chunk:
+                    events.append(SSEEvent(raw=chunk, oversized=True))
+                return events
+            events.append(SSEEvent(raw=chunk[:end], oversized=True))
+            chunk = chunk[end:]
+        if not chunk:
+            return events
+        if not self._newline_known:
+            self._learn_newline(chunk)
         if self._lf_only and b"\r" in chunk:
             self._lf_only = False  # _buf holds one unparsed partial event: read it again by lines
-        if not self._lf_only:
-            return self._feed_lines(chunk)
+            self._searched = self._line_start = 0
+        if self._lf_only:
+            self._feed_lf(chunk, events)
+        else:
+            self._feed_lines(chunk, events)
+        if len(self._buf) > self.max_event_bytes:
+            self._overflow(events)
+        return events
+
+    def finish(self) -> tuple[list[SSEEvent], bytes]:
+        """End of stream: the last events (a final ``\r`` ends its line), and the bytes of an event
+        that never ended, to be passed on as they are (the SSE standard drops such an event)."""
+        events: list[SSEEvent] = []
+        if not self._lf_only and self._buf.endswith(b"\r") and not self._skipping:
+            self._feed_lines(b"", events, final=True)
+        tail = bytes(self._buf)
+        self._reset()
+        self._skipping = False
+        return events, tail
+
+    # -- the start of the stream ------------------------------------------------------------------
+
+    def _start(self, chunk: bytes, events: list[SSEEvent]) -> bytes:
+        head = bytes(self._buf) + chunk if self._buf else chunk
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self._buf = bytearray(head)  # too short to tell yet
+            return b""
+        self._at_start = False
+        self._buf = bytearray()
+        if head.startswith(BOM):
+            events.append(SSEEvent(raw=BOM))
+            return head[len(BOM) :]
+        return head
+
+    def _learn_newline(self, chunk: bytes) -> None:
+        lf, cr = chunk.find(b"\n"), chunk.find(b"\r")
+        if cr < 0 and lf < 0:
+            return
+        if cr < 0 or 0 <= lf < cr:
+            self.newline = b"\n"
+        elif cr + 1 < len(chunk):
+            self.newline = b"\r\n" if chunk[cr + 1] == 10 else b"\r"
+        else:
+            self.newline = b"\r\n"  # the likelier of the two; "\r" alone is rare
+        self._newline_known = True
+
+    # -- "\n" streams: whole events at a time ----------------------------------------------------
+
+    def _feed_lf(self, chunk: bytes, events: list[SSEEvent]) -> None:
         buf = self._buf
         data: bytes | bytearray
         if buf:
@@ -83,7 +179,6 @@ class SSEDecoder:
             data = buf
         else:
             data = chunk
-        events: list[SSEEvent] = []
         start = 0
         find = data.find
         idx = find(b"\n\n", self._searched)
@@ -98,25 +193,6 @@ class SSEDecoder:
         elif start:
             del buf[:start]
         self._searched = max(0, len(buf) - 1)
-        return events
-
-    def finish(self) -> list[SSEEvent]:
-        """The bytes left at end of stream, as one last event (a line may lack its terminator)."""
-        if self._lf_only:
-            self._lf_only = False
-            events = self._feed_lines(b"")
-        else:
-            events = []
-        buf = self._buf
-        if buf:
-            if self._line_start < len(buf):
-                line_end = len(buf) - 1 if buf.endswith(b"\r") else len(buf)
-                self._field(bytes(buf[self._line_start : line_end]), bytes(buf[self._line_start :]))
-            events.append(self._dispatch(bytes(buf)))
-        self._reset()
-        return events
-
-    # -- "\n" streams: whole events at a time ----------------------------------------------------
 
     def _block(self, raw: bytes, events: list[SSEEvent]) -> None:
         """``raw`` ends with the only blank line in it, perhaps after leading blank lines."""
@@ -128,43 +204,54 @@ class SSEDecoder:
             raw = raw[lead:]
             if not raw:
                 return
+        if len(raw) > self.max_event_bytes:
+            self.oversized_events += 1
+            events.append(SSEEvent(raw=raw, oversized=True))
+            return
         body = raw[:-2]
         if body.startswith(b"data:") and b"\n" not in body:  # the usual event: one data line
             value = body[5:]
             events.append(SSEEvent(raw=raw, data=value[1:] if value[:1] == b" " else value))
             return
         for line in body.split(b"\n"):
-            self._field(line, line + b"\n")
+            self._field(line)
         events.append(self._dispatch(raw))
 
     # -- any line endings: line by line ---------------------------------------------------------
 
-    def _feed_lines(self, chunk: bytes) -> list[SSEEvent]:
+    def _feed_lines(self, chunk: bytes, events: list[SSEEvent], final: bool = False) -> None:
         buf = self._buf
         buf += chunk
-        events: list[SSEEvent] = []
+        n = len(buf)
         pos = self._line_start
         event_start = 0
-        n = len(buf)
+        find = buf.find
+        search = max(pos, self._searched)
         while True:
-            m = _EOL.search(buf, pos)
-            if m is None:
+            lf, cr = find(b"\n", search), find(b"\r", search)
+            if lf < 0 and cr < 0:
+                search = n
                 break
-            end = m.end()
-            if end == n and buf[m.start()] == 13:  # b"\r": a "\n" may still follow in the next chunk
-                break
-            if m.start() == pos:  # a blank line ends the event
+            eol = lf if cr < 0 or 0 <= lf < cr else cr
+            end = eol + 1
+            if buf[eol] == 13:
+                if end == n and not final:  # a "\n" may still come in the next chunk
+                    search = eol
+                    break
+                if end < n and buf[end] == 10:
+                    end += 1
+            if eol == pos:  # a blank line ends the event
                 events.append(self._dispatch(bytes(buf[event_start:end])))
                 event_start = end
             else:
-                self._field(bytes(buf[pos : m.start()]), bytes(buf[pos:end]))
-            pos = end
+                self._field(bytes(buf[pos:eol]))
+            pos = search = end
         self._line_start = pos - event_start
+        self._searched = search - event_start
         if event_start:
             del buf[:event_start]
-        return events
 
-    def _field(self, line: bytes, raw_line: bytes) -> None:
+    def _field(self, line: bytes) -> None:
         name, colon, value = line.partition(b":")
         if colon and value[:1] == b" ":
             value = value[1:]
@@ -173,17 +260,65 @@ class SSEDecoder:
             return
         if name == b"event":
             self._event = value.decode("utf-8", "replace")
-        self._fields.append(raw_line)
+        self._fields.append(line + b"\n")
 
     def _dispatch(self, raw: bytes) -> SSEEvent:
         data = self._data
-        event = SSEEvent(
-            raw=raw,
-            data=(data[0] if len(data) == 1 else b"\n".join(data)) if data else None,
-            event=self._event,
-            fields=b"".join(self._fields) if self._fields else b"",
-        )
+        if len(raw) > self.max_event_bytes:
+            self.oversized_events += 1
+            event = SSEEvent(raw=raw, oversized=True)
+        else:
+            event = SSEEvent(
+                raw=raw,
+                data=(data[0] if len(data) == 1 else b"\n".join(data)) if data else None,
+                event=self._event,
+                fields=b"".join(self._fields) if self._fields else b"",
+            )
         self._data = []
         self._event = None
         self._fields = []
         return event
+
+    # -- oversized events: streamed through raw ----------------------------------------------------
+
+    def _overflow(self, events: list[SSEEvent]) -> None:
+        """The pending event outgrew the cap: hand its bytes on and stream the rest of it raw."""
+        buf = self._buf
+        self.oversized_events += 1
+        self._skipping = True
+        if self._lf_only:
+            self._skip_at_line_start = buf.endswith(b"\n")
+            self._skip_after_cr = False
+        else:
+            self._skip_after_cr = buf.endswith(b"\r")
+            self._skip_at_line_start = self._skip_after_cr or self._line_start == len(buf)
+        events.append(SSEEvent(raw=self.take_pending(), oversized=True))
+
+    def _skip(self, chunk: bytes) -> int:
+        """The offset in ``chunk`` just past the blank line that ends the oversized event, or -1."""
+        pos, n = 0, len(chunk)
+        at_line_start, after_cr = self._skip_at_line_start, self._skip_after_cr
+        lf_only = self._lf_only and b"\r" not in chunk
+        while pos < n:
+            if after_cr:
+                after_cr = False
+                if chunk[pos] == 10:  # the "\n" of a "\r\n" cut between chunks
+                    pos += 1
+                    continue
+            lf = chunk.find(b"\n", pos)
+            cr = -1 if lf_only else chunk.find(b"\r", pos)
+            if lf < 0 and cr < 0:
+                at_line_start = False
+                break
+            eol = lf if cr < 0 or 0 <= lf < cr else cr
+            if eol == pos and at_line_start:  # the blank line: the event ends here
+                end = eol + 1
+                if chunk[eol] == 13 and end < n and chunk[end] == 10:
+                    end += 1
+                self._skipping = False
+                return end
+            at_line_start = True
+            after_cr = chunk[eol] == 13
+            pos = eol + 1
+        self._skip_at_line_start, self._skip_after_cr = at_line_start, after_cr
+        return -1

@@ -23,13 +23,20 @@ class SurfaceStats(msgspec.Struct):
     reasoning_chars: int = 0
     unclosed_blocks: int = 0
     cap_overflows: int = 0
+    unreadable_events: int = 0
+    """Data events passed on untranslated because they could not be read (held text went first)."""
+    oversized_events: int = 0
+    """Events over ``max_event_bytes``, streamed through raw as their bytes arrived."""
     translation_errors: int = 0
+    """Responses in which a translator failed (the failing event passed as it came)."""
 
     def add(self, counts: Counts) -> None:
         self.reasoning_blocks += counts.reasoning_blocks
         self.reasoning_chars += counts.reasoning_chars
         self.unclosed_blocks += counts.unclosed
         self.cap_overflows += counts.overflows
+        self.unreadable_events += counts.unreadable_events
+        self.oversized_events += counts.oversized_events
 
 
 class ThinkExtractStats(msgspec.Struct):

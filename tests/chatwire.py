@@ -63,7 +63,7 @@ def read_sse(body: bytes) -> list[Any]:
     Every chat.completion.chunk is also validated as the openai SDK's strict mode does.
     """
     decoder = SSEDecoder()
-    events = decoder.feed(body) + decoder.finish()
+    events = decoder.feed(body) + decoder.finish()[0]  # an unterminated tail is no event: parsers drop it
     out: list[Any] = []
     for event in events:
         if event.data is None:

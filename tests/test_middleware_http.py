@@ -332,12 +332,13 @@ async def test_translator_error_fails_open_without_losing_bytes(
     client = await aiohttp_client(make_app(hand_written_stream))
     resp = await client.post(ROUTE)
     events = read_sse(await resp.read())
-    # Events 1-3 translated ("<thi" absorbed), then everything raw from the failing event on.
+    # The failing event goes out as it came; translation goes on with the next one. Its close tag
+    # never reached the scanner, so the block is still open: the answer reads as reasoning.
     assert events == [
         chunk("", delta={"role": "assistant"}),
         chunk(delta={"reasoning_content": "Two plus"}),
         chunk(" two.</think>"),
-        chunk("It is 4."),
+        chunk(delta={"reasoning_content": "It is 4."}),
         chunk("", finish="stop"),
         "[DONE]",
     ]
@@ -429,16 +430,15 @@ async def test_not_modified_passes(aiohttp_client: ClientFactory) -> None:
     assert client.app[THINKEXTRACT_STATS].snapshot()["chat"]["passed_through"] == {"status": 1}
 
 
-async def test_json_body_over_the_limit_is_sent_untranslated(
-    aiohttp_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from gateway_mw import middleware
-
-    monkeypatch.setattr(middleware._TranslatingWriter, "max_json_body", 16)
+@pytest.mark.parametrize("handler", [hand_written_json, json_handler])
+async def test_json_body_over_the_limit_is_sent_untranslated(aiohttp_client: ClientFactory, handler: Any) -> None:
     body = json.dumps(COMPLETION).encode()
-    client = await aiohttp_client(make_app(hand_written_json))
+    client = await aiohttp_client(make_app(handler, max_body_bytes=16))
     resp = await client.post(ROUTE)
-    assert (await resp.read(), resp.headers["Content-Length"]) == (body, str(len(body)))
+    assert json.loads(await resp.read()) == COMPLETION
+    assert int(resp.headers["Content-Length"]) == len(await resp.read())
+    if handler is hand_written_json:
+        assert await resp.read() == body
     assert client.app[THINKEXTRACT_STATS].snapshot()["chat"]["passed_through"] == {"too_large": 1}
 
 

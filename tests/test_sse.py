@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_mw.sse import SSEDecoder, SSEEvent, encode_event
+from gateway_mw import sse
+from gateway_mw.sse import BOM, SSEDecoder, SSEEvent, encode_event
 
 
-def decode_all(pieces: list[bytes]) -> list[SSEEvent]:
-    decoder = SSEDecoder()
+def decode_all(pieces: list[bytes], max_event_bytes: int = 1 << 20) -> list[SSEEvent]:
+    """The events, then the unterminated tail (if any) as a last pseudo-event with no data."""
+    decoder = SSEDecoder(max_event_bytes)
     events: list[SSEEvent] = []
     for piece in pieces:
         events += decoder.feed(piece)
-    return events + decoder.finish()
+    last, tail = decoder.finish()
+    return events + last + ([SSEEvent(raw=tail)] if tail else [])
 
 
 def test_fields_and_kinds_of_event() -> None:
@@ -45,16 +50,17 @@ def test_crlf_and_cr_line_endings() -> None:
     assert b"".join(e.raw for e in events) == stream
 
 
-def test_last_event_without_blank_line_is_kept_at_eof() -> None:
-    assert decode_all([b"data: a\n\ndata: tail\n"]) == [
-        SSEEvent(raw=b"data: a\n\n", data=b"a"),
-        SSEEvent(raw=b"data: tail\n", data=b"tail"),
-    ]
-    assert decode_all([b"data: a\n\ndata: partial"]) == [
-        SSEEvent(raw=b"data: a\n\n", data=b"a"),
-        SSEEvent(raw=b"data: partial", data=b"partial"),
-    ]
-    assert decode_all([b"data: x\r"]) == [SSEEvent(raw=b"data: x\r", data=b"x")]
+def test_an_event_without_its_blank_line_is_no_event_but_a_raw_tail() -> None:
+    """The SSE standard drops an event the stream ends inside; its bytes are handed back as they are."""
+    for stream, tail in [
+        (b"data: a\n\ndata: tail\n", b"data: tail\n"),
+        (b"data: a\n\ndata: partial", b"data: partial"),
+        (b"data: a\n\n: keepal", b": keepal"),
+        (b"data: a\r\n\r\ndata: x\r", b"data: x\r"),
+    ]:
+        decoder = SSEDecoder()
+        assert decoder.feed(stream) == [SSEEvent(raw=stream[: -len(tail)], data=b"a")]
+        assert decoder.finish() == ([], tail)
 
 
 def test_split_inside_crlf_and_inside_a_utf8_character() -> None:
@@ -68,7 +74,81 @@ def test_split_inside_crlf_and_inside_a_utf8_character() -> None:
 def test_encode_event_keeps_the_replaced_event_fields() -> None:
     assert encode_event(b'{"x":1}').raw == b'data: {"x":1}\n\n'
     assert encode_event(b"{}", event="ping").raw == b"event: ping\ndata: {}\n\n"
-    assert encode_event(b"{}", fields=b"event: a\r\nid: 3\r\n").raw == b"event: a\r\nid: 3\r\ndata: {}\n\n"
+    assert encode_event(b"{}", fields=b"event: a\nid: 3\n").raw == b"event: a\nid: 3\ndata: {}\n\n"
+
+
+def test_fields_are_kept_with_lf_endings_whatever_the_stream_uses() -> None:
+    decoder = SSEDecoder()
+    [event] = decoder.feed(b"event: a\r\nid: 3\r\ndata: x\r\n\r\n")
+    assert (event.fields, event.data, decoder.newline) == (b"event: a\nid: 3\n", b"x", b"\r\n")
+
+
+@pytest.mark.parametrize(
+    ("pieces", "newline"),
+    [
+        ([b"data: a\n\n"], b"\n"),
+        ([b"data: a\r\n\r\n"], b"\r\n"),
+        ([b"data: a\r\rdata: b\n\n"], b"\r"),
+        ([b"data: a\r", b"\n\r\n"], b"\r\n"),
+        ([b": c\n\ndata: a\r\n\r\n"], b"\n"),
+    ],
+)
+def test_the_stream_line_ending_is_its_first_one(pieces: list[bytes], newline: bytes) -> None:
+    decoder = SSEDecoder()
+    for piece in pieces:
+        decoder.feed(piece)
+    assert decoder.newline == newline
+
+
+@pytest.mark.parametrize("cut", range(5))
+def test_a_byte_order_mark_is_passed_on_and_not_parsed(cut: int) -> None:
+    stream = BOM + b'data: {"a":1}\n\n'
+    assert decode_all([stream[:cut], stream[cut:]]) == [SSEEvent(raw=BOM), SSEEvent(raw=stream[3:], data=b'{"a":1}')]
+    assert decode_all([b"\xef\xbb"]) == [SSEEvent(raw=b"\xef\xbb")]  # a stream too short to tell
+    assert decode_all([b"data: \xef\xbb\xbf\n\n"]) == [SSEEvent(raw=b"data: \xef\xbb\xbf\n\n", data=BOM)]
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
+@pytest.mark.parametrize("piece", [1, 7, 64, 10_000])
+def test_an_oversized_event_streams_through_raw_and_decoding_resumes(eol: bytes, piece: int) -> None:
+    small = b"data: s" + eol + eol
+    big = b"event: e" + eol + b"data: " + b"x" * 300 + eol + b"data: more" + eol + eol
+    stream = small + big + small + b": c" + eol + eol + small
+    decoder = SSEDecoder(max_event_bytes=100)
+    events: list[SSEEvent] = []
+    for i in range(0, len(stream), piece):
+        events += decoder.feed(stream[i : i + piece])
+        assert decoder.pending <= 100 + piece  # never more than the cap and one piece held
+    last, tail = decoder.finish()
+    events += last
+    assert tail == b""
+    assert b"".join(e.raw for e in events) == stream
+    kinds = [("big" if e.oversized else e.data) for e in events if e.raw not in (b"\n",)]
+    merged = [k for i, k in enumerate(kinds) if k != "big" or i == 0 or kinds[i - 1] != "big"]
+    assert merged == [b"s", "big", b"s", None, b"s"]
+    assert decoder.oversized_events == 1
+    assert all(e.data is None for e in events if e.oversized)
+
+
+def test_decoding_a_long_line_is_linear_whatever_the_line_ending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each byte is searched for a line terminator a bounded number of times, however it arrives."""
+    searched = 0
+
+    class CountingBuffer(bytearray):
+        def find(self, sub: Any, start: Any = 0, *args: Any) -> int:
+            nonlocal searched
+            found = super().find(sub, start, *args)
+            searched += (found if found >= 0 else len(self)) - (start or 0)
+            return found
+
+    monkeypatch.setattr(sse, "bytearray", CountingBuffer, raising=False)
+    for eol in (b"\n", b"\r\n"):
+        searched = 0
+        stream = b"data: " + b"y" * 500_000 + eol + eol
+        decoder = SSEDecoder(max_event_bytes=1 << 24)
+        events = [e for i in range(0, len(stream), 1460) for e in decoder.feed(stream[i : i + 1460])]
+        assert [e.data for e in events] == [b"y" * 500_000]
+        assert searched < 4 * len(stream), eol
 
 
 def test_take_pending_returns_the_unfinished_event() -> None:
@@ -76,7 +156,7 @@ def test_take_pending_returns_the_unfinished_event() -> None:
     assert decoder.feed(b"data: a\n\ndata: b") == [SSEEvent(raw=b"data: a\n\n", data=b"a")]
     assert decoder.pending == len(b"data: b")
     assert decoder.take_pending() == b"data: b"
-    assert decoder.finish() == []
+    assert decoder.finish() == ([], b"")
 
 
 LINE = st.one_of(
@@ -117,5 +197,18 @@ def test_the_lf_fast_path_agrees_with_the_line_reader(stream: bytes, cuts: list[
     pieces = [stream[a:b] for a, b in itertools.pairwise(bounds)]
     line_reader = SSEDecoder()
     line_reader._lf_only = False
-    slow = [e for p in pieces for e in line_reader.feed(p)] + line_reader.finish()
-    assert decode_all(pieces) == slow
+    slow = [e for p in pieces for e in line_reader.feed(p)]
+    last, tail = line_reader.finish()
+    assert decode_all(pieces) == slow + last + ([SSEEvent(raw=tail)] if tail else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8), cap=st.integers(1, 40))
+def test_any_cap_and_chunking_lose_and_reorder_no_byte(stream: bytes, cuts: list[int], cap: int) -> None:
+    bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})
+    pieces = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    events = decode_all(pieces, max_event_bytes=cap)
+    assert b"".join(e.raw for e in events) == stream
+    # Events within the cap decode exactly as without one.
+    small = [e for e in decode_all([stream]) if len(e.raw) <= cap and e.data is not None]
+    assert [e for e in events if e.data is not None] == small

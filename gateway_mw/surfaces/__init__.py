@@ -46,7 +46,7 @@ class StreamTranslator(Protocol):
         ...
 
 
-BodyTransform = Callable[[bytes, ThinkExtractConfig], tuple[bytes | None, Counts]]
+BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig], tuple[bytes | None, Counts]]
 
 STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig], StreamTranslator]] = {
     "chat": chat.ChatStream,

@@ -11,7 +11,14 @@ __all__ = ["Counts", "extract_counted"]
 class Counts:
     """What the scanners of one response did, summed when each channel finishes."""
 
-    __slots__ = ("overflows", "oversized_events", "reasoning_blocks", "reasoning_chars", "unclosed", "unreadable_events")
+    __slots__ = (
+        "overflows",
+        "oversized_events",
+        "reasoning_blocks",
+        "reasoning_chars",
+        "unclosed",
+        "unreadable_events",
+    )
 
     def __init__(self) -> None:
         self.reasoning_blocks = 0

@@ -1,8 +1,16 @@
 """OpenAI chat completions: inline reasoning → ``reasoning_content`` (or ``reasoning``).
 
-Stream: one Scanner per choice. A chunk whose content the scanner passes through unchanged is
-forwarded as it came, without being decoded past the few fields read here; a changed chunk is
-rebuilt from the upstream JSON, keeping every field the translator does not own, in order.
+Stream: one Scanner per choice. Three ways through, cheapest first:
+
+* **fast forward** (``fast_forward``, whole runs of events): while the only choice's scanner is in
+  steady content and the raw bytes hold nothing that could start a tag, change the code state or
+  carry native reasoning, the events go out as they came, undecoded;
+* **unchanged** (``event``): the few fields read here are decoded into a small struct; a chunk
+  whose text the scanner passes through unchanged goes out as the same bytes;
+* **rewritten**: a chunk whose one delta is wholly reasoning differs from the upstream's only in
+  one key's name, and gets exactly that edit on its bytes when that edit provably is the whole
+  change; otherwise the chunk is rebuilt from the upstream JSON with every value the translator
+  does not own kept as its raw bytes, in order.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..config import ThinkExtractConfig
-from ..scanner import CONTENT, Scanner, Segment, merge_segments
+from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
 
@@ -22,6 +30,7 @@ __all__ = ["ChatStream", "transform_body", "translate_stream"]
 _DONE = b"[DONE]"
 # Top-level keys every split or synthesized chunk repeats; the other keys travel once, on the last.
 _ENVELOPE = ("id", "object", "created", "model", "system_fingerprint", "service_tier", "obfuscation")
+_Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where the translator wrote
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -46,9 +55,16 @@ class _Chunk(msgspec.Struct, gc=False):
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
-_decode_any = msgspec.json.Decoder().decode
+# Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
+# it is re-emitted exactly (numbers msgspec would reject, deep nesting, escapes) and cheaply.
+_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_list = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _encode = msgspec.json.Encoder().encode
 _EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
+_NULL = msgspec.Raw(b"null")
+_JSON_ESCAPES = {'"': b'\\"', "\\": b"\\\\", "/": b"\\/", "\b": b"\\b", "\f": b"\\f", "\n": b"\\n", "\r": b"\\r"}
+_JSON_ESCAPES["\t"] = b"\\t"
+_STRUCTURAL = frozenset('{}]:,"')
 
 
 def _has_native_reasoning(delta: _Delta) -> bool:
@@ -58,6 +74,54 @@ def _has_native_reasoning(delta: _Delta) -> bool:
     return bool(details) and bytes(details) not in _EMPTY_RAW
 
 
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
+
+
+def _delta_of(choice: _Obj) -> _Obj:
+    raw = choice.get("delta")
+    return _decode_obj(raw) if isinstance(raw, msgspec.Raw) and not _is_null(raw) else {}
+
+
+def _with_text(obj: _Obj, key: str, text: str) -> _Obj:
+    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended)."""
+    out: _Obj = {}
+    placed = False
+    for k, v in obj.items():
+        if k == "content":
+            out[key] = text
+            placed = True
+        elif k != key:
+            out[k] = v
+    if not placed:
+        out[key] = text
+    return out
+
+
+class _RawTriggers:
+    """Which raw bytes may hide a character the scanner must see, for one set of trigger characters.
+
+    A character can reach a JSON string as itself (UTF-8), as a short escape, or as ``\\uXXXX``:
+    any ``\\u`` counts. ``[`` also opens the ``choices`` array, so it is counted instead.
+    """
+
+    def __init__(self, triggers: frozenset[str]) -> None:
+        self.possible = not (triggers & _STRUCTURAL)
+        self.bracket = "[" in triggers
+        needles = {b"\\u"}
+        for ch in triggers - {"["}:
+            needles.add(ch.encode())
+            if ch in _JSON_ESCAPES:
+                needles.add(_JSON_ESCAPES[ch])
+        self.needles = tuple(sorted(needles))
+
+    def absent(self, raw: bytes) -> bool:
+        for needle in self.needles:
+            if needle in raw:
+                return False
+        return not self.bracket or raw.count(b"[") == raw.count(b'"choices":[')
+
+
 class ChatStream:
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
@@ -65,10 +129,15 @@ class ChatStream:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
         self._field = config.chat_reasoning_field
+        self._rename_from = b'"content":"'
+        self._rename_to = b'"' + self._field.encode() + b'":"'
+        self._field_key = b'"' + self._field.encode() + b'"'
         self._scanners: dict[int, Scanner] = {}
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
-        self._envelope: dict[str, Any] = {}  # from the last rewritten chunk, for synthesized ones
+        self._envelope: _Obj = {}  # from the last rewritten chunk, for synthesized ones
         self._last_raw: bytes | None = None  # the last data chunk not yet decoded for its envelope
+        self._steady: tuple[Kind, _RawTriggers] | None = None  # see _refresh_steady
+        self._triggers: dict[frozenset[str], _RawTriggers] = {}
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -78,11 +147,16 @@ class ChatStream:
         if data is None:
             return [event]
         if data == _DONE:
-            return [*self._flush(), event]
+            return [*self._finish_all(), event]
+        steady = self._steady
+        if steady is not None and steady[0] == CONTENT and self._plain(data, steady[1]):
+            return [event]
         try:
             chunk = _decode_chunk(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return [event]  # not a chunk we understand: pass it on untouched
+            # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
+            self.counts.unreadable_events += 1
+            return [*self.flush(), event]
         if self._config is None:
             self._config = self._base.for_model(chunk.model)
         if not self._config.enabled:
@@ -90,9 +164,9 @@ class ChatStream:
         choices = chunk.choices
         if not choices:
             if choices is not None or bytes(chunk.error) not in _EMPTY_RAW:
-                # The usage chunk or an error: every held character goes out before it.
-                return [*self._flush(), event]
-            return [event]
+                # The usage chunk or an error: the choices are over; every held character goes first.
+                return [*self._finish_all(), event]
+            return [*self.flush(), event]  # some other object: it passes, after what was held
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
@@ -102,19 +176,99 @@ class ChatStream:
             if choice.delta is not None and _has_native_reasoning(choice.delta):
                 # Upstream reasoning wins: this choice is left as is from here on.
                 self._native.add(choice.index)
-                before += self._flush(only=choice.index)
+                before += self._finish_all(only=choice.index)
                 continue
             new = self._scan(choice)
             if new is not None:
                 if runs is None:
                     runs = {}
                 runs[pos] = new
-        out = [event] if runs is None else self._rewrite(event, runs)
+        if runs is None:
+            out = [event]
+        elif len(choices) == 1 and self._renamable(choices[0], runs[0], data):
+            out = [encode_event(data.replace(self._rename_from, self._rename_to, 1), fields=event.fields)]
+        else:
+            out = self._rewrite(event, runs)
+        self._refresh_steady()
         return before + out if before else out
+
+    def flush(self) -> list[SSEEvent]:
+        """Chunks carrying what every choice's scanner holds; the scanners go on."""
+        out = self._held_chunks([(i, self._scanners[i].flush()) for i in sorted(self._scanners)])
+        self._refresh_steady()
+        return out
 
     def finish(self) -> list[SSEEvent]:
         """End of stream without ``[DONE]`` (EOF or a dropped upstream): flush every choice."""
-        return self._flush()
+        return self._finish_all()
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        """``span`` unchanged when every event in it provably goes out unchanged (see module doc)."""
+        config = self._config
+        if config is not None and not config.enabled:
+            return span  # this stream's model is not translated
+        steady = self._steady
+        if steady is None or steady[0] != CONTENT or not self._plain(span, steady[1]):
+            return None
+        return span
+
+    # -- the fast paths -------------------------------------------------------------------------
+
+    def _refresh_steady(self) -> None:
+        """Note when choice 0 alone is under way with nothing held, so that a text free of its
+        scanner's triggers would go through it unchanged (content) or wholly as reasoning."""
+        self._steady = None
+        scanners = self._scanners
+        if len(scanners) != 1 or self._native:
+            return
+        scanner = scanners.get(0)
+        if scanner is None:
+            return
+        kind = scanner.steady
+        if kind is None:
+            return
+        triggers = scanner.triggers
+        raw = self._triggers.get(triggers)
+        if raw is None:
+            raw = self._triggers[triggers] = _RawTriggers(triggers)
+        if raw.possible:
+            self._steady = (kind, raw)
+
+    @staticmethod
+    def _plain(raw: bytes, triggers: _RawTriggers) -> bool:
+        """Whether ``raw`` (data of events) provably only continues choice 0's steady content.
+
+        Every condition is about bytes that JSON cannot hide inside a string without a backslash:
+        ``"index":`` is always a key, ``"finish_reason"`` a key or a value, ``"reasoning…"``.
+        """
+        if not triggers.absent(raw):
+            return False
+        if raw.count(b'"index":') != raw.count(b'"index":0,'):
+            return False  # another choice (or an index written another way)
+        if raw.count(b'"finish_reason"') != raw.count(b'"finish_reason":null'):
+            return False  # a choice ends: its scanner finishes
+        if b'"error"' in raw or b'"choices":[]' in raw:
+            return False  # the end of the choices
+        native = raw.count(b'"reasoning')
+        return not native or native == raw.count(b'"reasoning_content":null') + raw.count(b'"reasoning":null')
+
+    def _renamable(self, choice: _Choice, runs: list[Segment], data: bytes) -> bool:
+        """Whether the rewrite of this one-choice chunk is only ``"content"`` renamed.
+
+        True when the delta's whole text became one reasoning run and the one ``"content"`` key
+        in the bytes is the delta's (no ``\\u`` escapes that could spell a key another way).
+        """
+        if len(runs) != 1 or runs[0].kind != REASONING or choice.finish_reason is not None:
+            return False
+        delta = choice.delta
+        if delta is None or runs[0].text != delta.content:
+            return False
+        return (
+            data.count(b'"content"') == 1
+            and data.count(self._rename_from) == 1
+            and self._field_key not in data
+            and b"\\u" not in data
+        )
 
     # -- per choice -----------------------------------------------------------------------------
 
@@ -143,26 +297,31 @@ class ChatStream:
         self.counts.add(scanner)
         return out
 
+    def _finish_all(self, only: int | None = None) -> list[SSEEvent]:
+        """Chunks carrying what the scanners hold, which finish: all choices, or choice ``only``."""
+        indexes = sorted(self._scanners) if only is None else [only] if only in self._scanners else []
+        out = self._held_chunks([(i, self._finish_choice(i, self._scanners[i])) for i in indexes])
+        self._refresh_steady()
+        return out
+
     # -- output ---------------------------------------------------------------------------------
 
     def _rewrite(self, event: SSEEvent, runs: dict[int, list[Segment]]) -> list[SSEEvent]:
         assert event.data is not None
-        chunk = _decode_any(event.data)
-        choices: list[Any] = chunk["choices"]
-        if len(choices) == 1 and len(runs[0]) == 1 and isinstance(choices[0].get("delta"), dict):
+        chunk: _Obj = _decode_obj(event.data)
+        choices: list[_Obj] = _decode_list(chunk["choices"])
+        chunk["choices"] = choices
+        if len(choices) == 1 and len(runs[0]) == 1:
             # The common case, one choice and one run: edit the delta in place.
             seg = runs[0][0]
-            delta = choices[0]["delta"]
-            if seg.kind == CONTENT:
-                delta["content"] = seg.text
-            else:
-                delta.pop("content", None)
-                delta[self._field] = seg.text
+            choice = choices[0]
+            key = "content" if seg.kind == CONTENT else self._field
+            choice["delta"] = _with_text(_delta_of(choice), key, seg.text)
             return [encode_event(_encode(chunk), fields=event.fields)]
         self._remember_envelope(chunk)
         # Chunk k carries run k of every choice that has one; a choice's other fields go with its
         # first run and its finish_reason with its last, so each choice reads in order.
-        per_choice: list[list[dict[str, Any]]] = []
+        per_choice: list[list[_Obj]] = []
         for pos, choice in enumerate(choices):
             if pos in runs:
                 per_choice.append(self._split_choice(choice, runs[pos]))
@@ -177,16 +336,14 @@ class ChatStream:
                 out.append(encode_event(_encode(body), fields=event.fields))
         return out
 
-    def _split_choice(self, choice: dict[str, Any], runs: list[Segment]) -> list[dict[str, Any]]:
-        delta: dict[str, Any] = choice.get("delta") or {}
-        others = {k: v for k, v in delta.items() if k != "content"}
-        finish = choice.get("finish_reason")
-        parts: list[dict[str, Any]] = []
+    def _split_choice(self, choice: _Obj, runs: list[Segment]) -> list[_Obj]:
+        delta = _delta_of(choice)
+        finish = choice.get("finish_reason", _NULL)
+        parts: list[_Obj] = []
         for i, seg in enumerate(runs):
-            new_delta = dict(others) if i == 0 else {}
-            new_delta[self._field if seg.kind != CONTENT else "content"] = seg.text
+            key = self._field if seg.kind != CONTENT else "content"
             part = dict(choice) if i == 0 else {"index": choice.get("index", 0)}
-            part["delta"] = new_delta
+            part["delta"] = _with_text(delta, key, seg.text) if i == 0 else {key: seg.text}
             if i == 0 and len(runs) > 1 and "finish_reason" in part:
                 part["finish_reason"] = None
             if i > 0:
@@ -194,15 +351,16 @@ class ChatStream:
                 part["finish_reason"] = finish if i == len(runs) - 1 else None
             parts.append(part)
         if not parts:  # everything was held: keep the choice only if it has something else to say
-            if not others and all(v is None for k, v in choice.items() if k not in ("index", "delta")):
+            others = {k: v for k, v in delta.items() if k != "content"}
+            if not others and all(_is_null(v) for k, v in choice.items() if k not in ("index", "delta")):
                 return []
             part = dict(choice)
             part["delta"] = others
             parts.append(part)
         return parts
 
-    def _chunk_body(self, chunk: dict[str, Any], row: list[dict[str, Any]], last: bool) -> dict[str, Any] | None:
-        body: dict[str, Any] = {}
+    def _chunk_body(self, chunk: _Obj, row: list[_Obj], last: bool) -> _Obj | None:
+        body: _Obj = {}
         payload = bool(row)
         for key, value in chunk.items():
             if key == "choices":
@@ -211,23 +369,22 @@ class ChatStream:
                 body[key] = value
             elif last:
                 body[key] = value
-                payload = payload or value is not None
+                payload = payload or not _is_null(value)
         return body if payload else None
 
-    def _remember_envelope(self, chunk: dict[str, Any]) -> None:
+    def _remember_envelope(self, chunk: _Obj) -> None:
         self._envelope = {k: chunk[k] for k in _ENVELOPE if k in chunk}
         self._last_raw = None
 
-    def _flush(self, only: int | None = None) -> list[SSEEvent]:
-        """Chunks carrying what the scanners still hold: all choices, or choice ``only``."""
-        indexes = sorted(self._scanners) if only is None else [only] if only in self._scanners else []
-        if not indexes:
-            return []
-        if self._last_raw is not None:
-            self._remember_envelope(_decode_any(self._last_raw))
+    def _held_chunks(self, held: list[tuple[int, list[Segment]]]) -> list[SSEEvent]:
+        """One chunk per run of held text, choice by choice, with the stream's envelope."""
         out: list[SSEEvent] = []
-        for index in indexes:
-            for seg in merge_segments(self._finish_choice(index, self._scanners[index])):
+        for index, segments in held:
+            if not segments:
+                continue
+            if self._last_raw is not None:
+                self._remember_envelope(_decode_obj(self._last_raw))
+            for seg in merge_segments(segments):
                 field = "content" if seg.kind == CONTENT else self._field
                 choice = {"index": index, "delta": {field: seg.text}, "logprobs": None, "finish_reason": None}
                 body = {**self._envelope, "choices": [choice]}
@@ -236,29 +393,41 @@ class ChatStream:
         return out
 
 
-def transform_body(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
     """A non-stream ``chat.completion`` body with reasoning moved out of ``message.content``.
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
+    Only the objects on the way to each message's text are decoded; every other value is re-emitted
+    as its original bytes, and a large body is held about once.
     """
     counts = Counts()
     try:
-        doc = _decode_any(body)
-    except msgspec.DecodeError:
+        doc: _Obj = _decode_obj(body)
+        choices: list[_Obj] | None = _decode_list(doc["choices"]) if "choices" in doc else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None, counts
-    if not isinstance(doc, dict) or not isinstance(doc.get("choices"), list):
+    if not choices:
         return None, counts
-    cfg = config.for_model(doc["model"] if isinstance(doc.get("model"), str) else None)
+    try:
+        model = msgspec.json.decode(doc["model"], type=str) if "model" in doc else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        model = None
+    cfg = config.for_model(model)
     if not cfg.enabled:
         return None, counts
     changed = False
-    for choice in doc["choices"]:
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+    for choice in choices:
+        try:
+            message: _Obj | None = _decode_obj(choice["message"]) if "message" in choice else None
+            original = msgspec.json.decode(message["content"], type=str) if message and "content" in message else None
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue  # not a text message (null, a list of parts…): left as it is
+        if message is None or original is None:
             continue
-        if message.get("reasoning_content") or message.get("reasoning") or message.get("reasoning_details"):
+        if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in ("reasoning_content", "reasoning")):
             continue
-        original: str = message["content"]
+        if "reasoning_details" in message and bytes(message["reasoning_details"]) not in _EMPTY_RAW:
+            continue
         segments = extract_counted(original, cfg, counts)
         content = "".join(s.text for s in segments if s.kind == CONTENT)
         reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
@@ -267,8 +436,12 @@ def transform_body(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | Non
         message["content"] = content
         if reasoning:
             message[cfg.chat_reasoning_field] = reasoning
+        choice["message"] = message
         changed = True
-    return (_encode(doc) if changed else None), counts
+    if not changed:
+        return None, counts
+    doc["choices"] = choices
+    return _encode(doc), counts
 
 
 async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:

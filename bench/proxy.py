@@ -1,0 +1,220 @@
+"""End to end through examples/proxy.py: streams/s, events/s, added latency per event, peak RSS.
+
+One upstream process streams chat completion chunks (a reasoning block, then the answer) as fast as
+it can; a proxy process forwards them, once with gateway_mw and once without (the same proxy, the
+same upstream, the same client load); the client, in this process, runs 1, 100 and 1,000 concurrent
+streams. Each chunk's ``id`` carries the upstream's send time (a monotonic clock shared by the
+processes of one machine), so the client measures each event's latency through the proxy; the added
+latency is the difference between the two proxies. Loopback only; every run is bounded in count and
+time. Peak RSS is the proxy process's ``VmHWM`` (Linux).
+
+    python bench/proxy.py [--events 40] [--streams 400] [--timeout 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from examples import proxy
+from gateway_mw import ThinkExtractConfig
+
+WORDS = [" step", " by", " step", " the", " sum", " is", " four"]
+
+
+def _chunk(content: str) -> bytes:
+    body = {
+        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "object": "chat.completion.chunk",
+        "created": 1730000000,
+        "model": "bench-model",
+        "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _tokens(n: int) -> list[str]:
+    half = max(n // 2, 2)
+    reasoning = ["<think>" + WORDS[0]] + [WORDS[i % len(WORDS)] for i in range(1, half - 1)] + [" done</think>"]
+    return reasoning + [WORDS[i % len(WORDS)] for i in range(n - len(reasoning))]
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    n = int((await request.json()).get("n", 40))
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    for token in _tokens(n):
+        await resp.write(_chunk(token))
+    await resp.write(b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp
+
+
+def _serve(app_factory: Any, args: tuple[Any, ...], ports: Any) -> None:
+    async def main() -> None:
+        runner = web.AppRunner(app_factory(*args), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0, backlog=2048).start()
+        ports.put(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def _upstream_app() -> web.Application:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", _completions)
+    return app
+
+
+def _proxy_app(upstream: str, middleware: bool) -> web.Application:
+    settings = proxy.Settings(upstream=upstream, middleware=middleware, think_extract=ThinkExtractConfig())
+    return proxy.build_app(settings)
+
+
+def _start(app_factory: Any, *args: Any) -> tuple[multiprocessing.Process, int]:
+    ports: Any = multiprocessing.Queue()
+    process = multiprocessing.Process(target=_serve, args=(app_factory, args, ports), daemon=True)
+    process.start()
+    return process, int(ports.get(timeout=30))
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+async def _one_stream(session: aiohttp.ClientSession, url: str, n: int, latencies: list[int]) -> int:
+    events = 0
+    async with session.post(url, json={"model": "bench-model", "stream": True, "n": n}) as resp:
+        async for line in resp.content:
+            if line.startswith(b"data: {"):
+                now = time.monotonic_ns()
+                sent = int(line[line.index(b"chatcmpl-") + 9 : line.index(b'"', line.index(b"chatcmpl-"))])
+                latencies.append(now - sent)
+                events += 1
+    return events
+
+
+async def _load(url: str, concurrency: int, streams: int, n: int, timeout: float) -> dict[str, Any]:
+    latencies: list[int] = []
+    remaining = streams
+    received = 0
+
+    async def worker() -> None:
+        nonlocal remaining, received
+        while remaining > 0:
+            remaining -= 1
+            received += await _one_stream(session, url, n, latencies)
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+        await _one_stream(session, url, n, [])  # warm up
+        start = time.perf_counter()
+        await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(concurrency))), timeout)
+        elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "seconds": elapsed,
+        "streams": streams,
+        "upstream_events": streams * n,
+        "client_events": received,
+        "streams_per_s": streams / elapsed,
+        "events_per_s": streams * n / elapsed,
+        "latency_p50_ms": latencies[len(latencies) // 2] / 1e6,
+        "latency_p99_ms": latencies[int(len(latencies) * 0.99)] / 1e6,
+    }
+
+
+def run(
+    concurrency: tuple[int, ...] = (1, 100, 1000),
+    events: int = 40,
+    streams: int | None = None,
+    timeout: float = 120.0,
+) -> list[dict[str, Any]]:
+    """One row per (concurrency, proxy): with gateway_mw (``middleware=True``) and without.
+
+    ``streams`` per run defaults to ``max(200, 2 * concurrency)``; each stream carries ``events``
+    upstream events (at most 20 at 1,000 concurrent streams, to keep that run short).
+    """
+    upstream_process, upstream_port = _start(_upstream_app)
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    rows: list[dict[str, Any]] = []
+    try:
+        for c in concurrency:
+            n = min(events, 20) if c >= 1000 else events
+            total = streams if streams is not None else max(200, 2 * c)
+            for middleware in (False, True):
+                process, port = _start(_proxy_app, upstream, middleware)
+                try:
+                    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                    row = asyncio.run(_load(url, c, total, n, timeout))
+                    row.update(
+                        concurrency=c,
+                        middleware=middleware,
+                        events_per_stream=n,
+                        peak_rss_mb=_peak_rss_mb(process.pid or 0),
+                    )
+                    rows.append(row)
+                finally:
+                    process.terminate()
+                    process.join(10)
+    finally:
+        upstream_process.terminate()
+        upstream_process.join(10)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=40, help="upstream events per stream (≤20 at 1,000 streams)")
+    parser.add_argument("--streams", type=int, default=None, help="streams per run (default max(200, 2×concurrency))")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 100, 1000])
+    parser.add_argument("--timeout", type=float, default=120.0, help="bound on each run, seconds")
+    args = parser.parse_args()
+    rows = run(tuple(args.concurrency), args.events, args.streams, args.timeout)
+    header = (
+        f"{'streams':>8} {'proxy':<13} {'streams/s':>10} {'events/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'peak RSS':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        rss = f"{row['peak_rss_mb']:.0f} MB" if row["peak_rss_mb"] is not None else "n/a"
+        print(
+            f"{row['concurrency']:>8} {'gateway_mw' if row['middleware'] else 'bare':<13} "
+            f"{row['streams_per_s']:>10,.0f} {row['events_per_s']:>10,.0f} "
+            f"{row['latency_p50_ms']:>8.2f} {row['latency_p99_ms']:>8.2f} {rss:>9}"
+        )
+    print()
+    for c in sorted({r["concurrency"] for r in rows}):
+        bare = next(r for r in rows if r["concurrency"] == c and not r["middleware"])
+        mw = next(r for r in rows if r["concurrency"] == c and r["middleware"])
+        p50 = mw["latency_p50_ms"] - bare["latency_p50_ms"]
+        p99 = mw["latency_p99_ms"] - bare["latency_p99_ms"]
+        ratio = mw["events_per_s"] / bare["events_per_s"]
+        print(
+            f"{c:>5} concurrent: throughput ×{ratio:.2f}, added latency per event p50 {p50:+.2f} ms, p99 {p99:+.2f} ms"
+        )
+    median = statistics.median(r["events_per_stream"] for r in rows)
+    print(f"\n(events per stream: median {median:g}; the client runs in this process on the same machine)")
+
+
+if __name__ == "__main__":
+    main()

@@ -514,7 +514,9 @@ _HELP = {
     "reasoning_chars": "Characters of reasoning moved into native fields.",
     "unclosed_blocks": "Reasoning blocks still open at the end of a response.",
     "cap_overflows": "Buffered blocks released as content at max_buffer_bytes.",
-    "translation_errors": "Responses whose translator failed and passed the rest through.",
+    "unreadable_events": "Data events passed on untranslated because they could not be read.",
+    "oversized_events": "Events over max_event_bytes, streamed through raw.",
+    "translation_errors": "Responses in which a translator failed (the failing event passed as it came).",
 }
 
 

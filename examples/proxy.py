@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -782,8 +783,19 @@ def _side_by_side(left: Shown, right: Shown, width: int = 54) -> list[str]:
     return lines
 
 
+_WHY = {
+    "unsupported": "this gateway_mw has no {surface} translator",
+    "disabled": "the {surface} surface is turned off in the configuration",
+}
+
+
+def _reasoning_text(where: str, text: str) -> str:
+    """The reasoning a client can read from one shown part (``redacted_thinking`` is base64)."""
+    return base64.b64decode(text).decode() if "redacted_thinking" in where else text
+
+
 async def _demo_exchange(
-    session: aiohttp.ClientSession, base: str, stats: ThinkExtractStats | None, exchange: Any, stream: bool
+    session: aiohttp.ClientSession, base: str, app: web.Application, exchange: Any, stream: bool
 ) -> tuple[list[str], bool]:
     title, path, surface, model, shown = exchange
     body: dict[str, Any] = {"model": model, "stream": stream}
@@ -796,31 +808,32 @@ async def _demo_exchange(
     headers = {"anthropic-version": "2023-06-01"} if surface == "messages" else {}
     async with session.post(base + path, json=body, headers={**headers, THINK_EXTRACT_HEADER: "off"}) as r:
         raw = await r.read()
-    before = dict(stats.snapshot()[surface]["passed_through"]) if stats is not None else {}
+    stats = app[THINKEXTRACT_STATS]
+    before = dict(stats.snapshot()[surface]["passed_through"])
     async with session.post(base + path, json=body, headers=headers) as r:
         got = await r.read()
         status = r.status
-    after = dict(stats.snapshot()[surface]["passed_through"]) if stats is not None else {}
+    after = stats.snapshot()[surface]["passed_through"]
+    passed = [reason for reason, n in after.items() if n != before.get(reason, 0)]
     left, right = shown(raw, stream), shown(got, stream)
     lines = [f"{title} · {'stream' if stream else 'non-stream'} · model {model} · POST {path}"]
     lines += _side_by_side(left, right)
 
-    reasoning = "".join(t for w, t in right if any(x in w for x in _REASONING_WORDS))
-    answer = "".join(t for w, t in right if not any(x in w for x in _REASONING_WORDS))
-    passed = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
-    config = DEMO_CONFIG.for_model(model)
-    expected = extract(demo_model.model_text(model, QUESTION), config)
-    want_reasoning = "".join(s.text for s in expected if s.kind == "reasoning")
-    want_answer = "".join(s.text for s in expected if s.kind == "content")
-    where = next((w.split(" ")[0] for w, _ in right if any(x in w for x in _REASONING_WORDS)), "")
-    if status == 200 and (reasoning, answer) == (want_reasoning, want_answer):
-        verdict, ok = f"  ✓ reasoning moved into {where}, answer clean", True
-    elif status == 200 and right == left and passed:
-        verdict = f"  = passed through untranslated ({', '.join(passed)}): this gateway_mw has no {surface} translator"
-        ok = "unsupported" in passed
-    else:
-        verdict, ok = f"  ✗ unexpected result (HTTP {status})", False
-    return [*lines, verdict, ""], ok
+    is_reasoning = [any(x in where for x in _REASONING_WORDS) for where, _ in right]
+    reasoning = "".join(_reasoning_text(w, t) for (w, t), r in zip(right, is_reasoning, strict=True) if r)
+    answer = "".join(t for (_, t), r in zip(right, is_reasoning, strict=True) if not r)
+    expected = extract(demo_model.model_text(model, QUESTION), app[PROXY].settings.think_extract.for_model(model))
+    want = (
+        "".join(s.text for s in expected if s.kind == "reasoning"),
+        "".join(s.text for s in expected if s.kind == "content"),
+    )
+    where = next((w.split(" ")[0] for (w, _), r in zip(right, is_reasoning, strict=True) if r), "")
+    if status == 200 and (reasoning, answer) == want and where:
+        return [*lines, f"  ✓ reasoning moved into {where}, answer clean", ""], True
+    if status == 200 and right == left and passed and all(reason in _WHY for reason in passed):
+        why = "; ".join(_WHY[reason].format(surface=surface) for reason in passed)
+        return [*lines, f"  = passed through untranslated ({', '.join(passed)}): {why}", ""], True
+    return [*lines, f"  ✗ unexpected result (HTTP {status}, passed through: {passed or 'no'})", ""], False
 
 
 async def run_demo(settings: Settings, out: Callable[[str], None] = print) -> int:
@@ -840,7 +853,7 @@ async def run_demo(settings: Settings, out: Callable[[str], None] = print) -> in
         async with aiohttp.ClientSession() as session:
             for exchange in _DEMO_EXCHANGES:
                 for stream in (False, True):
-                    lines, good = await _demo_exchange(session, base, app.get(THINKEXTRACT_STATS), exchange, stream)
+                    lines, good = await _demo_exchange(session, base, app, exchange, stream)
                     ok = ok and good
                     for line in lines:
                         out(line)
@@ -858,6 +871,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"examples/proxy.py: error: {exc}", file=sys.stderr)
         return 2
     if args.demo:
+        if settings.upstream is not None or not settings.middleware:
+            print(
+                "examples/proxy.py: error: --demo runs the embedded demo model through gateway_mw: "
+                "leave out --upstream and --no-middleware",
+                file=sys.stderr,
+            )
+            return 2
         if args.pace is None and "GATEWAY_PACE" not in os.environ:
             settings = replace(settings, pace=5000.0)  # fast: this mode only shows the result
         return asyncio.run(run_demo(settings))

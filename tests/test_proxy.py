@@ -225,7 +225,7 @@ class RawUpstream:
             body = await reader.readexactly(length) if length else b""
             if any(k.lower() == "transfer-encoding" for k, _ in headers):
                 while (size := int((await reader.readline()).strip(), 16)) > 0:
-                    body += await reader.readexactly(size + 2)
+                    body += (await reader.readexactly(size + 2))[:-2]
                 await reader.readline()
             self.requests.append((head[0], headers, body))  # type: ignore[arg-type]
             await self.respond(self, writer)
@@ -511,6 +511,90 @@ async def test_client_disconnect_cancels_the_upstream_request(upstream_talks: bo
                 await asyncio.wait_for(up.closed.wait(), 3)
                 assert time.monotonic() - start < 2
             assert app[proxy.PROXY].counters.client_disconnects == 1
+
+
+@pytest.mark.parametrize("before_headers", [True, False], ids=["waiting-for-headers", "json-body-held"])
+async def test_client_disconnect_cancels_the_upstream_while_nothing_reaches_the_client(before_headers: bool) -> None:
+    """Nothing is written to the client (no headers yet, or a JSON body the middleware holds): the
+    proxy still notices the client left."""
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        if not before_headers:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            await writer.drain()
+        await up.wait_closed_by_peer(writer)
+
+    async with RawUpstream(respond) as up:
+        app = proxy.build_app(settings(upstream=up.url))
+        async with running(app) as base:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+            body = b'{"model":"m"}'
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+            for _ in range(100):  # until the request reached the upstream
+                if up.requests:
+                    break
+                await asyncio.sleep(0.01)
+            writer.close()  # the client goes away
+            start = time.monotonic()
+            await asyncio.wait_for(up.closed.wait(), 3)
+            assert time.monotonic() - start < 2
+            assert app[proxy.PROXY].counters.client_disconnects == 1
+
+
+async def test_a_client_that_stops_reading_stops_the_upstream() -> None:
+    """No unbounded buffering: the upstream's writes stall while the client reads nothing."""
+    written = 0
+    piece = b"x" * 65536
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        nonlocal written
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 104857600\r\n\r\n")
+        for _ in range(1600):  # 100 MiB
+            writer.write(piece)
+            await writer.drain()
+            written += len(piece)
+
+    async with RawUpstream(respond) as up, running(proxy.build_app(settings(upstream=up.url))) as base:
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+        writer.write(b"GET /v1/files/big HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")
+        await asyncio.sleep(1.0)  # read nothing more
+        stalled_at = written
+        await asyncio.sleep(0.3)
+        assert written == stalled_at < 32 * 1024 * 1024  # socket buffers and one piece per hop, no more
+        got = 0
+        while got < 1024 * 1024:  # reading again lets it go on
+            got += len(await reader.read(65536))
+        await asyncio.sleep(0.1)
+        assert written > stalled_at
+        writer.close()
+
+
+async def test_a_chunked_request_body_is_streamed_to_the_upstream() -> None:
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+    parts = [b'{"model": "m", ', b'"input": "' + b"y" * 100000 + b'"}']
+
+    async def body() -> AsyncIterator[bytes]:
+        for part in parts:
+            yield part
+
+    async with (
+        RawUpstream(respond) as up,
+        running(proxy.build_app(settings(upstream=up.url))) as base,
+        aiohttp.ClientSession() as session,
+        session.post(base + "/v1/embeddings", data=body(), headers={"Content-Type": "application/json"}) as resp,
+    ):
+        assert (resp.status, await resp.read()) == (200, b"{}")
+    line, headers, received = up.requests[0]
+    assert (line, received) == ("POST /v1/embeddings HTTP/1.1", b"".join(parts))
+    assert dict(headers)["Transfer-Encoding"] == "chunked" and "Content-Length" not in dict(headers)
 
 
 async def test_upstream_dropping_mid_stream_cuts_the_client_after_the_held_text() -> None:

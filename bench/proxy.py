@@ -1,12 +1,18 @@
 """End to end through examples/proxy.py: streams/s, events/s, added latency per event, peak RSS.
 
-One upstream process streams chat completion chunks (a reasoning block, then the answer) as fast as
-it can; a proxy process forwards them, once with gateway_mw and once without (the same proxy, the
-same upstream, the same client load); the client, in this process, runs 1, 100 and 1,000 concurrent
-streams. Each chunk's ``id`` carries the upstream's send time (a monotonic clock shared by the
-processes of one machine), so the client measures each event's latency through the proxy; the added
-latency is the difference between the two proxies. Loopback only; every run is bounded in count and
-time. Peak RSS is the proxy process's ``VmHWM`` (Linux).
+One upstream process streams chat completion chunks (a reasoning block, then the answer); a proxy
+process forwards them, once with gateway_mw and once without (the same proxy, the same upstream, the
+same client load); the client, in this process, runs 1, 100 and 1,000 concurrent streams. Per
+concurrency and proxy, two phases:
+
+* throughput: the upstream sends as fast as it can; streams/s and (upstream) events/s;
+* latency: the same concurrency, each stream paced so that all of them together stay at
+  ``PACED_EVENTS_PER_S``, below saturation. Each chunk's ``id`` carries the upstream's send time (a
+  monotonic clock shared by the processes of one machine), so the client measures how long each event
+  took through the proxy; the added latency is the difference between the two proxies.
+
+Loopback only; every run is bounded in count and time. Peak RSS is the proxy process's ``VmHWM``
+(Linux), a fresh process per row.
 
     python bench/proxy.py [--events 40] [--streams 400] [--timeout 120]
 """
@@ -52,10 +58,13 @@ def _tokens(n: int) -> list[str]:
 
 
 async def _completions(request: web.Request) -> web.StreamResponse:
-    n = int((await request.json()).get("n", 40))
+    body = await request.json()
+    n, interval = int(body.get("n", 40)), float(body.get("interval", 0))
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await resp.prepare(request)
     for token in _tokens(n):
+        if interval:
+            await asyncio.sleep(interval)
         await resp.write(_chunk(token))
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
@@ -101,9 +110,12 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-async def _one_stream(session: aiohttp.ClientSession, url: str, n: int, latencies: list[int]) -> int:
+async def _one_stream(
+    session: aiohttp.ClientSession, url: str, n: int, latencies: list[int], interval: float = 0.0
+) -> int:
     events = 0
-    async with session.post(url, json={"model": "bench-model", "stream": True, "n": n}) as resp:
+    body = {"model": "bench-model", "stream": True, "n": n, "interval": interval}
+    async with session.post(url, json=body) as resp:
         async for line in resp.content:
             if line.startswith(b"data: {"):
                 now = time.monotonic_ns()
@@ -113,24 +125,43 @@ async def _one_stream(session: aiohttp.ClientSession, url: str, n: int, latencie
     return events
 
 
-async def _load(url: str, concurrency: int, streams: int, n: int, timeout: float) -> dict[str, Any]:
+async def _streams(
+    session: aiohttp.ClientSession, url: str, concurrency: int, streams: int, n: int, interval: float
+) -> tuple[float, int, list[int]]:
+    """``streams`` streams over ``concurrency`` workers: (seconds, events received, latencies)."""
     latencies: list[int] = []
     remaining = streams
     received = 0
 
-    async def worker() -> None:
+    async def worker(i: int) -> None:
         nonlocal remaining, received
+        await asyncio.sleep(interval * i / concurrency)  # paced streams start spread over one interval
         while remaining > 0:
             remaining -= 1
-            received += await _one_stream(session, url, n, latencies)
+            received += await _one_stream(session, url, n, latencies, interval)
 
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    return time.perf_counter() - start, received, sorted(latencies)
+
+
+PACED_EVENTS_PER_S = 1000
+"""Aggregate upstream rate of the latency phase: below what the proxy sustains, so that latency is
+the time an event spends in the proxy, not in a queue."""
+
+
+async def _load(url: str, concurrency: int, streams: int, n: int, timeout: float) -> dict[str, Any]:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
         await _one_stream(session, url, n, [])  # warm up
-        start = time.perf_counter()
-        await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(concurrency))), timeout)
-        elapsed = time.perf_counter() - start
-    latencies.sort()
+        # Throughput: the upstream sends as fast as it can.
+        elapsed, received, _ = await asyncio.wait_for(_streams(session, url, concurrency, streams, n, 0.0), timeout)
+        # Latency: the same concurrency, each stream paced so the total stays at PACED_EVENTS_PER_S.
+        paced_n = min(n, 5) if concurrency >= 1000 else min(n, 20)
+        interval = max(concurrency / PACED_EVENTS_PER_S, 0.001)
+        paced_streams = concurrency * max(1, 100 // concurrency)
+        run = _streams(session, url, concurrency, paced_streams, paced_n, interval)
+        _, _, latencies = await asyncio.wait_for(run, timeout)
     return {
         "seconds": elapsed,
         "streams": streams,
@@ -138,6 +169,8 @@ async def _load(url: str, concurrency: int, streams: int, n: int, timeout: float
         "client_events": received,
         "streams_per_s": streams / elapsed,
         "events_per_s": streams * n / elapsed,
+        "paced_interval_ms": interval * 1000,
+        "latency_samples": len(latencies),
         "latency_p50_ms": latencies[len(latencies) // 2] / 1e6,
         "latency_p99_ms": latencies[int(len(latencies) * 0.99)] / 1e6,
     }

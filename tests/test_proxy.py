@@ -66,6 +66,39 @@ async def demo_base() -> AsyncIterator[str]:
         yield base
 
 
+@pytest.fixture(params=["demo-model", "scripted-upstream"])
+async def base(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """The proxy on the embedded demo model, or on a scripted upstream that replays the demo model's
+    bytes in 5-byte pieces (every tag, event and UTF-8 character cut somewhere)."""
+    if request.param == "demo-model":
+        async with running(proxy.build_app(settings())) as url:
+            yield url
+        return
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        line, _headers, body = up.requests[-1]
+        method, target, _ = line.split(" ")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(method, model + target, data=body, headers={"Content-Type": "application/json"}) as r,
+        ):
+            status, ctype, data = r.status, r.headers["Content-Type"], await r.read()
+        head = f"HTTP/1.1 {status} Scripted\r\nContent-Type: {ctype}\r\nTransfer-Encoding: chunked\r\n"
+        writer.write(head.encode() + b"Connection: close\r\n\r\n")
+        for i in range(0, len(data), 5):
+            writer.write(chunked(data[i : i + 5]))
+            await writer.drain()
+            await asyncio.sleep(0)  # let the proxy read each piece on its own
+        writer.write(b"0\r\n\r\n")
+
+    async with (
+        running(demo_model.build_app(pace=0)) as model,
+        RawUpstream(respond) as up,
+        running(proxy.build_app(settings(upstream=up.url, think_extract=proxy.DEMO_CONFIG))) as url,
+    ):
+        yield url
+
+
 # -- the embedded demo model through the official SDKs -------------------------------------------------
 
 
@@ -82,9 +115,9 @@ USER: Any = [{"role": "user", "content": QUESTION}]
 
 @pytest.mark.parametrize("model", ["demo", "demo-r1"])
 @pytest.mark.parametrize("stream", [False, True])
-async def test_chat_through_the_sdk(demo_base: str, model: str, stream: bool) -> None:
+async def test_chat_through_the_sdk(base: str, model: str, stream: bool) -> None:
     reasoning, answer = split(model)
-    async with oai(demo_base) as client:
+    async with oai(base) as client:
         if stream:
             async with client.chat.completions.stream(model=model, messages=USER) as s:
                 result = await s.get_final_completion()
@@ -99,10 +132,10 @@ async def test_chat_through_the_sdk(demo_base: str, model: str, stream: bool) ->
     assert (result.model, result.choices[0].finish_reason) == (model, "stop")
 
 
-async def test_chat_raw_stream_chunks_carry_one_kind_each(demo_base: str) -> None:
+async def test_chat_raw_stream_chunks_carry_one_kind_each(base: str) -> None:
     reasoning, answer = split("demo-r1")
     kinds = []
-    async with oai(demo_base) as client:
+    async with oai(base) as client:
         stream = await client.chat.completions.create(model="demo-r1", messages=USER, stream=True)
         async for chunk in stream:
             delta = chunk.choices[0].delta
@@ -116,9 +149,9 @@ async def test_chat_raw_stream_chunks_carry_one_kind_each(demo_base: str) -> Non
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_messages_through_the_sdk(demo_base: str, stream: bool) -> None:
+async def test_messages_through_the_sdk(base: str, stream: bool) -> None:
     reasoning, answer = split("demo")
-    async with claude(demo_base) as client:
+    async with claude(base) as client:
         if stream:
             async with client.messages.stream(model="demo", max_tokens=256, messages=USER) as s:
                 message = await s.get_final_message()
@@ -137,9 +170,9 @@ async def test_messages_through_the_sdk(demo_base: str, stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_responses_through_the_sdk(demo_base: str, stream: bool) -> None:
+async def test_responses_through_the_sdk(base: str, stream: bool) -> None:
     reasoning, answer = split("demo-r1")
-    async with oai(demo_base) as client:
+    async with oai(base) as client:
         if stream:
             async with client.responses.stream(model="demo-r1", input=QUESTION) as s:
                 response = await s.get_final_response()

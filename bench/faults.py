@@ -200,11 +200,11 @@ def table(rows: list[dict[str, object]]) -> str:
         "| input | peak RSS over idle, without → with | gateway CPU, without → with |",
         "|---|---|---|",
     ]
-    for row in rows:
-        lines.append(
-            f"| {row['scenario']} | {row['peak_without_mb']:.0f} → {row['peak_with_mb']:.0f} MB"
-            f" | {row['cpu_without_s']:.2f} → {row['cpu_with_s']:.2f} s |"
-        )
+    lines += [
+        f"| {row['scenario']} | {row['peak_without_mb']:.0f} → {row['peak_with_mb']:.0f} MB"
+        f" | {row['cpu_without_s']:.2f} → {row['cpu_with_s']:.2f} s |"
+        for row in rows
+    ]
     return "\n".join(lines)
 
 

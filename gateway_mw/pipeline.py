@@ -22,6 +22,10 @@ __all__ = ["StreamPipeline", "transform_body"]
 
 log = logging.getLogger("gateway_mw")
 
+_MIN_SPAN = 1024  # a smaller piece holds a couple of events: not worth a fast-path attempt
+_WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
+_RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
+
 
 class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
@@ -46,7 +50,7 @@ class StreamPipeline:
             return chunk
         decoder = self._decoder
         try:
-            if decoder.plain and b"\r" not in chunk:
+            if len(chunk) >= _MIN_SPAN and decoder.plain and b"\r" not in chunk:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response
@@ -71,26 +75,49 @@ class StreamPipeline:
     # -- internals ------------------------------------------------------------------------------
 
     def _feed_plain(self, chunk: bytes) -> bytes:
-        """A ``\\n`` stream: let the translator pass whole runs of events without decoding them."""
+        """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding
+        them one by one; a window it declines is decoded event by event."""
         decoder = self._decoder
-        out = b""
-        if decoder.pending:
+        out: list[bytes] = []
+        if not decoder.at_boundary:
             end = decoder.pending_end(chunk)
             if end < 0:
                 return self._translate(decoder.feed(chunk))
-            out = self._translate(decoder.feed(chunk[:end]))
+            out.append(self._translate(decoder.feed(chunk[:end])))
+            if not decoder.at_boundary:
+                return out[0] + self._translate(decoder.feed(chunk[end:]))
             chunk = chunk[end:]
-        last = chunk.rfind(b"\n\n") + 2
-        if 2 <= last <= self._max_span:
-            try:
-                fast = self._translator.fast_forward(chunk[:last] if last < len(chunk) else chunk)
-            except Exception as exc:
-                self._fault(exc)
+        fast_forward = self._translator.fast_forward
+        pos, n = 0, len(chunk)
+        while pos < n:
+            end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2
+            if end < pos + 2:  # no event ends within a window: take the next one whole
+                end = chunk.find(b"\n\n", pos) + 2
+                if end < 2:
+                    break  # the rest is an event under way: the decoder keeps it
+            # A declined window is often a tag at its start (the translator not steady yet): decode
+            # an event or two, then offer the rest again; past that, decode the whole window.
+            for retry in range(_RETRIES + 1):
+                window = chunk[pos:end] if pos or end < n else chunk
                 fast = None
-            if fast is not None:
-                rest = chunk[last:]
-                return out + fast + (self._translate(decoder.feed(rest)) if rest else b"")
-        return out + self._translate(decoder.feed(chunk))
+                if end - pos <= self._max_span:
+                    try:
+                        fast = fast_forward(window)
+                    except Exception as exc:
+                        self._fault(exc)
+                if fast is not None:
+                    out.append(fast)
+                    break
+                first = chunk.find(b"\n\n", pos) + 2
+                if retry == _RETRIES or first >= end:
+                    out.append(self._translate(decoder.feed(window)))
+                    break
+                out.append(self._translate(decoder.feed(chunk[pos:first])))
+                pos = first
+            pos = end
+        if pos < n:
+            out.append(self._translate(decoder.feed(chunk[pos:])))
+        return b"".join(out)
 
     def _translate(self, events: list[SSEEvent]) -> bytes:
         if not events:

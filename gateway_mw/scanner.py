@@ -229,6 +229,12 @@ class Scanner:
             return CONTENT
         return REASONING if self._state == _REASONING and not self._buffered else None
 
+    def pass_steady(self, chars: int) -> None:
+        """Account for ``chars`` characters of trigger-free text that went by in the :attr:`steady`
+        kind without being fed: exactly what feeding them would have done."""
+        if self._state == _REASONING:
+            self.reasoning_chars += chars
+
     @property
     def triggers(self) -> frozenset[str]:
         """The characters that end a :attr:`steady` run (meaningless while it is ``None``)."""

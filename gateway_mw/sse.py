@@ -85,14 +85,19 @@ class SSEDecoder:
 
     @property
     def plain(self) -> bool:
-        """Whether the stream so far is ``\\n``-only, past its start and not inside an oversized event:
-        then every ``\\n\\n`` after the pending bytes ends an event."""
-        return self._lf_only and not self._at_start and not self._skipping
+        """Whether the stream so far is ``\\n``-only and not inside an oversized event: then every
+        ``\\n\\n`` after :meth:`pending_end` ends an event."""
+        return self._lf_only and not self._skipping
+
+    @property
+    def at_boundary(self) -> bool:
+        """Whether the next byte starts an event: :attr:`plain`, past the start, nothing pending."""
+        return self._lf_only and not self._skipping and not self._at_start and not self._buf
 
     def pending_end(self, chunk: bytes) -> int:
-        """Where, in ``chunk``, the pending event ends (just past its blank line); -1 if it does not.
+        """Where, in ``chunk``, the event under way ends (just past its blank line); -1 if it does not.
 
-        Only for a :attr:`plain` decoder with pending bytes; ``chunk`` holds no ``\\r``.
+        Only for a :attr:`plain` decoder; ``chunk`` holds no ``\\r``.
         """
         if self._buf.endswith(b"\n") and chunk.startswith(b"\n"):
             return 1

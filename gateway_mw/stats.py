@@ -24,7 +24,10 @@ class SurfaceStats(msgspec.Struct):
     unclosed_blocks: int = 0
     cap_overflows: int = 0
     unreadable_events: int = 0
-    """Data events passed on untranslated because they could not be read (held text went first)."""
+    """Data events passed on untranslated because they could not be read (held text went first).
+
+    Only events the translator had to read count: while nothing is held and the raw bytes show that
+    no tag can start, events pass without being read at all."""
     oversized_events: int = 0
     """Events over ``max_event_bytes``, streamed through raw as their bytes arrived."""
     translation_errors: int = 0

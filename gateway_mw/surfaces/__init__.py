@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
-from . import chat
+from . import chat, messages
 from .base import Counts
 
 __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
@@ -50,7 +50,9 @@ BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig], tuple[bytes | 
 
 STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig], StreamTranslator]] = {
     "chat": chat.ChatStream,
+    "messages": messages.MessagesStream,
 }
 BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
     "chat": chat.transform_body,
+    "messages": messages.transform_body,
 }

@@ -16,7 +16,7 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -54,7 +54,27 @@ class _Chunk(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw()
 
 
+class _SteadyDelta(msgspec.Struct, gc=False):
+    content: Annotated[str, msgspec.Meta(min_length=1)]
+    reasoning_content: None = None
+    reasoning: None = None
+    reasoning_details: None = None
+
+
+class _SteadyChoice(msgspec.Struct, gc=False):
+    delta: _SteadyDelta
+    index: Annotated[int, msgspec.Meta(ge=0, le=0)] = 0
+    finish_reason: None = None
+
+
+class _SteadyChunk(msgspec.Struct, gc=False):
+    """A chunk that only continues choice 0's text: the decoder itself refuses anything else."""
+
+    choices: tuple[_SteadyChoice]
+
+
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_steady = msgspec.json.Decoder(list[_SteadyChunk]).decode
 # Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
 # it is re-emitted exactly (numbers msgspec would reject, deep nesting, escapes) and cheaply.
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -101,8 +121,9 @@ def _with_text(obj: _Obj, key: str, text: str) -> _Obj:
 class _RawTriggers:
     """Which raw bytes may hide a character the scanner must see, for one set of trigger characters.
 
-    A character can reach a JSON string as itself (UTF-8), as a short escape, or as ``\\uXXXX``:
-    any ``\\u`` counts. ``[`` also opens the ``choices`` array, so it is counted instead.
+    A character can reach a JSON string as itself (UTF-8; never a control character), as a short
+    escape, or as ``\\uXXXX``: any ``\\u`` counts. ``[`` also opens the ``choices`` array, so it is
+    counted instead.
     """
 
     def __init__(self, triggers: frozenset[str]) -> None:
@@ -110,7 +131,8 @@ class _RawTriggers:
         self.bracket = "[" in triggers
         needles = {b"\\u"}
         for ch in triggers - {"["}:
-            needles.add(ch.encode())
+            if ch >= " ":  # a control character never stands raw in a JSON string
+                needles.add(ch.encode())
             if ch in _JSON_ESCAPES:
                 needles.add(_JSON_ESCAPES[ch])
         self.needles = tuple(sorted(needles))
@@ -203,14 +225,18 @@ class ChatStream:
         return self._finish_all()
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        """``span`` unchanged when every event in it provably goes out unchanged (see module doc)."""
+        """The bytes for a run of whole events, when provably exact without decoding them one by one:
+        ``span`` itself in steady content, every ``"content"`` key renamed in steady reasoning."""
         config = self._config
         if config is not None and not config.enabled:
             return span  # this stream's model is not translated
         steady = self._steady
-        if steady is None or steady[0] != CONTENT or not self._plain(span, steady[1]):
+        if steady is None:
             return None
-        return span
+        kind, triggers = steady
+        if kind == CONTENT:
+            return span if self._plain(span, triggers) else None
+        return self._rename_all(span, triggers)
 
     # -- the fast paths -------------------------------------------------------------------------
 
@@ -251,6 +277,31 @@ class ChatStream:
             return False  # the end of the choices
         native = raw.count(b'"reasoning')
         return not native or native == raw.count(b'"reasoning_content":null') + raw.count(b'"reasoning":null')
+
+    def _rename_all(self, span: bytes, triggers: _RawTriggers) -> bytes | None:
+        """Steady reasoning: ``span`` with each event's delta ``"content"`` renamed, or ``None``.
+
+        The events must be one ``data: `` line each, so that they decode as one JSON array in one
+        call, into a type that admits only what :meth:`event` would turn into this rename: one
+        choice 0, not finishing, whose delta carries non-empty text, free of triggers, and no
+        reasoning of its own. With no ``\\u`` anywhere a key cannot be
+        spelled another way, so ``k`` events holding ``k`` ``"content"`` keys hold one each.
+        """
+        if not triggers.absent(span) or self._field_key in span:
+            return None
+        events = span.count(b"\n\n")
+        if span.count(b'"content"') != events:
+            return None
+        try:  # any line but "data: " (a comment, event:, id:) makes this invalid JSON
+            chunks = _decode_steady(b"[" + span[6:-2].replace(b"\n\ndata: ", b",") + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if len(chunks) != events:
+            return None  # two JSON values on one line, or blank lines between events
+        self._scanners[0].pass_steady(sum(len(chunk.choices[0].delta.content) for chunk in chunks))
+        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
+        self._last_raw = span[last if last >= 8 else 6 : -2]
+        return span.replace(b'"content"', self._field_key)
 
     def _renamable(self, choice: _Choice, runs: list[Segment], data: bytes) -> bool:
         """Whether the rewrite of this one-choice chunk is only ``"content"`` renamed.

@@ -1,0 +1,58 @@
+"""What the benchmarks share: interleaved repetition, medians with their range, and the machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Spread:
+    """The median of repeated measurements, with the smallest and the largest."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Spread:
+        return cls(statistics.median(values), min(values), max(values))
+
+    def fmt(self, spec: str = ".2f", scale: float = 1.0) -> str:
+        return f"{self.median * scale:{spec}} ({self.low * scale:{spec}}–{self.high * scale:{spec}})"
+
+
+def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Run every variant once per round, in turn, ``rounds`` times: drift hits them all alike."""
+    results: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            results[name].append(run())
+    return results
+
+
+def cpu_time(fn: Callable[[], object]) -> float:
+    """CPU seconds this process spent in ``fn`` (steadier than wall time on a shared machine)."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def machine() -> str:
+    import aiohttp
+    import msgspec
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores, {cpu}; CPython {platform.python_version()}, "
+        f"aiohttp {aiohttp.__version__}, msgspec {msgspec.__version__}"
+    )

@@ -1,0 +1,158 @@
+"""Anthropic messages stream translation in process: events/s next to a split-and-rejoin baseline.
+
+Two upstream streams of N events each, fed in 4 KiB network pieces:
+(a) typical: one text block whose first half is a ``<think>`` block, then the answer (every event
+    after the reasoning is renumbered, every reasoning event becomes a thinking delta);
+(b) tag-free: one text block of plain answer text (every event passes as it came);
+and (c) the typical stream again, one event per write, as a model server sends tokens (runs of
+events that the translator may pass without decoding them are then one event long).
+Each round times the baseline (SSE decoder, events joined back to bytes) and the translator
+(``StreamPipeline("messages", messages_policy="unsigned")``) one after the other; the figures are
+the medians over the rounds, with their min–max.
+
+    python bench/messages_stream.py [--events 20000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.sse import SSEDecoder
+
+CONFIG = ThinkExtractConfig(messages_policy="unsigned")
+WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
+
+
+def message_stream(tokens: list[str]) -> bytes:
+    """A whole upstream stream: message_start, one text block streamed as ``tokens``, the end."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_bench",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "bench-model",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 25, "output_tokens": 1},
+        },
+    }
+    events = [start, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+    events += [{"type": "ping"}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}} for t in tokens]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": len(tokens)},
+        },
+        {"type": "message_stop"},
+    ]
+    return b"".join(frame(e) for e in events)
+
+
+def typical_tokens(n: int) -> list[str]:
+    half = n // 2
+    reasoning = ["<think>"] + [WORDS[i % len(WORDS)] for i in range(half - 2)] + ["</think>"]
+    return reasoning + [WORDS[i % len(WORDS)] for i in range(n - len(reasoning))]
+
+
+def plain_tokens(n: int) -> list[str]:
+    return [WORDS[i % len(WORDS)] for i in range(n)]
+
+
+def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
+    return [stream[i : i + size] for i in range(0, len(stream), size)]
+
+
+def event_writes(stream: bytes) -> list[bytes]:
+    return [e.raw for e in SSEDecoder().feed(stream)]
+
+
+def baseline(pieces: list[bytes]) -> bytes:
+    decoder = SSEDecoder()
+    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
+    events, tail = decoder.finish()
+    return b"".join(out) + b"".join(e.raw for e in events) + tail
+
+
+def translated(pieces: list[bytes]) -> bytes:
+    pipeline = StreamPipeline("messages", CONFIG)
+    out = [pipeline.feed(p) for p in pieces]
+    return b"".join(out) + pipeline.finish()
+
+
+def timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
+    start = time.perf_counter()
+    fn(pieces)
+    return time.perf_counter() - start
+
+
+def run(events: int, rounds: int) -> list[dict[str, Any]]:
+    """One row per stream: medians and ranges of events/s, the ratio, and the added µs per event."""
+    rows = []
+    cases = (
+        ("(a) typical: reasoning, then the answer; 4 KiB pieces", typical_tokens, pieces_of),
+        ("(b) tag-free; 4 KiB pieces", plain_tokens, pieces_of),
+        ("(c) typical; one event per write", typical_tokens, event_writes),
+    )
+    for name, tokens, split in cases:
+        stream = message_stream(tokens(events))
+        n = len(SSEDecoder().feed(stream))  # every event of the stream, not only the deltas
+        pieces = split(stream)
+        translated(pieces)  # warm up both paths
+        baseline(pieces)
+        base_t, mw_t = [], []
+        for _ in range(rounds):  # interleaved, so that both see the same machine
+            base_t.append(timed(baseline, pieces))
+            mw_t.append(timed(translated, pieces))
+        added = [(m - b) / n * 1e6 for b, m in zip(base_t, mw_t, strict=True)]
+        ratios = [b / m for b, m in zip(base_t, mw_t, strict=True)]
+        rows.append(
+            {
+                "stream": name,
+                "events": n,
+                "rounds": rounds,
+                "baseline_events_per_s": [n / statistics.median(base_t), n / max(base_t), n / min(base_t)],
+                "translator_events_per_s": [n / statistics.median(mw_t), n / max(mw_t), n / min(mw_t)],
+                "ratio": [statistics.median(ratios), min(ratios), max(ratios)],
+                "added_us_per_event": [statistics.median(added), min(added), max(added)],
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    rows = run(args.events, max(5, args.rounds))
+    print(f"messages stream in process, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")
+    for row in rows:
+        b, m, r, a = (
+            row[k] for k in ("baseline_events_per_s", "translator_events_per_s", "ratio", "added_us_per_event")
+        )
+        print(
+            f"  {row['stream']} ({row['events']:,} events)\n"
+            f"    split+rejoin baseline {b[0]:>10,.0f} events/s ({b[1]:,.0f}–{b[2]:,.0f})\n"
+            f"    translator            {m[0]:>10,.0f} events/s ({m[1]:,.0f}–{m[2]:,.0f})\n"
+            f"    ratio {r[0]:.2f} ({r[1]:.2f}–{r[2]:.2f}), added {a[0]:.2f} µs/event ({a[1]:.2f}–{a[2]:.2f})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,623 @@
+"""Anthropic messages: inline reasoning → ``thinking`` or ``redacted_thinking`` content blocks.
+
+``messages_policy`` decides the block: ``unsigned`` gives a ``thinking`` block carrying a gateway
+signature (:func:`gateway_signature`), ``redacted`` a ``redacted_thinking`` block whose ``data`` is
+the base64 of the reasoning text, ``off`` leaves the surface alone.
+
+Stream: one Scanner per upstream ``text`` block. Each run of one kind becomes a block of its own;
+output blocks are numbered 0, 1, 2… in the order they start, and every other upstream block
+(``tool_use``…) is renumbered to follow. An event the translator leaves as it is goes out with its
+bytes unchanged; a renumbered one has only its ``index`` replaced. Three paths, cheapest first:
+
+* **fast forward** (``fast_forward``, whole runs of events): while the one open text block is steady
+  in one kind, plain ``text_delta`` events free of its scanner's triggers are recognised on their
+  bytes and go out undecoded: as they came, renumbered, or as ``thinking_delta``s;
+* **unchanged** (``event``): the few fields read here are decoded into a small struct; answer text
+  the scanner passes through goes out as the same bytes (renumbered if it must be);
+* **rewritten**: the events of the new blocks are written afresh; an upstream event's fields the
+  translator does not own ride, as their raw bytes, on the first event written for it.
+
+Non-stream: each ``text`` block of ``content`` is split into the blocks of its runs, in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import AsyncIterable, AsyncIterator
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from ..config import ThinkExtractConfig
+from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment
+from ..sse import SSEEvent, encode_event
+from .base import Counts, extract_counted
+
+__all__ = ["SIGNATURE_PREFIX", "MessagesStream", "gateway_signature", "transform_body", "translate_stream"]
+
+SIGNATURE_PREFIX = "gw1:"
+"""Every signature this gateway writes starts with this; Anthropic's own never do."""
+
+_NATIVE = frozenset({"thinking", "redacted_thinking"})
+# The events that fix the settings of a message when none came before (a ping may come first).
+_RESOLVING = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop"})
+
+
+def gateway_signature(thinking: str) -> str:
+    """The signature of a ``thinking`` block: the prefix, then the unpadded base64url SHA-256 of
+    the thinking text (UTF-8). Derived from the text alone: every worker, stream or not, agrees."""
+    digest = hashlib.sha256(thinking.encode()).digest()
+    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _redacted_data(reasoning: str) -> str:
+    return base64.b64encode(reasoning.encode()).decode()
+
+
+# -- what the translator reads ------------------------------------------------------------------
+
+
+class _Part(msgspec.Struct, gc=False):
+    """A content block or a delta: its type, and its text when it has one."""
+
+    type: str = ""
+    text: str | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    model: str | None = None
+    content: list[_Part] = []
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields of an event the translator reads; everything else is skipped by the decoder."""
+
+    type: str
+    index: int | None = None
+    delta: _Part | None = None
+    content_block: _Part | None = None
+    message: _Message | None = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_decode_any = msgspec.json.Decoder().decode
+# Rewrites decode only the objects on the way to what they change; every other value stays raw
+# bytes, so it is re-emitted exactly (number formats, escapes, key order).
+_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_decode_str = msgspec.json.Decoder(str).decode
+_encode = msgspec.json.Encoder().encode
+_Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where the translator wrote
+
+
+def _obj(raw: msgspec.Raw | bytes) -> _Obj | None:
+    """``raw`` as an object of raw values, or ``None`` if it is not an object."""
+    try:
+        return _decode_obj(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _str(raw: msgspec.Raw | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return _decode_str(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+# -- what the translator writes -----------------------------------------------------------------
+
+
+def _frame(kind: str, data: bytes) -> SSEEvent:
+    return encode_event(data, event=kind)
+
+
+def _start(index: int, block: bytes) -> SSEEvent:
+    data = b'{"type":"content_block_start","index":%d,"content_block":%s}' % (index, block)
+    return _frame("content_block_start", data)
+
+
+def _delta(index: int, delta: bytes) -> SSEEvent:
+    return _frame("content_block_delta", b'{"type":"content_block_delta","index":%d,"delta":%s}' % (index, delta))
+
+
+def _stop(index: int) -> SSEEvent:
+    return _frame("content_block_stop", b'{"type":"content_block_stop","index":%d}' % index)
+
+
+_TEXT_BLOCK = b'{"type":"text","text":""}'
+_EMPTY_TEXT = _Part("text", "")
+_THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
+
+
+def _text_delta(text: str) -> bytes:
+    return b'{"type":"text_delta","text":%s}' % _encode(text)
+
+
+def _thinking_delta(text: str) -> bytes:
+    return b'{"type":"thinking_delta","thinking":%s}' % _encode(text)
+
+
+@lru_cache(maxsize=256)
+def _index_prefix(kind: str, index: int) -> bytes:
+    return b'{"type":"%s","index":%d,' % (kind.encode(), index)
+
+
+@lru_cache(maxsize=256)
+def _text_delta_prefix(index: int) -> bytes:
+    """How a ``text_delta`` event with no other field starts, up to its text."""
+    return b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":' % index
+
+
+def _fields_for(event: SSEEvent, kind: str) -> bytes:
+    """The non-data lines for a rewrite of ``event`` as a ``kind`` event: its own when they name
+    that event, with an ``event:`` line added when they name none."""
+    if event.event == kind:
+        return event.fields
+    if event.event is None:
+        return b"event: " + kind.encode() + b"\n" + event.fields
+    return b"event: " + kind.encode() + b"\n"
+
+
+def _one_line(data: bytes) -> bytes:
+    """``data`` as one line: an event whose data came in several lines is re-encoded."""
+    return data if b"\n" not in data else _encode(_decode_any(data))
+
+
+def _named(event: SSEEvent, kind: str) -> SSEEvent:
+    """``event`` as it came, given an ``event:`` line if it has none (the SDKs skip such frames)."""
+    if event.event is not None:
+        return event
+    assert event.data is not None
+    return encode_event(_one_line(event.data), fields=b"event: " + kind.encode() + b"\n" + event.fields)
+
+
+def _resent(event: SSEEvent, kind: str) -> SSEEvent:
+    """An upstream event sent later than it came, as a new event: written with ``\\n`` line
+    endings like every event the translator writes (the pipeline converts them), with its name."""
+    if event.event is not None and b"\r" not in event.raw:
+        return event
+    assert event.data is not None
+    return encode_event(_one_line(event.data), fields=_fields_for(event, kind))
+
+
+def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
+    """``event`` with its ``index`` replaced, every other byte of its data kept where possible."""
+    data = event.data
+    assert data is not None
+    prefix = _index_prefix(kind, old)
+    if data.startswith(prefix) and b"\n" not in data:
+        data = _index_prefix(kind, new) + data[len(prefix) :]
+    else:
+        doc: _Obj = _decode_obj(_one_line(data))
+        doc["index"] = new
+        data = _encode(doc)
+    return encode_event(data, fields=_fields_for(event, kind))
+
+
+# -- the stream ---------------------------------------------------------------------------------
+
+
+_DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":'
+_TEXT_HEAD = _DELTA_HEAD + b'"text_delta","text":"'
+_THINKING_HEAD = _DELTA_HEAD + b'"thinking_delta","thinking":"'
+_TAIL = b'"}}\n\n'
+
+
+class _PlainDeltas:
+    """Runs of ``text_delta`` events of one upstream block, recognised on their bytes.
+
+    A plain event is exactly ``_TEXT_HEAD``, a JSON string body without ``"``, ``\\`` or control
+    characters (so without escapes: its bytes are its UTF-8 text), then ``_TAIL``. Such an event
+    decodes to nothing but its type, index and text, and msgspec encodes that text back to the same
+    bytes, so an event rewritten from it differs only in its head.
+    """
+
+    def __init__(self, upstream: int) -> None:
+        self.head = _TEXT_HEAD % upstream
+        self.run = re.compile(b"(?:" + re.escape(self.head) + rb'[^"\\\x00-\x1f]*' + re.escape(_TAIL) + b")+")
+        self.frame = self.head + _TAIL
+        self._needles: dict[frozenset[str], tuple[bytes, ...] | None] = {}
+
+    def texts(self, span: bytes, triggers: frozenset[str]) -> bytes | None:
+        """The UTF-8 text of all the events of ``span`` joined, if they are all plain and free of
+        ``triggers``; else ``None``."""
+        if triggers not in self._needles:
+            self._needles[triggers] = self._needles_for(triggers)
+        needles = self._needles[triggers]
+        if needles is None or self.run.fullmatch(span) is None:
+            return None
+        for needle in needles:
+            if needle in span:
+                return None
+        texts = span[len(self.head) : -len(_TAIL)].replace(_TAIL + self.head, b"")
+        if not texts.isascii():
+            try:
+                texts.decode()
+            except UnicodeDecodeError:
+                return None  # not JSON: event() would count it as unreadable
+        return texts
+
+    def _needles_for(self, triggers: frozenset[str]) -> tuple[bytes, ...] | None:
+        """The bytes of the triggers a plain body may hold; ``None`` if the frame itself holds one."""
+        needles = tuple(ch.encode() for ch in triggers if ch not in '"\\' and ord(ch) >= 0x20)
+        if any(needle in self.frame for needle in needles):
+            return None
+        return needles
+
+    def renumbered(self, span: bytes, index: int) -> bytes:
+        return span.replace(self.head, _TEXT_HEAD % index)
+
+    def as_thinking(self, span: bytes, index: int) -> bytes:
+        return span.replace(self.head, _THINKING_HEAD % index)
+
+
+class _Channel:
+    """One upstream text block: its scanner and the output block it currently writes."""
+
+    __slots__ = ("emitted", "kind", "out", "parts", "scanner", "start", "upstream")
+
+    def __init__(self, scanner: Scanner, upstream: int, start: SSEEvent) -> None:
+        self.scanner = scanner
+        self.upstream = upstream
+        self.start: SSEEvent | None = start  # the upstream start event, held for the first text block
+        self.kind: Kind | None = None  # the kind of the open output block
+        self.out = -1  # the open output block's index
+        self.parts: list[str] = []  # the open reasoning block's text
+        self.emitted = False
+
+
+class MessagesStream:
+    """Translate an Anthropic messages event stream, one event at a time (sans-I/O)."""
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        self._base = config
+        self._config: ThinkExtractConfig | None = None  # resolved for the model of message_start
+        self._active = config.enabled and config.messages_policy != "off"  # False: pass everything
+        self._native = False  # upstream reasoning seen: text blocks are no longer scanned
+        self._redacted = config.messages_policy == "redacted"
+        self._next = 0  # the next output index
+        self._indexes: dict[int, int] = {}  # upstream index → output index, blocks not scanned
+        self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
+        self._plain: dict[int, _PlainDeltas] = {}  # upstream index → its fast path matcher
+        self.counts = Counts()
+
+    def _resolve(self, model: str | None) -> ThinkExtractConfig:
+        """The settings for this message, fixed by the first event (``message_start`` normally)."""
+        if self._config is None:
+            self._config = cfg = self._base.for_model(model)
+            self._active = self._active and cfg.enabled
+        return self._config
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        data = event.data
+        if data is None or not self._active:
+            return [event]
+        try:
+            ev = _decode_event(data)
+        except _UNREADABLE:
+            return self._unreadable(event)
+        if self._config is None and ev.type in _RESOLVING:
+            message = ev.message if ev.type == "message_start" else None
+            self._resolve(message.model if message is not None else None)
+            if not self._active:  # a profile turns this model off
+                return [event]
+        out = self._dispatch(event, ev)
+        if event.event is None:  # a data-only upstream: every frame sent gets its event: line
+            return [_named(e, ev.type) if e is event else e for e in out]
+        return out
+
+    def _dispatch(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        kind = ev.type
+        if kind == "content_block_delta":
+            return self._block_delta(event, ev)
+        if kind == "content_block_start":
+            return self._block_start(event, ev)
+        if kind == "content_block_stop":
+            return self._block_stop(event, ev)
+        if kind == "message_start":
+            if ev.message is not None and any(part.type in _NATIVE for part in ev.message.content):
+                self._native = True
+            return [event]
+        if kind == "ping":
+            return [event]  # carries no model text; flushing here would make results timing-dependent
+        if kind in ("message_delta", "message_stop", "error"):
+            return [*self._finish_all(), event]  # the message ends: its blocks close first
+        return [*self.flush(), event]  # a type this translator does not know
+
+    def flush(self) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for channel in self._channels.values():
+            out += self._emit(channel, channel.scanner.flush())
+            if channel.kind == REASONING and self._redacted:
+                out += self._close(channel)  # a redacted block goes out whole: this part of it now
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        return self._finish_all()
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open
+        text block, steady in one kind, whose text holds no trigger of its scanner: then each goes
+        out as :meth:`event` would send it, without being decoded (see :class:`_PlainDeltas`)."""
+        if not self._active:
+            return span  # this stream's model is not translated
+        if len(self._channels) != 1:
+            return None
+        channel = next(iter(self._channels.values()))
+        kind = channel.scanner.steady
+        if kind is None or kind != channel.kind:
+            return None
+        plain = self._plain.get(channel.upstream)
+        if plain is None:
+            plain = self._plain[channel.upstream] = _PlainDeltas(channel.upstream)
+        texts = plain.texts(span, channel.scanner.triggers)
+        if texts is None:
+            return None
+        if kind == CONTENT:
+            return span if channel.out == channel.upstream else plain.renumbered(span, channel.out)
+        text = texts.decode()
+        channel.parts.append(text)
+        channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
+        return b"" if self._redacted else plain.as_thinking(span, channel.out)
+
+    # -- per event ------------------------------------------------------------------------------
+
+    def _unreadable(self, event: SSEEvent) -> list[SSEEvent]:
+        self.counts.unreadable_events += 1
+        return [*self.flush(), event]
+
+    def _block_start(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        block, upstream = ev.content_block, ev.index
+        if block is None or upstream is None:
+            return self._unreadable(event)
+        cfg = self._resolve(None)  # already resolved: the first event did
+        if block.type in _NATIVE:
+            self._native = True  # upstream reasoning wins for the whole message
+        elif block.type == "text" and not self._native and upstream not in self._channels:
+            channel = self._channels[upstream] = _Channel(Scanner(cfg), upstream, event)
+            if block.text:  # a start carrying text (the real API sends ""): the channel's first text
+                return self._emit(channel, channel.scanner.feed(block.text))
+            return []  # held until the first run is known
+        new = self._indexes[upstream] = self._next
+        self._next += 1
+        return [event] if new == upstream else [_reindexed(event, "content_block_start", upstream, new)]
+
+    def _block_delta(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        upstream, delta = ev.index, ev.delta
+        if upstream is None or delta is None:
+            return self._unreadable(event)
+        channel = self._channels.get(upstream)
+        if channel is None:
+            new = self._indexes.get(upstream)
+            if new is None:
+                return self._unreadable(event)  # a delta for a block that never started
+            return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+        text = delta.text
+        if delta.type != "text_delta" or text is None:
+            # A citation or another delta of the text block: after the text so far, on a text block.
+            out = self._emit(channel, channel.scanner.flush())
+            if channel.kind != CONTENT:
+                out += self._close(channel)
+                out += self._open(channel, CONTENT)
+            new = channel.out
+            out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
+            return out
+        segments = channel.scanner.feed(text)
+        if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
+            # The common case, answer text: the event goes out as it came (renumbered if it must be).
+            out = [] if channel.kind == CONTENT else self._close(channel) + self._open(channel, CONTENT)
+            new = channel.out
+            out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
+            return out
+        data = event.data
+        assert data is not None
+        if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":
+            return self._emit(channel, segments)
+        # Fields this translator does not own ride on the first delta written for this event.
+        return self._emit(channel, segments, source=(event, _decode_obj(_one_line(data))))
+
+    def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+        upstream = ev.index
+        if upstream is None:
+            return self._unreadable(event)
+        channel = self._channels.get(upstream)
+        if channel is not None:
+            return self._finish_channel(upstream, channel)
+        new = self._indexes.get(upstream)
+        if new is None:
+            return self._unreadable(event)
+        return [event] if new == upstream else [_reindexed(event, "content_block_stop", upstream, new)]
+
+    # -- per channel ----------------------------------------------------------------------------
+
+    def _finish_all(self) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for upstream, channel in list(self._channels.items()):
+            out += self._finish_channel(upstream, channel)
+        return out
+
+    def _finish_channel(self, upstream: int, channel: _Channel) -> list[SSEEvent]:
+        del self._channels[upstream]
+        scanner = channel.scanner
+        out = self._emit(channel, scanner.finish())
+        self.counts.add(scanner)
+        out += self._close(channel)
+        if not channel.emitted:  # nothing to say: the block stays, as an empty text block
+            out += self._open(channel, CONTENT)
+            out += self._close(channel)
+        return out
+
+    def _emit(
+        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, _Obj] | None = None
+    ) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for seg in segments:
+            if seg.kind != channel.kind:
+                out += self._close(channel)
+                out += self._open(channel, seg.kind)
+            if seg.kind == REASONING:
+                channel.parts.append(seg.text)
+                if self._redacted:
+                    continue
+            if source is not None:
+                out.append(self._delta_from(source, channel.out, seg))
+                source = None
+            elif seg.kind == CONTENT:
+                out.append(_delta(channel.out, _text_delta(seg.text)))
+            else:
+                out.append(_delta(channel.out, _thinking_delta(seg.text)))
+        return out
+
+    def _delta_from(self, source: tuple[SSEEvent, _Obj], index: int, seg: Segment) -> SSEEvent:
+        """A delta for ``seg`` keeping, in order, the fields of the upstream event it came from."""
+        event, doc = source
+        reasoning = seg.kind == REASONING
+        body: _Obj = {}
+        for key, value in doc.items():
+            if key == "index":
+                body[key] = index
+            elif key == "delta" and (fields := _obj(value)) is not None:
+                delta: _Obj = {}
+                for k, v in fields.items():
+                    if k == "type":
+                        delta[k] = "thinking_delta" if reasoning else "text_delta"
+                    elif k == "text":
+                        delta["thinking" if reasoning else "text"] = seg.text
+                    else:
+                        delta[k] = v
+                body[key] = delta
+            else:
+                body[key] = value
+        return encode_event(_encode(body), fields=_fields_for(event, "content_block_delta"))
+
+    def _open(self, channel: _Channel, kind: Kind) -> list[SSEEvent]:
+        channel.kind = kind
+        channel.emitted = True
+        if kind == REASONING:
+            channel.parts = []
+            if self._redacted:
+                return []  # written whole when the run ends
+            channel.out = self._take_index()
+            return [_start(channel.out, _THINKING_BLOCK)]
+        channel.out = self._take_index()
+        start, channel.start = channel.start, None
+        if start is None:
+            return [_start(channel.out, _TEXT_BLOCK)]
+        # The upstream start event goes out for the first text block, with all its fields.
+        assert start.data is not None
+        if channel.out == channel.upstream and _decode_event(start.data).content_block == _EMPTY_TEXT:
+            return [_resent(start, "content_block_start")]
+        doc: _Obj = _decode_obj(_one_line(start.data))
+        doc["index"] = channel.out
+        block = _obj(doc["content_block"])
+        if block is not None:
+            block["text"] = ""
+            doc["content_block"] = block
+        return [encode_event(_encode(doc), fields=_fields_for(start, "content_block_start"))]
+
+    def _close(self, channel: _Channel) -> list[SSEEvent]:
+        kind, channel.kind = channel.kind, None
+        if kind is None:
+            return []
+        if kind == CONTENT:
+            return [_stop(channel.out)]
+        text = "".join(channel.parts)
+        channel.parts = []
+        if self._redacted:
+            index = channel.out = self._take_index()
+            block = b'{"type":"redacted_thinking","data":%s}' % _encode(_redacted_data(text))
+            return [_start(index, block), _stop(index)]
+        signature = b'{"type":"signature_delta","signature":%s}' % _encode(gateway_signature(text))
+        return [_delta(channel.out, signature), _stop(channel.out)]
+
+    def _take_index(self) -> int:
+        index = self._next
+        self._next += 1
+        return index
+
+
+async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+    """The async generator form: upstream events in, client events out."""
+    stream = MessagesStream(config)
+    async for event in events:
+        for out in stream.event(event):
+            yield out
+    for out in stream.finish():
+        yield out
+
+
+# -- non-stream ---------------------------------------------------------------------------------
+
+
+def _blocks(block: _Obj, segments: list[Segment], redacted: bool) -> list[Any]:
+    """The blocks of one upstream text block's runs, in order."""
+    out: list[Any] = []
+    template: _Obj | None = block
+    for seg in segments:
+        if seg.kind == CONTENT:
+            if template is not None:
+                new = dict(template)  # the first text block keeps the upstream block's other fields
+                template = None
+                new["text"] = seg.text
+                out.append(new)
+            else:
+                out.append({"type": "text", "text": seg.text})
+        elif redacted:
+            out.append({"type": "redacted_thinking", "data": _redacted_data(seg.text)})
+        else:
+            out.append({"type": "thinking", "thinking": seg.text, "signature": gateway_signature(seg.text)})
+    if not segments:
+        out.append({**block, "text": ""})
+    return out
+
+
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+    """A non-stream ``message`` body with each text block split into the blocks of its runs.
+
+    Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
+    Only the objects on the way to a changed text are decoded: every other value is sent as it came.
+    """
+    counts = Counts()
+    doc = _obj(bytes(body))
+    raw_content = doc.get("content") if doc is not None else None
+    if doc is None or raw_content is None or _str(doc.get("type")) not in (None, "message"):
+        return None, counts
+    try:
+        content = _decode_list(raw_content)
+    except msgspec.ValidationError:
+        return None, counts  # content is not a list
+    cfg = config.for_model(_str(doc.get("model")))
+    if not cfg.enabled or cfg.messages_policy == "off":
+        return None, counts
+    blocks = [_obj(raw) for raw in content]
+    if any(b is not None and _str(b.get("type")) in _NATIVE for b in blocks):
+        return None, counts  # upstream reasoning wins
+    redacted = cfg.messages_policy == "redacted"
+    new_content: list[Any] = []
+    changed = False
+    for raw, block in zip(content, blocks, strict=True):
+        text = _str(block.get("text")) if block is not None and _str(block.get("type")) == "text" else None
+        if block is None or text is None:
+            new_content.append(raw)
+            continue
+        segments = extract_counted(text, cfg, counts)
+        if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
+            new_content.append(raw)
+            continue
+        new_content += _blocks(block, segments, redacted)
+        changed = True
+    if not changed:
+        return None, counts
+    doc["content"] = new_content
+    return _encode(doc), counts

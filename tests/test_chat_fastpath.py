@@ -1,0 +1,179 @@
+"""The chat fast paths against the full decode/encode path: same events, same fields, same order.
+
+The fast paths pass runs of events without decoding them, or rename one key on their bytes; they
+must give exactly what decoding every event and rebuilding it gives, or decline. Hypothesis builds
+hostile chunks: escapes (``\\u003c`` spelling ``<``), unicode, spaced JSON, duplicate and nested
+``content`` keys, logprobs, finish reasons, native reasoning, other choices, comments, bad JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.sse import SSEDecoder
+from gateway_mw.surfaces.chat import ChatStream
+
+CFG = ThinkExtractConfig()
+
+
+class FullPath(ChatStream):
+    """The chat translator with every fast path off: each event decoded, each change re-encoded."""
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        return None
+
+    def _refresh_steady(self) -> None:
+        self._steady = None
+
+    def _renamable(self, *args: Any) -> bool:
+        return False
+
+
+def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
+    pipeline = StreamPipeline("chat", CFG)
+    if full:
+        pipeline._translator = FullPath(CFG)
+    out = b"".join(pipeline.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + pipeline.finish()
+    counts = pipeline.counts
+    # Not unreadable_events: an event the fast path proves tag-free is passed without being read.
+    return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
+
+
+def pairs(value: Any) -> Any:
+    """JSON with every object as its list of (key, value) pairs: key order counts."""
+    if isinstance(value, dict):
+        return [(k, pairs(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [pairs(v) for v in value]
+    return value
+
+
+def events_of(body: bytes) -> list[tuple[bytes, Any]]:
+    decoder = SSEDecoder()
+    out = []
+    for event in decoder.feed(body) + decoder.finish()[0]:
+        if event.data is None:
+            out.append((event.raw, None))
+            continue
+        try:
+            data: Any = pairs(json.loads(event.data))
+        except ValueError:
+            data = event.data
+        out.append((event.fields, data))
+    return out
+
+
+TEXT = st.lists(
+    st.sampled_from(["abc", " ", "é", "🙂", '"q"', "\\", "<think>", "</think>", "<", "`", "\n", "[THINK]", "x"]),
+    min_size=1,
+    max_size=4,
+).map("".join)
+
+
+@st.composite
+def string(draw: st.DrawFn, text: str) -> str:
+    """``text`` as a JSON string, spelled one of several valid ways."""
+    encoded = json.dumps(text, ensure_ascii=draw(st.booleans()))
+    if draw(st.integers(0, 5)) == 0 and "<" in text:
+        encoded = encoded.replace("<", "\\u003c")
+    if draw(st.integers(0, 5)) == 0:
+        encoded = encoded.replace("/", "\\/")
+    return encoded
+
+
+@st.composite
+def chunk(draw: st.DrawFn) -> bytes:
+    colon, comma = draw(st.sampled_from([(":", ","), (": ", ", ")]))
+
+    def obj(items: list[tuple[str, str]]) -> str:
+        return "{" + comma.join(f'"{k}"{colon}{v}' for k, v in items) + "}"
+
+    delta: list[tuple[str, str]] = []
+    if draw(st.integers(0, 4)) == 0:
+        delta.append(("role", '"assistant"'))
+    shape = draw(st.integers(0, 12))
+    text = draw(TEXT)
+    delta.append(("content", draw(string(text)) if shape else "null"))
+    if shape == 1:
+        delta.append(("content", draw(string(draw(TEXT)))))  # a duplicate key
+    if shape == 2:
+        delta.append(("extra", obj([("content", draw(string("nested")))])))
+    if shape == 3:
+        delta.append(("reasoning_content", draw(st.sampled_from(["null", '""', '"native"']))))
+    if shape == 4:
+        delta.append(("tool_calls", "null"))
+    choice = [("index", draw(st.sampled_from(["0", "0", "0", "1"]))), ("delta", obj(delta))]
+    if draw(st.integers(0, 5)) == 0:
+        choice.append(("logprobs", obj([("content", '[{"token":"t","logprob":-0.5,"bytes":[116]}]')])))
+    else:
+        choice.append(("logprobs", "null"))
+    choice.append(("finish_reason", draw(st.sampled_from(["null"] * 8 + ['"stop"']))))
+    envelope = [("id", '"chatcmpl-1"'), ("object", '"chat.completion.chunk"'), ("created", "1730000000")]
+    envelope.append(("model", '"m"'))
+    if draw(st.booleans()):
+        envelope.append(("system_fingerprint", draw(st.sampled_from(["null", '"fp"', "1e999"]))))
+    choices = "[" + obj(choice) + "]" if draw(st.integers(0, 15)) else "[]"
+    body = obj([*envelope, ("choices", choices)])
+    return b"data: " + body.encode() + b"\n\n"
+
+
+OTHER = st.sampled_from([b": keepalive\n\n", b"data: {bad json\n\n", b"event: e\ndata: {}\n\n", b"data: [DONE]\n\n"])
+
+
+@st.composite
+def stream(draw: st.DrawFn) -> bytes:
+    start = draw(st.sampled_from(["Hello", "<think>", "<think>r</think>answer"]))
+    first = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
+    first += b'"choices":[{"index":0,"delta":{"content":' + json.dumps(start).encode() + b"}}]}\n\n"
+    plain = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1730000000,"model":"m",'
+    plain += b'"choices":[{"index":0,"delta":{"content":"word"},"logprobs":null,"finish_reason":null}]}\n\n'
+    parts = [first]
+    for _ in range(draw(st.integers(1, 30))):
+        kind = draw(st.integers(0, 9))
+        if kind < 5:
+            parts.append(plain * draw(st.integers(1, 12)))  # runs long enough for the fast paths
+        elif kind < 9:
+            parts.append(draw(chunk()))
+        else:
+            parts.append(draw(OTHER))
+    return b"".join(parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(upstream=stream(), piece=st.sampled_from([1500, 4096, 9000, 1 << 20]))
+def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int) -> None:
+    fast, fast_counts = run(upstream, piece, full=False)
+    full, full_counts = run(upstream, piece, full=True)
+    assert events_of(fast) == events_of(full)
+    assert fast_counts == full_counts
+
+
+def test_the_fast_paths_are_taken() -> None:
+    """The property above would hold vacuously if the fast paths never ran: check they do."""
+    plain = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    plain += b'"choices":[{"index":0,"delta":{"content":"word"},"logprobs":null,"finish_reason":null}]}\n\n'
+    for start, expected in ((b'"Hello"', plain), (b'"<think>"', plain.replace(b'"content"', b'"reasoning_content"'))):
+        first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
+        pipeline = StreamPipeline("chat", CFG)
+        pipeline.feed(first)
+        calls = 0
+        translator = pipeline._translator
+        original = translator.event
+
+        def counting(event: Any, original: Any = original) -> Any:
+            nonlocal calls
+            calls += 1
+            return original(event)
+
+        translator.event = counting  # type: ignore[method-assign]
+        assert pipeline.feed(plain * 100) == expected * 100
+        assert calls == (1 if start == b'"<think>"' else 0)  # a block's first text is read: it starts the block
+        assert translator.counts.reasoning_chars == 0  # counted when the choice finishes
+        pipeline.finish()
+        assert translator.counts.reasoning_chars == (400 if start == b'"<think>"' else 0)

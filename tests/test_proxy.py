@@ -9,7 +9,9 @@ so a client disconnect does not cancel the handler by itself.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -159,10 +161,14 @@ async def test_messages_through_the_sdk(base: str, stream: bool) -> None:
             message = await client.messages.create(model="demo", max_tokens=256, messages=USER)
     blocks = [block.model_dump(exclude_none=True) for block in message.content]
     if "messages" in STREAM_TRANSLATORS:
-        # messages_policy="unsigned": a thinking block carrying a gateway signature, then the text.
-        signature = blocks[0].pop("signature")
-        assert isinstance(signature, str)
-        assert blocks == [{"type": "thinking", "thinking": reasoning}, {"type": "text", "text": answer}]
+        # messages_policy="unsigned": a thinking block carrying the documented gateway signature
+        # ("gw1:" + unpadded base64url of the SHA-256 of the thinking text), then the text.
+        digest = hashlib.sha256(reasoning.encode()).digest()
+        signature = "gw1:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        assert blocks == [
+            {"type": "thinking", "thinking": reasoning, "signature": signature},
+            {"type": "text", "text": answer},
+        ]
     else:
         # The messages surface is not in this gateway_mw yet: the answer passes through untranslated.
         assert blocks == [{"type": "text", "text": f"<think>{reasoning}</think>{answer}"}]

@@ -851,7 +851,11 @@ async def test_gunicorn_two_workers_serve_a_stream(tmp_path: Path) -> None:
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"gunicorn did not come up:\n{log.read_text()}")
                 await asyncio.sleep(0.2)
-        workers = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+        while True:  # both workers up (the first may answer /healthz before the second has booted)
+            workers = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+            if len(workers) == 2 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
         assert len(workers) == 2
         reasoning, answer = split("demo-r1")
         async with oai(base) as client, client.chat.completions.stream(model="demo-r1", messages=USER) as s:

@@ -132,8 +132,8 @@ def _env_name(value: object) -> str:
     return name
 
 
-def _number(minimum: float, strict: bool) -> Callable[[object], float]:
-    what = f"a number {'>' if strict else '>='} {minimum:g} (seconds or tokens/s)"
+def _number(minimum: float, strict: bool, unit: str) -> Callable[[object], float]:
+    what = f"a number of {unit} {'>' if strict else '>='} {minimum:g}"
 
     def parse(value: object) -> float:
         if isinstance(value, bool):
@@ -155,9 +155,9 @@ _PROXY_FIELDS: dict[str, Callable[[object], Any]] = {
     "port": _port,
     "prefix": _prefix,
     "upstream_key_env": _env_name,
-    "connect_timeout": _number(0, strict=True),
-    "read_timeout": _number(0, strict=True),
-    "pace": _number(0, strict=False),
+    "connect_timeout": _number(0, strict=True, unit="seconds"),
+    "read_timeout": _number(0, strict=True, unit="seconds"),
+    "pace": _number(0, strict=False, unit="tokens per second"),
 }
 ENV_PREFIX = "GATEWAY_"
 TE_PREFIX = "THINK_EXTRACT_"
@@ -165,13 +165,16 @@ _TE_FIELDS = tuple(ThinkExtractConfig.__struct_fields__)
 
 
 def _parse_te(name: str, raw: str, where: str) -> Any:
-    """One ``ThinkExtractConfig`` field from its ``THINK_EXTRACT_*`` string form."""
+    """One ``ThinkExtractConfig`` field from its ``THINK_EXTRACT_*`` string form; ``where`` names
+    the setting in errors (``THINK_EXTRACT_STREAM_MODE='x'``, ``--set stream_mode=x``)."""
     if name not in _TE_FIELDS:
         raise SettingsError(f"{where}: unknown field {name!r}; fields: {', '.join(_TE_FIELDS)}")
+    var = TE_PREFIX + name.upper()
     try:
-        parsed = ThinkExtractConfig.from_env({TE_PREFIX + name.upper(): raw})
+        parsed = ThinkExtractConfig.from_env({var: raw})
     except ValueError as exc:
-        raise SettingsError(f"{where}: {exc}") from None
+        reason = str(exc).removeprefix(f"{var}={raw!r} is invalid: ")
+        raise SettingsError(f"{where} is invalid: {reason}") from None
     return getattr(parsed, name)
 
 
@@ -264,7 +267,7 @@ def load_settings(
     for name in _TE_FIELDS:
         var = TE_PREFIX + name.upper()
         if var in env:
-            te[name] = _parse_te(name, env[var], var)
+            te[name] = _parse_te(name, env[var], f"{var}={env[var]!r}")
     for name, parse in _PROXY_FIELDS.items():
         raw = getattr(args, name)
         if raw is not None:

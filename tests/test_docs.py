@@ -8,6 +8,7 @@ flags) or are mapped to the test that runs them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import proxy
+from examples import demo_model, proxy
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
@@ -137,4 +138,13 @@ def test_shell_command_runs_or_is_covered(doc: str, command: str, live_proxy: st
         [arg.replace(DOCUMENTED, live_proxy) for arg in argv], capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
-    assert '"reasoning_content":' in done.stdout and "</think>" not in done.stdout
+    # The documented request streams demo-r1's answer: the reasoning and the answer each in their field.
+    joined: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                for key, value in choice["delta"].items():
+                    if key != "role":
+                        joined[key] = joined.get(key, "") + value
+    reasoning, _, answer = demo_model.model_text("demo-r1", demo_model.QUESTION).partition("</think>")
+    assert joined == {"content": answer, "reasoning_content": reasoning}

@@ -657,6 +657,34 @@ async def test_upstream_dropping_mid_stream_cuts_the_client_after_the_held_text(
     assert deltas == [{"reasoning_content": "partial"}, {"reasoning_content": "</thi"}]
 
 
+async def test_translated_body_gets_its_own_length_and_upstream_errors_pass_as_they_are(demo_base: str) -> None:
+    reasoning, answer = split("demo")
+    async with aiohttp.ClientSession() as session:
+        body = {"model": "demo", "messages": USER}
+        async with session.post(demo_base + "/v1/chat/completions", json=body) as resp:
+            raw = await resp.read()
+            assert (resp.status, int(resp.headers["Content-Length"])) == (200, len(raw))
+        message = json.loads(raw)["choices"][0]["message"]
+        assert message == {"role": "assistant", "content": answer, "reasoning_content": reasoning}
+        async with session.post(demo_base + "/v1/chat/completions", data=b"{not json") as resp:
+            assert (resp.status, await resp.json()) == (
+                400,
+                {
+                    "error": {
+                        "message": "the request body is not valid JSON",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
+        async with session.post(demo_base + "/v1/messages", json={"messages": []}) as resp:
+            assert (resp.status, await resp.json()) == (
+                400,
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "'model' is required"}},
+            )
+
+
 async def test_healthz_and_metrics(demo_base: str) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -22,7 +22,6 @@ __all__ = ["StreamPipeline", "transform_body"]
 
 log = logging.getLogger("gateway_mw")
 
-_MIN_SPAN = 1024  # a smaller piece holds a couple of events: not worth a fast-path attempt
 _WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
 _RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
 
@@ -50,7 +49,7 @@ class StreamPipeline:
             return chunk
         decoder = self._decoder
         try:
-            if len(chunk) >= _MIN_SPAN and decoder.plain and b"\r" not in chunk:
+            if decoder.plain and b"\r" not in chunk:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response
@@ -108,8 +107,9 @@ class StreamPipeline:
                 if fast is not None:
                     out.append(fast)
                     break
-                first = chunk.find(b"\n\n", pos) + 2
-                if retry == _RETRIES or first >= end:
+                # The first event of the window: a lone "\n" is a blank line, an empty event.
+                first = pos + 1 if chunk[pos] == 10 else chunk.find(b"\n\n", pos, end) + 2
+                if retry == _RETRIES or not pos < first < end:
                     out.append(self._translate(decoder.feed(window)))
                     break
                 out.append(self._translate(decoder.feed(chunk[pos:first])))

@@ -114,6 +114,9 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         if self._at_start:
             chunk = self._start(chunk, events)
+        if self._lf_only and b"\r" in chunk:
+            self._lf_only = False  # _buf holds one unparsed partial event: read it again by lines
+            self._searched = self._line_start = 0
         if self._skipping:
             end = self._skip(chunk)
             if end < 0:
@@ -126,9 +129,6 @@ class SSEDecoder:
             return events
         if not self._newline_known:
             self._learn_newline(chunk)
-        if self._lf_only and b"\r" in chunk:
-            self._lf_only = False  # _buf holds one unparsed partial event: read it again by lines
-            self._searched = self._line_start = 0
         if self._lf_only:
             self._feed_lf(chunk, events)
         else:
@@ -290,6 +290,10 @@ class SSEDecoder:
         """The pending event outgrew the cap: hand its bytes on and stream the rest of it raw."""
         buf = self._buf
         self.oversized_events += 1
+        if not self._lf_only and buf.endswith(b"\r") and self._line_start == len(buf) - 1:
+            # The held "\r" ends a blank line: the event is over, only its "\n" may be to come.
+            events.append(SSEEvent(raw=self.take_pending(), oversized=True))
+            return
         self._skipping = True
         if self._lf_only:
             self._skip_at_line_start = buf.endswith(b"\n")

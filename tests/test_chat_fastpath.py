@@ -123,7 +123,9 @@ def chunk(draw: st.DrawFn) -> bytes:
     return b"data: " + body.encode() + b"\n\n"
 
 
-OTHER = st.sampled_from([b": keepalive\n\n", b"data: {bad json\n\n", b"event: e\ndata: {}\n\n", b"data: [DONE]\n\n"])
+OTHER = st.sampled_from(
+    [b": keepalive\n\n", b"data: {bad json\n\n", b"event: e\ndata: {}\n\n", b"data: [DONE]\n\n", b"\n", b"\n\n"]
+)
 
 
 @st.composite

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
@@ -399,6 +399,7 @@ FRAGMENTS = st.sampled_from(
 
 @settings(max_examples=300, deadline=None)
 @given(parts=st.lists(FRAGMENTS, max_size=10), cuts=st.lists(st.integers(0, 400), max_size=6))
+@example(parts=[sse(chunk("plain text")), sse(chunk(None, finish="stop")), b"\n"], cuts=[])  # a lone blank line
 def test_malformed_and_tagless_streams_pass_through_byte_for_byte(parts: list[bytes], cuts: list[int]) -> None:
     stream = b"".join(parts)
     bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})

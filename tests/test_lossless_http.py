@@ -104,6 +104,7 @@ BAD = st.sampled_from(
         b": keepalive\n\n",
         b'event: error\ndata: {"message":"hiccup"}\n\n',
         b"data: " + b"[" * 100 + b"]" * 100 + b"\n\n",
+        b"\n",
     ]
 )
 

@@ -6,7 +6,7 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import sse
@@ -204,6 +204,7 @@ def test_the_lf_fast_path_agrees_with_the_line_reader(stream: bytes, cuts: list[
 
 @settings(max_examples=300, deadline=None)
 @given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8), cap=st.integers(1, 40))
+@example(stream=b": comment\r\ndata: x\r\n\r\ndata: \n\n", cuts=[21], cap=8)  # "\r" | "\n" at the cap
 def test_any_cap_and_chunking_lose_and_reorder_no_byte(stream: bytes, cuts: list[int], cap: int) -> None:
     bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})
     pieces = [stream[a:b] for a, b in itertools.pairwise(bounds)]

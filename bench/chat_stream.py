@@ -296,9 +296,10 @@ def gateway_bound(streams: int = 32, events: int = 2000, rounds: int = 5) -> lis
 # -- tables -------------------------------------------------------------------------------------------
 
 
-def tables(rounds: int) -> str:
+def tables(rounds: int, quick: bool = False) -> str:
+    events, e2e_events, bound_events = (2000, 500, 200) if quick else (20_000, 4000, 2000)
     out = [
-        f"In process, 20,000 events in 4 KiB pieces, CPU time, median (min–max) of {rounds} interleaved rounds:",
+        f"In process, {events:,} events in 4 KiB pieces, CPU time, median (min–max) of {rounds} interleaved rounds:",
         "",
         "| stream | split+rejoin baseline | with the middleware | added per event | throughput ratio |",
         "|---|---|---|---|---|",
@@ -307,11 +308,12 @@ def tables(rounds: int) -> str:
         f"| {row['stream']} | {row['baseline_us'].fmt(scale=1e6)} µs"
         f" | {row['middleware_us'].fmt(scale=1e6)} µs | {row['added_us'].fmt(scale=1e6)} µs"
         f" | {row['ratio'].fmt()} |"
-        for row in in_process(rounds=rounds)
+        for row in in_process(events, rounds)
     ]
     out += [
         "",
-        f"End to end in one process, 8 streams × 4,000 events, median (min–max) of {rounds} alternating rounds:",
+        f"End to end in one process, 8 streams × {e2e_events:,} events, median (min–max) of {rounds} alternating"
+        " rounds:",
         "",
         "| stream | without the middleware | with | ratio |",
         "|---|---|---|---|",
@@ -319,11 +321,11 @@ def tables(rounds: int) -> str:
     out += [
         f"| {row['stream']} | {row['without_eps'].fmt(',.0f')} events/s"
         f" | {row['with_eps'].fmt(',.0f')} events/s | {row['ratio'].fmt()} |"
-        for row in one_process(rounds=rounds)
+        for row in one_process(8, e2e_events, rounds)
     ]
     out += [
         "",
-        "Gateway-bound, three processes, 32 concurrent streams × 2,000 events: the gateway's CPU per event,"
+        f"Gateway-bound, three processes, 32 concurrent streams × {bound_events:,} events: the gateway's CPU per event,"
         f" median (min–max) of {rounds} alternating rounds:",
         "",
         "| stream | without the middleware | with | added |",
@@ -331,7 +333,7 @@ def tables(rounds: int) -> str:
     ]
     out += [
         f"| {row['stream']} | {row['without_us'].fmt()} µs | {row['with_us'].fmt()} µs | {row['added_us'].fmt()} µs |"
-        for row in gateway_bound(rounds=rounds)
+        for row in gateway_bound(32, bound_events, rounds)
     ]
     return "\n".join(out)
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
+
+from common import Spread, cpu_time
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -96,9 +96,7 @@ def translated(pieces: list[bytes]) -> bytes:
 
 
 def timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
-    start = time.perf_counter()
-    fn(pieces)
-    return time.perf_counter() - start
+    return cpu_time(lambda: fn(pieces))
 
 
 def run(events: int, rounds: int) -> list[dict[str, Any]]:
@@ -126,10 +124,10 @@ def run(events: int, rounds: int) -> list[dict[str, Any]]:
                 "stream": name,
                 "events": n,
                 "rounds": rounds,
-                "baseline_events_per_s": [n / statistics.median(base_t), n / max(base_t), n / min(base_t)],
-                "translator_events_per_s": [n / statistics.median(mw_t), n / max(mw_t), n / min(mw_t)],
-                "ratio": [statistics.median(ratios), min(ratios), max(ratios)],
-                "added_us_per_event": [statistics.median(added), min(added), max(added)],
+                "baseline_events_per_s": Spread.of([n / t for t in base_t]),
+                "translator_events_per_s": Spread.of([n / t for t in mw_t]),
+                "ratio": Spread.of(ratios),
+                "added_us_per_event": Spread.of(added),
             }
         )
     return rows
@@ -143,14 +141,11 @@ def main() -> None:
     rows = run(args.events, max(5, args.rounds))
     print(f"messages stream in process, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")
     for row in rows:
-        b, m, r, a = (
-            row[k] for k in ("baseline_events_per_s", "translator_events_per_s", "ratio", "added_us_per_event")
-        )
         print(
             f"  {row['stream']} ({row['events']:,} events)\n"
-            f"    split+rejoin baseline {b[0]:>10,.0f} events/s ({b[1]:,.0f}–{b[2]:,.0f})\n"
-            f"    translator            {m[0]:>10,.0f} events/s ({m[1]:,.0f}–{m[2]:,.0f})\n"
-            f"    ratio {r[0]:.2f} ({r[1]:.2f}–{r[2]:.2f}), added {a[0]:.2f} µs/event ({a[1]:.2f}–{a[2]:.2f})"
+            f"    split+rejoin baseline {row['baseline_events_per_s'].fmt(',.0f')} events/s\n"
+            f"    translator            {row['translator_events_per_s'].fmt(',.0f')} events/s\n"
+            f"    ratio {row['ratio'].fmt()}, added {row['added_us_per_event'].fmt()} µs/event"
         )
 
 

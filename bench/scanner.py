@@ -1,15 +1,18 @@
 """Scanner throughput: a ~1 MB corpus of reasoning blocks and answers cut into 4-character chunks.
 
-Prints chunks/s and MB/s for live and buffered mode, a split-only baseline (the cost of the
-benchmark loop itself), and the time ratio of a 4x corpus to the base one (linear cost: ~4).
+Prints chunks/s and MB/s for live and buffered mode, the bare loop (the cost of the benchmark
+loop itself), and the time ratio of a 4x corpus to the base one (linear cost: ~4).
 
-    python bench/scanner.py
+    python bench/scanner.py [--rounds 5]
 """
 
 from __future__ import annotations
 
+import argparse
 import random
-import time
+from typing import Any
+
+from common import Spread, cpu_time, interleaved
 
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, ThinkExtractConfig
 
@@ -49,46 +52,82 @@ def chunks_of(text: str, size: int = 4) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def run(pieces: list[str], config: ThinkExtractConfig) -> float:
+def scan(pieces: list[str], config: ThinkExtractConfig) -> float:
+    """CPU seconds to feed every piece to one scanner and finish it."""
     scanner = Scanner(config)
     feed = scanner.feed
-    start = time.perf_counter()
-    for piece in pieces:
-        feed(piece)
-    scanner.finish()
-    return time.perf_counter() - start
+
+    def loop() -> None:
+        for piece in pieces:
+            feed(piece)
+        scanner.finish()
+
+    return cpu_time(loop)
 
 
 def baseline(pieces: list[str]) -> float:
     """The loop alone with a trivial per-chunk call: what no scanner could beat."""
     out: list[str] = []
     append = out.append
-    start = time.perf_counter()
-    for piece in pieces:
-        append(piece)
-    return time.perf_counter() - start
+
+    def loop() -> None:
+        for piece in pieces:
+            append(piece)
+
+    return cpu_time(loop)
 
 
-def best_of(fn: object, *args: object, repeat: int = 5) -> float:
-    return min(fn(*args) for _ in range(repeat))  # type: ignore[operator]
+def run(rounds: int = 5) -> dict[str, Any]:
+    base = corpus(1_000_000)
+    pieces, big_pieces = chunks_of(base), chunks_of(base * 4)
+    live, buffered = ThinkExtractConfig(), ThinkExtractConfig(stream_mode="buffered")
+    times = interleaved(
+        {
+            "loop": lambda: baseline(pieces),
+            "live": lambda: scan(pieces, live),
+            "buffered": lambda: scan(pieces, buffered),
+            "live 4x": lambda: scan(big_pieces, live),
+            "buffered 4x": lambda: scan(big_pieces, buffered),
+        },
+        rounds,
+    )
+    n, mb = len(pieces), len(base.encode()) / 1e6
+    return {
+        "chunks": n,
+        "mb": mb,
+        "loop": Spread.of([n / t for t in times["loop"]]),
+        **{
+            mode: {
+                "chunks_per_s": Spread.of([n / t for t in times[mode]]),
+                "mb_per_s": Spread.of([mb / t for t in times[mode]]),
+                "scale_4x": Spread.of([b / a for a, b in zip(times[mode], times[mode + " 4x"], strict=True)]),
+            }
+            for mode in ("live", "buffered")
+        },
+    }
+
+
+def table(rounds: int = 5) -> str:
+    result = run(rounds)
+    lines = [
+        f"A {result['mb']:.2f} MB corpus in {result['chunks']:,} chunks of 4 characters, CPU time, median (min–max)"
+        f" of {rounds} interleaved rounds. The bare loop: {result['loop'].fmt(',.0f')} chunks/s.",
+        "",
+        "| mode | chunks/s | MB/s | 4× corpus / 1× time |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {mode} | {result[mode]['chunks_per_s'].fmt(',.0f')} | {result[mode]['mb_per_s'].fmt('.1f')}"
+        f" | {result[mode]['scale_4x'].fmt()} |"
+        for mode in ("live", "buffered")
+    ]
+    return "\n".join(lines)
 
 
 def main() -> None:
-    base = corpus(1_000_000)
-    big = base * 4
-    pieces, big_pieces = chunks_of(base), chunks_of(big)
-    mb = len(base.encode()) / 1e6
-    print(f"corpus: {mb:.2f} MB, {len(pieces):,} chunks of 4 characters")
-    t0 = best_of(baseline, pieces)
-    print(f"  loop baseline     {len(pieces) / t0:>13,.0f} chunks/s")
-    for mode in ("live", "buffered"):
-        cfg = ThinkExtractConfig(stream_mode=mode)  # type: ignore[arg-type]
-        t1 = best_of(run, pieces, cfg)
-        t4 = best_of(run, big_pieces, cfg, repeat=3)
-        print(
-            f"  {mode:<9} {len(pieces) / t1:>13,.0f} chunks/s  {mb / t1:6.1f} MB/s"
-            f"  4x corpus / 1x time ratio {t4 / t1:.2f}"
-        )
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    print(table(parser.parse_args().rounds))
 
 
 if __name__ == "__main__":

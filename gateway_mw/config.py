@@ -24,6 +24,7 @@ MessagesPolicy = Literal["off", "unsigned", "redacted"]
 StreamMode = Literal["live", "buffered"]
 Placement = Literal["anywhere", "leading"]
 ChatReasoningField = Literal["reasoning_content", "reasoning"]
+ResponsesReasoningFormat = Literal["content", "summary"]
 
 
 class TagPair(msgspec.Struct, frozen=True):
@@ -70,7 +71,11 @@ def _check_choice(name: str, value: object, allowed: object) -> None:
 
 def _check_scanner_fields(owner: ModelProfile | ThinkExtractConfig) -> None:
     """Validate the scanner fields shared by the config and profiles (None means "not overridden")."""
-    for name, allowed in (("stream_mode", StreamMode), ("placement", Placement)):
+    for name, allowed in (
+        ("stream_mode", StreamMode),
+        ("placement", Placement),
+        ("responses_reasoning_format", ResponsesReasoningFormat),
+    ):
         value = getattr(owner, name)
         if value is not None:
             _check_choice(name, value, allowed)
@@ -99,6 +104,7 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     code_aware: bool | None = None
     strip_whitespace: bool | None = None
     max_buffer_bytes: int | None = None
+    responses_reasoning_format: ResponsesReasoningFormat | None = None
 
     def __post_init__(self) -> None:
         _check_scanner_fields(self)
@@ -132,6 +138,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     max_event_bytes: int = 1024 * 1024
     max_body_bytes: int = 64 * 1024 * 1024
     chat_reasoning_field: ChatReasoningField = "reasoning_content"
+    responses_reasoning_format: ResponsesReasoningFormat = "content"
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
 
@@ -321,6 +328,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "max_event_bytes": _parse_positive_int,
     "max_body_bytes": _parse_positive_int,
     "chat_reasoning_field": _choice(ChatReasoningField),
+    "responses_reasoning_format": _choice(ResponsesReasoningFormat),
     "routes": _parse_routes,
     "profiles": _parse_profiles,
 }

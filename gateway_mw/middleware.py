@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - older aiohttp
 from .config import FALSE_WORDS, THINKEXTRACT_CONFIG, Surface, ThinkExtractConfig
 from .pipeline import StreamPipeline, transform_body
 from .stats import ThinkExtractStats
-from .surfaces import STREAM_TRANSLATORS, Counts
+from .surfaces import Counts
 
 __all__ = ["THINKEXTRACT_STATS", "THINK_EXTRACT_HEADER", "setup", "thinkextract_middleware"]
 
@@ -117,8 +117,6 @@ class _Session:
             return "disabled"
         if _client_opted_out(self.request.headers.getall(THINK_EXTRACT_HEADER, ())):
             return "client_off"
-        if self.surface not in STREAM_TRANSLATORS:
-            return "unsupported"
         return None
 
     def response_kind(self, status: int, headers: CIMultiDict[str], compressing: bool) -> str:

@@ -22,6 +22,7 @@ __all__ = ["StreamPipeline", "transform_body"]
 
 log = logging.getLogger("gateway_mw")
 
+_SMALL = 2048  # below this, a piece that starts mid-event goes to the decoder directly
 _WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
 _RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
 
@@ -49,7 +50,9 @@ class StreamPipeline:
             return chunk
         decoder = self._decoder
         try:
-            if decoder.plain and b"\r" not in chunk:
+            # Whole events (a writer that writes them one by one) or a large piece: offer the fast
+            # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
+            if (decoder.at_boundary or len(chunk) >= _SMALL) and decoder.plain and b"\r" not in chunk:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response
@@ -75,48 +78,49 @@ class StreamPipeline:
 
     def _feed_plain(self, chunk: bytes) -> bytes:
         """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding
-        them one by one; a window it declines is decoded event by event."""
+        them one by one. A window is offered only while the decoder holds nothing, so that bytes
+        it passes can never overtake bytes the decoder keeps."""
         decoder = self._decoder
-        out: list[bytes] = []
-        if not decoder.at_boundary:
-            end = decoder.pending_end(chunk)
-            if end < 0:
-                return self._translate(decoder.feed(chunk))
-            out.append(self._translate(decoder.feed(chunk[:end])))
-            if not decoder.at_boundary:
-                return out[0] + self._translate(decoder.feed(chunk[end:]))
-            chunk = chunk[end:]
         fast_forward = self._translator.fast_forward
+        out: list[bytes] = []
         pos, n = 0, len(chunk)
+        declined = 0  # events decoded one by one since the last decline
         while pos < n:
+            if not decoder.at_boundary:  # finish the event under way first
+                end = decoder.pending_end(chunk, pos)
+                if end < 0:
+                    break
+                out.append(self._translate(decoder.feed(chunk[pos:end])))
+                pos = end
+                if not decoder.at_boundary:
+                    break
+                continue
             end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2
             if end < pos + 2:  # no event ends within a window: take the next one whole
                 end = chunk.find(b"\n\n", pos) + 2
                 if end < 2:
                     break  # the rest is an event under way: the decoder keeps it
-            # A declined window is often a tag at its start (the translator not steady yet): decode
-            # an event or two, then offer the rest again; past that, decode the whole window.
-            for retry in range(_RETRIES + 1):
-                window = chunk[pos:end] if pos or end < n else chunk
-                fast = None
-                if end - pos <= self._max_span:
-                    try:
-                        fast = fast_forward(window)
-                    except Exception as exc:
-                        self._fault(exc)
-                if fast is not None:
-                    out.append(fast)
-                    break
-                # The first event of the window: a lone "\n" is a blank line, an empty event.
-                first = pos + 1 if chunk[pos] == 10 else chunk.find(b"\n\n", pos, end) + 2
-                if retry == _RETRIES or not pos < first < end:
-                    out.append(self._translate(decoder.feed(window)))
-                    break
-                out.append(self._translate(decoder.feed(chunk[pos:first])))
-                pos = first
-            pos = end
+            fast = None
+            if end - pos <= self._max_span:
+                try:
+                    fast = fast_forward(chunk[pos:end] if pos or end < n else chunk)
+                except Exception as exc:
+                    self._fault(exc)
+            if fast is not None:
+                out.append(fast)
+                pos, declined = end, 0
+                continue
+            # Declined: often a tag at the window's start (the translator not steady yet). Decode an
+            # event or two, as the decoder cuts them, and offer the rest again; then the whole window.
+            first = chunk.find(b"\n\n", pos, end) + 2
+            if declined >= _RETRIES or not pos < first < end:
+                first, declined = end, 0
+            else:
+                declined += 1
+            out.append(self._translate(decoder.feed(chunk[pos:first])))
+            pos = first
         if pos < n:
-            out.append(self._translate(decoder.feed(chunk[pos:])))
+            out.append(self._translate(decoder.feed(chunk[pos:] if pos else chunk)))
         return b"".join(out)
 
     def _translate(self, events: list[SSEEvent]) -> bytes:

@@ -94,14 +94,12 @@ class SSEDecoder:
         """Whether the next byte starts an event: :attr:`plain`, past the start, nothing pending."""
         return self._lf_only and not self._skipping and not self._at_start and not self._buf
 
-    def pending_end(self, chunk: bytes) -> int:
-        """Where, in ``chunk``, the event under way ends (just past its blank line); -1 if it does not.
-
-        Only for a :attr:`plain` decoder; ``chunk`` holds no ``\\r``.
-        """
-        if self._buf.endswith(b"\n") and chunk.startswith(b"\n"):
-            return 1
-        end = chunk.find(b"\n\n")
+    def pending_end(self, chunk: bytes, start: int = 0) -> int:
+        """Where, in ``chunk`` from ``start``, the event under way ends (just past its blank line);
+        -1 if it does not. Only for a :attr:`plain` decoder; ``chunk`` holds no ``\\r``."""
+        if self._buf.endswith(b"\n") and chunk.startswith(b"\n", start):
+            return start + 1
+        end = chunk.find(b"\n\n", start)
         return end + 2 if end >= 0 else -1
 
     def take_pending(self) -> bytes:

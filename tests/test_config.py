@@ -37,6 +37,8 @@ def test_defaults() -> None:
         ({"messages_policy": "on"}, "messages_policy must be one of 'off', 'unsigned', 'redacted', got 'on'"),
         ({"chat_reasoning_field": "thinking"}, "chat_reasoning_field must be one of"),
         ({"max_buffer_bytes": 0}, "max_buffer_bytes must be a positive integer, got 0"),
+        ({"max_event_bytes": 0}, "max_event_bytes must be a positive integer, got 0"),
+        ({"max_body_bytes": -5}, "max_body_bytes must be a positive integer, got -5"),
         ({"tag_pairs": ()}, "tag_pairs must hold at least one TagPair"),
         ({"routes": {"/x": "completions"}}, "routes['/x'] must be one of 'chat', 'messages', 'responses'"),
     ],
@@ -94,7 +96,10 @@ def test_from_env_reads_every_field() -> None:
         "THINK_EXTRACT_CODE_AWARE": "false",
         "THINK_EXTRACT_STRIP_WHITESPACE": "1",
         "THINK_EXTRACT_MAX_BUFFER_BYTES": "1024",
+        "THINK_EXTRACT_MAX_EVENT_BYTES": "4096",
+        "THINK_EXTRACT_MAX_BODY_BYTES": " 8192 ",
         "THINK_EXTRACT_CHAT_REASONING_FIELD": "reasoning",
+        "THINK_EXTRACT_RESPONSES_REASONING_FORMAT": "summary",
         "THINK_EXTRACT_ROUTES": "/v1/chat/completions=chat, /v1/messages=messages",
         "THINK_EXTRACT_PROFILES": '[{"match": "qwq*", "start_with_reasoning": false}]',
         "UNRELATED": "x",
@@ -112,10 +117,19 @@ def test_from_env_reads_every_field() -> None:
         code_aware=False,
         strip_whitespace=True,
         max_buffer_bytes=1024,
+        max_event_bytes=4096,
+        max_body_bytes=8192,
         chat_reasoning_field="reasoning",
+        responses_reasoning_format="summary",
         routes={"/v1/chat/completions": "chat", "/v1/messages": "messages"},
         profiles=(ModelProfile(match="qwq*", start_with_reasoning=False),),
     )
+
+
+def test_every_field_has_its_variable() -> None:
+    from gateway_mw.config import _ENV_PARSERS
+
+    assert set(_ENV_PARSERS) == set(ThinkExtractConfig.__struct_fields__)
 
 
 def test_from_env_empty_gives_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -142,6 +156,9 @@ BOOL = "expected one of 1, true, yes, on, 0, false, no, off"
         ("THINK_EXTRACT_CHAT_REASONING_FIELD", "thoughts", "expected one of reasoning_content, reasoning"),
         ("THINK_EXTRACT_MAX_BUFFER_BYTES", "64k", "expected a positive integer (bytes)"),
         ("THINK_EXTRACT_MAX_BUFFER_BYTES", "-1", "expected a positive integer (bytes)"),
+        ("THINK_EXTRACT_MAX_EVENT_BYTES", "0", "expected a positive integer (bytes)"),
+        ("THINK_EXTRACT_MAX_BODY_BYTES", "1MB", "expected a positive integer (bytes)"),
+        ("THINK_EXTRACT_RESPONSES_REASONING_FORMAT", "both", "expected one of content, summary"),
         ("THINK_EXTRACT_TAG_PAIRS", "<think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
         ("THINK_EXTRACT_TAG_PAIRS", "...</think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
         ("THINK_EXTRACT_TAG_PAIRS", r"<a>...\q", r"unknown escape; use \n, \r, \t, \\ or \,"),

@@ -274,7 +274,7 @@ async def test_unrouted_requests_are_not_touched(aiohttp_client: ClientFactory, 
 
 @pytest.mark.parametrize(
     ("path", "config", "reason"),
-    [("/v1/messages", {}, "disabled"), ("/v1/responses", {}, "unsupported")],
+    [("/v1/messages", {}, "disabled"), ("/v1/responses", {"responses_enabled": False}, "disabled")],
 )
 async def test_other_surfaces_pass_until_enabled(
     aiohttp_client: ClientFactory, path: str, config: dict[str, Any], reason: str

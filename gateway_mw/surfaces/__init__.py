@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
-from . import chat, messages
+from . import chat, messages, responses
 from .base import Counts
 
 __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
@@ -51,8 +51,10 @@ BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig], tuple[bytes | 
 STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig], StreamTranslator]] = {
     "chat": chat.ChatStream,
     "messages": messages.MessagesStream,
+    "responses": responses.ResponsesStream,
 }
 BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
     "chat": chat.transform_body,
     "messages": messages.transform_body,
+    "responses": responses.transform_body,
 }

@@ -82,6 +82,7 @@ _decode_list = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _encode = msgspec.json.Encoder().encode
 _EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
 _NULL = msgspec.Raw(b"null")
+_NATIVE_MESSAGE_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
 _JSON_ESCAPES = {'"': b'\\"', "\\": b"\\\\", "/": b"\\/", "\b": b"\\b", "\f": b"\\f", "\n": b"\\n", "\r": b"\\r"}
 _JSON_ESCAPES["\t"] = b"\\t"
 _STRUCTURAL = frozenset('{}]:,"')
@@ -449,7 +450,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
     Only the objects on the way to each message's text are decoded; every other value is re-emitted
-    as its original bytes, and a large body is held about once.
+    as its original bytes.
     """
     counts = Counts()
     try:
@@ -468,31 +469,39 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         return None, counts
     changed = False
     for choice in choices:
-        try:
-            message: _Obj | None = _decode_obj(choice["message"]) if "message" in choice else None
-            original = msgspec.json.decode(message["content"], type=str) if message and "content" in message else None
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue  # not a text message (null, a list of parts…): left as it is
-        if message is None or original is None:
-            continue
-        if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in ("reasoning_content", "reasoning")):
-            continue
-        if "reasoning_details" in message and bytes(message["reasoning_details"]) not in _EMPTY_RAW:
-            continue
-        segments = extract_counted(original, cfg, counts)
-        content = "".join(s.text for s in segments if s.kind == CONTENT)
-        reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
-        if content == original and not reasoning:
-            continue
-        message["content"] = content
-        if reasoning:
-            message[cfg.chat_reasoning_field] = reasoning
-        choice["message"] = message
-        changed = True
+        changed = _split_message(choice, cfg, counts) or changed
     if not changed:
         return None, counts
     doc["choices"] = choices
     return _encode(doc), counts
+
+
+def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> bool:
+    """Move the reasoning out of ``choice``'s message text, in place; whether anything changed.
+
+    A function of its own so that the decoded text and its segments are freed on return, before
+    the body is encoded again: a large body is then held about twice, not four times.
+    """
+    try:
+        message: _Obj | None = _decode_obj(choice["message"]) if "message" in choice else None
+        original = msgspec.json.decode(message["content"], type=str) if message and "content" in message else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False  # not a text message (null, a list of parts…): left as it is
+    if message is None or original is None:
+        return False
+    if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in _NATIVE_MESSAGE_KEYS):
+        return False
+    segments = extract_counted(original, cfg, counts)
+    content = "".join(s.text for s in segments if s.kind == CONTENT)
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    if content == original and not reasoning:
+        return False
+    del segments, original
+    message["content"] = content
+    if reasoning:
+        message[cfg.chat_reasoning_field] = reasoning
+    choice["message"] = message
+    return True
 
 
 async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:

@@ -1,0 +1,88 @@
+"""Every benchmark, each variant interleaved with its baseline, printed as the tables of docs/performance.md.
+
+    python bench/report.py [--rounds 7] [--quick]
+
+Ratios measured in one run are the headline; absolute figures are this machine's. ``--quick`` runs
+fewer rounds and smaller inputs, to check that the command works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+from pathlib import Path
+from typing import Any
+
+import chat_stream
+import faults
+import messages_stream
+import responses_stream
+import scanner
+from common import machine
+
+
+def in_process_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| stream | split+rejoin baseline | with the middleware | throughput ratio | added per event |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {row['stream']} | {row['baseline_events_per_s'].fmt(',.0f')} events/s"
+        f" | {row['translator_events_per_s'].fmt(',.0f')} events/s | {row['ratio'].fmt()}"
+        f" | {row['added_us_per_event'].fmt()} µs |"
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rounds = 2 if args.quick else max(5, args.rounds)
+    events = 2000 if args.quick else 20_000
+    started = time.perf_counter()
+    out = [
+        f"Machine: {machine()}.",
+        f"Command: `python bench/report.py --rounds {rounds}`{' --quick' if args.quick else ''}.",
+        "",
+        "### Scanner",
+        "",
+        scanner.table(rounds),
+        "",
+        "### Chat completions stream",
+        "",
+        chat_stream.tables(rounds, args.quick),
+        "",
+        "### Anthropic messages stream (policy `unsigned`)",
+        "",
+        f"In process, CPU time, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        in_process_table(messages_stream.run(events, rounds)),
+        "",
+        "### OpenAI Responses stream",
+        "",
+        f"In process, 4 KiB pieces, CPU time, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        in_process_table(responses_stream.run(events, rounds)),
+        "",
+        "### Hostile input: memory and CPU of the gateway process",
+        "",
+        faults.table(faults.run(0.05 if args.quick else 1.0)),
+    ]
+    proxy_path = Path(__file__).resolve().parent / "proxy.py"
+    if proxy_path.exists():
+        spec = importlib.util.spec_from_file_location("proxy_bench", proxy_path)
+        assert spec is not None and spec.loader is not None
+        proxy_bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(proxy_bench)
+        if hasattr(proxy_bench, "report"):
+            out += ["", "### The standalone proxy, end to end", "", proxy_bench.report(quick=args.quick)]
+    out += ["", f"(The whole report took {time.perf_counter() - started:.0f} s.)"]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Responses stream translation in process: events/s next to a split-and-rejoin baseline.
+
+A realistic upstream Responses stream (``event:`` lines, ``sequence_number`` on every event, one
+``response.output_text.delta`` per token, a ``response.completed`` repeating the whole output) is
+fed in 4 KiB network pieces to ``StreamPipeline("responses", ThinkExtractConfig())``, and to a
+baseline that only splits the stream into events and joins their bytes again. Rounds interleave
+the two, so both see the same machine state; the figures are medians with their min–max.
+
+(a) typical: a reasoning block of N/2 deltas, then an answer of N/2 deltas;
+(b) tag-free: N answer deltas, no tags at all.
+
+    python bench/responses_stream.py [--events 20000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from common import Spread, cpu_time
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.sse import SSEDecoder
+
+MSG_ID = "msg_67ccd3a9da748190baa7f1570fe91ac6"
+WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
+
+
+def _frame(body: dict[str, Any]) -> bytes:
+    return f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+
+
+def _response(status: str, output: list[Any]) -> dict[str, Any]:
+    return {
+        "id": "resp_67ccd3a9da748190baa7f1570fe91ac6",
+        "object": "response",
+        "created_at": 1741476777,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": "qwen3-32b",
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": False,
+        "temperature": 0.6,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 0.95,
+        "truncation": "disabled",
+        "usage": None,
+        "metadata": {},
+    }
+
+
+def upstream_stream(deltas: list[str]) -> bytes:
+    """The whole upstream stream of one message item whose text arrives as ``deltas``."""
+    text = "".join(deltas)
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    item = {"id": MSG_ID, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    done_item = {**item, "status": "completed", "content": [{**part, "text": text}]}
+    at = {"item_id": MSG_ID, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _response("in_progress", [])},
+        {"type": "response.in_progress", "response": _response("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", **at, "part": part},
+        *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
+        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+        {"type": "response.completed", "response": _response("completed", [done_item])},
+    ]
+    return b"".join(_frame({**e, "sequence_number": i}) for i, e in enumerate(events))
+
+
+def typical_deltas(n: int) -> list[str]:
+    half = n // 2
+    reasoning = ["<think>"] + [WORDS[i % len(WORDS)] for i in range(half - 2)] + ["</think>"]
+    return reasoning + [WORDS[i % len(WORDS)] for i in range(n - len(reasoning))]
+
+
+def plain_deltas(n: int) -> list[str]:
+    return [WORDS[i % len(WORDS)] for i in range(n)]
+
+
+def network_pieces(stream: bytes, size: int = 4096) -> list[bytes]:
+    return [stream[i : i + size] for i in range(0, len(stream), size)]
+
+
+def baseline(pieces: list[bytes]) -> bytes:
+    decoder = SSEDecoder()
+    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
+    events, tail = decoder.finish()
+    return b"".join(out) + b"".join(e.raw for e in events) + tail
+
+
+def translated(pieces: list[bytes]) -> bytes:
+    pipeline = StreamPipeline("responses", ThinkExtractConfig())
+    out = [pipeline.feed(p) for p in pieces]
+    return b"".join(out) + pipeline.finish()
+
+
+def _timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
+    return cpu_time(lambda: fn(pieces))
+
+
+def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
+    """One row per stream kind: events/s of both paths, their ratio, and the added µs per event."""
+    rows = []
+    for name, deltas in (("typical", typical_deltas(events)), ("tag-free", plain_deltas(events))):
+        pieces = network_pieces(upstream_stream(deltas))
+        translated(pieces)  # warm up both paths
+        baseline(pieces)
+        t_mw: list[float] = []
+        t_base: list[float] = []
+        for _ in range(max(5, rounds)):
+            t_base.append(_timed(baseline, pieces))
+            t_mw.append(_timed(translated, pieces))
+        n = len(deltas)
+        rows.append(
+            {
+                "stream": name,
+                "events": n,
+                "translator_events_per_s": Spread.of([n / t for t in t_mw]),
+                "baseline_events_per_s": Spread.of([n / t for t in t_base]),
+                "ratio": Spread.of([b / m for b, m in zip(t_base, t_mw, strict=True)]),
+                "added_us_per_event": Spread.of([(m - b) / n * 1e6 for b, m in zip(t_base, t_mw, strict=True)]),
+            }
+        )
+    return rows
+
+
+def _fmt(spread: Spread, unit: str = ",.0f") -> str:
+    return spread.fmt(unit)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    rows = run(args.events, args.rounds)
+    print(
+        f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces,"
+        f" {max(5, args.rounds)} interleaved rounds: median (min–max)"
+    )
+    for row in rows:
+        print(
+            f"  {row['stream']:<9} translator {_fmt(row['translator_events_per_s'])} events/s"
+            f" | baseline {_fmt(row['baseline_events_per_s'])} events/s"
+            f" | ratio {_fmt(row['ratio'], '.2f')}"
+            f" | added {_fmt(row['added_us_per_event'], '.2f')} µs/event"
+        )
+
+
+if __name__ == "__main__":
+    main()

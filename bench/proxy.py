@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -215,6 +214,44 @@ def run(
     return rows
 
 
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: one line per concurrency, the proxy without → with gateway_mw."""
+    lines = [
+        "| concurrent streams | streams/s without → with | events/s without → with "
+        "| latency per event p50 / p99, without → with | added p50 / p99 | peak RSS without → with |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in sorted({r["concurrency"] for r in rows}):
+        bare = next(r for r in rows if r["concurrency"] == c and not r["middleware"])
+        mw = next(r for r in rows if r["concurrency"] == c and r["middleware"])
+        rss = (
+            f"{bare['peak_rss_mb']:.0f} → {mw['peak_rss_mb']:.0f} MB"
+            if bare["peak_rss_mb"] is not None and mw["peak_rss_mb"] is not None
+            else "n/a"
+        )
+        lines.append(
+            f"| {c:,} ({bare['events_per_stream']}-event streams) "
+            f"| {bare['streams_per_s']:,.0f} → {mw['streams_per_s']:,.0f} "
+            f"| {bare['events_per_s']:,.0f} → {mw['events_per_s']:,.0f} "
+            f"| {bare['latency_p50_ms']:.2f} / {bare['latency_p99_ms']:.2f} → "
+            f"{mw['latency_p50_ms']:.2f} / {mw['latency_p99_ms']:.2f} ms "
+            f"| {mw['latency_p50_ms'] - bare['latency_p50_ms']:+.2f} / "
+            f"{mw['latency_p99_ms'] - bare['latency_p99_ms']:+.2f} ms | {rss} |"
+        )
+    return "\n".join(lines)
+
+
+def report(quick: bool = False) -> str:
+    """For ``bench/report.py``: the table, from a shorter run when ``quick``."""
+    rows = run(events=20, streams=100) if quick else run()
+    note = (
+        f"Same upstream and client load through the proxy without and with gateway_mw; latency measured "
+        f"with the streams paced to {PACED_EVENTS_PER_S:,} events/s in total; client, proxy and upstream "
+        "share the machine."
+    )
+    return table(rows) + "\n\n" + note
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=40, help="upstream events per stream (≤20 at 1,000 streams)")
@@ -245,8 +282,8 @@ def main() -> None:
         print(
             f"{c:>5} concurrent: throughput ×{ratio:.2f}, added latency per event p50 {p50:+.2f} ms, p99 {p99:+.2f} ms"
         )
-    median = statistics.median(r["events_per_stream"] for r in rows)
-    print(f"\n(events per stream: median {median:g}; the client runs in this process on the same machine)")
+    print()
+    print(table(rows))
 
 
 if __name__ == "__main__":

@@ -183,8 +183,9 @@ def run(
 ) -> list[dict[str, Any]]:
     """One row per (concurrency, proxy): with gateway_mw (``middleware=True``) and without.
 
-    ``streams`` per run defaults to ``max(200, 2 * concurrency)``; each stream carries ``events``
-    upstream events (at most 20 at 1,000 concurrent streams, to keep that run short).
+    ``streams`` per run (at least ``concurrency``) defaults to ``max(200, 2 * concurrency)``; each
+    stream carries ``events`` upstream events (at most 20 at 1,000 concurrent streams, to keep that
+    run short).
     """
     upstream_process, upstream_port = _start(_upstream_app)
     upstream = f"http://127.0.0.1:{upstream_port}"
@@ -192,7 +193,7 @@ def run(
     try:
         for c in concurrency:
             n = min(events, 20) if c >= 1000 else events
-            total = streams if streams is not None else max(200, 2 * c)
+            total = max(streams, c) if streams is not None else max(200, 2 * c)
             for middleware in (False, True):
                 process, port = _start(_proxy_app, upstream, middleware)
                 try:

@@ -786,10 +786,7 @@ def _side_by_side(left: Shown, right: Shown, width: int = 54) -> list[str]:
     return lines
 
 
-_WHY = {
-    "unsupported": "this gateway_mw has no {surface} translator",
-    "disabled": "the {surface} surface is turned off in the configuration",
-}
+_WHY = {"disabled": "the {surface} surface is turned off in the configuration"}
 
 
 def _reasoning_text(where: str, text: str) -> str:

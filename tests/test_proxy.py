@@ -33,7 +33,6 @@ from aiohttp import web
 
 from examples import demo_model, proxy
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile, TagPair, ThinkExtractConfig
-from gateway_mw.surfaces import STREAM_TRANSLATORS
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = demo_model.QUESTION
@@ -160,18 +159,14 @@ async def test_messages_through_the_sdk(base: str, stream: bool) -> None:
         else:
             message = await client.messages.create(model="demo", max_tokens=256, messages=USER)
     blocks = [block.model_dump(exclude_none=True) for block in message.content]
-    if "messages" in STREAM_TRANSLATORS:
-        # messages_policy="unsigned": a thinking block carrying the documented gateway signature
-        # ("gw1:" + unpadded base64url of the SHA-256 of the thinking text), then the text.
-        digest = hashlib.sha256(reasoning.encode()).digest()
-        signature = "gw1:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-        assert blocks == [
-            {"type": "thinking", "thinking": reasoning, "signature": signature},
-            {"type": "text", "text": answer},
-        ]
-    else:
-        # The messages surface is not in this gateway_mw yet: the answer passes through untranslated.
-        assert blocks == [{"type": "text", "text": f"<think>{reasoning}</think>{answer}"}]
+    # messages_policy="unsigned": a thinking block carrying the documented gateway signature
+    # ("gw1:" + unpadded base64url of the SHA-256 of the thinking text), then the text.
+    digest = hashlib.sha256(reasoning.encode()).digest()
+    signature = "gw1:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    assert blocks == [
+        {"type": "thinking", "thinking": reasoning, "signature": signature},
+        {"type": "text", "text": answer},
+    ]
     assert (message.model, message.stop_reason) == ("demo", "end_turn")
 
 
@@ -191,18 +186,12 @@ async def test_responses_through_the_sdk(base: str, stream: bool) -> None:
             if part["type"] == "output_text":
                 part.setdefault("logprobs", [])  # optional on the part (wire contracts, 1.2)
     text_part = {"type": "output_text", "annotations": [], "logprobs": []}
-    if "responses" in STREAM_TRANSLATORS:
-        assert output == [
-            {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": reasoning}]},
-            {"type": "message", "role": "assistant", "content": [{**text_part, "text": answer}]},
-        ]
-        assert response.output[0].id.startswith("rs_")
-        assert response.output_text == answer
-    else:
-        # The Responses surface is not in this gateway_mw yet: the answer passes through untranslated.
-        raw = f"{reasoning}</think>{answer}"
-        assert output == [{"type": "message", "role": "assistant", "content": [{**text_part, "text": raw}]}]
-        assert response.output_text == raw
+    assert output == [
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": reasoning}]},
+        {"type": "message", "role": "assistant", "content": [{**text_part, "text": answer}]},
+    ]
+    assert response.output[0].id.startswith("rs_")
+    assert response.output_text == answer
     assert (response.model, response.status) == ("demo-r1", "completed")
 
 
@@ -709,14 +698,13 @@ async def test_healthz_and_metrics(demo_base: str) -> None:
     assert got[("thinkextract_reasoning_blocks_total", (("surface", "chat"),))] == 1
     assert got[("gateway_proxy_requests_total", ())] == 1
     stats = proxy.ThinkExtractStats()
-    stats.passed("messages", "unsupported")
+    stats.passed("messages", "disabled")
     counters = proxy.Counters(requests=3)
     with_client = proxy.metrics_text(stats, counters).decode()
     fallback = proxy.metrics_text(stats, counters, use_client=False).decode()
     assert samples(with_client) == samples(fallback)
     assert (
-        samples(fallback)[("thinkextract_passed_through_total", (("reason", "unsupported"), ("surface", "messages")))]
-        == 1
+        samples(fallback)[("thinkextract_passed_through_total", (("reason", "disabled"), ("surface", "messages")))] == 1
     )
 
 
@@ -847,19 +835,17 @@ def test_demo_mode_exits_0_with_every_surface_shown() -> None:
         "OpenAI Responses · stream · model demo-r1 · POST /v1/responses",
     ]
 
-    def verdict(surface: str, where: str) -> str:
-        if surface in STREAM_TRANSLATORS:
-            return f"  ✓ reasoning moved into {where}, answer clean"
-        return f"  = passed through untranslated (unsupported): this gateway_mw has no {surface} translator"
-
     verdicts = [line for line in lines if line.startswith(("  ✓", "  =", "  ✗"))]
     assert verdicts == [
-        verdict("chat", "message.reasoning_content"),
-        verdict("chat", "delta.reasoning_content"),
-        verdict("messages", "content[0]"),
-        verdict("messages", "content[0]"),
-        verdict("responses", "output[0]"),
-        verdict("responses", "output[0]"),
+        f"  ✓ reasoning moved into {where}, answer clean"
+        for where in (
+            "message.reasoning_content",
+            "delta.reasoning_content",
+            "content[0]",
+            "content[0]",
+            "output[0]",
+            "output[0]",
+        )
     ]
     assert lines[-1] == "demo: all surfaces answered as expected"
 

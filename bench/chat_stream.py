@@ -43,14 +43,15 @@ LABELS = {
 }
 
 
-def event(content: str) -> bytes:
+def event(content: str | None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
     body = {
         "id": "chatcmpl-bench",
         "object": "chat.completion.chunk",
         "created": 1730000000,
         "model": "bench-model",
         "system_fingerprint": None,
-        "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}],
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
     }
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
@@ -67,7 +68,7 @@ def stream_events(kind: str, n: int) -> list[bytes]:
     else:
         cycle = ["<think>a", " bc", "d</think>", "e f"]
         texts = [cycle[i % 4] for i in range(n - 1)]
-    return [event(t) for t in texts] + [b"data: [DONE]\n\n"]
+    return [event(t) for t in texts[:-1]] + [event(None, "stop"), b"data: [DONE]\n\n"]
 
 
 # -- 1. in process --------------------------------------------------------------------------------

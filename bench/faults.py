@@ -10,7 +10,8 @@ Scenarios (sizes times ``--scale``):
   * an unterminated 300 MB line (the upstream never ends its event);
   * one complete 100 MB delta, then a normal chunk;
   * one 8 MB event in a ``\\r\\n`` stream, handed on in 1,460-byte pieces;
-  * a 60 MB non-stream JSON body (reasoning then answer), under the 64 MiB body cap.
+  * a 60 MB non-stream JSON body (reasoning then answer), under the 64 MiB body cap;
+  * a 70 MB one, over the cap: sent on untranslated as it comes.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def crlf_event(scale: float) -> AsyncIterator[bytes]:
     return _repeat(HEAD + b'{"content":"<think>', b"z", int(8 * MB * scale), tail, 1460)
 
 
-def json_body(scale: float) -> AsyncIterator[bytes]:
-    half = int(30 * MB * scale)
+def json_body(scale: float, total_mb: int = 60) -> AsyncIterator[bytes]:
+    half = int(total_mb / 2 * MB * scale)
     head = b'{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
     head += b'"message":{"role":"assistant","content":"<think>'
     tail = b'"},"finish_reason":"stop"}]}'
@@ -88,6 +89,7 @@ SCENARIOS = [
     Scenario("complete 100 MB delta", "text/event-stream", 64 * 1024, giant_delta),
     Scenario("8 MB \\r\\n event in 1,460-byte pieces", "text/event-stream", 1460, crlf_event),
     Scenario("60 MB JSON body", "application/json", 64 * 1024, json_body),
+    Scenario("70 MB JSON body (over the 64 MiB cap)", "application/json", 64 * 1024, lambda s: json_body(s, 70)),
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import chat_stream
 import faults
 import messages_stream
+import peer_litellm
 import responses_stream
 import scanner
 from common import machine
@@ -55,6 +56,12 @@ def main() -> None:
         "### Chat completions stream",
         "",
         chat_stream.tables(rounds, args.quick),
+        "",
+        "### A peer on the same stream: LiteLLM",
+        "",
+        peer_litellm.table(rounds, 200 if args.quick else 1000)
+        if peer_litellm.available()
+        else "Not measured in this run: LiteLLM is not installed (`pip install -e '.[bench]'`).",
         "",
         "### Anthropic messages stream (policy `unsigned`)",
         "",

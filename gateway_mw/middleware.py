@@ -39,6 +39,7 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response
+_HELD_PIECE = 64 * 1024
 _T = TypeVar("_T")
 
 
@@ -327,9 +328,19 @@ class _TranslatingWriter(AbstractStreamWriter):
         status_line, headers = self._take_held_headers()
         self._mode = _PASS
         self._session.passed("too_large")
-        body, self._body = bytes(self._body), bytearray()
+        body, self._body = self._body, bytearray()
         await self._send_headers_inner(status_line, headers, self.length)
-        await self._inner.write(body)
+        await self._write_held(body)
+
+    async def _write_held(self, body: bytes | bytearray) -> None:
+        """Send a held body in pieces, so that the transport's backpressure applies and it is never
+        copied whole into the transport's buffer."""
+        view = memoryview(body)
+        try:
+            for start in range(0, len(body), _HELD_PIECE):
+                await self._inner.write(view[start : start + _HELD_PIECE])
+        finally:
+            view.release()
 
     async def _finish_json(self) -> None:
         status_line, headers = self._take_held_headers()
@@ -338,7 +349,8 @@ class _TranslatingWriter(AbstractStreamWriter):
         if len(body) > self._session.config.max_body_bytes:  # the last write took it over
             self._session.passed("too_large")
             await self._send_headers_inner(status_line, headers, self.length)
-            await self._inner.write_eof(bytes(body))
+            await self._write_held(body)
+            await self._inner.write_eof()
             return
         new, counts, error = transform_body(self._session.surface, body, False, self._session.config)
         self._session.translated(counts, error)

@@ -1,0 +1,150 @@
+"""Every command and code block in the README and the newcomer docs runs as written.
+
+Python blocks run in a fresh interpreter, next to a live ``examples/proxy.py`` on the demo model (its
+documented address ``http://127.0.0.1:8080`` replaced by the test's free port); TOML blocks load
+through the proxy's own settings loader; shell commands run (``curl``), parse (``examples/proxy.py``
+flags) or are mapped to the test that runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from examples import demo_model, proxy
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [
+    "README.md",
+    "docs/index.md",
+    "docs/quickstart.md",
+    "docs/architecture.md",
+    "docs/deploy.md",
+    "docs/limitations.md",
+]
+DOCUMENTED = "http://127.0.0.1:8080"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+# Shell commands the docs show that this module does not run itself, and what runs them.
+COVERED_ELSEWHERE = {
+    "python3 -m venv .venv && . .venv/bin/activate": ".ci/run (makes the virtual environment)",
+    "pip install -e . && python examples/proxy.py": ".ci/run (the README smoke test)",
+    "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
+    "python examples/proxy.py --demo": "tests/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
+    "pip install -e . gunicorn": "pip (the test extra installs gunicorn)",
+    "GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn 'examples.proxy:app_factory()' "
+    "--worker-class aiohttp.GunicornWebWorker -w 4 --bind 0.0.0.0:8080": (
+        "tests/test_proxy.py::test_gunicorn_two_workers_serve_a_stream (on a free port, the demo model)"
+    ),
+}
+
+
+def blocks(lang: str) -> list[tuple[str, str]]:
+    return [
+        (name, found.group(2))
+        for name in DOCS
+        for found in FENCE.finditer((ROOT / name).read_text())
+        if found.group(1) == lang
+    ]
+
+
+def commands() -> list[tuple[str, str]]:
+    """Every shell command (continuation lines joined) of every ``sh`` block."""
+    return [
+        (name, " ".join(command.split()))
+        for name, text in blocks("sh")
+        for command in text.replace("\\\n", " ").splitlines()
+        if command.strip()
+    ]
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_"))}
+
+
+@pytest.fixture(scope="module")
+def live_proxy() -> Iterator[str]:
+    """``python examples/proxy.py`` on a free port, the demo model without delay; its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "examples/proxy.py", "--port", "0", "--pace", "0"],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first
+        yield found.group(0)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+
+
+def test_the_docs_have_blocks_to_check() -> None:
+    assert len(blocks("python")) >= 6 and len(blocks("toml")) >= 1 and len(commands()) >= 8
+
+
+@pytest.mark.parametrize(("doc", "code"), blocks("python"), ids=lambda v: v.split("\n")[0][:40])
+def test_python_block_runs(doc: str, code: str, live_proxy: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", code.replace(DOCUMENTED, live_proxy)],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, f"{doc}:\n{code}\n{done.stderr}"
+
+
+@pytest.mark.parametrize(("doc", "text"), blocks("toml"))
+def test_toml_block_loads(doc: str, text: str, tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    settings, _ = proxy.load_settings(["--config", str(path)], {"UPSTREAM_API_KEY": "sk-test"})
+    assert settings.upstream == "http://127.0.0.1:8000"
+    assert [p.match for p in settings.think_extract.profiles] == ["deepseek-r1*", "llama-*"]
+
+
+@pytest.mark.parametrize(("doc", "command"), commands())
+def test_shell_command_runs_or_is_covered(doc: str, command: str, live_proxy: str) -> None:
+    if command in COVERED_ELSEWHERE:
+        return
+    argv = shlex.split(command)
+    if argv[:2] == ["python", "examples/proxy.py"]:
+        settings, _ = proxy.load_settings(argv[2:], {})  # the flags as documented are valid
+        assert settings.upstream is not None
+        return
+    assert argv[0] == "curl", f"{doc}: a command nothing runs: {command}"
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    done = subprocess.run(
+        [arg.replace(DOCUMENTED, live_proxy) for arg in argv], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    # The documented request streams demo-r1's answer: the reasoning and the answer each in their field.
+    joined: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                for key, value in choice["delta"].items():
+                    if key != "role":
+                        joined[key] = joined.get(key, "") + value
+    reasoning, _, answer = demo_model.model_text("demo-r1", demo_model.QUESTION).partition("</think>")
+    assert joined == {"content": answer, "reasoning_content": reasoning}

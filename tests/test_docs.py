@@ -30,6 +30,12 @@ DOCS = [
     "docs/architecture.md",
     "docs/deploy.md",
     "docs/limitations.md",
+    "docs/middleware.md",
+    "docs/configuration.md",
+    "docs/scanner.md",
+    "docs/chat.md",
+    "docs/messages.md",
+    "docs/responses.md",
 ]
 DOCUMENTED = "http://127.0.0.1:8080"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

@@ -240,8 +240,14 @@ class SSEDecoder:
         event_start = 0
         find = buf.find
         search = max(pos, self._searched)
+        # The next "\n" and the next "\r", each looked up again only once passed: a stream that uses
+        # one of them never rescans the buffer for the other (-1: none until the end of the buffer).
+        lf, cr = find(b"\n", search), find(b"\r", search)
         while True:
-            lf, cr = find(b"\n", search), find(b"\r", search)
+            if 0 <= lf < search:
+                lf = find(b"\n", search)
+            if 0 <= cr < search:
+                cr = find(b"\r", search)
             if lf < 0 and cr < 0:
                 search = n
                 break

@@ -149,6 +149,14 @@ def test_decoding_a_long_line_is_linear_whatever_the_line_ending(monkeypatch: py
         events = [e for i in range(0, len(stream), 1460) for e in decoder.feed(stream[i : i + 1460])]
         assert [e.data for e in events] == [b"y" * 500_000]
         assert searched < 4 * len(stream), eol
+    # Many short lines in large pieces, where a stream never uses one of "\r" and "\n".
+    for head, eol in ((b"", b"\r"), (b"data: a\r\n\r\n", b"\n")):
+        searched = 0
+        stream = head + (b"data: " + b"z" * 40 + eol + eol) * 20_000
+        decoder = SSEDecoder()
+        events = [e for i in range(0, len(stream), 65536) for e in decoder.feed(stream[i : i + 65536])]
+        assert len(events + decoder.finish()[0]) == 20_000 + bool(head)
+        assert searched < 4 * len(stream), eol
 
 
 def test_take_pending_returns_the_unfinished_event() -> None:

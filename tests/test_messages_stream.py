@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
@@ -687,3 +688,39 @@ def test_a_text_block_start_carrying_text() -> None:
     assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "a", "b"), *end()]
     plain = sse(message_start(), start(0, tb("a")), text(0, "b"), stop(0), *end())
     assert translate(plain) == [message_start(), *text_block(0, "a", "b"), *end()]
+
+
+def test_start_with_reasoning_opens_only_the_first_text_block_of_a_message() -> None:
+    """A template injects <think> once per turn: a text block after a tool call is answer text."""
+    config = UNSIGNED.replace(profiles=(ModelProfile(match="r1*", start_with_reasoning=True),))
+    stream = sse(
+        message_start("r1"),
+        *text_block(0, "plan</think>Let me call"),
+        start(1, TOOL_USE | {"input": {}}),
+        json_delta(1, '{"a": 2, "b": 2}'),
+        stop(1),
+        *text_block(2, "The result is 4."),
+        *end("tool_use"),
+    )
+    final = replay(translate(stream, config))
+    assert final["content"] == [th("plan"), tb("Let me call"), TOOL_USE, tb("The result is 4.")]
+    body = message(tb("plan</think>Let me call"), TOOL_USE, tb("The result is 4."), model="r1")
+    new, _ = transform_body(json.dumps(body).encode(), config)
+    assert new is not None
+    assert read_message(new)["content"] == final["content"]
+
+
+@pytest.mark.parametrize("piece", [0, 64])
+def test_a_long_redacted_run_is_written_in_blocks_bounded_by_the_cap(piece: int) -> None:
+    """Redacted blocks cannot stream deltas: past max_buffer_bytes the block so far goes out whole."""
+    reasoning = "".join(f"step {i:03d}. " for i in range(100))  # 1,000 characters
+    config = REDACTED.replace(max_buffer_bytes=256)
+    pieces = [reasoning[i : i + 10] for i in range(0, len(reasoning), 10)]
+    stream = sse(message_start(), *text_block(0, "<think>", *pieces, "</think>answer"), *end())
+    items = translate(stream, config) if not piece else read_sse(run(stream, config, piece))
+    final = replay(items)
+    blocks = final["content"]
+    assert [b["type"] for b in blocks] == ["redacted_thinking"] * 4 + ["text"]
+    decoded = [base64.b64decode(b["data"]).decode() for b in blocks[:-1]]
+    assert "".join(decoded) == reasoning and all(len(d) <= 256 + 10 for d in decoded)
+    assert blocks[-1] == tb("answer")

@@ -49,8 +49,12 @@ _RESOLVING = frozenset({"message_start", "content_block_start", "content_block_d
 def gateway_signature(thinking: str) -> str:
     """The signature of a ``thinking`` block: the prefix, then the unpadded base64url SHA-256 of
     the thinking text (UTF-8). Derived from the text alone: every worker, stream or not, agrees."""
-    digest = hashlib.sha256(thinking.encode()).digest()
-    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    return _signature_of(hashlib.sha256(thinking.encode()))
+
+
+def _signature_of(digest: Any) -> str:
+    """The signature from a SHA-256 fed the thinking text: a stream hashes it as it goes by."""
+    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
 def _redacted_data(reasoning: str) -> str:
@@ -263,7 +267,7 @@ class _PlainDeltas:
 class _Channel:
     """One upstream text block: its scanner and the output block it currently writes."""
 
-    __slots__ = ("emitted", "kind", "out", "parts", "scanner", "start", "upstream")
+    __slots__ = ("digest", "emitted", "held", "kind", "out", "parts", "scanner", "start", "upstream")
 
     def __init__(self, scanner: Scanner, upstream: int, start: SSEEvent) -> None:
         self.scanner = scanner
@@ -271,7 +275,9 @@ class _Channel:
         self.start: SSEEvent | None = start  # the upstream start event, held for the first text block
         self.kind: Kind | None = None  # the kind of the open output block
         self.out = -1  # the open output block's index
-        self.parts: list[str] = []  # the open reasoning block's text
+        self.parts: list[str] = []  # redacted: the open block's text, written whole when it ends
+        self.held = 0  # its size (UTF-8 bytes), bounded by max_buffer_bytes
+        self.digest: Any = None  # unsigned: the SHA-256 of the open block's text, for its signature
         self.emitted = False
 
 
@@ -288,6 +294,7 @@ class MessagesStream:
         self._indexes: dict[int, int] = {}  # upstream index → output index, blocks not scanned
         self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
         self._plain: dict[int, _PlainDeltas] = {}  # upstream index → its fast path matcher
+        self._texts = 0  # text blocks scanned so far: a template's injected <think> opens the first only
         self.counts = Counts()
 
     def _resolve(self, model: str | None) -> ThinkExtractConfig:
@@ -367,9 +374,11 @@ class MessagesStream:
         if kind == CONTENT:
             return span if channel.out == channel.upstream else plain.renumbered(span, channel.out)
         text = texts.decode()
-        channel.parts.append(text)
         channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
-        return b"" if self._redacted else plain.as_thinking(span, channel.out)
+        if self._redacted:
+            return b"".join(e.raw for e in self._hold_redacted(channel, text))
+        channel.digest.update(texts)
+        return plain.as_thinking(span, channel.out)
 
     # -- per event ------------------------------------------------------------------------------
 
@@ -385,7 +394,9 @@ class MessagesStream:
         if block.type in _NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._channels:
-            channel = self._channels[upstream] = _Channel(Scanner(cfg), upstream, event)
+            scanner = Scanner(_later_block(cfg) if self._texts else cfg)
+            self._texts += 1
+            channel = self._channels[upstream] = _Channel(scanner, upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
                 return self._emit(channel, channel.scanner.feed(block.text))
             return []  # held until the first run is known
@@ -467,9 +478,10 @@ class MessagesStream:
                 out += self._close(channel)
                 out += self._open(channel, seg.kind)
             if seg.kind == REASONING:
-                channel.parts.append(seg.text)
                 if self._redacted:
+                    out += self._hold_redacted(channel, seg.text)
                     continue
+                channel.digest.update(seg.text.encode())
             if source is not None:
                 out.append(self._delta_from(source, channel.out, seg))
                 source = None
@@ -505,9 +517,10 @@ class MessagesStream:
         channel.kind = kind
         channel.emitted = True
         if kind == REASONING:
-            channel.parts = []
             if self._redacted:
+                channel.parts, channel.held = [], 0
                 return []  # written whole when the run ends
+            channel.digest = hashlib.sha256()
             channel.out = self._take_index()
             return [_start(channel.out, _THINKING_BLOCK)]
         channel.out = self._take_index()
@@ -532,14 +545,27 @@ class MessagesStream:
             return []
         if kind == CONTENT:
             return [_stop(channel.out)]
-        text = "".join(channel.parts)
-        channel.parts = []
         if self._redacted:
+            text = "".join(channel.parts)
+            channel.parts, channel.held = [], 0
             index = channel.out = self._take_index()
             block = b'{"type":"redacted_thinking","data":%s}' % _encode(_redacted_data(text))
             return [_start(index, block), _stop(index)]
-        signature = b'{"type":"signature_delta","signature":%s}' % _encode(gateway_signature(text))
+        signature = b'{"type":"signature_delta","signature":%s}' % _encode(_signature_of(channel.digest))
+        channel.digest = None
         return [_delta(channel.out, signature), _stop(channel.out)]
+
+    def _hold_redacted(self, channel: _Channel, text: str) -> list[SSEEvent]:
+        """Hold reasoning for the redacted block under way; past ``max_buffer_bytes``, write the
+        block so far and go on in a new one, so that memory stays bounded."""
+        channel.parts.append(text)
+        channel.held += len(text) if text.isascii() else len(text.encode())
+        assert self._config is not None
+        if channel.held <= self._config.max_buffer_bytes:
+            return []
+        out = self._close(channel)
+        out += self._open(channel, REASONING)
+        return out
 
     def _take_index(self) -> int:
         index = self._next
@@ -558,6 +584,12 @@ async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtract
 
 
 # -- non-stream ---------------------------------------------------------------------------------
+
+
+def _later_block(cfg: ThinkExtractConfig) -> ThinkExtractConfig:
+    """The settings for a message's later text blocks: a template injects ``<think>`` once, before
+    the first (a text block after a tool call does not start inside reasoning)."""
+    return cfg.replace(start_with_reasoning=False) if cfg.start_with_reasoning else cfg
 
 
 def _blocks(block: _Obj, segments: list[Segment], redacted: bool) -> list[Any]:
@@ -606,12 +638,14 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     redacted = cfg.messages_policy == "redacted"
     new_content: list[Any] = []
     changed = False
+    texts = 0  # text blocks scanned so far (see _later_block)
     for raw, block in zip(content, blocks, strict=True):
         text = _str(block.get("text")) if block is not None and _str(block.get("type")) == "text" else None
         if block is None or text is None:
             new_content.append(raw)
             continue
-        segments = extract_counted(text, cfg, counts)
+        segments = extract_counted(text, _later_block(cfg) if texts else cfg, counts)
+        texts += 1
         if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
             new_content.append(raw)
             continue

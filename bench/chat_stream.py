@@ -20,18 +20,16 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 from aiohttp import web
-from common import Spread, cpu_time, interleaved
+from common import Spread, cpu_time, free_port, interleaved, pieces_of, split_and_rejoin, wait_ready
 
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.sse import SSEDecoder
 
 ROUTE = "/v1/chat/completions"
 WORDS = [" step", " by", " step", " the", " sum", " is", " four", " then"]
@@ -74,14 +72,8 @@ def stream_events(kind: str, n: int) -> list[bytes]:
 # -- 1. in process --------------------------------------------------------------------------------
 
 
-def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
-    return [stream[i : i + size] for i in range(0, len(stream), size)]
 
 
-def split_and_rejoin(pieces: list[bytes]) -> bytes:
-    decoder = SSEDecoder()
-    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
-    return b"".join(out)
 
 
 def translate(pieces: list[bytes]) -> bytes:
@@ -118,11 +110,6 @@ def in_process(events: int = 20_000, rounds: int = 7) -> list[dict[str, Any]]:
 # -- 2. end to end, one process ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def upstream_app(events: dict[str, list[bytes]]) -> web.Application:
@@ -235,15 +222,6 @@ def _upstream_for(kinds: list[str], events: int) -> web.Application:
     return upstream_app({k: stream_events(k, events) for k in kinds})
 
 
-async def _wait_ready(port: int) -> None:
-    for _ in range(400):
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"port {port} never opened")
 
 
 def gateway_bound(streams: int = 32, events: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:
@@ -260,7 +238,7 @@ def gateway_bound(streams: int = 32, events: int = 2000, rounds: int = 5) -> lis
 
     async def measure() -> list[dict[str, Any]]:
         for port in (up, plain, mw):
-            await _wait_ready(port)
+            await wait_ready(port)
         rows: list[dict[str, Any]] = []
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
+import socket
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from gateway_mw.sse import SSEDecoder
 
 
 @dataclass
@@ -56,3 +60,36 @@ def machine() -> str:
         f"{os.cpu_count()} cores, {cpu}; CPython {platform.python_version()}, "
         f"aiohttp {aiohttp.__version__}, msgspec {msgspec.__version__}"
     )
+
+
+def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
+    """``stream`` cut as a network would hand it over."""
+    return [stream[i : i + size] for i in range(0, len(stream), size)]
+
+
+def split_and_rejoin(pieces: list[bytes]) -> bytes:
+    """The baseline: split the stream into SSE events and join their bytes again, the least any
+    SSE-aware middleware does."""
+    decoder = SSEDecoder()
+    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
+    events, tail = decoder.finish()
+    return b"".join(out) + b"".join(e.raw for e in events) + tail
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def wait_ready(port: int) -> None:
+    """Until a server listens on ``port`` (a process started with spawn takes a moment)."""
+    for _ in range(400):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"port {port} never opened")

@@ -20,13 +20,13 @@ import argparse
 import asyncio
 import multiprocessing
 import resource
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
+from common import free_port, wait_ready
 
 from gateway_mw import ThinkExtractConfig, setup
 
@@ -93,11 +93,6 @@ SCENARIOS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def run_gateway(port: int, upstream: int, piece: int, with_middleware: bool) -> None:
@@ -131,15 +126,6 @@ def run_gateway(port: int, upstream: int, piece: int, with_middleware: bool) -> 
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
-async def wait_ready(port: int) -> None:
-    for _ in range(400):
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"port {port} never opened")
 
 
 async def measure(scenario: Scenario, scale: float, with_middleware: bool) -> tuple[int, int, float, int]:
@@ -186,7 +172,7 @@ def run(scale: float = 1.0) -> list[dict[str, object]]:
         with_mw = asyncio.run(measure(scenario, scale, True))
         rows.append(
             {
-                "scenario": scenario.name,
+                "scenario": scenario.name if scale == 1 else f"{scenario.name}, sizes × {scale:g}",
                 "peak_without_mb": (without[1] - without[0]) / MB,
                 "peak_with_mb": (with_mw[1] - with_mw[0]) / MB,
                 "cpu_without_s": without[2],

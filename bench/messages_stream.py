@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from common import Spread, cpu_time
+from common import Spread, cpu_time, pieces_of, split_and_rejoin
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -74,19 +74,12 @@ def plain_tokens(n: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(n)]
 
 
-def pieces_of(stream: bytes, size: int = 4096) -> list[bytes]:
-    return [stream[i : i + size] for i in range(0, len(stream), size)]
 
 
 def event_writes(stream: bytes) -> list[bytes]:
     return [e.raw for e in SSEDecoder().feed(stream)]
 
 
-def baseline(pieces: list[bytes]) -> bytes:
-    decoder = SSEDecoder()
-    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
-    events, tail = decoder.finish()
-    return b"".join(out) + b"".join(e.raw for e in events) + tail
 
 
 def translated(pieces: list[bytes]) -> bytes:
@@ -112,10 +105,10 @@ def run(events: int, rounds: int) -> list[dict[str, Any]]:
         n = len(SSEDecoder().feed(stream))  # every event of the stream, not only the deltas
         pieces = split(stream)
         translated(pieces)  # warm up both paths
-        baseline(pieces)
+        split_and_rejoin(pieces)
         base_t, mw_t = [], []
         for _ in range(rounds):  # interleaved, so that both see the same machine
-            base_t.append(timed(baseline, pieces))
+            base_t.append(timed(split_and_rejoin, pieces))
             mw_t.append(timed(translated, pieces))
         added = [(m - b) / n * 1e6 for b, m in zip(base_t, mw_t, strict=True)]
         ratios = [b / m for b, m in zip(base_t, mw_t, strict=True)]

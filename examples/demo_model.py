@@ -113,10 +113,27 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_STREAM = "demo_model.stream"
+
+
 async def _stream(request: web.Request) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
+    request[_STREAM] = resp
     return resp
+
+
+@web.middleware
+async def _client_gone(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A client that stops reading mid-stream (curl interrupted) ends the stream quietly, as a model
+    server does, instead of a traceback in the log."""
+    try:
+        response: web.StreamResponse = await handler(request)
+    except ConnectionResetError:
+        if _STREAM not in request:
+            raise
+        return request[_STREAM]  # type: ignore[no-any-return]
+    return response
 
 
 # -- OpenAI chat completions ---------------------------------------------------------------------------
@@ -330,7 +347,7 @@ PACE = web.AppKey("PACE", float)
 
 def build_app(pace: float = 30.0) -> web.Application:
     """The demo model as an aiohttp application; ``pace`` in tokens per second (0: no delay)."""
-    app = web.Application()
+    app = web.Application(middlewares=[_client_gone])
     app[PACE] = pace
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/messages", messages)

@@ -113,7 +113,8 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-_STREAM = "demo_model.stream"
+# Where a handler leaves its prepared stream (a typed key where aiohttp has them).
+_STREAM: Any = web.RequestKey("demo_model.stream", web.StreamResponse) if hasattr(web, "RequestKey") else "stream"
 
 
 async def _stream(request: web.Request) -> web.StreamResponse:
@@ -132,7 +133,8 @@ async def _client_gone(request: web.Request, handler: Any) -> web.StreamResponse
     except ConnectionResetError:
         if _STREAM not in request:
             raise
-        return request[_STREAM]  # type: ignore[no-any-return]
+        stream: web.StreamResponse = request[_STREAM]
+        return stream
     return response
 
 

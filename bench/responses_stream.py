@@ -4,7 +4,8 @@ A realistic upstream Responses stream (``event:`` lines, ``sequence_number`` on 
 ``response.output_text.delta`` per token, a ``response.completed`` repeating the whole output) is
 fed in 4 KiB network pieces to ``StreamPipeline("responses", ThinkExtractConfig())``, and to a
 baseline that only splits the stream into events and joins their bytes again. Rounds interleave
-the two, so both see the same machine state; the figures are medians with their min–max.
+the two, so both see the same machine state; times are CPU time (steadier than wall time on a
+shared machine), and the figures are medians with their min–max.
 
 (a) typical: a reasoning block of N/2 deltas, then an answer of N/2 deltas;
 (b) tag-free: N answer deltas, no tags at all.
@@ -16,10 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
+
+from common import Spread, cpu_time, interleaved
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -108,16 +108,6 @@ def translated(pieces: list[bytes]) -> bytes:
     return b"".join(out) + pipeline.finish()
 
 
-def _timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
-    start = time.perf_counter()
-    fn(pieces)
-    return time.perf_counter() - start
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
     """One row per stream kind: events/s of both paths, their ratio, and the added µs per event."""
     rows = []
@@ -125,27 +115,26 @@ def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
         pieces = network_pieces(upstream_stream(deltas))
         translated(pieces)  # warm up both paths
         baseline(pieces)
-        t_mw: list[float] = []
-        t_base: list[float] = []
-        for _ in range(max(5, rounds)):
-            t_base.append(_timed(baseline, pieces))
-            t_mw.append(_timed(translated, pieces))
+        times = interleaved(
+            {
+                "baseline": lambda p=pieces: cpu_time(lambda: baseline(p)),
+                "translator": lambda p=pieces: cpu_time(lambda: translated(p)),
+            },
+            max(5, rounds),
+        )
+        t_base, t_mw = times["baseline"], times["translator"]
         n = len(deltas)
         rows.append(
             {
                 "stream": name,
                 "events": n,
-                "translator_events_per_s": _spread([n / t for t in t_mw]),
-                "baseline_events_per_s": _spread([n / t for t in t_base]),
-                "ratio": _spread([b / m for b, m in zip(t_base, t_mw, strict=True)]),
-                "added_us_per_event": _spread([(m - b) / n * 1e6 for b, m in zip(t_base, t_mw, strict=True)]),
+                "translator_events_per_s": Spread.of([n / t for t in t_mw]),
+                "baseline_events_per_s": Spread.of([n / t for t in t_base]),
+                "ratio": Spread.of([b / m for b, m in zip(t_base, t_mw, strict=True)]),
+                "added_us_per_event": Spread.of([(m - b) / n * 1e6 for b, m in zip(t_base, t_mw, strict=True)]),
             }
         )
     return rows
-
-
-def _fmt(spread: dict[str, float], unit: str = ",.0f") -> str:
-    return f"{spread['median']:{unit}} ({spread['min']:{unit}}–{spread['max']:{unit}})"
 
 
 def main() -> None:
@@ -155,15 +144,15 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(args.events, args.rounds)
     print(
-        f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces,"
+        f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces, CPU time,"
         f" {max(5, args.rounds)} interleaved rounds: median (min–max)"
     )
     for row in rows:
         print(
-            f"  {row['stream']:<9} translator {_fmt(row['translator_events_per_s'])} events/s"
-            f" | baseline {_fmt(row['baseline_events_per_s'])} events/s"
-            f" | ratio {_fmt(row['ratio'], '.2f')}"
-            f" | added {_fmt(row['added_us_per_event'], '.2f')} µs/event"
+            f"  {row['stream']:<9} translator {row['translator_events_per_s'].fmt(',.0f')} events/s"
+            f" | baseline {row['baseline_events_per_s'].fmt(',.0f')} events/s"
+            f" | ratio {row['ratio'].fmt()}"
+            f" | added {row['added_us_per_event'].fmt()} µs/event"
         )
 
 

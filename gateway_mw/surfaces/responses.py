@@ -13,14 +13,22 @@ no number). The ``*.done`` events and the terminal ``response.completed`` / ``in
 ``failed`` carry the cleaned text and the same items, with the same ids, as were streamed. After
 the terminal event nothing is synthesized: later events pass through as they are.
 
+Fast forward (``fast_forward``, whole runs of events): while the message item a run of
+``response.output_text.delta`` events belongs to is steady in one kind (its scanner holds nothing and
+the texts hold none of its triggers), the run is validated in one batch decode and written without a
+per-event rebuild: as it came (content, nothing to renumber), with its ``output_index`` and
+``sequence_number`` values replaced on its bytes (content, when those bytes provably are the
+encoding :meth:`ResponsesStream.event` would write), or as reasoning deltas of the open reasoning item.
+
 The non-stream transform drives the same item logic with whole texts, so both forms agree.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -85,6 +93,66 @@ class _Head(msgspec.Struct, gc=False):
 _decode_head = msgspec.json.Decoder(_Head).decode
 _decode_any = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
+
+
+class _PlainDelta(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """An ``output_text.delta`` event of exactly the shape the fast path accepts: the decoder
+    itself refuses any other key, a missing one, an empty text or logprobs."""
+
+    type: Literal["response.output_text.delta"]
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: Annotated[str, msgspec.Meta(min_length=1)]
+    sequence_number: int
+    logprobs: Annotated[list[None], msgspec.Meta(max_length=0)] = []
+    obfuscation: str = ""
+
+
+_decode_plain = msgspec.json.Decoder(list[_PlainDelta]).decode
+_DELTA_LINE = b"event: response.output_text.delta\n"
+_NAMED = _DELTA_LINE + b"data: "
+_NEXT = b"\n\ndata: "
+_NEXT_NAMED = b"\n\n" + _NAMED
+_SEQ_KEY = b'"sequence_number":'
+# A key, on the first event of a run: only a guess at its layout, which _canonical then proves.
+_KEY = re.compile(rb'[{,]"([a-z_]+)":')
+# The JSON msgspec writes: a string's characters as they are but for '"', '\\' and control
+# characters, escaped the one way msgspec escapes them (no \/, no \u for a character it writes raw,
+# so no \u at all here: the characters it writes as \u00XX are refused too); integers in their
+# shortest form; no space outside strings.
+_STR = rb'"[^"\\\x00-\x1f]*(?:\\["\\bfnrt][^"\\\x00-\x1f]*)*"'
+_INT = rb"(?:0|[1-9][0-9]{0,17})"
+_VALUES = {
+    b"type": rb'"response\.output_text\.delta"',
+    b"item_id": _STR,
+    b"output_index": _INT,
+    b"content_index": _INT,
+    b"delta": _STR,
+    b"logprobs": rb"\[\]",
+    b"sequence_number": _INT,
+    b"obfuscation": _STR,
+}
+_REQUIRED = frozenset(_VALUES) - {b"logprobs", b"obfuscation"}
+_layouts: dict[tuple[bytes, ...], re.Pattern[bytes] | None] = {}
+
+
+def _canonical(span: bytes, first: bytes) -> bool:
+    """Whether every event of ``span`` is one ``output_text.delta`` data line whose keys come in
+    the order of ``first``'s (each once), and whose data is exactly what msgspec encodes for the
+    object it decodes to: then replacing a number's digits on the bytes is that encoding's edit."""
+    layout = tuple(_KEY.findall(first))
+    if layout in _layouts:
+        pattern = _layouts[layout]
+    else:
+        pattern = None
+        if len(set(layout)) == len(layout) and _REQUIRED <= set(layout) <= set(_VALUES):
+            body = b",".join(b'"' + key + b'":' + _VALUES[key] for key in layout)
+            event = b"(?:" + re.escape(_DELTA_LINE) + b")?data: \\{" + body + b"\\}\n\n"
+            pattern = re.compile(b"(?:" + event + b")+")
+        if len(_layouts) < 64:
+            _layouts[layout] = pattern
+    return pattern is not None and pattern.fullmatch(span) is not None
 
 
 def _reasoning_id() -> str:
@@ -226,7 +294,119 @@ class ResponsesStream:
         return self._out
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+        """The bytes for a run of whole events, when provably exactly what :meth:`event` gives
+        them (see the module docstring); ``None`` otherwise."""
+        if self._terminated or self._off:
+            return span  # event() passes every event as it came
+        if not self._resolved or not self._channels:
+            return None
+        # One data line per event, named or not, nothing else: a JSON array once the frames are cut.
+        events = span.count(b"\n\n")
+        named = span.count(_DELTA_LINE)
+        body = span
+        if named:
+            if not self._event_lines and named != events:
+                return None  # the first events would be answered unnamed, the later ones named
+            if span.count(_NEXT_NAMED) + span.startswith(_NAMED) != named:
+                return None  # an event: line that is not an event's first line
+            body = span.replace(_NEXT_NAMED, _NEXT)
+            if body.startswith(_NAMED):
+                body = body[len(_DELTA_LINE) :]
+        if not body.startswith(b"data: "):
+            return None
+        joined = body[6:-2].replace(_NEXT, b",")
+        if b"\n" in joined:
+            return None  # an event of several lines, a comment, a blank line: read one by one
+        try:
+            deltas = _decode_plain(b"[" + joined + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if len(deltas) != events:
+            return None  # two JSON values on one line
+        first = deltas[0]
+        up, part = first.output_index, first.content_index
+        ch = self._channels.get(up)
+        scanner = ch.scanner if ch is not None else None
+        if ch is None or scanner is None or ch.up_part != part:
+            return None
+        kind = scanner.steady
+        if kind is None:
+            return None
+        texts = [d.delta for d in deltas]
+        if not scanner.triggers.isdisjoint("".join(texts)):
+            return None
+        for d in deltas:
+            if d.output_index != up or d.content_index != part:
+                return None
+        if kind == CONTENT:
+            out = self._plain_content(ch, span, body, deltas, texts)
+        else:
+            out = self._plain_reasoning(ch, texts, self._event_lines or named > 0)
+        if out is None:
+            return None
+        if named:
+            self._event_lines = True
+        scanner.pass_steady(sum(map(len, texts)))
+        return out
+
+    def _plain_content(
+        self, ch: _Channel, span: bytes, body: bytes, deltas: list[_PlainDelta], texts: list[str]
+    ) -> bytes | None:
+        """Steady answer text: each event as it came, renumbered and pointed at its client item."""
+        msg = ch.msg
+        if ch.rs is not None or msg is None or msg.part is None or len(msg.parts) != deltas[0].content_index:
+            return None
+        item_id = msg.id
+        seq = self._seq
+        renumber = False
+        for i, d in enumerate(deltas):
+            if d.item_id != item_id:
+                return None
+            if d.sequence_number != seq + i:
+                renumber = True
+        up = deltas[0].output_index
+        moved = msg.index != up
+        out = span
+        if moved or renumber:
+            # Each event is re-encoded: its bytes must be that encoding already, but for the values.
+            first = body[6 : body.find(b"\n")]
+            if not _canonical(span, first):
+                return None
+            if moved:
+                out = out.replace(b'"output_index":%d' % up, b'"output_index":%d' % msg.index)
+            if renumber:
+                pieces = out.split(_SEQ_KEY)  # one per event: _canonical proved it
+                rebuilt = [pieces[0]]
+                for i, d in enumerate(deltas):
+                    rebuilt.append(b"%d" % (seq + i) + pieces[i + 1][len(str(d.sequence_number)) :])
+                out = _SEQ_KEY.join(rebuilt)
+        msg.texts += texts
+        self._seq = seq + len(deltas)
+        return out
+
+    def _plain_reasoning(self, ch: _Channel, texts: list[str], lines: bool) -> bytes | None:
+        """Steady reasoning: each event becomes a reasoning delta of the open reasoning item."""
+        rs = ch.rs
+        if ch.msg is not None or rs is None:
+            return None
+        if self._summary:
+            kind, where = b"response.reasoning_summary_text.delta", b"summary_index"
+        else:
+            kind, where = b"response.reasoning_text.delta", b"content_index"
+        head = b'data: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":' % (
+            kind,
+            _encode(rs.id),
+            rs.index,
+            where,
+        )
+        if lines:
+            head = b"event: " + kind + b"\n" + head
+        seq = self._seq
+        out = b"".join([head + _encode(t) + b',"sequence_number":%d}\n\n' % (seq + i) for i, t in enumerate(texts)])
+        rs.texts += texts
+        ch.produced = True
+        self._seq = seq + len(texts)
+        return out
 
     # -- dispatch -------------------------------------------------------------------------------
 

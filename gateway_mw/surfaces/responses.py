@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+import types
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -95,64 +97,41 @@ _decode_any = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
 
-class _PlainDelta(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    """An ``output_text.delta`` event of exactly the shape the fast path accepts: the decoder
-    itself refuses any other key, a missing one, an empty text or logprobs."""
-
-    type: Literal["response.output_text.delta"]
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: Annotated[str, msgspec.Meta(min_length=1)]
-    sequence_number: int
-    logprobs: Annotated[list[None], msgspec.Meta(max_length=0)] = []
-    obfuscation: str = ""
-
-
-_decode_plain = msgspec.json.Decoder(list[_PlainDelta]).decode
+# The fast path's events: ``output_text.delta`` objects of these keys only, every key once, with
+# these values (a non-empty text, no logprobs). A layout is the order of the keys: one struct type
+# per layout, every field required, so that it decodes only objects of exactly those keys and
+# encodes back in that order, as msgspec encodes the object as a dict.
+_FIELDS: dict[bytes, Any] = {
+    b"type": Literal["response.output_text.delta"],
+    b"item_id": str,
+    b"output_index": int,
+    b"content_index": int,
+    b"delta": Annotated[str, msgspec.Meta(min_length=1)],
+    b"logprobs": Annotated[list[None], msgspec.Meta(max_length=0)],
+    b"sequence_number": int,
+    b"obfuscation": str,
+}
+_REQUIRED = frozenset(_FIELDS) - {b"logprobs", b"obfuscation"}
+# A key of the first event of a run: only a guess at the run's layout, which the decoder then holds
+# every event to.
+_KEY = re.compile(rb'[{,]"([a-z_]+)":')
 _DELTA_LINE = b"event: response.output_text.delta\n"
 _NAMED = _DELTA_LINE + b"data: "
 _NEXT = b"\n\ndata: "
 _NEXT_NAMED = b"\n\n" + _NAMED
 _SEQ_KEY = b'"sequence_number":'
-# A key, on the first event of a run: only a guess at its layout, which _canonical then proves.
-_KEY = re.compile(rb'[{,]"([a-z_]+)":')
-# The JSON msgspec writes: a string's characters as they are but for '"', '\\' and control
-# characters, escaped the one way msgspec escapes them (no \/, no \u for a character it writes raw,
-# so no \u at all here: the characters it writes as \u00XX are refused too); integers in their
-# shortest form; no space outside strings.
-_STR = rb'"[^"\\\x00-\x1f]*(?:\\["\\bfnrt][^"\\\x00-\x1f]*)*"'
-_INT = rb"(?:0|[1-9][0-9]{0,17})"
-_VALUES = {
-    b"type": rb'"response\.output_text\.delta"',
-    b"item_id": _STR,
-    b"output_index": _INT,
-    b"content_index": _INT,
-    b"delta": _STR,
-    b"logprobs": rb"\[\]",
-    b"sequence_number": _INT,
-    b"obfuscation": _STR,
-}
-_REQUIRED = frozenset(_VALUES) - {b"logprobs", b"obfuscation"}
-_layouts: dict[tuple[bytes, ...], re.Pattern[bytes] | None] = {}
 
 
-def _canonical(span: bytes, first: bytes) -> bool:
-    """Whether every event of ``span`` is one ``output_text.delta`` data line whose keys come in
-    the order of ``first``'s (each once), and whose data is exactly what msgspec encodes for the
-    object it decodes to: then replacing a number's digits on the bytes is that encoding's edit."""
-    layout = tuple(_KEY.findall(first))
-    if layout in _layouts:
-        pattern = _layouts[layout]
-    else:
-        pattern = None
-        if len(set(layout)) == len(layout) and _REQUIRED <= set(layout) <= set(_VALUES):
-            body = b",".join(b'"' + key + b'":' + _VALUES[key] for key in layout)
-            event = b"(?:" + re.escape(_DELTA_LINE) + b")?data: \\{" + body + b"\\}\n\n"
-            pattern = re.compile(b"(?:" + event + b")+")
-        if len(_layouts) < 64:
-            _layouts[layout] = pattern
-    return pattern is not None and pattern.fullmatch(span) is not None
+@lru_cache(maxsize=64)
+def _layout_decoder(keys: tuple[bytes, ...]) -> Callable[[bytes], list[Any]] | None:
+    """A decoder of a JSON array of delta events of exactly these keys (``None``: not a layout
+    the fast path takes)."""
+    if len(set(keys)) != len(keys) or not _REQUIRED <= set(keys) <= set(_FIELDS):
+        return None
+    fields = [(key.decode(), _FIELDS[key]) for key in keys]
+    struct = msgspec.defstruct("_PlainDelta", fields, forbid_unknown_fields=True, gc=False)
+    decode: Callable[[bytes], list[Any]] = msgspec.json.Decoder(types.GenericAlias(list, (struct,))).decode
+    return decode
 
 
 def _reasoning_id() -> str:
@@ -317,8 +296,12 @@ class ResponsesStream:
         joined = body[6:-2].replace(_NEXT, b",")
         if b"\n" in joined:
             return None  # an event of several lines, a comment, a blank line: read one by one
+        decode = _layout_decoder(tuple(_KEY.findall(body[6 : body.find(b"\n")])))
+        if decode is None:
+            return None
+        array = b"[" + joined + b"]"
         try:
-            deltas = _decode_plain(b"[" + joined + b"]")
+            deltas = decode(array)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         if len(deltas) != events:
@@ -339,7 +322,7 @@ class ResponsesStream:
             if d.output_index != up or d.content_index != part:
                 return None
         if kind == CONTENT:
-            out = self._plain_content(ch, span, body, deltas, texts)
+            out = self._plain_content(ch, span, array, deltas, texts)
         else:
             out = self._plain_reasoning(ch, texts, self._event_lines or named > 0)
         if out is None:
@@ -350,7 +333,7 @@ class ResponsesStream:
         return out
 
     def _plain_content(
-        self, ch: _Channel, span: bytes, body: bytes, deltas: list[_PlainDelta], texts: list[str]
+        self, ch: _Channel, span: bytes, array: bytes, deltas: list[Any], texts: list[str]
     ) -> bytes | None:
         """Steady answer text: each event as it came, renumbered and pointed at its client item."""
         msg = ch.msg
@@ -368,14 +351,17 @@ class ResponsesStream:
         moved = msg.index != up
         out = span
         if moved or renumber:
-            # Each event is re-encoded: its bytes must be that encoding already, but for the values.
-            first = body[6 : body.find(b"\n")]
-            if not _canonical(span, first):
+            # event() re-encodes each event with these two numbers changed. Its bytes are exactly
+            # that encoding but for the numbers when they are exactly the encoding of what they
+            # decode to: msgspec writes a dict of these keys in their order as it writes the struct.
+            # In that form a '"' inside a string is escaped, so '"output_index":' is only ever the
+            # key, once per event.
+            if _encode(deltas) != array:
                 return None
             if moved:
                 out = out.replace(b'"output_index":%d' % up, b'"output_index":%d' % msg.index)
             if renumber:
-                pieces = out.split(_SEQ_KEY)  # one per event: _canonical proved it
+                pieces = out.split(_SEQ_KEY)  # one key per event
                 rebuilt = [pieces[0]]
                 for i, d in enumerate(deltas):
                     rebuilt.append(b"%d" % (seq + i) + pieces[i + 1][len(str(d.sequence_number)) :])

@@ -123,7 +123,9 @@ class Upstream:
 
     def __init__(self, draw: st.DrawFn) -> None:
         self.draw = draw
-        self.names = draw(st.sampled_from(["all", "all", "none", "mixed"]))
+        self.names = draw(st.sampled_from(["all", "all", "none", "mixed", "late"]))
+        self.named_from = draw(st.integers(0, 200))  # "late": events are named from this one on
+        self.events = 0
         self.layout = draw(st.sampled_from(["bench", "openai", "sorted"]))
         self.seq = draw(st.sampled_from([0, 0, 0, 7]))
         self.jumps = draw(st.booleans())
@@ -137,7 +139,9 @@ class Upstream:
         return n
 
     def frame(self, kind: str, data: bytes) -> bytes:
+        self.events += 1
         named = self.names == "all" or (self.names == "mixed" and self.draw(st.booleans()))
+        named = named or (self.names == "late" and self.events > self.named_from)
         return (f"event: {kind}\n".encode() if named else b"") + b"data: " + data + b"\n\n"
 
     def add(self, body: dict[str, Any]) -> None:
@@ -163,7 +167,7 @@ class Upstream:
             items.sort()
         colon, comma = ":", ","
         if hostile:
-            shape = draw(st.integers(0, 13))
+            shape = draw(st.integers(0, 14))
             if shape == 0:
                 colon, comma = ": ", ", "
             elif shape == 1:
@@ -191,9 +195,11 @@ class Upstream:
                 items = [(k, "null" if k in ("delta", "logprobs") else v) for k, v in items]
             elif shape == 12:
                 items.append(("obfuscation", json.dumps(draw(TEXT))))
-            else:
+            elif shape == 13:
                 items = [(k, v.replace("_", "\\u005f") if k == "item_id" else v) for k, v in items]
         data = "{" + comma.join(f'"{k}"{colon}{v}' for k, v in items) + "}"
+        if hostile and shape == 14:
+            data = data + "," + data  # two events on one line: not JSON
         return self.frame("response.output_text.delta", data.encode())
 
 

@@ -122,6 +122,18 @@ _NEXT_NAMED = b"\n\n" + _NAMED
 _SEQ_KEY = b'"sequence_number":'
 
 
+_SHORT_ESCAPES = {"\b": b"\\b", "\t": b"\\t", "\n": b"\\n", "\f": b"\\f", "\r": b"\\r"}
+
+
+@lru_cache(maxsize=64)
+def _needles(triggers: frozenset[str]) -> tuple[bytes, ...]:
+    """Bytes whose presence shows a trigger in a run's texts, as they are usually spelled: a cheap
+    early refusal, before any decoding (the texts decoded are what decides)."""
+    needles = {_SHORT_ESCAPES[ch] for ch in triggers if ch in _SHORT_ESCAPES}
+    needles.update(ch.encode() for ch in triggers if ch >= " " and ch not in '"\\[')
+    return tuple(sorted(needles))
+
+
 @lru_cache(maxsize=64)
 def _layout_decoder(keys: tuple[bytes, ...]) -> Callable[[bytes], list[Any]] | None:
     """A decoder of a JSON array of delta events of exactly these keys (``None``: not a layout
@@ -279,23 +291,28 @@ class ResponsesStream:
             return span  # event() passes every event as it came
         if not self._resolved or not self._channels:
             return None
+        if len(self._channels) == 1:  # the usual case: refuse early what cannot be steady
+            scanner = next(iter(self._channels.values())).scanner
+            if scanner is None or scanner.steady is None:
+                return None
+            for needle in _needles(scanner.triggers):
+                if needle[:1] in span and needle in span:  # one byte first: a memchr
+                    return None
         # One data line per event, named or not, nothing else: a JSON array once the frames are cut.
-        events = span.count(b"\n\n")
-        named = span.count(_DELTA_LINE)
-        body = span
-        if named:
-            if not self._event_lines and named != events:
-                return None  # the first events would be answered unnamed, the later ones named
-            if span.count(_NEXT_NAMED) + span.startswith(_NAMED) != named:
-                return None  # an event: line that is not an event's first line
-            body = span.replace(_NEXT_NAMED, _NEXT)
-            if body.startswith(_NAMED):
-                body = body[len(_DELTA_LINE) :]
+        # (Counting on the lengths: bytes.count of a short pattern costs as much as the decoding.)
+        body = span.replace(_NEXT_NAMED, _NEXT)
+        named = (len(span) - len(body)) // len(_DELTA_LINE)  # event: lines that start an event
+        if body.startswith(_NAMED):
+            body = body[len(_DELTA_LINE) :]
+            named += 1
         if not body.startswith(b"data: "):
             return None
         joined = body[6:-2].replace(_NEXT, b",")
         if b"\n" in joined:
-            return None  # an event of several lines, a comment, a blank line: read one by one
+            return None  # an event of several lines, a comment, a blank line, a stray event: line
+        events = (len(body) - 8 - len(joined)) // (len(_NEXT) - 1) + 1  # each "\n\ndata: " became ","
+        if named and named != events and not self._event_lines:
+            return None  # the first events would be answered unnamed, the later ones named
         decode = _layout_decoder(tuple(_KEY.findall(body[6 : body.find(b"\n")])))
         if decode is None:
             return None

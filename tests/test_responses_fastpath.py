@@ -167,7 +167,7 @@ class Upstream:
             items.sort()
         colon, comma = ":", ","
         if hostile:
-            shape = draw(st.integers(0, 14))
+            shape = draw(st.integers(0, 15))
             if shape == 0:
                 colon, comma = ": ", ", "
             elif shape == 1:
@@ -200,6 +200,8 @@ class Upstream:
         data = "{" + comma.join(f'"{k}"{colon}{v}' for k, v in items) + "}"
         if hostile and shape == 14:
             data = data + "," + data  # two events on one line: not JSON
+        if hostile and shape == 15:
+            return b":     " + data.encode() + b"\n\n"  # a comment: no data at all
         return self.frame("response.output_text.delta", data.encode())
 
 
@@ -364,3 +366,54 @@ def test_the_fast_path_is_taken() -> None:
         # The done events repeat the text the fast path passed.
         assert [t for t in texts if t] == ["r" + " step" * 400, "Hi" + " step" * 400]
         assert translator.counts.reasoning_chars == 1 + 5 * 400
+
+
+def _line(n: int, text: str = " step") -> bytes:
+    return _delta(n, text).split(b"\n")[1][6:]  # the data of a delta event
+
+
+HOSTILE = [
+    b"data: " + _line(50) + b"," + _line(51) + b"\n\n",  # two values on one line: not JSON
+    b":     " + _line(50) + b"\n\n",  # a comment: no data
+    b"x:    " + _line(50) + b"\n\n",  # an unknown field: no data
+    _line(50)[:-20].join([b"data: ", b"\n\ndata: "]) + _line(50)[-20:] + b"\n\n",  # one value over two events
+    b"data: " + _line(50) + b"event: response.output_text.delta\n\n",
+    b"data:" + _line(50) + b"\n\n",
+    b"data:  " + _line(50) + b"\n\n",
+    b"id: 7\ndata: " + _line(50) + b"\n\n",
+    b"event: response.output_text.delta\nevent: x\ndata: " + _line(50) + b"\n\n",
+    b"data: " + _line(50).replace(b',"delta"', b',\ndata: "delta"') + b"\n\n",  # two data lines, valid JSON
+    b"data: " + _line(50).replace(b'" step"', b'" st\\u0065p"') + b"\n\n",
+    b"data: " + _line(50).replace(b',"delta":', b',"delta"\n:') + b"\n\n",  # a comment line that reads as JSON
+    b"data: " + _line(50, " <think>") + b"\n\n",
+    b"event: response.output_text.delta\n\n",
+    b"\n",
+]
+
+
+def test_hostile_events_in_steady_runs() -> None:
+    """Events the full path reads otherwise than a plain delta, in the middle of a steady run and
+    at the start of a chunk (so that a window starts with them), in answer text and in reasoning."""
+    done = {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+    tail = f"data: {json.dumps({**done, 'text': '?', 'sequence_number': 99})}\n\n".encode()
+    for start in ("Hello", "<think>r"):
+        for hostile in HOSTILE:
+            before = _head() + _delta(3, start) + b"".join(_delta(n) for n in range(4, 24))
+            mid = b"".join(_delta(n) for n in range(24, 30))
+            after = b"".join(_delta(n) for n in range(30, 44))
+            for config in CONFIGS[:2]:
+                for cuts in (
+                    [before + mid + hostile + after],
+                    [before, hostile + after],
+                    [before, mid + hostile + after],
+                ):
+                    outs = []
+                    for full in (False, True):
+                        pipeline = StreamPipeline("responses", config)
+                        if full:
+                            pipeline._translator = FullPath(config)
+                        # The done event comes alone: in a window, it would make the fast path refuse it.
+                        out = b"".join(pipeline.feed(c) for c in [*cuts, tail]) + pipeline.finish()
+                        c = pipeline.counts
+                        outs.append((events_of(normalize(out)), c.reasoning_chars, c.unreadable_events))
+                    assert outs[0] == outs[1], (start, hostile)

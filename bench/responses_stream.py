@@ -4,7 +4,8 @@ A realistic upstream Responses stream (``event:`` lines, ``sequence_number`` on 
 ``response.output_text.delta`` per token, a ``response.completed`` repeating the whole output) is
 fed in 4 KiB network pieces to ``StreamPipeline("responses", ThinkExtractConfig())``, and to a
 baseline that only splits the stream into events and joins their bytes again. Rounds interleave
-the two, so both see the same machine state; the figures are medians with their min–max.
+the two, so both see the same machine state; times are CPU time (steadier than wall time on a
+shared machine), and the figures are medians with their min–max.
 
 (a) typical: a reasoning block of N/2 deltas, then an answer of N/2 deltas;
 (b) tag-free: N answer deltas, no tags at all.
@@ -16,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
-from common import Spread, cpu_time
+from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.sse import SSEDecoder
 
 MSG_ID = "msg_67ccd3a9da748190baa7f1570fe91ac6"
 WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
@@ -91,15 +90,8 @@ def plain_deltas(n: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(n)]
 
 
-def network_pieces(stream: bytes, size: int = 4096) -> list[bytes]:
-    return [stream[i : i + size] for i in range(0, len(stream), size)]
 
 
-def baseline(pieces: list[bytes]) -> bytes:
-    decoder = SSEDecoder()
-    out = [b"".join(e.raw for e in decoder.feed(p)) for p in pieces]
-    events, tail = decoder.finish()
-    return b"".join(out) + b"".join(e.raw for e in events) + tail
 
 
 def translated(pieces: list[bytes]) -> bytes:
@@ -108,22 +100,21 @@ def translated(pieces: list[bytes]) -> bytes:
     return b"".join(out) + pipeline.finish()
 
 
-def _timed(fn: Callable[[list[bytes]], bytes], pieces: list[bytes]) -> float:
-    return cpu_time(lambda: fn(pieces))
-
-
 def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
     """One row per stream kind: events/s of both paths, their ratio, and the added µs per event."""
     rows = []
     for name, deltas in (("typical", typical_deltas(events)), ("tag-free", plain_deltas(events))):
-        pieces = network_pieces(upstream_stream(deltas))
+        pieces = pieces_of(upstream_stream(deltas))
         translated(pieces)  # warm up both paths
-        baseline(pieces)
-        t_mw: list[float] = []
-        t_base: list[float] = []
-        for _ in range(max(5, rounds)):
-            t_base.append(_timed(baseline, pieces))
-            t_mw.append(_timed(translated, pieces))
+        split_and_rejoin(pieces)
+        times = interleaved(
+            {
+                "baseline": lambda p=pieces: cpu_time(lambda: split_and_rejoin(p)),
+                "translator": lambda p=pieces: cpu_time(lambda: translated(p)),
+            },
+            max(5, rounds),
+        )
+        t_base, t_mw = times["baseline"], times["translator"]
         n = len(deltas)
         rows.append(
             {
@@ -138,10 +129,6 @@ def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(spread: Spread, unit: str = ",.0f") -> str:
-    return spread.fmt(unit)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=20000)
@@ -149,15 +136,15 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(args.events, args.rounds)
     print(
-        f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces,"
+        f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces, CPU time,"
         f" {max(5, args.rounds)} interleaved rounds: median (min–max)"
     )
     for row in rows:
         print(
-            f"  {row['stream']:<9} translator {_fmt(row['translator_events_per_s'])} events/s"
-            f" | baseline {_fmt(row['baseline_events_per_s'])} events/s"
-            f" | ratio {_fmt(row['ratio'], '.2f')}"
-            f" | added {_fmt(row['added_us_per_event'], '.2f')} µs/event"
+            f"  {row['stream']:<9} translator {row['translator_events_per_s'].fmt(',.0f')} events/s"
+            f" | baseline {row['baseline_events_per_s'].fmt(',.0f')} events/s"
+            f" | ratio {row['ratio'].fmt()}"
+            f" | added {row['added_us_per_event'].fmt()} µs/event"
         )
 
 

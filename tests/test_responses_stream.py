@@ -21,6 +21,7 @@ from gateway_mw.sse import SSEDecoder, SSEEvent
 from gateway_mw.surfaces.responses import ResponsesStream, transform_body, translate_stream
 
 from .responseswire import (
+    USAGE,
     added,
     completed,
     created,
@@ -439,3 +440,83 @@ def test_random_faulty_streams_stay_well_formed(
     terminal = [i for i, e in enumerate(readable) if e["type"] == "response.completed"]
     assert terminal in ([], [len(readable) - 1])
     assert (state._completed_response is not None) == bool(terminal)
+
+
+def _strip_ids(output: list[Any]) -> list[Any]:
+    return [{k: v for k, v in item.items() if k != "id"} for item in output]
+
+
+def _final(body: bytes) -> dict[str, Any]:
+    terminal = [e for e in read_events(body) if isinstance(e, dict) and e["type"] == "response.completed"]
+    assert len(terminal) == 1
+    result: dict[str, Any] = terminal[0]["response"]
+    return result
+
+
+def test_start_with_reasoning_opens_only_the_first_text_of_a_response() -> None:
+    """A template injects <think> once per turn: a message after a tool call is answer text."""
+    config = CFG.replace(profiles=(ModelProfile(match="r1*", start_with_reasoning=True),))
+    fc = function_call()
+    events = [
+        created("r1"),
+        in_progress("r1"),
+        *message_events("msg_1", 0, ["plan</think>", "Calling f."]),
+        added(1, {**fc, "status": "in_progress"}),
+        item_done(1, fc),
+        *message_events("msg_2", 2, ["The result is 4."]),
+        completed([message("msg_1", ["plan</think>Calling f."]), fc, message("msg_2", ["The result is 4."])], "r1"),
+    ]
+    final = _final(translate(sse(numbered(events)), config))
+    expected = [reasoning("rs", "plan"), message("msg_1", ["Calling f."]), fc, message("msg_2", ["The result is 4."])]
+    assert _strip_ids(final["output"]) == _strip_ids(expected)
+    body = response("completed", events[-1]["response"]["output"], usage=USAGE, model="r1")
+    new, _ = transform_body(json.dumps(body).encode(), config)
+    assert new is not None
+    assert _strip_ids(json.loads(new)["output"]) == _strip_ids(expected)
+
+
+@pytest.mark.parametrize("second", ["", "  "])
+def test_an_empty_second_part_is_kept_in_stream_and_non_stream(second: str) -> None:
+    parts = ["<think>r</think>hello", second]
+    item = message("msg_1", parts)
+    events = [
+        created(),
+        in_progress(),
+        added(0, message("msg_1", None, "in_progress")),
+        part_added("msg_1", 0, output_text("")),
+        text_delta("msg_1", 0, parts[0]),
+        text_done("msg_1", 0, parts[0]),
+        part_done("msg_1", 0, output_text(parts[0])),
+        part_added("msg_1", 0, output_text(""), content_index=1),
+        text_done("msg_1", 0, second, content_index=1),
+        part_done("msg_1", 0, output_text(second), content_index=1),
+        item_done(0, item),
+        completed([item]),
+    ]
+    final = _final(translate(sse(numbered(events))))
+    new, _ = transform_body(json.dumps(response("completed", [item], usage=USAGE)).encode(), CFG)
+    assert new is not None
+    assert _strip_ids(json.loads(new)["output"]) == _strip_ids(final["output"])
+    assert [p["text"] for p in final["output"][1]["content"]] == ["hello", ""]  # whitespace alone: rule 4
+    if not second:  # nothing to change without a tag (a whitespace-only part is emptied: rule 4)
+        unchanged = response("completed", [message("msg_1", ["hello", second])], usage=USAGE)
+        assert transform_body(json.dumps(unchanged).encode(), CFG)[0] is None
+
+
+def test_a_terminal_event_larger_than_the_event_cap_is_still_translated() -> None:
+    """response.completed repeats the whole output: it may grow to max_body_bytes, not max_event_bytes."""
+    answer = "word " * 400
+    events = upstream(["<think>plan</think>", *["word "] * 400])
+    out = translate(sse(events), CFG.replace(max_event_bytes=1024), cuts=list(range(0, 20_000, 700)))
+    final = _final(out)
+    assert _strip_ids(final["output"]) == _strip_ids([reasoning("rs", "plan"), message("msg_1", [answer])])
+
+
+def test_invalid_utf8_in_a_field_the_translator_skips_makes_the_event_unreadable_not_a_fault() -> None:
+    raw = sse(upstream(["<think>plan</think>", "answer"]))
+    at = raw.find(b'"delta":"answer"')
+    raw = raw[:at] + b'"x":"\xff",' + raw[at:]
+    pipeline = StreamPipeline("responses", CFG)
+    pipeline.feed(raw)
+    pipeline.finish()
+    assert (pipeline.error, pipeline.counts.unreadable_events) == (None, 1)

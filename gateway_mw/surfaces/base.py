@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..config import ThinkExtractConfig
 from ..scanner import Scanner, Segment, merge_segments
 
-__all__ = ["Counts", "extract_counted"]
+__all__ = ["Counts", "after_first_channel", "extract_counted"]
 
 
 class Counts:
@@ -41,3 +41,10 @@ def extract_counted(text: str, config: ThinkExtractConfig, counts: Counts) -> li
     segments = scanner.feed(text) + scanner.finish()
     counts.add(scanner)
     return merge_segments(segments)
+
+
+def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:
+    """The settings for the channels after a turn's first: a chat template injects ``<think>`` once
+    per turn, before its first text, so a later text block or message item does not start inside
+    reasoning."""
+    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config

@@ -34,7 +34,7 @@ import msgspec
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ..sse import SSEEvent, encode_event
-from .base import Counts, extract_counted
+from .base import Counts, after_first_channel, extract_counted
 
 __all__ = ["SIGNATURE_PREFIX", "MessagesStream", "gateway_signature", "transform_body", "translate_stream"]
 
@@ -394,7 +394,7 @@ class MessagesStream:
         if block.type in _NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._channels:
-            scanner = Scanner(_later_block(cfg) if self._texts else cfg)
+            scanner = Scanner(after_first_channel(cfg) if self._texts else cfg)
             self._texts += 1
             channel = self._channels[upstream] = _Channel(scanner, upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
@@ -586,12 +586,6 @@ async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtract
 # -- non-stream ---------------------------------------------------------------------------------
 
 
-def _later_block(cfg: ThinkExtractConfig) -> ThinkExtractConfig:
-    """The settings for a message's later text blocks: a template injects ``<think>`` once, before
-    the first (a text block after a tool call does not start inside reasoning)."""
-    return cfg.replace(start_with_reasoning=False) if cfg.start_with_reasoning else cfg
-
-
 def _blocks(block: _Obj, segments: list[Segment], redacted: bool) -> list[Any]:
     """The blocks of one upstream text block's runs, in order."""
     out: list[Any] = []
@@ -638,13 +632,13 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     redacted = cfg.messages_policy == "redacted"
     new_content: list[Any] = []
     changed = False
-    texts = 0  # text blocks scanned so far (see _later_block)
+    texts = 0  # text blocks scanned so far (see after_first_channel)
     for raw, block in zip(content, blocks, strict=True):
         text = _str(block.get("text")) if block is not None and _str(block.get("type")) == "text" else None
         if block is None or text is None:
             new_content.append(raw)
             continue
-        segments = extract_counted(text, _later_block(cfg) if texts else cfg, counts)
+        segments = extract_counted(text, after_first_channel(cfg) if texts else cfg, counts)
         texts += 1
         if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
             new_content.append(raw)

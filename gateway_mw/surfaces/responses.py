@@ -37,7 +37,7 @@ import msgspec
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
-from .base import Counts
+from .base import Counts, after_first_channel
 
 __all__ = ["ResponsesStream", "transform_body", "translate_stream"]
 
@@ -212,6 +212,18 @@ class _Channel:
 class ResponsesStream:
     """Translate a Responses event stream, one event at a time (sans-I/O)."""
 
+    # These events repeat the whole response (its output, instructions, tools): the pipeline lets
+    # them grow to max_body_bytes, so that the terminal event is translated however long the answer.
+    large_events = frozenset(
+        {
+            b"response.created",
+            b"response.in_progress",
+            b"response.completed",
+            b"response.incomplete",
+            b"response.failed",
+        }
+    )
+
     def __init__(self, config: ThinkExtractConfig, *, quiet: bool = False) -> None:
         self._base = config
         self._config: ThinkExtractConfig = config
@@ -228,6 +240,7 @@ class ResponsesStream:
         self._channels: dict[int, _Channel] = {}  # by upstream output_index, while open
         self._by_id: dict[str, _Channel] = {}  # by upstream item id, for the terminal output
         self._out: list[SSEEvent] = []
+        self._texts = 0  # output_text parts scanned so far (see after_first_channel)
         self.counts = Counts()
 
     # -- the translator protocol ----------------------------------------------------------------
@@ -243,7 +256,9 @@ class ResponsesStream:
             return out
         try:
             head = _decode_head(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            if not data.isascii():
+                data.decode()  # the head decoder skips fields unread: invalid UTF-8 there is unreadable too
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
             head = None
         if head is None or not head.type:
             other = self._decode_other(data)
@@ -589,7 +604,8 @@ class ResponsesStream:
             if isinstance(item, dict) and item.get("type") == "message":
                 ch = self._by_id.get(item.get("id"))  # type: ignore[arg-type]
                 if ch is None and not self._native:
-                    new.extend(_transform_message(item, self._config, self.counts))
+                    items, self._texts = _transform_message(item, self._config, self.counts, self._texts)
+                    new.extend(items)
                     continue
             if ch is not None:
                 new.extend(ch.items)
@@ -600,7 +616,8 @@ class ResponsesStream:
     # -- a channel's text -----------------------------------------------------------------------
 
     def _begin_text(self, ch: _Channel, content_index: int | None) -> None:
-        ch.scanner = Scanner(self._config)
+        ch.scanner = Scanner(after_first_channel(self._config) if self._texts else self._config)
+        self._texts += 1
         ch.up_part = content_index
 
     def _end_text(self, ch: _Channel) -> None:
@@ -869,11 +886,12 @@ def _output_text(output: list[Any]) -> str:
     return "".join(texts)
 
 
-def _transform_message(item: Body, config: ThinkExtractConfig, counts: Counts) -> list[Body]:
-    """The client items one whole message item becomes (``[item]`` when nothing changes)."""
+def _transform_message(item: Body, config: ThinkExtractConfig, counts: Counts, texts: int) -> tuple[list[Body], int]:
+    """The client items one whole message item becomes (``[item]`` when nothing changes), and the
+    count of output_text parts scanned so far in the response (``texts`` before this item)."""
     content = item.get("content")
     if not isinstance(content, list):
-        return [item]
+        return [item], texts
     stream = ResponsesStream(config, quiet=True)
     stream.counts = counts
     ch = _Channel({**item, "content": []}, None)
@@ -881,11 +899,14 @@ def _transform_message(item: Body, config: ThinkExtractConfig, counts: Counts) -
         if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
             ch.part_template = {**part, "text": ""}
             ch.held_part = None
-            scanner = Scanner(config)
+            scanner = Scanner(after_first_channel(config) if texts else config)
+            texts += 1
             segments = scanner.feed(part["text"]) + scanner.finish()
             counts.add(scanner)
             if segments:
                 stream._runs(ch, segments, None)
+            elif ch.msg is not None and ch.msg.part is None:
+                stream._open_part(ch)  # an empty part after text stays, as in a stream
             stream._close_reasoning(ch)
             if ch.msg is None and not ch.produced:
                 stream._open_message(ch)
@@ -900,11 +921,11 @@ def _transform_message(item: Body, config: ThinkExtractConfig, counts: Counts) -
             ch.msg.parts.append(part)
             ch.produced = True
     if ch.msg is None and not ch.produced:
-        return [item]
+        return [item], texts
     if ch.msg is not None:
         msg, ch.msg = ch.msg, None
         ch.items.append({**item, "id": msg.id, "content": msg.parts})
-    return ch.items
+    return ch.items, texts
 
 
 def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
@@ -925,9 +946,10 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         return None, counts  # upstream reasoning wins
     new: list[Any] = []
     changed = False
+    texts = 0
     for item in output:
         if isinstance(item, dict) and item.get("type") == "message":
-            items = _transform_message(item, cfg, counts)
+            items, texts = _transform_message(item, cfg, counts, texts)
             changed = changed or items != [item]
             new.extend(items)
         else:

@@ -93,8 +93,10 @@ def _proxy_app(upstream: str, middleware: bool) -> web.Application:
 
 
 def _start(app_factory: Any, *args: Any) -> tuple[multiprocessing.Process, int]:
-    ports: Any = multiprocessing.Queue()
-    process = multiprocessing.Process(target=_serve, args=(app_factory, args, ports), daemon=True)
+    # spawn, not fork: a forked child starts with the parent's pages, and its peak RSS with them.
+    ctx = multiprocessing.get_context("spawn")
+    ports: Any = ctx.Queue()
+    process = ctx.Process(target=_serve, args=(app_factory, args, ports), daemon=True)
     process.start()
     return process, int(ports.get(timeout=30))
 

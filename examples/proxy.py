@@ -628,12 +628,27 @@ def banner(base: str, settings: Settings) -> str:
     demo = settings.upstream is None
     upstream = "the embedded demo model" if demo else settings.upstream
     lines = [f"gateway_mw proxy on {base} → {upstream}   (GET /healthz, GET /metrics)", ""]
-    if demo:
+    pace = f"{settings.pace:g} tokens/s" if settings.pace else "no delay"
+    if demo and not settings.middleware:
+        lines += [f"Models: demo and demo-r1 write <think> inline; the middleware is off. Pace: {pace}.", ""]
+    elif demo:
         lines += [
             f"Models: demo writes <think>…</think>answer; demo-r1 starts inside its reasoning (profile "
-            f"demo-r1*: start_with_reasoning). Pace: {settings.pace:g} tokens/s.",
+            f"demo-r1*: start_with_reasoning). Pace: {pace}.",
             "",
         ]
+    else:
+        notes = []
+        if not settings.middleware:
+            notes.append("The middleware is off: responses pass as the upstream sent them.")
+        elif settings.think_extract.messages_policy == "off":
+            notes.append("Anthropic /v1/messages passes untouched until --messages-policy unsigned (or redacted).")
+        if settings.middleware:
+            notes.append(
+                "A model whose chat template opens <think> itself (R1-style) needs a profile with "
+                "start_with_reasoning: see docs/configuration.md."
+            )
+        lines += [*notes, ""]
     model = "demo-r1" if demo else "YOUR-MODEL"
     ask = json.dumps(QUESTION)
     chat = f'{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":{ask}}}]}}'
@@ -656,7 +671,7 @@ def banner(base: str, settings: Settings) -> str:
         "  from openai import OpenAI",
         f'  client = OpenAI(base_url="{base}/v1", api_key="unused")',
         f'  r = client.chat.completions.create(model="{model}", messages=[{{"role": "user", "content": {ask}}}])',
-        '  print(r.choices[0].message.model_extra["reasoning_content"], "|", r.choices[0].message.content)',
+        '  print((r.choices[0].message.model_extra or {}).get("reasoning_content"), "|", r.choices[0].message.content)',
         "",
         f'  r = client.responses.create(model="{model}", input={ask})',
         "  print([item.type for item in r.output], r.output_text)",

@@ -9,15 +9,14 @@ fewer rounds and smaller inputs, to check that the command works.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import time
-from pathlib import Path
 from typing import Any
 
 import chat_stream
 import faults
 import messages_stream
 import peer_litellm
+import proxy
 import responses_stream
 import scanner
 from common import machine
@@ -79,14 +78,7 @@ def main() -> None:
         "",
         faults.table(faults.run(0.05 if args.quick else 1.0)),
     ]
-    proxy_path = Path(__file__).resolve().parent / "proxy.py"
-    if proxy_path.exists():
-        spec = importlib.util.spec_from_file_location("proxy_bench", proxy_path)
-        assert spec is not None and spec.loader is not None
-        proxy_bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(proxy_bench)
-        if hasattr(proxy_bench, "report"):
-            out += ["", "### The standalone proxy, end to end", "", proxy_bench.report(quick=args.quick)]
+    out += ["", "### The standalone proxy, end to end", "", proxy.report(quick=args.quick)]
     out += ["", f"(The whole report took {time.perf_counter() - started:.0f} s.)"]
     print("\n".join(out))
 

@@ -185,8 +185,8 @@ def run(scale: float = 1.0) -> list[dict[str, object]]:
         rows.append(
             {
                 "scenario": scenario.name if scale == 1 else f"{scenario.name}, sizes × {scale:g}",
-                "peak_without_mb": (without[1] - without[0]) / MB,
-                "peak_with_mb": (with_mw[1] - with_mw[0]) / MB,
+                "peak_without_mb": max(0, without[1] - without[0]) / MB,
+                "peak_with_mb": max(0, with_mw[1] - with_mw[0]) / MB,
                 "cpu_without_s": without[2],
                 "cpu_with_s": with_mw[2],
                 "bytes_equal": without[3] == with_mw[3] or scenario.content_type == "application/json",

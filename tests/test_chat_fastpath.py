@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.chat import ChatStream
+
+from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
 
@@ -45,28 +46,8 @@ def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
 
 
-def pairs(value: Any) -> Any:
-    """JSON with every object as its list of (key, value) pairs: key order counts."""
-    if isinstance(value, dict):
-        return [(k, pairs(v)) for k, v in value.items()]
-    if isinstance(value, list):
-        return [pairs(v) for v in value]
-    return value
 
 
-def events_of(body: bytes) -> list[tuple[bytes, Any]]:
-    decoder = SSEDecoder()
-    out = []
-    for event in decoder.feed(body) + decoder.finish()[0]:
-        if event.data is None:
-            out.append((event.raw, None))
-            continue
-        try:
-            data: Any = pairs(json.loads(event.data))
-        except ValueError:
-            data = event.data
-        out.append((event.fields, data))
-    return out
 
 
 TEXT = st.lists(

@@ -21,6 +21,7 @@ from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
 
 from .responseswire import normalize
+from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
 CONFIGS = [
@@ -50,31 +51,8 @@ def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tu
     return out, counts
 
 
-def pairs(value: Any) -> Any:
-    """JSON with every object as its list of (key, value) pairs: key order counts."""
-    if isinstance(value, dict):
-        return [(k, pairs(v)) for k, v in value.items()]
-    if isinstance(value, list):
-        return [pairs(v) for v in value]
-    return value
 
 
-def events_of(body: bytes) -> list[tuple[bytes, Any]]:
-    decoder = SSEDecoder()
-    events = decoder.feed(body)
-    last, tail = decoder.finish()
-    out: list[tuple[bytes, Any]] = []
-    for event in events + last:
-        if event.data is None:
-            out.append((event.raw, None))
-            continue
-        try:
-            data: Any = pairs(json.loads(event.data))
-        except ValueError:
-            data = event.data
-        out.append((event.fields, data))
-    out.append((tail, None))
-    return out
 
 
 TEXT = st.lists(

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile, ThinkExtractConfig, setup
 
+from .httpcuts import bytes_at_every_cut
 from .messageswire import (
     TOOL_USE,
     end,
@@ -262,23 +263,14 @@ async def test_every_byte_offset_cut_gives_identical_bytes(aiohttp_client: Clien
         },
     }
     body = sse(start_event, *text_block(0, "a<think>é日", "🙂</think>b"), tool_start(1), stop(1), *end())
-    cut = 0
 
-    async def split_writer(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(body[:cut])
-        await resp.write(body[cut:])
-        return resp
+    async def client_for(handler: Any) -> Any:
+        app = web.Application()
+        setup(app, ThinkExtractConfig(messages_policy="unsigned"))
+        app.router.add_post(ROUTE, handler)
+        return await aiohttp_client(app)
 
-    app = web.Application()
-    setup(app, ThinkExtractConfig(messages_policy="unsigned"))
-    app.router.add_post(ROUTE, split_writer)
-    client = await aiohttp_client(app)
-    outputs = set()
-    for cut in range(len(body) + 1):  # noqa: B007  (read by the handler)
-        resp = await client.post(ROUTE)
-        outputs.add(await resp.read())
+    outputs = await bytes_at_every_cut(client_for, ROUTE, body)
     assert len(outputs) == 1
     assert read_sse(outputs.pop()) == [
         start_event,

@@ -19,6 +19,7 @@ from gateway_mw import THINKEXTRACT_CONFIG, THINKEXTRACT_STATS, ThinkExtractConf
 from gateway_mw.surfaces import chat as chat_surface
 
 from .chatwire import chunk, completion, read_sse, sse
+from .httpcuts import bytes_at_every_cut
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -184,20 +185,7 @@ async def test_reverse_proxy_in_front_of_a_real_upstream(
 
 async def test_stream_cut_at_every_byte_offset_gives_identical_bytes(aiohttp_client: ClientFactory) -> None:
     body = sse(chunk("a<think>é日"), chunk("🙂</think>b"), "[DONE]")
-    cut = 0
-
-    async def split_writer(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(body[:cut])
-        await resp.write(body[cut:])
-        return resp
-
-    client = await aiohttp_client(make_app(split_writer))
-    outputs = set()
-    for cut in range(len(body) + 1):  # noqa: B007  (read by the handler)
-        resp = await client.post(ROUTE)
-        outputs.add(await resp.read())
+    outputs = await bytes_at_every_cut(lambda handler: aiohttp_client(make_app(handler)), ROUTE, body)
     assert len(outputs) == 1
     assert read_sse(outputs.pop()) == [
         chunk("a"),

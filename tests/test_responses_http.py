@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile
 from gateway_mw.sse import SSEDecoder
 
+from .httpcuts import bytes_at_every_cut
 from .responseswire import (
     USAGE,
     added,
@@ -300,20 +301,8 @@ async def test_tag_free_stream_passes_byte_for_byte(aiohttp_client: ClientFactor
 
 async def test_stream_cut_at_every_byte_offset_gives_identical_bytes(aiohttp_client: ClientFactory) -> None:
     body = sse(upstream(["a<think>é日", "🙂</think>b <thi", "nk>c</think>"], after=[function_call()]))
-    cut = 0
-
-    async def split_writer(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(body[:cut])
-        await resp.write(body[cut:])
-        return resp
-
-    client = await aiohttp_client(make_app(split_writer))
-    outputs = set()
-    for cut in range(len(body) + 1):  # noqa: B007  (read by the handler)
-        resp = await client.post(ROUTE)
-        outputs.add(normalize(await resp.read()))
+    received = await bytes_at_every_cut(lambda handler: aiohttp_client(make_app(handler)), ROUTE, body)
+    outputs = {normalize(out) for out in received}
     assert len(outputs) == 1
     assert read_events(outputs.pop()) == numbered(
         [

@@ -3,12 +3,27 @@
 >>> from aiohttp import web
 >>> from gateway_mw import thinkextract_middleware
 >>> app = web.Application(middlewares=[thinkextract_middleware])
+
+The sans-I/O core (scanner, SSE codec, surface translators) imports without aiohttp; the
+middleware and its app keys are loaded on first use.
 """
 
-from .config import DEFAULT_TAG_PAIRS, THINKEXTRACT_CONFIG, ModelProfile, TagPair, ThinkExtractConfig
-from .middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_STATS, setup, thinkextract_middleware
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import DEFAULT_TAG_PAIRS, ModelProfile, TagPair, ThinkExtractConfig
 from .scanner import Scanner, Segment, extract
 from .stats import SurfaceStats, ThinkExtractStats
+
+if TYPE_CHECKING:
+    from .middleware import (
+        THINK_EXTRACT_HEADER,
+        THINKEXTRACT_CONFIG,
+        THINKEXTRACT_STATS,
+        setup,
+        thinkextract_middleware,
+    )
 
 __all__ = [
     "DEFAULT_TAG_PAIRS",
@@ -26,3 +41,16 @@ __all__ = [
     "setup",
     "thinkextract_middleware",
 ]
+
+_ADAPTER = frozenset(
+    {"THINK_EXTRACT_HEADER", "THINKEXTRACT_CONFIG", "THINKEXTRACT_STATS", "setup", "thinkextract_middleware"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    # The aiohttp adapter is imported only when one of its names is asked for.
+    if name in _ADAPTER:
+        from . import middleware
+
+        return getattr(middleware, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

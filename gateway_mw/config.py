@@ -8,11 +8,9 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal, get_args
 
 import msgspec
-from aiohttp import web
 
 __all__ = [
     "DEFAULT_TAG_PAIRS",
-    "THINKEXTRACT_CONFIG",
     "ModelProfile",
     "Surface",
     "TagPair",
@@ -332,5 +330,3 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "routes": _parse_routes,
     "profiles": _parse_profiles,
 }
-
-THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)

@@ -23,15 +23,16 @@ try:  # aiohttp ≥ 3.10 names the error its own writer raises on a closing tran
 except ImportError:  # pragma: no cover - older aiohttp
     _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
 
-from .config import FALSE_WORDS, THINKEXTRACT_CONFIG, Surface, ThinkExtractConfig
+from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .pipeline import StreamPipeline, transform_body
 from .stats import ThinkExtractStats
 from .surfaces import Counts
 
-__all__ = ["THINKEXTRACT_STATS", "THINK_EXTRACT_HEADER", "setup", "thinkextract_middleware"]
+__all__ = ["THINKEXTRACT_CONFIG", "THINKEXTRACT_STATS", "THINK_EXTRACT_HEADER", "setup", "thinkextract_middleware"]
 
 log = logging.getLogger("gateway_mw")
 
+THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)
 THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
 THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 """A client may send ``X-Think-Extract: off`` (or ``false``, ``0``, ``no``) to get the raw output."""

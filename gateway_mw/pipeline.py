@@ -5,7 +5,8 @@ every surface shares, so that no translator has to keep them itself:
 
 * an event the translator cannot handle (it raised) goes out as it came, after every channel's held
   text, and translation resumes with the next event;
-* an event over ``max_event_bytes`` goes out raw as its bytes arrive, after the held text;
+* an event over ``max_event_bytes`` goes out as its bytes arrive, after the held text, through the
+  translator's :meth:`~surfaces.StreamTranslator.oversized` (which renumbers it on its bytes);
 * at the end, held text goes out as whole events *before* an unfinished tail, never glued to it;
 * events the translator writes use the stream's own line ending.
 """
@@ -32,8 +33,9 @@ class StreamPipeline:
 
     def __init__(self, surface: Surface, config: ThinkExtractConfig) -> None:
         self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config)
-        large: frozenset[bytes] = getattr(self._translator, "large_events", frozenset())
+        large = self._translator.large_events
         self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
+        self._in_oversized = False  # pieces of an oversized event are going through
         self._surface = surface
         self._max_span = config.max_event_bytes
         self._raw = False  # the decoder itself failed: everything after passes as it comes
@@ -68,12 +70,13 @@ class StreamPipeline:
             last = self._translate(events)
         except Exception as exc:
             return self._give_up(exc, b"")
+        rest = self._oversized(SSEEvent(raw=b"", oversized=True)) if self._in_oversized else b""
         try:
             held = self._translator.finish()
         except Exception as exc:
             self._fault(exc)
             held = []
-        return last + self._join(held) + tail
+        return last + rest + self._join(held) + tail
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -132,8 +135,9 @@ class StreamPipeline:
         newline = self._decoder.newline
         for event in events:
             if event.oversized:
-                out += self._flush()
-                out.append(event.raw)
+                if not self._in_oversized:
+                    out += self._flush()
+                out.append(self._oversized(event))
                 continue
             try:
                 produced = translate(event)
@@ -149,6 +153,15 @@ class StreamPipeline:
             else:
                 out.extend(e.raw if e is event else e.raw.replace(b"\n", newline) for e in produced)
         return b"".join(out)
+
+    def _oversized(self, piece: SSEEvent) -> bytes:
+        """A piece of an event over the cap, through the translator (as it came after a fault)."""
+        self._in_oversized = piece.more
+        try:
+            return self._translator.oversized(piece.raw, piece.more)
+        except Exception as exc:
+            self._fault(exc)
+            return piece.raw
 
     def _flush(self) -> list[bytes]:
         """What every channel holds, as events in the stream's line ending ([] after a fault)."""
@@ -178,7 +191,8 @@ class StreamPipeline:
         before = self._decoder.pending
         self._fault(exc)
         self._raw = True
-        held = b"".join(self._flush())
+        rest = self._oversized(SSEEvent(raw=b"", oversized=True)) if self._in_oversized else b""
+        held = rest + b"".join(self._flush())
         pending = self._decoder.take_pending()
         # The decoder may or may not have taken the chunk in before failing: never lose it.
         return held + pending + (chunk if len(pending) < before + len(chunk) else b"")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["BOM", "DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "encode_event"]
+__all__ = ["BOM", "DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "encode_event", "event_type"]
 
 BOM = b"\xef\xbb\xbf"
 _HEAD = 256  # where an event's type is looked for: its event: line, or the start of its data
@@ -27,7 +27,8 @@ class SSEEvent(msgspec.Struct, gc=False):
     ``\\n`` (``None`` when it has none: a comment, a keep-alive, a BOM). ``event`` is the ``event:``
     field. ``fields`` holds the lines other than ``data:`` ones (``event:``, ``id:``, ``retry:``,
     comments), each ended by ``\\n``, kept when the event is rewritten. ``oversized`` marks a raw
-    piece of an event larger than the decoder's cap: it carries no ``data`` and is never decoded.
+    piece of an event larger than the decoder's cap: it carries no ``data`` and is never decoded;
+    ``more`` says that further pieces of the same event follow.
     """
 
     raw: bytes
@@ -35,6 +36,7 @@ class SSEEvent(msgspec.Struct, gc=False):
     event: str | None = None
     fields: bytes = b""
     oversized: bool = False
+    more: bool = False
 
 
 def encode_event(data: bytes, event: str | None = None, fields: bytes | None = None) -> SSEEvent:
@@ -46,6 +48,31 @@ def encode_event(data: bytes, event: str | None = None, fields: bytes | None = N
     if fields is None:
         fields = b"event: " + event.encode() + b"\n" if event is not None else b""
     return SSEEvent(raw=fields + b"data: " + data + b"\n\n", data=data, event=event, fields=fields)
+
+
+def event_type(head: bytes) -> bytes | None:
+    """The type of an event from its first bytes: its ``event:`` line, else a ``"type"`` key that
+    opens its data object. Never a search of the data: the model's text may hold any name."""
+    for line in head.splitlines():
+        name, colon, value = line.partition(b":")
+        if name == b"event":
+            return value[1:] if value[:1] == b" " else value
+        if name == b"data":
+            value = value.lstrip()
+            if not value.startswith(b"{"):
+                return None
+            value = value[1:].lstrip()
+            if not value.startswith(b'"type"'):
+                return None
+            value = value[6:].lstrip()
+            if not value.startswith(b":"):
+                return None
+            value = value[1:].lstrip()
+            end = value.find(b'"', 1)
+            return value[1:end] if value.startswith(b'"') and end > 0 else None
+        if name and not colon:
+            return None
+    return None
 
 
 class SSEDecoder:
@@ -66,7 +93,7 @@ class SSEDecoder:
         self.max_event_bytes = max_event_bytes
         # Event types that are a whole document by nature (a Responses terminal event repeats every
         # text): recognised in an event's first bytes, they may grow to max_large_event_bytes.
-        self._large_events = tuple(large_events)
+        self._large_events = frozenset(large_events)
         self._max_large = max(max_large_event_bytes, max_event_bytes)
         self.newline = b"\n"
         """The stream's line ending, from its first line: the one events written into it use."""
@@ -129,7 +156,7 @@ class SSEDecoder:
             end = self._skip(chunk)
             if end < 0:
                 if chunk:
-                    events.append(SSEEvent(raw=chunk, oversized=True))
+                    events.append(SSEEvent(raw=chunk, oversized=True, more=True))
                 return events
             events.append(SSEEvent(raw=chunk[:end], oversized=True))
             chunk = chunk[end:]
@@ -304,8 +331,7 @@ class SSEDecoder:
         """Whether ``raw`` (an event, whole or begun, over ``max_event_bytes``) is over its cap."""
         if len(raw) > self._max_large or not self._large_events:
             return True
-        head = bytes(raw[:_HEAD])
-        return not any(name in head for name in self._large_events)
+        return event_type(bytes(raw[:_HEAD])) not in self._large_events
 
     def _overflow(self, events: list[SSEEvent]) -> None:
         """The pending event outgrew the cap: hand its bytes on and stream the rest of it raw."""
@@ -322,7 +348,7 @@ class SSEDecoder:
         else:
             self._skip_after_cr = buf.endswith(b"\r")
             self._skip_at_line_start = self._skip_after_cr or self._line_start == len(buf)
-        events.append(SSEEvent(raw=self.take_pending(), oversized=True))
+        events.append(SSEEvent(raw=self.take_pending(), oversized=True, more=True))
 
     def _skip(self, chunk: bytes) -> int:
         """The offset in ``chunk`` just past the blank line that ends the oversized event, or -1."""

@@ -23,8 +23,10 @@ class StreamTranslator(Protocol):
     """
 
     counts: Counts
-    # Optional: ``large_events``, a frozenset of event type names (bytes) whose events are a whole
-    # document by nature and may grow to ``max_body_bytes`` instead of ``max_event_bytes``.
+    large_events: frozenset[bytes]
+    """Event types (their ``event:`` name or the ``type`` that opens their data) that repeat a whole
+    item or response by nature: the decoder lets them grow to ``max_body_bytes`` instead of
+    ``max_event_bytes``, so that they are read and translated however long the text they repeat."""
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         """The events to send for ``event``, in order. An event the translator cannot read goes
@@ -39,6 +41,12 @@ class StreamTranslator(Protocol):
 
     def finish(self) -> list[SSEEvent]:
         """End of stream: whatever is still held, as well-formed events."""
+        ...
+
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        """The bytes to send for ``piece``, a raw piece of an event over its cap, in order (``more``:
+        pieces of it follow). Such an event is never held or decoded: its index fields are
+        rewritten on its bytes as they go by, so that it fits the stream's numbering."""
         ...
 
     def fast_forward(self, span: bytes) -> bytes | None:

@@ -155,6 +155,8 @@ class _RawTriggers:
 class ChatStream:
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
+    large_events: frozenset[bytes] = frozenset()
+
     def __init__(self, config: ThinkExtractConfig) -> None:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
@@ -231,6 +233,10 @@ class ChatStream:
     def finish(self) -> list[SSEEvent]:
         """End of stream without ``[DONE]`` (EOF or a dropped upstream): flush every choice."""
         return self._finish_all()
+
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        """Chat numbers nothing (a choice keeps its index): an oversized chunk goes out as it came."""
+        return piece
 
     def fast_forward(self, span: bytes) -> bytes | None:
         """The bytes for a run of whole events, when provably exact without decoding them one by one:

@@ -284,6 +284,8 @@ class _Channel:
 class MessagesStream:
     """Translate an Anthropic messages event stream, one event at a time (sans-I/O)."""
 
+    large_events: frozenset[bytes] = frozenset()
+
     def __init__(self, config: ThinkExtractConfig) -> None:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model of message_start
@@ -352,6 +354,9 @@ class MessagesStream:
 
     def finish(self) -> list[SSEEvent]:
         return self._finish_all()
+
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        return piece
 
     def fast_forward(self, span: bytes) -> bytes | None:
         """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open

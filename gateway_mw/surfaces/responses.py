@@ -299,6 +299,9 @@ class ResponsesStream:
                     self._open_part(ch)
         return self._out
 
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        return piece
+
     def fast_forward(self, span: bytes) -> bytes | None:
         """The bytes for a run of whole events, when provably exactly what :meth:`event` gives
         them (see the module docstring); ``None`` otherwise."""

@@ -51,10 +51,6 @@ def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tu
     return out, counts
 
 
-
-
-
-
 TEXT = st.lists(
     st.sampled_from(
         [
@@ -343,7 +339,10 @@ def test_the_fast_path_is_taken() -> None:
         texts = [json.loads(e.data).get("text") for e in SSEDecoder().feed(closing) if e.data]
         # The done events repeat the text the fast path passed.
         assert [t for t in texts if t] == ["r" + " step" * 400, "Hi" + " step" * 400]
-        assert translator.counts.reasoning_chars == 1 + 5 * 400
+        item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": []}
+        item_done = {"type": "response.output_item.done", "output_index": 0, "item": item, "sequence_number": 806}
+        pipeline.feed(f"data: {json.dumps(item_done)}\n\n".encode())
+        assert translator.counts.reasoning_chars == 1 + 5 * 400  # counted when the item ends
 
 
 def _line(n: int, text: str = " step") -> bytes:

@@ -497,8 +497,9 @@ def test_an_empty_second_part_is_kept_in_stream_and_non_stream(second: str) -> N
     new, _ = transform_body(json.dumps(response("completed", [item], usage=USAGE)).encode(), CFG)
     assert new is not None
     assert _strip_ids(json.loads(new)["output"]) == _strip_ids(final["output"])
-    assert [p["text"] for p in final["output"][1]["content"]] == ["hello", ""]  # whitespace alone: rule 4
-    if not second:  # nothing to change without a tag (a whitespace-only part is emptied: rule 4)
+    # One channel per message item: the second part's whitespace continues the answer's text.
+    assert [p["text"] for p in final["output"][1]["content"]] == ["hello", second]
+    if not second:  # nothing to change without a tag
         unchanged = response("completed", [message("msg_1", ["hello", second])], usage=USAGE)
         assert transform_body(json.dumps(unchanged).encode(), CFG)[0] is None
 

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
 from ..config import ThinkExtractConfig
 from ..scanner import Scanner, Segment, merge_segments
 
-__all__ = ["Counts", "after_first_channel", "extract_counted"]
+__all__ = ["Counts", "NewId", "after_first_channel", "extract_counted", "random_id"]
+
+NewId = Callable[[str], str]
+"""The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
+
+
+def random_id(prefix: str) -> str:
+    """The default id source: the prefix and 128 random bits in hex, as the real APIs' ids look."""
+    return prefix + os.urandom(16).hex()
 
 
 class Counts:

@@ -1,0 +1,184 @@
+"""Whole ``output`` lists translated by the stream's own step logic: the non-stream body, and the
+``output`` that ``response.completed`` repeats.
+
+Each message item is played through a fresh :class:`~.stream.ResponsesStream` as the events a
+stream of it would be (added, its parts' text, done), and the items the client would have been
+sent are read back from the ``output_item.done`` events it writes. So stream and non-stream agree
+by construction. For the terminal event of a stream, the replay is given the ids the stream made up,
+in order, and flushes its held text where the stream did (an unreadable event cut a tag there):
+its items are the streamed ones, without the stream having kept their text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ...config import ThinkExtractConfig
+from ...sse import SSEEvent, encode_event
+from ..base import Counts, random_id
+from ..rawjson import Obj, as_str, encode, obj, raw_list
+from .items import Record
+
+if TYPE_CHECKING:
+    from .stream import ResponsesStream
+
+__all__ = ["output", "output_text", "transform_body"]
+
+_decode = msgspec.json.Decoder().decode
+
+
+def output(
+    items: list[msgspec.Raw], config: ThinkExtractConfig, records: list[Record], given_ids: list[str], native: bool
+) -> list[Any]:
+    """The client's ``output`` for an upstream one (raw items; unchanged ones stay raw). ``native``:
+    the stream met upstream reasoning, so a message it did not translate is left as it is."""
+    return _replay(items, config, records, given_ids, native)[0]
+
+
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+    """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items.
+
+    Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
+    Every value the translator does not own keeps its bytes.
+    """
+    doc = obj(bytes(body))
+    items = raw_list(doc.get("output")) if doc is not None else None
+    if doc is None or items is None:
+        return None, Counts()
+    cfg = config.for_model(as_str(doc.get("model")))
+    if not cfg.enabled:
+        return None, Counts()
+    new, counts = _replay(items, cfg, [], [], False)
+    if len(new) == len(items) and all(a is b for a, b in zip(new, items, strict=True)):
+        return None, counts
+    doc["output"] = new
+    if "output_text" in doc:
+        doc["output_text"] = output_text(new)
+    return encode(doc), counts
+
+
+def output_text(items: list[Any]) -> str:
+    """What the SDK's ``response.output_text`` reads: every message's output_text parts, joined."""
+    texts: list[str] = []
+    for raw in items:
+        item = raw if isinstance(raw, dict) else obj(raw)
+        if item is None or as_str(item.get("type")) != "message":
+            continue
+        for part in raw_list(encode(item.get("content"))) or []:
+            fields = obj(part)
+            if fields is not None and as_str(fields.get("type")) == "output_text":
+                text = as_str(fields.get("text"))
+                if text is not None:
+                    texts.append(text)
+    return "".join(texts)
+
+
+# -- the replay -------------------------------------------------------------------------------------
+
+
+class _Ids:
+    """The ids a stream made up, handed out again in the same order (fresh ones past them)."""
+
+    def __init__(self, given: list[str]) -> None:
+        self._given: Iterator[str] = iter(given)
+        self._next: str | None = next(self._given, None)
+
+    def __call__(self, prefix: str) -> str:
+        given = self._next
+        if given is not None and given.startswith(prefix):
+            self._next = next(self._given, None)
+            return given
+        return random_id(prefix)
+
+
+def _replay(
+    items: list[msgspec.Raw], config: ThinkExtractConfig, records: list[Record], given_ids: list[str], native: bool
+) -> tuple[list[Any], Counts]:
+    from .stream import ResponsesStream  # the stream uses this module for its terminal event
+
+    stream = ResponsesStream(config, new_id=_Ids(given_ids))
+    stream.replaying(config)
+    by_id = {record.up_id: record for record in records}
+    named = {as_str(i.get("id")) for i in map(obj, items) if i is not None}
+    unnamed = iter([record for record in records if record.up_id not in named])  # ids made up
+    new: list[Any] = []
+    for ordinal, raw in enumerate(items):
+        item = obj(raw)
+        kind = as_str(item.get("type")) if item is not None else None
+        if item is None or kind != "message":
+            if kind == "reasoning":
+                stream.event(_event({"type": "response.output_item.added", "output_index": ordinal, "item": raw}))
+            new.append(raw)
+            continue
+        up_id = as_str(item.get("id"))
+        record = by_id.get(up_id) if up_id is not None else next(unnamed, None)
+        if native and record is None:
+            new.append(raw)
+            continue
+        events = [e for ev in _message_events(item, ordinal, record) for e in _run(stream, ev)]
+        replaced = [done for done in map(_done_item, events) if done is not None]
+        if not replaced or _same(replaced, raw):
+            new.append(raw)
+        else:
+            new.extend(replaced)
+    return new, stream.counts
+
+
+def _run(stream: ResponsesStream, ev: SSEEvent | None) -> list[SSEEvent]:
+    """One synthetic event through the replay (``None``: a flush where the stream flushed)."""
+    return stream.flush() if ev is None else stream.event(ev)
+
+
+def _event(body: Obj) -> SSEEvent:
+    return encode_event(encode(body))
+
+
+def _message_events(item: Obj, ordinal: int, record: Record | None) -> Iterator[SSEEvent | None]:
+    """The events a stream of ``item`` would be, with ``None`` where the stream flushed."""
+    where: Obj = {"output_index": ordinal}
+    if "id" in item:
+        where["item_id"] = item["id"]
+    content = raw_list(item.get("content")) or []
+    yield _event({"type": "response.output_item.added", **where, "item": {**item, "content": []}})
+    flushes = list(record.flushes) if record is not None else []
+    fed = 0
+    for index, raw_part in enumerate(content):
+        part = obj(raw_part)
+        text = as_str(part.get("text")) if part is not None and as_str(part.get("type")) == "output_text" else None
+        at: Obj = {**where, "content_index": index}
+        if part is None or text is None:
+            yield _event({"type": "response.content_part.added", **at, "part": raw_part})
+            yield _event({"type": "response.content_part.done", **at, "part": raw_part})
+            continue
+        yield _event({"type": "response.content_part.added", **at, "part": {**part, "text": ""}})
+        start = 0
+        while flushes and flushes[0] <= fed + len(text):
+            cut = max(flushes.pop(0) - fed, start)
+            if cut > start:
+                yield _event({"type": "response.output_text.delta", **at, "delta": text[start:cut], "logprobs": []})
+            start = cut
+            yield None
+        if start < len(text):
+            yield _event({"type": "response.output_text.delta", **at, "delta": text[start:], "logprobs": []})
+        fed += len(text)
+        yield _event({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
+        yield _event({"type": "response.content_part.done", **at, "part": raw_part})
+    yield _event({"type": "response.output_item.done", **where, "item": item})
+
+
+def _done_item(event: SSEEvent) -> msgspec.Raw | None:
+    if event.data is None:
+        return None
+    body = obj(event.data)
+    if body is None or as_str(body.get("type")) != "response.output_item.done":
+        return None
+    item = body.get("item")
+    return item if isinstance(item, msgspec.Raw) else None
+
+
+def _same(produced: list[Any], raw: msgspec.Raw) -> bool:
+    """Whether the replay gave back the item unchanged (then its original bytes are kept)."""
+    return len(produced) == 1 and _decode(produced[0]) == _decode(raw)

@@ -1,0 +1,442 @@
+"""The Responses stream translator: upstream events in, client events out (sans-I/O).
+
+Dispatch only: which upstream event touches which channel (``items.Channel``), and what goes out
+for it. The client items are written by ``items.Writer``; every event that goes out, translated,
+forwarded or passed on unread, is numbered by the stream's one ``numbering.Numbering``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+
+from ...config import ThinkExtractConfig
+from ...scanner import CONTENT
+from ...sse import SSEEvent, event_type
+from ..base import Counts, NewId, after_first_channel, random_id
+from ..rawjson import Obj, TopLevelKeys, as_str, encode, obj, raw_list
+from . import fastpath, rebuild
+from .items import Channel, Record, Source, Writer
+from .numbering import Numbering
+from .wire import CREATED, DONE, LARGE, TERMINAL, Head, body_of, decode_head, item_id_of, join_surrogates, whole
+
+__all__ = ["ResponsesStream", "formats", "translate_stream"]
+
+# Event types that name a content part, and so must carry content_index for a strict client.
+_PART_SCOPED = ("response.content_part.", "response.output_text.", "response.reasoning_text.", "response.refusal.")
+# What a strict client requires of the response object, with the value written when it is missing.
+_RESPONSE_DEFAULTS: Obj = {
+    "object": "response",
+    "created_at": 0,
+    "model": "",
+    "output": [],
+    "parallel_tool_calls": False,
+    "tool_choice": "auto",
+    "tools": [],
+}
+
+
+def formats(config: ThinkExtractConfig) -> frozenset[str]:
+    """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both."""
+    return frozenset((config.responses_reasoning_format,))
+
+
+class ResponsesStream:
+    """Translate a Responses event stream, one event at a time."""
+
+    large_events = LARGE
+
+    def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
+        self._base = config
+        self.config = config  # resolved for the response's model by its first event
+        self._resolved = False
+        self._off = False  # the model's profile disables extraction: everything passes
+        self._native = False  # the upstream sent a reasoning item: later messages are left alone
+        self._terminated = False
+        self._source_id = new_id
+        self.given_ids: list[str] = []  # every id made up, in order: the terminal rebuild reuses them
+        self.numbering = Numbering()
+        self.writer = Writer(self.numbering, self._new_id, formats(config))
+        self.channels: dict[int, Channel] = {}  # by upstream ordinal, while open
+        self._records: list[Record] = []
+        self._texts = 0  # message items scanned so far (see after_first_channel)
+        self._oversized: TopLevelKeys | None = None
+        self.counts = Counts()
+
+    def _new_id(self, prefix: str) -> str:
+        new = self._source_id(prefix)
+        self.given_ids.append(new)
+        return new
+
+    # -- the translator protocol ----------------------------------------------------------------
+
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        data = event.data
+        if data is None or self._terminated or self._off:
+            return [event]
+        if data == DONE:
+            return [*self.flush(), event]
+        read = decode_head(data)
+        if read is None or not read[0].type:
+            self.counts.unreadable_events += 1
+            return [*self.flush(), self._unread(event)]
+        head, strict = read
+        if event.event is not None:
+            self.writer.named = True
+        if not self._resolved:
+            self._resolve(head)
+            if self._off:
+                return [event]
+        return self._dispatch(event, head, strict)
+
+    def flush(self) -> list[SSEEvent]:
+        """Every channel's held text, as deltas of the items it belongs to (opened if need be)."""
+        if self._terminated or self._off:
+            return []
+        out: list[SSEEvent] = []
+        for ch in self.channels.values():
+            if ch.scanner is not None:
+                segments = ch.scanner.flush()
+                if segments:
+                    ch.note_flush()
+                    out += self.writer.runs(ch, segments, None)
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        """End of stream without a terminal event: held text goes out, reasoning items close; a
+        message stays open as the upstream left it."""
+        if self._terminated or self._off:
+            return []
+        out: list[SSEEvent] = []
+        for ch in list(self.channels.values()):
+            out += self._end_text(ch)
+            if not ch.produced and ch.held_added is not None:
+                out += self.writer.open_message(ch)  # an empty message the upstream opened: not lost
+                if ch.held_part is not None:
+                    out += self.writer.open_part(ch)
+        return out
+
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        """An event too large to hold, renumbered on its bytes as they go by. A text delta of the
+        one open message item goes into its open client part (its text is not scanned)."""
+        if self._terminated or self._off:
+            return piece
+        out = b""
+        if self._oversized is None:
+            ch = next(iter(self.channels.values())) if len(self.channels) == 1 else None
+            if ch is not None and event_type(piece) == b"response.output_text.delta":
+                out = b"".join(e.raw for e in self._raw_text(ch))
+            else:
+                self._oversized = self.numbering.raw_rewriter()
+        rewriter = self._oversized
+        assert rewriter is not None
+        out += rewriter.feed(piece)
+        if not more:
+            out += rewriter.finish()
+            self._oversized = None
+        return out
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        if self._terminated or self._off:
+            return span  # event() passes every event as it came
+        return fastpath.fast_forward(self, span)
+
+    def replaying(self, config: ThinkExtractConfig) -> None:
+        """Settings already resolved for the response's model (a replay of its output)."""
+        self._resolved = True
+        self.config = config
+        self.writer = Writer(self.numbering, self._new_id, formats(config))
+        self._off = not config.enabled
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    def _resolve(self, head: Head) -> None:
+        self._resolved = True
+        model = as_str(head.response.model) if head.response is not None and head.response.model else None
+        self.config = cfg = self._base.for_model(model)
+        self.writer = Writer(self.numbering, self._new_id, formats(cfg))
+        self._off = not cfg.enabled
+
+    def _dispatch(self, event: SSEEvent, head: Head, strict: bool) -> list[SSEEvent]:
+        kind = head.type
+        if kind == "response.output_item.added":
+            return self._item_added(event, head)
+        ordinal = self.numbering.ordinal(head)
+        ch = self.channels.get(ordinal) if ordinal is not None else None
+        if ch is not None:
+            if kind == "response.output_text.delta" and head.delta is not None and not ch.other_part:
+                return self._text_delta(ch, event, head, strict)
+            if kind == "response.content_part.added":
+                return self._part_added(ch, event, head)
+            if kind == "response.output_text.done" and not ch.other_part:
+                return self._text_done(ch, event)
+            if kind == "response.content_part.done":
+                return self._part_done(ch, event)
+            if kind == "response.output_item.done":
+                return self._close_channel(ch, self._source(event))
+            return self._in_channel(ch, event)
+        if kind in TERMINAL:
+            return self._terminal(event, kind)
+        if kind in CREATED:
+            return [self._response_event(event, head)]
+        out = self.flush() if kind == "error" else []
+        out.append(self._forward(event, head, self.numbering.client_index(ordinal)))
+        return out
+
+    # -- upstream events --------------------------------------------------------------------------
+
+    def _item_added(self, event: SSEEvent, head: Head) -> list[SSEEvent]:
+        item_type = head.item.type if head.item is not None else ""
+        up_id = as_str(head.item.id) if head.item is not None and head.item.id else None
+        ordinal = self.numbering.added(head, up_id)
+        if item_type == "message" and not self._native and ordinal not in self.channels:
+            body = self._body(event)
+            item = obj(body.get("item")) if body is not None else None
+            if body is not None and item is not None:
+                cfg = after_first_channel(self.config) if self._texts else self.config
+                self._texts += 1
+                ch = Channel(ordinal, up_id or self._new_id("msg_"), item, (body, event.fields), cfg)
+                self.channels[ordinal] = ch
+                self._records.append(ch.record)
+                return []  # held until its first run is known
+        if item_type == "reasoning":
+            self._native = True  # upstream reasoning wins
+        return [self._forward(event, head, self.numbering.pass_item(ordinal))]
+
+    def _part_added(self, ch: Channel, event: SSEEvent, head: Head) -> list[SSEEvent]:
+        if head.part is not None and head.part.type == "output_text":
+            body = self._body(event)
+            part = obj(body.get("part")) if body is not None else None
+            if body is not None:
+                ch.part_template = {**part, "text": ""} if part is not None else ch.part_template
+                ch.held_part = (body, event.fields)
+                ch.up_part = whole(head.content_index)
+                ch.begin_text()
+                return []
+        # Another kind of part (a refusal): content, forwarded into the open message item.
+        out = self._end_text(ch)
+        if ch.msg is None:
+            out += self.writer.open_message(ch)
+        ch.other_part = True
+        ch.produced = True
+        out += self._in_channel(ch, event)
+        return out
+
+    def _text_delta(self, ch: Channel, event: SSEEvent, head: Head, strict: bool) -> list[SSEEvent]:
+        text = head.delta
+        assert text is not None
+        if not strict or ch.high:
+            text, ch.high = join_surrogates(ch.high, text)
+        ch.begin_text()
+        segments = ch.feed(text)
+        msg = ch.msg
+        if (
+            strict
+            and len(segments) == 1
+            and segments[0].kind == CONTENT
+            and segments[0].text == text
+            and ch.rs is None
+            and msg is not None
+            and msg.part is not None
+            and not msg.text_done
+        ):
+            msg.text.add(text)  # the common case: the event goes out as it came (renumbered)
+            return [self._forward_delta(event, head, msg.id, msg.index, len(msg.parts))]
+        if not segments:
+            return []
+        return self.writer.runs(ch, segments, self._source(event))
+
+    def _text_done(self, ch: Channel, event: SSEEvent) -> list[SSEEvent]:
+        """The part's text is over: a partial tag it ends with is text (a block may span parts of
+        one item, a tag may not), and its done event carries the client part's text."""
+        out: list[SSEEvent] = []
+        if ch.scanner is not None:
+            segments = ch.scanner.flush()
+            if segments:
+                out += self.writer.runs(ch, segments, None)
+        if ch.msg is None and not ch.produced:
+            out += self.writer.open_message(ch)  # an empty answer stays an (empty) message
+        msg = ch.msg
+        if msg is not None and msg.part is None and ch.held_part is not None:
+            out += self.writer.open_part(ch)  # an empty part stays, as in a stream
+        if msg is not None and msg.part is not None and not msg.text_done:
+            out += self.writer.text_done(msg, self._source(event))
+        return out
+
+    def _part_done(self, ch: Channel, event: SSEEvent) -> list[SSEEvent]:
+        if ch.other_part:
+            ch.other_part = False
+            out = self._in_channel(ch, event)
+            body = self._body(event)
+            if ch.msg is not None and body is not None:
+                part = obj(body.get("part"))
+                ch.msg.parts.append(part if part is not None else {})
+            return out
+        out = self._text_done(ch, event) if ch.msg is None or not ch.msg.text_done else []
+        if ch.msg is not None and ch.msg.part is not None:
+            out += self.writer.close_part(ch.msg, self._source(event))
+        return out
+
+    def _in_channel(self, ch: Channel, event: SSEEvent) -> list[SSEEvent]:
+        """An event about a message item (annotation, refusal…), pointed at its client item."""
+        msg = ch.msg
+        body = self._body(event)
+        if body is None:
+            return [self._unread(event)]
+        if msg is not None:
+            body["output_index"] = msg.index
+            if "item_id" in body:
+                body["item_id"] = msg.id
+            if "content_index" in body:
+                body["content_index"] = len(msg.parts)
+        return [self.writer.send(body, event.fields)]
+
+    def _terminal(self, event: SSEEvent, kind: str) -> list[SSEEvent]:
+        status = "completed" if kind == "response.completed" else "incomplete"
+        out: list[SSEEvent] = []
+        for ch in list(self.channels.values()):
+            out += self._close_channel(ch, None, status)
+        self._terminated = True
+        body = self._body(event)
+        if body is None:
+            return [*out, self._unread(event)]
+        response, _ = self._complete_response(body)
+        if response is not None:
+            output = raw_list(response.get("output"))
+            if output is not None:
+                new = rebuild.output(output, self.config, self._records, self.given_ids, self._native)
+                response["output"] = new
+                if "output_text" in response:
+                    response["output_text"] = rebuild.output_text(new)
+            body["response"] = response
+        out.append(self.writer.send(body, event.fields))
+        return out
+
+    def _close_channel(self, ch: Channel, src: Source | None, status: str = "completed") -> list[SSEEvent]:
+        """The upstream message item is over (or the response is): close what the client has open."""
+        out = self._end_text(ch)
+        msg = ch.msg
+        if msg is not None and msg.part is not None and not msg.text_done:
+            out += self.writer.text_done(msg, None)
+        if ch.msg is None and not ch.produced:
+            out += self.writer.open_message(ch)  # an upstream message with no text at all stays
+        if ch.msg is not None:
+            out += self.writer.close_part(ch.msg, None)
+            out += self.writer.close_message(ch, src, status)
+        del self.channels[ch.ordinal]
+        return out
+
+    def _end_text(self, ch: Channel) -> list[SSEEvent]:
+        """The item's text is over: the scanner's held text goes out, its reasoning item closes."""
+        out: list[SSEEvent] = []
+        scanner = ch.scanner
+        if scanner is not None:
+            ch.scanner = None
+            ch.config = after_first_channel(ch.config)
+            segments = scanner.finish()
+            self.counts.add(scanner)
+            if segments:
+                out += self.writer.runs(ch, segments, None)
+        if ch.high:  # a high surrogate no low one followed: no character
+            ch.high = ""
+        out += self.writer.close_reasoning(ch)
+        return out
+
+    def _raw_text(self, ch: Channel) -> list[SSEEvent]:
+        """Before an oversized text delta of ``ch`` (passed on unscanned): its client part is opened."""
+        ch.raw_text = True
+        out = self.writer.close_reasoning(ch)
+        if ch.msg is None:
+            out += self.writer.open_message(ch)
+        msg = ch.msg
+        assert msg is not None
+        if msg.part is None:
+            out += self.writer.open_part(ch)
+        targets = {
+            b"sequence_number": lambda: b"%d" % self.numbering.take_seq(),
+            b"output_index": lambda: b"%d" % msg.index,
+            b"content_index": lambda: b"%d" % len(msg.parts),
+            b"item_id": lambda: encode(msg.id),
+        }
+        self._oversized = TopLevelKeys(frozenset(targets), lambda key, value: targets[key]())
+        return out
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def _body(self, event: SSEEvent) -> Obj | None:
+        return body_of(event.data) if event.data is not None else None
+
+    def _source(self, event: SSEEvent) -> Source | None:
+        body = self._body(event)
+        return (body, event.fields) if body is not None else None
+
+    def _unread(self, event: SSEEvent) -> SSEEvent:
+        """An event passed on without being read: renumbered on its bytes all the same."""
+        raw = self.numbering.renumber_raw(event.raw)
+        return event if raw == event.raw else SSEEvent(raw=raw)
+
+    def _forward(self, event: SSEEvent, head: Head, index: int | None) -> SSEEvent:
+        """An upstream event unchanged but for its number, its client ``output_index`` and the fields
+        a strict client needs that the upstream left out."""
+        needs_part = head.content_index is None and head.type.startswith(_PART_SCOPED)
+        placed = index is None or whole(head.output_index) == index
+        if whole(head.sequence_number) == self.numbering.seq and placed and not needs_part:
+            self.numbering.seq += 1
+            return event  # the common case: nothing to change
+        body = self._body(event)
+        if body is None:
+            return self._unread(event)
+        if index is not None:
+            body["output_index"] = index
+        if needs_part:
+            body["content_index"] = 0
+        return self.writer.send(body, event.fields)
+
+    def _forward_delta(self, event: SSEEvent, head: Head, item_id: str, index: int, part: int) -> SSEEvent:
+        """A text delta as it came, pointed at its client item and part."""
+        if (
+            whole(head.sequence_number) == self.numbering.seq
+            and whole(head.output_index) == index
+            and whole(head.content_index) == part
+            and item_id_of(head) == item_id
+            and head.logprobs
+        ):
+            self.numbering.seq += 1
+            return event
+        body = self._body(event)
+        assert body is not None
+        body.update({"item_id": item_id, "output_index": index, "content_index": part})
+        body.setdefault("logprobs", [])
+        return self.writer.send(body, event.fields)
+
+    def _response_event(self, event: SSEEvent, head: Head) -> SSEEvent:
+        """``response.created`` / ``in_progress``: given what a strict client requires if missing."""
+        body = self._body(event)
+        if body is not None:
+            response, filled = self._complete_response(body)
+            if filled:
+                body["response"] = response
+                return self.writer.send(body, event.fields)
+        return self._forward(event, head, None)
+
+    @staticmethod
+    def _complete_response(body: Obj) -> tuple[Obj | None, bool]:
+        """The event's response object (``None``: not an object), with the fields a strict client
+        requires that it lacks, and whether any was lacking."""
+        raw = body.get("response")
+        response = obj(raw) if not isinstance(raw, dict) else raw
+        if response is None:
+            return None, False
+        missing = {k: v for k, v in _RESPONSE_DEFAULTS.items() if k not in response}
+        return ({**response, **missing}, True) if missing else (response, False)
+
+
+async def translate_stream(
+    events: AsyncIterable[SSEEvent], config: ThinkExtractConfig, *, new_id: NewId = random_id
+) -> AsyncIterator[SSEEvent]:
+    """The async generator form: upstream events in, client events out."""
+    stream = ResponsesStream(config, new_id=new_id)
+    async for event in events:
+        for out in stream.event(event):
+            yield out
+    for out in stream.finish():
+        yield out

@@ -1,0 +1,165 @@
+"""What the Responses translator reads of an upstream event, and how it writes one.
+
+The head decoder reads a handful of fields and skips the rest. It is lenient where the SDKs are: a
+whole number written ``4.0`` is a number, and an event msgspec cannot read because of a lone
+surrogate escape (a ``\\ud83d`` / ``\\ude00`` pair split across two deltas) is read with the
+standard library, which accepts it, so that no character is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from ...sse import SSEEvent, encode_event
+from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
+
+__all__ = [
+    "CREATED",
+    "DONE",
+    "LARGE",
+    "TERMINAL",
+    "Head",
+    "decode_head",
+    "encode_body",
+    "event_of",
+    "join_surrogates",
+    "whole",
+]
+
+DONE = b"[DONE]"
+TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+CREATED = frozenset({"response.created", "response.in_progress", "response.queued"})
+# Events that repeat a whole item, part or response: held and read up to max_body_bytes, so that
+# they are translated and renumbered however long the text they repeat.
+LARGE = frozenset(
+    name.encode()
+    for name in (
+        *CREATED,
+        *TERMINAL,
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.function_call_arguments.done",
+        "response.reasoning_text.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    )
+)
+
+
+class _ItemHead(msgspec.Struct, gc=False):
+    type: str = ""
+    id: msgspec.Raw = msgspec.Raw()
+
+
+class _PartHead(msgspec.Struct, gc=False):
+    type: str = ""
+
+
+class _ResponseHead(msgspec.Struct, gc=False):
+    model: msgspec.Raw = msgspec.Raw()
+
+
+class Head(msgspec.Struct, gc=False):
+    """The fields of an event the translator reads; everything else is skipped by the decoder."""
+
+    type: str = ""
+    sequence_number: int | float | None = None
+    output_index: int | float | None = None
+    content_index: int | float | None = None
+    item_id: msgspec.Raw = msgspec.Raw()
+    delta: str | None = None
+    logprobs: msgspec.Raw = msgspec.Raw()
+    item: _ItemHead | None = None
+    part: _PartHead | None = None
+    response: _ResponseHead | None = None
+
+
+_decode_head = msgspec.json.Decoder(Head).decode
+
+
+def decode_head(data: bytes) -> tuple[Head, bool] | None:
+    """The head of an event and whether msgspec could read it (``False``: only the standard library
+    could, for a lone surrogate escape); ``None`` when it is not an event this translator reads."""
+    try:
+        head = _decode_head(data)
+        if not data.isascii():
+            data.decode()  # the decoder skips fields unread: invalid UTF-8 there is unreadable too
+        return head, True
+    except UnicodeDecodeError:
+        return None
+    except UNREADABLE:
+        pass
+    try:
+        doc = json.loads(data)
+        return msgspec.convert(doc, Head), False
+    except (ValueError, msgspec.ValidationError):
+        return None
+
+
+def whole(value: int | float | None) -> int | None:
+    """An index as the SDKs read it: ``4`` and ``4.0`` are 4; anything else is no index."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
+
+
+def item_id_of(head: Head) -> str | None:
+    return as_str(head.item_id) if head.item_id else None
+
+
+def body_of(data: bytes) -> Obj | None:
+    """An event's data as an object of raw values, or (lone surrogates) of decoded ones."""
+    doc = obj(data)
+    if doc is not None:
+        return doc
+    try:
+        loaded = json.loads(data)
+    except ValueError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def encode_body(body: Obj) -> bytes:
+    try:
+        return encode(body)
+    except UnicodeEncodeError:  # a lone surrogate the upstream sent in a field we do not own
+        return json.dumps(_plain(body), separators=(",", ":")).encode()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, msgspec.Raw):
+        return json.loads(bytes(value))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def event_of(body: Obj, fields: bytes | None, name: str | None) -> SSEEvent:
+    """A client event: the upstream's own lines when it replaces one, else an ``event:`` line when
+    the upstream names its events (``name``)."""
+    if fields is not None:
+        return encode_event(encode_body(body), fields=fields)
+    return encode_event(encode_body(body), event=name)
+
+
+_HIGH = range(0xD800, 0xDC00)
+
+
+def join_surrogates(held: str, text: str) -> tuple[str, str]:
+    """``text`` (after ``held``, a high surrogate kept from the last delta) with surrogate pairs
+    joined into their characters; a trailing high surrogate is kept for the next delta. A surrogate
+    with no partner is no character: it becomes U+FFFD."""
+    text = held + text
+    keep = ""
+    if text and ord(text[-1]) in _HIGH:
+        text, keep = text[:-1], text[-1]
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), keep

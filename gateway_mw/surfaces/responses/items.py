@@ -267,6 +267,7 @@ class Writer:
             body, fields = src
             upstream_part = obj(body["part"]) if "part" in body and not isinstance(body["part"], dict) else None
             part = {**(upstream_part if upstream_part is not None else msg.part), "text": text}
+            part.setdefault("annotations", [])
             body.update(target)
             body["part"] = part
         else:

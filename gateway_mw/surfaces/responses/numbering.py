@@ -46,7 +46,7 @@ class Numbering:
         if index is not None:
             return index
         item_id = item_id_of(head)
-        if item_id is None and head.item is not None and head.item.id:
+        if item_id is None and head.item is not None:
             item_id = as_str(head.item.id)
         return self._ordinal_of_id.get(item_id) if item_id is not None else None
 

@@ -138,6 +138,8 @@ def _event(body: Obj) -> SSEEvent:
 
 def _message_events(item: Obj, ordinal: int, record: Record | None) -> Iterator[SSEEvent | None]:
     """The events a stream of ``item`` would be, with ``None`` where the stream flushed."""
+    if record is not None and as_str(item.get("id")) is None:
+        item = {**item, "id": record.up_id}  # the id the stream made up (or read) for it
     where: Obj = {"output_index": ordinal}
     if "id" in item:
         where["item_id"] = item["id"]

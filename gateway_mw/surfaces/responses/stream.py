@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 
 from ...config import ThinkExtractConfig
-from ...scanner import CONTENT
+from ...scanner import CONTENT, extract
 from ...sse import SSEEvent, event_type
 from ..base import Counts, NewId, after_first_channel, random_id
 from ..rawjson import Obj, TopLevelKeys, as_str, encode, obj, raw_list
 from . import fastpath, rebuild
-from .items import Channel, Record, Source, Writer
+from .items import Channel, ClientItem, Record, Source, Text, Writer
 from .numbering import Numbering
 from .wire import CREATED, DONE, LARGE, TERMINAL, Head, body_of, decode_head, item_id_of, join_surrogates, whole
 
@@ -151,7 +151,7 @@ class ResponsesStream:
 
     def _resolve(self, head: Head) -> None:
         self._resolved = True
-        model = as_str(head.response.model) if head.response is not None and head.response.model else None
+        model = as_str(head.response.model) if head.response is not None else None
         self.config = cfg = self._base.for_model(model)
         self.writer = Writer(self.numbering, self._new_id, formats(cfg))
         self._off = not cfg.enabled
@@ -186,7 +186,7 @@ class ResponsesStream:
 
     def _item_added(self, event: SSEEvent, head: Head) -> list[SSEEvent]:
         item_type = head.item.type if head.item is not None else ""
-        up_id = as_str(head.item.id) if head.item is not None and head.item.id else None
+        up_id = as_str(head.item.id) if head.item is not None else None
         ordinal = self.numbering.added(head, up_id)
         if item_type == "message" and not self._native and ordinal not in self.channels:
             body = self._body(event)
@@ -207,7 +207,11 @@ class ResponsesStream:
             body = self._body(event)
             part = obj(body.get("part")) if body is not None else None
             if body is not None:
-                ch.part_template = {**part, "text": ""} if part is not None else ch.part_template
+                if part is not None:
+                    ch.part_template = {**part, "text": ""}
+                    if "annotations" not in part:  # required of an output_text part by a strict client
+                        ch.part_template["annotations"] = []
+                        body["part"] = ch.part_template
                 ch.held_part = (body, event.fields)
                 ch.up_part = whole(head.content_index)
                 ch.begin_text()
@@ -259,8 +263,22 @@ class ResponsesStream:
         if msg is not None and msg.part is None and ch.held_part is not None:
             out += self.writer.open_part(ch)  # an empty part stays, as in a stream
         if msg is not None and msg.part is not None and not msg.text_done:
-            out += self.writer.text_done(msg, self._source(event))
+            src = self._source(event)
+            if ch.raw_text and src is not None:
+                self._known_text(ch, msg, as_str(src[0].get("text")))
+            out += self.writer.text_done(msg, src)
         return out
+
+    def _known_text(self, ch: Channel, msg: ClientItem, upstream: str | None) -> None:
+        """A delta too large to read went into this part unscanned: its text, for the done events,
+        is the answer the upstream's whole text ends with."""
+        ch.raw_text = False
+        if upstream is None:
+            return
+        runs = [seg.text for seg in extract(upstream, ch.config) if seg.kind == CONTENT]
+        msg.text = Text()
+        if runs:
+            msg.text.add(runs[-1])
 
     def _part_done(self, ch: Channel, event: SSEEvent) -> list[SSEEvent]:
         if ch.other_part:
@@ -357,7 +375,7 @@ class ResponsesStream:
             b"content_index": lambda: b"%d" % len(msg.parts),
             b"item_id": lambda: encode(msg.id),
         }
-        self._oversized = TopLevelKeys(frozenset(targets), lambda key, value: targets[key]())
+        self._oversized = TopLevelKeys(frozenset(targets), lambda key, _: targets[key]() if key in targets else None)
         return out
 
     # -- writing ----------------------------------------------------------------------------------
@@ -398,7 +416,7 @@ class ResponsesStream:
             and whole(head.output_index) == index
             and whole(head.content_index) == part
             and item_id_of(head) == item_id
-            and head.logprobs
+            and head.logprobs is not None
         ):
             self.numbering.seq += 1
             return event

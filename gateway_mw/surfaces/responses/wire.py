@@ -55,7 +55,7 @@ LARGE = frozenset(
 
 class _ItemHead(msgspec.Struct, gc=False):
     type: str = ""
-    id: msgspec.Raw = msgspec.Raw()
+    id: Any = None  # any JSON: an upstream may send a number
 
 
 class _PartHead(msgspec.Struct, gc=False):
@@ -63,7 +63,7 @@ class _PartHead(msgspec.Struct, gc=False):
 
 
 class _ResponseHead(msgspec.Struct, gc=False):
-    model: msgspec.Raw = msgspec.Raw()
+    model: Any = None
 
 
 class Head(msgspec.Struct, gc=False):
@@ -73,9 +73,9 @@ class Head(msgspec.Struct, gc=False):
     sequence_number: int | float | None = None
     output_index: int | float | None = None
     content_index: int | float | None = None
-    item_id: msgspec.Raw = msgspec.Raw()
+    item_id: Any = None
     delta: str | None = None
-    logprobs: msgspec.Raw = msgspec.Raw()
+    logprobs: Any = None
     item: _ItemHead | None = None
     part: _PartHead | None = None
     response: _ResponseHead | None = None
@@ -111,7 +111,7 @@ def whole(value: int | float | None) -> int | None:
 
 
 def item_id_of(head: Head) -> str | None:
-    return as_str(head.item_id) if head.item_id else None
+    return as_str(head.item_id)
 
 
 def body_of(data: bytes) -> Obj | None:

@@ -14,7 +14,7 @@ import openai
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw import THINKEXTRACT_STATS, ThinkExtractConfig, setup
 
 from .responseswire import (
     added,
@@ -59,17 +59,21 @@ def gateway(pieces: list[bytes], config: ThinkExtractConfig) -> web.Application:
 
 
 async def client_view(
-    aiohttp_server: ServerFactory, pieces: list[bytes], **config: Any
+    aiohttp_server: ServerFactory, pieces: list[bytes], stats: list[Any] | None = None, **config: Any
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every event the strict SDK read (as JSON) and its final response (reasoning ids normalized)."""
-    server = await aiohttp_server(gateway(pieces, ThinkExtractConfig(**config)))
+    """Every event the strict SDK read (as JSON) and its final response (reasoning ids normalized);
+    the middleware's statistics appended to ``stats``."""
+    app = gateway(pieces, ThinkExtractConfig(**config))
+    server = await aiohttp_server(app)
+    if stats is not None:
+        stats.append(app[THINKEXTRACT_STATS])
     client = openai.AsyncOpenAI(
         api_key="x", base_url=str(server.make_url("/v1")), max_retries=0, _strict_response_validation=True
     )
     async with client.responses.stream(model="m", input="hi") as stream:
-        events = [wire_only(event.model_dump(mode="json", exclude_unset=True)) async for event in stream]
+        events = [wire_only(event.model_dump(mode="json", exclude_unset=True, warnings=False)) async for event in stream]
         final = await stream.get_final_response()
-    output = wire_only(final.model_dump(mode="json", exclude_unset=True)["output"])
+    output = wire_only(final.model_dump(mode="json", exclude_unset=True, warnings=False)["output"])
     return normalize(events), normalize(output)
 
 
@@ -254,9 +258,11 @@ async def test_model_text_naming_a_large_event_does_not_make_it_one(aiohttp_serv
         ]
     )
     raw = [sse([e], event_lines=False) for e in events]
-    got, final = await client_view(aiohttp_server, raw, max_event_bytes=4096, max_body_bytes=1 << 20)
+    stats: list[Any] = []
+    got, final = await client_view(aiohttp_server, raw, stats, max_event_bytes=4096, max_body_bytes=1 << 20)
     check_numbering(got)
     assert final == [reasoning("rs_1", "r"), message("msg_1", [big])]
+    assert stats[0].responses.oversized_events == 1  # the delta streamed through, not held whole
 
 
 async def test_a_non_string_message_id_in_the_terminal_output(aiohttp_server: ServerFactory) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .middleware import (
         THINK_EXTRACT_HEADER,
         THINKEXTRACT_CONFIG,
+        THINKEXTRACT_IDS,
         THINKEXTRACT_STATS,
         setup,
         thinkextract_middleware,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TAG_PAIRS",
     "THINKEXTRACT_CONFIG",
+    "THINKEXTRACT_IDS",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
     "ModelProfile",
@@ -43,7 +45,14 @@ __all__ = [
 ]
 
 _ADAPTER = frozenset(
-    {"THINK_EXTRACT_HEADER", "THINKEXTRACT_CONFIG", "THINKEXTRACT_STATS", "setup", "thinkextract_middleware"}
+    {
+        "THINK_EXTRACT_HEADER",
+        "THINKEXTRACT_CONFIG",
+        "THINKEXTRACT_IDS",
+        "THINKEXTRACT_STATS",
+        "setup",
+        "thinkextract_middleware",
+    }
 )
 
 

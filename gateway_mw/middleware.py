@@ -27,13 +27,24 @@ from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .pipeline import StreamPipeline, transform_body
 from .stats import ThinkExtractStats
 from .surfaces import Counts
+from .surfaces.base import NewId, random_id
 
-__all__ = ["THINKEXTRACT_CONFIG", "THINKEXTRACT_STATS", "THINK_EXTRACT_HEADER", "setup", "thinkextract_middleware"]
+__all__ = [
+    "THINKEXTRACT_CONFIG",
+    "THINKEXTRACT_IDS",
+    "THINKEXTRACT_STATS",
+    "THINK_EXTRACT_HEADER",
+    "setup",
+    "thinkextract_middleware",
+]
 
 log = logging.getLogger("gateway_mw")
 
 THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)
 THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
+THINKEXTRACT_IDS: web.AppKey[NewId] = web.AppKey("THINKEXTRACT_IDS")
+"""Optional: the source of the ids the translators make up (``rs_…``, ``msg_…``), given the prefix;
+random by default. Set it to make output deterministic (tests, replays)."""
 THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 """A client may send ``X-Think-Extract: off`` (or ``false``, ``0``, ``no``) to get the raw output."""
 
@@ -109,6 +120,7 @@ class _Session:
         self.request = request
         self.surface = surface
         self.config = config
+        self.new_id = _innermost(request, THINKEXTRACT_IDS) or random_id
         self.stats = stats
         if stats is not None:
             stats.surface(surface).seen += 1
@@ -161,7 +173,7 @@ class _Session:
         if len(body) > self.config.max_body_bytes:
             self.passed("too_large")
             return
-        new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config)
+        new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config, self.new_id)
         self.translated(counts, error)
         if new is not None:
             response.headers.popall(hdrs.CONTENT_LENGTH, None)
@@ -306,7 +318,7 @@ class _TranslatingWriter(AbstractStreamWriter):
                 del headers[hdrs.CONTENT_LENGTH]
                 self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
-            self._pipeline = StreamPipeline(session.surface, session.config)
+            self._pipeline = StreamPipeline(session.surface, session.config, session.new_id)
             return _SSE
         if kind == _JSON:
             return _JSON
@@ -353,7 +365,9 @@ class _TranslatingWriter(AbstractStreamWriter):
             await self._write_held(body)
             await self._inner.write_eof()
             return
-        new, counts, error = transform_body(self._session.surface, body, False, self._session.config)
+        new, counts, error = transform_body(
+            self._session.surface, body, False, self._session.config, self._session.new_id
+        )
         self._session.translated(counts, error)
         if new is not None:
             body = new

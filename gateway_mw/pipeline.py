@@ -18,6 +18,7 @@ import logging
 from .config import Surface, ThinkExtractConfig
 from .sse import SSEDecoder, SSEEvent
 from .surfaces import BODY_TRANSFORMS, STREAM_TRANSLATORS, Counts, StreamTranslator
+from .surfaces.base import NewId, random_id
 
 __all__ = ["StreamPipeline", "transform_body"]
 
@@ -31,8 +32,8 @@ _RETRIES = 2  # events decoded one by one after a decline before the rest of the
 class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
-    def __init__(self, surface: Surface, config: ThinkExtractConfig) -> None:
-        self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config)
+    def __init__(self, surface: Surface, config: ThinkExtractConfig, new_id: NewId = random_id) -> None:
+        self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config, new_id)
         large = self._translator.large_events
         self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
         self._in_oversized = False  # pieces of an oversized event are going through
@@ -199,16 +200,16 @@ class StreamPipeline:
 
 
 def transform_body(
-    surface: Surface, body: bytes | bytearray, is_sse: bool, config: ThinkExtractConfig
+    surface: Surface, body: bytes | bytearray, is_sse: bool, config: ThinkExtractConfig, new_id: NewId = random_id
 ) -> tuple[bytes | None, Counts, BaseException | None]:
     """A whole response body translated: ``None`` when nothing changed."""
     if is_sse:
-        pipeline = StreamPipeline(surface, config)
+        pipeline = StreamPipeline(surface, config, new_id)
         raw = bytes(body)
         out = pipeline.feed(raw) + pipeline.finish()
         return (None if out == raw else out), pipeline.counts, pipeline.error
     try:
-        new, counts = BODY_TRANSFORMS[surface](body, config)
+        new, counts = BODY_TRANSFORMS[surface](body, config, new_id)
     except Exception as exc:
         log.exception("gateway_mw: %s body translation failed; passing it through", surface)
         return None, Counts(), exc

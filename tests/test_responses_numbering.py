@@ -10,6 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import openai
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -71,7 +72,9 @@ async def client_view(
         api_key="x", base_url=str(server.make_url("/v1")), max_retries=0, _strict_response_validation=True
     )
     async with client.responses.stream(model="m", input="hi") as stream:
-        events = [wire_only(event.model_dump(mode="json", exclude_unset=True, warnings=False)) async for event in stream]
+        events = [
+            wire_only(event.model_dump(mode="json", exclude_unset=True, warnings=False)) async for event in stream
+        ]
         final = await stream.get_final_response()
     output = wire_only(final.model_dump(mode="json", exclude_unset=True, warnings=False)["output"])
     return normalize(events), normalize(output)
@@ -333,3 +336,30 @@ async def test_a_block_may_span_the_parts_of_one_message(aiohttp_server: ServerF
 
     new, _ = transform_body(json.dumps(response("completed", [item])).encode(), ThinkExtractConfig())
     assert new is not None and normalize(json.loads(new)["output"]) == expected
+
+
+async def test_made_up_ids_come_from_the_app_s_source(aiohttp_server: ServerFactory) -> None:
+    """``THINKEXTRACT_IDS`` makes the output deterministic, stream and non-stream alike."""
+    from itertools import count
+
+    from gateway_mw import THINKEXTRACT_IDS
+
+    events = numbered([created(), *message_events("msg_1", 0, ["<think>r</think>a"])])
+    events.append(completed([message("msg_1", ["<think>r</think>a"])]))
+    app = gateway(each(events), ThinkExtractConfig())
+    numbers = count(1)
+    app[THINKEXTRACT_IDS] = lambda prefix: f"{prefix}{next(numbers)}"
+    body = response("completed", [message("msg_1", ["<think>r</think>a"])])
+
+    async def plain(request: web.Request) -> web.Response:
+        return web.json_response(body)
+
+    app.router.add_post("/v1/plain/responses", plain)
+    server = await aiohttp_server(app)
+    client = openai.AsyncOpenAI(api_key="x", base_url=str(server.make_url("/v1")), max_retries=0)
+    async with client.responses.stream(model="m", input="hi") as stream:
+        final = await stream.get_final_response()
+    assert [item.id for item in final.output] == ["rs_1", "msg_1"]
+    async with aiohttp.ClientSession() as http, http.post(server.make_url("/v1/plain/responses"), json={}) as resp:
+        plain_body = await resp.json()
+    assert plain_body == response("completed", [reasoning("rs_2", "r"), message("msg_1", ["a"])])

@@ -8,7 +8,7 @@ from typing import Protocol
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
 from . import chat, messages, responses
-from .base import Counts
+from .base import Counts, NewId
 
 __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
 
@@ -56,15 +56,16 @@ class StreamTranslator(Protocol):
         ...
 
 
-BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig], tuple[bytes | None, Counts]]
+BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig, NewId], tuple[bytes | None, Counts]]
 
-STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig], StreamTranslator]] = {
-    "chat": chat.ChatStream,
-    "messages": messages.MessagesStream,
-    "responses": responses.ResponsesStream,
+# Given the settings and the source of made-up ids (only Responses makes ids up).
+STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig, NewId], StreamTranslator]] = {
+    "chat": lambda config, _: chat.ChatStream(config),
+    "messages": lambda config, _: messages.MessagesStream(config),
+    "responses": lambda config, new_id: responses.ResponsesStream(config, new_id=new_id),
 }
 BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
-    "chat": chat.transform_body,
-    "messages": messages.transform_body,
-    "responses": responses.transform_body,
+    "chat": lambda body, config, _: chat.transform_body(body, config),
+    "messages": lambda body, config, _: messages.transform_body(body, config),
+    "responses": lambda body, config, new_id: responses.transform_body(body, config, new_id=new_id),
 }

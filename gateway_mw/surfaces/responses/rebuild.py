@@ -18,7 +18,7 @@ import msgspec
 
 from ...config import ThinkExtractConfig
 from ...sse import SSEEvent, encode_event
-from ..base import Counts, random_id
+from ..base import Counts, NewId, random_id
 from ..rawjson import Obj, as_str, encode, obj, raw_list
 from .items import Record
 
@@ -31,14 +31,21 @@ _decode = msgspec.json.Decoder().decode
 
 
 def output(
-    items: list[msgspec.Raw], config: ThinkExtractConfig, records: list[Record], given_ids: list[str], native: bool
+    items: list[msgspec.Raw],
+    config: ThinkExtractConfig,
+    records: list[Record],
+    given_ids: list[str],
+    native: bool,
+    new_id: NewId = random_id,
 ) -> list[Any]:
     """The client's ``output`` for an upstream one (raw items; unchanged ones stay raw). ``native``:
     the stream met upstream reasoning, so a message it did not translate is left as it is."""
-    return _replay(items, config, records, given_ids, native)[0]
+    return _replay(items, config, records, given_ids, native, new_id)[0]
 
 
-def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+def transform_body(
+    body: bytes | bytearray, config: ThinkExtractConfig, *, new_id: NewId = random_id
+) -> tuple[bytes | None, Counts]:
     """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items.
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
@@ -51,7 +58,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     cfg = config.for_model(as_str(doc.get("model")))
     if not cfg.enabled:
         return None, Counts()
-    new, counts = _replay(items, cfg, [], [], False)
+    new, counts = _replay(items, cfg, [], [], False, new_id)
     if len(new) == len(items) and all(a is b for a, b in zip(new, items, strict=True)):
         return None, counts
     doc["output"] = new
@@ -82,24 +89,30 @@ def output_text(items: list[Any]) -> str:
 class _Ids:
     """The ids a stream made up, handed out again in the same order (fresh ones past them)."""
 
-    def __init__(self, given: list[str]) -> None:
+    def __init__(self, given: list[str], new_id: NewId) -> None:
         self._given: Iterator[str] = iter(given)
         self._next: str | None = next(self._given, None)
+        self._new_id = new_id
 
     def __call__(self, prefix: str) -> str:
         given = self._next
         if given is not None and given.startswith(prefix):
             self._next = next(self._given, None)
             return given
-        return random_id(prefix)
+        return self._new_id(prefix)
 
 
 def _replay(
-    items: list[msgspec.Raw], config: ThinkExtractConfig, records: list[Record], given_ids: list[str], native: bool
+    items: list[msgspec.Raw],
+    config: ThinkExtractConfig,
+    records: list[Record],
+    given_ids: list[str],
+    native: bool,
+    new_id: NewId = random_id,
 ) -> tuple[list[Any], Counts]:
     from .stream import ResponsesStream  # the stream uses this module for its terminal event
 
-    stream = ResponsesStream(config, new_id=_Ids(given_ids))
+    stream = ResponsesStream(config, new_id=_Ids(given_ids, new_id))
     stream.replaying(config)
     by_id = {record.up_id: record for record in records}
     named = {as_str(i.get("id")) for i in map(obj, items) if i is not None}

@@ -321,7 +321,7 @@ class ResponsesStream:
         if response is not None:
             output = raw_list(response.get("output"))
             if output is not None:
-                new = rebuild.output(output, self.config, self._records, self.given_ids, self._native)
+                new = rebuild.output(output, self.config, self._records, self.given_ids, self._native, self._source_id)
                 response["output"] = new
                 if "output_text" in response:
                     response["output_text"] = rebuild.output_text(new)

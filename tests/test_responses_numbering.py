@@ -251,20 +251,26 @@ async def test_a_delta_after_its_item_is_done_points_at_its_client_item(aiohttp_
 
 
 async def test_model_text_naming_a_large_event_does_not_make_it_one(aiohttp_server: ServerFactory) -> None:
-    """Defect 8: only the event line or the first key name an event's type, never its text."""
-    big = "response.created " * 5_000
+    """Defect 8: only the event line or the first key name an event's type, never its text: a tool
+    call's arguments that start with "response.created" stream through, they are not held."""
+    args = "response.created " * 5_000
+    call = {**function_call(arguments=args), "status": "in_progress"}
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1}
     events = numbered(
         [
             created(),
-            *message_events("msg_1", 0, ["<think>r</think>", big]),
-            completed([message("msg_1", ["<think>r</think>" + big])]),
+            *message_events("msg_1", 0, ["<think>r</think>a"]),
+            added(1, {**call, "arguments": ""}),
+            {"delta": args, **delta},  # the text first: no event line, the type is not the first key
+            item_done(1, function_call(arguments=args)),
+            completed([message("msg_1", ["<think>r</think>a"]), function_call(arguments=args)]),
         ]
     )
     raw = [sse([e], event_lines=False) for e in events]
     stats: list[Any] = []
     got, final = await client_view(aiohttp_server, raw, stats, max_event_bytes=4096, max_body_bytes=1 << 20)
     check_numbering(got)
-    assert final == [reasoning("rs_1", "r"), message("msg_1", [big])]
+    assert final == [reasoning("rs_1", "r"), message("msg_1", ["a"]), function_call(arguments=args)]
     assert stats[0].responses.oversized_events == 1  # the delta streamed through, not held whole
 
 

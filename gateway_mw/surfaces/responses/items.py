@@ -71,11 +71,12 @@ class Record:
     """What ``response.completed`` needs to repeat a channel's items exactly as they were streamed,
     without keeping their text: the ids handed out, and where held text was flushed."""
 
-    __slots__ = ("flushes", "up_id")
+    __slots__ = ("flushes", "indexes", "up_id")
 
     def __init__(self, up_id: str) -> None:
         self.up_id = up_id
         self.flushes: list[int] = []  # characters of the item's text fed when held text was flushed
+        self.indexes: list[int] = []  # the client indexes of its items, in order
 
 
 class Channel:
@@ -217,6 +218,7 @@ class Writer:
         ch.produced = True
         msg_id = ch.up_id if ch.opened == 1 else f"{ch.up_id}_{ch.opened - 1}"
         ch.msg = ClientItem(msg_id, index)
+        ch.record.indexes.append(index)
         held, ch.held_added = ch.held_added, None
         if held is not None:
             body, fields = held
@@ -296,8 +298,7 @@ class Writer:
 
     def open_reasoning(self, ch: Channel) -> list[SSEEvent]:
         rs = ch.rs = ClientItem(self.new_id("rs_"), self.numbering.take_index())
-        if ch.opened == 0:
-            self.numbering.point(ch.ordinal, rs.index)  # until a message item opens
+        ch.record.indexes.append(rs.index)
         item: Obj = {"id": rs.id, "type": "reasoning", "summary": []}
         if self.content:
             item["content"] = []

@@ -11,7 +11,7 @@ its items are the streamed ones, without the stream having kept their text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -36,11 +36,22 @@ def output(
     records: list[Record],
     given_ids: list[str],
     native: bool,
-    new_id: NewId = random_id,
+    new_id: NewId,
+    index_of: Callable[[int], int | None],
 ) -> list[Any]:
-    """The client's ``output`` for an upstream one (raw items; unchanged ones stay raw). ``native``:
-    the stream met upstream reasoning, so a message it did not translate is left as it is."""
-    return _replay(items, config, records, given_ids, native, new_id)[0]
+    """The client's ``output`` for an upstream one (raw items; unchanged ones stay raw), in the
+    order the client was given the items (a message is held until its first run is known, so an
+    item the upstream added later may have gone out before it). ``native``: the stream met upstream
+    reasoning, so a message it did not translate is left as it is; ``index_of``: the client index
+    of an upstream item passed on as it is."""
+    placed, _ = _replay(items, config, records, given_ids, native, new_id, index_of)
+    keyed: list[tuple[float, Any]] = []
+    last = -1.0
+    for index, item in placed:  # an item the client was not streamed stays after the one before it
+        last = float(index) if index is not None else last
+        keyed.append((last, item))
+    keyed.sort(key=lambda pair: pair[0])
+    return [item for _, item in keyed]
 
 
 def transform_body(
@@ -58,7 +69,8 @@ def transform_body(
     cfg = config.for_model(as_str(doc.get("model")))
     if not cfg.enabled:
         return None, Counts()
-    new, counts = _replay(items, cfg, [], [], False, new_id)
+    placed, counts = _replay(items, cfg, [], [], False, new_id, lambda _: None)
+    new = [item for _, item in placed]
     if len(new) == len(items) and all(a is b for a, b in zip(new, items, strict=True)):
         return None, counts
     doc["output"] = new
@@ -108,8 +120,9 @@ def _replay(
     records: list[Record],
     given_ids: list[str],
     native: bool,
-    new_id: NewId = random_id,
-) -> tuple[list[Any], Counts]:
+    new_id: NewId,
+    index_of: Callable[[int], int | None],
+) -> tuple[list[tuple[int | None, Any]], Counts]:
     from .stream import ResponsesStream  # the stream uses this module for its terminal event
 
     stream = ResponsesStream(config, new_id=_Ids(given_ids, new_id))
@@ -117,26 +130,27 @@ def _replay(
     by_id = {record.up_id: record for record in records}
     named = {as_str(i.get("id")) for i in map(obj, items) if i is not None}
     unnamed = iter([record for record in records if record.up_id not in named])  # ids made up
-    new: list[Any] = []
+    new: list[tuple[int | None, Any]] = []
     for ordinal, raw in enumerate(items):
         item = obj(raw)
         kind = as_str(item.get("type")) if item is not None else None
         if item is None or kind != "message":
             if kind == "reasoning":
                 stream.event(_event({"type": "response.output_item.added", "output_index": ordinal, "item": raw}))
-            new.append(raw)
+            new.append((index_of(ordinal), raw))
             continue
         up_id = as_str(item.get("id"))
         record = by_id.get(up_id) if up_id is not None else next(unnamed, None)
         if native and record is None:
-            new.append(raw)
+            new.append((index_of(ordinal), raw))
             continue
         events = [e for ev in _message_events(item, ordinal, record) for e in _run(stream, ev)]
         replaced = [done for done in map(_done_item, events) if done is not None]
+        indexes = record.indexes if record is not None else []
         if not replaced or _same(replaced, raw):
-            new.append(raw)
+            new.append((indexes[0] if indexes else index_of(ordinal), raw))
         else:
-            new.extend(replaced)
+            new += [(indexes[k] if k < len(indexes) else None, done) for k, done in enumerate(replaced)]
     return new, stream.counts
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 
 from ...config import ThinkExtractConfig
-from ...scanner import CONTENT, extract
+from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
 from ..base import Counts, NewId, after_first_channel, random_id
 from ..rawjson import Obj, TopLevelKeys, as_str, encode, obj, raw_list
@@ -57,6 +57,7 @@ class ResponsesStream:
         self.numbering = Numbering()
         self.writer = Writer(self.numbering, self._new_id, formats(config))
         self.channels: dict[int, Channel] = {}  # by upstream ordinal, while open
+        self._reasoning_only: dict[int, Channel] = {}  # closed items that became reasoning alone
         self._records: list[Record] = []
         self._texts = 0  # message items scanned so far (see after_first_channel)
         self._oversized: TopLevelKeys | None = None
@@ -174,6 +175,8 @@ class ResponsesStream:
             if kind == "response.output_item.done":
                 return self._close_channel(ch, self._source(event))
             return self._in_channel(ch, event)
+        if kind == "response.output_text.delta" and ordinal in self._reasoning_only:
+            return self._late_text(self._reasoning_only.pop(ordinal), event)
         if kind in TERMINAL:
             return self._terminal(event, kind)
         if kind in CREATED:
@@ -321,7 +324,15 @@ class ResponsesStream:
         if response is not None:
             output = raw_list(response.get("output"))
             if output is not None:
-                new = rebuild.output(output, self.config, self._records, self.given_ids, self._native, self._source_id)
+                new = rebuild.output(
+                    output,
+                    self.config,
+                    self._records,
+                    self.given_ids,
+                    self._native,
+                    self._source_id,
+                    self.numbering.client_index,
+                )
                 response["output"] = new
                 if "output_text" in response:
                     response["output_text"] = rebuild.output_text(new)
@@ -340,7 +351,24 @@ class ResponsesStream:
         if ch.msg is not None:
             out += self.writer.close_part(ch.msg, None)
             out += self.writer.close_message(ch, src, status)
+        elif ch.opened == 0:
+            self._reasoning_only[ch.ordinal] = ch
         del self.channels[ch.ordinal]
+        return out
+
+    def _late_text(self, ch: Channel, event: SSEEvent) -> list[SSEEvent]:
+        """A text delta after its item was done, for an item the client knows only as reasoning:
+        its text goes out in a message item of its own (a client reads text only from messages)."""
+        out = self.writer.open_message(ch)
+        out += self.writer.open_part(ch)
+        src = self._source(event)
+        text = src[0].get("delta") if src is not None else None
+        delta = as_str(text)
+        if delta:
+            out += self.writer.runs(ch, [Segment(CONTENT, delta)], src)
+        assert ch.msg is not None
+        out += self.writer.close_part(ch.msg, None)
+        out += self.writer.close_message(ch, None)
         return out
 
     def _end_text(self, ch: Channel) -> list[SSEEvent]:

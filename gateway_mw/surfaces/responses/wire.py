@@ -32,13 +32,16 @@ __all__ = [
 DONE = b"[DONE]"
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 CREATED = frozenset({"response.created", "response.in_progress", "response.queued"})
-# Events that repeat a whole item, part or response: held and read up to max_body_bytes, so that
-# they are translated and renumbered however long the text they repeat.
+# Events held and read up to max_body_bytes (not max_event_bytes): those that repeat a whole item,
+# part or response, so that they are translated and renumbered however long the text they repeat,
+# and the text deltas, so that a long one is scanned (its text is held for its item's done events
+# anyway). Only past max_body_bytes is an event streamed through unread, renumbered on its bytes.
 LARGE = frozenset(
     name.encode()
     for name in (
         *CREATED,
         *TERMINAL,
+        "response.output_text.delta",
         "response.output_item.added",
         "response.output_item.done",
         "response.content_part.added",

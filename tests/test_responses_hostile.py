@@ -1,0 +1,217 @@
+"""Responses: random streams with hostile events mixed in, read by the openai SDK's own accumulator in
+strict mode. Whatever the upstream sends, the client's final response holds what the model wrote
+(tags aside) in order, and no index collides."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import openai
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai.lib.streaming.responses._responses import ResponseStreamState
+from openai.types.responses import ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.scanner import CONTENT, REASONING, Scanner
+from gateway_mw.sse import SSEDecoder
+
+from .responseswire import (
+    added,
+    completed,
+    created,
+    function_call,
+    in_progress,
+    item_done,
+    message,
+    output_text,
+    part_added,
+    part_done,
+    sse,
+    text_delta,
+    text_done,
+)
+
+CONFIG = ThinkExtractConfig(separator="", max_event_bytes=2048, max_body_bytes=1 << 20)
+BIG = "x" * 3000  # a delta over max_event_bytes
+_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+
+FRAGMENTS = st.sampled_from(["<think>", "</think>", "<thi", "nk>", "</th", "ink>", "a", "b c", "é", "🙂", "ok."])
+# What the upstream slips in between two events of a message's text.
+HOSTILE = st.sampled_from(
+    ["unreadable", "float_index", "duplicate_key", "unknown", "big_delta", "big_call", "late", None]
+)
+
+
+def _raw(event: dict[str, Any]) -> bytes:
+    return sse([event])
+
+
+class Reference:
+    """What the client must end up with: items in the order it is given them, each run of one kind
+    an item of its own; text goes on in the item of its run even when another item was added
+    since (a function call the upstream sends in the middle of a message's text)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str]] = []
+        self._open: int | None = None  # the item the current run of text writes
+
+    def text(self, segments: list[Any]) -> None:
+        for seg in segments:
+            if self._open is not None and self.items[self._open][0] == seg.kind:
+                kind, text = self.items[self._open]
+                self.items[self._open] = (kind, text + seg.text)
+            else:
+                self._open = len(self.items)
+                self.items.append((seg.kind, seg.text))
+
+    def call(self, arguments: str) -> None:
+        self.items.append(("call", arguments))
+
+    def end_message(self) -> None:
+        self._open = None
+
+
+def build(
+    messages: list[tuple[list[str], list[str | None]]], call_first: bool
+) -> tuple[list[bytes], list[tuple[str, str]]]:
+    """The upstream's bytes, one write per event, and the reference: what a scanner fed the same
+    deltas gives, flushed wherever the upstream sent something unreadable."""
+    events: list[bytes] = []
+    seq = itertools.count()
+    calls = itertools.count()
+
+    def emit(event: dict[str, Any], mutate: str | None = None) -> None:
+        raw = _raw({**event, "sequence_number": next(seq)})
+        if mutate == "float_index":
+            at = b'"output_index":%d' % event["output_index"]
+            raw = raw.replace(at, at + b".0")
+        elif mutate == "duplicate_key":  # parsers read the last value
+            raw = raw.replace(b'"output_index":', b'"output_index":99,"output_index":', 1)
+        events.append(raw)
+
+    def call(index: int, arguments: str) -> dict[str, Any]:
+        n = next(calls)
+        item = {**function_call(f"fc_{n}", arguments=arguments), "call_id": f"call_{n}"}
+        emit(added(index, {**item, "status": "in_progress"}))
+        emit(item_done(index, item))
+        reference.call(arguments)
+        return item
+
+    emit(created())
+    emit(in_progress())
+    reference = Reference()
+    output: list[Any] = []
+    index = 0
+    if call_first:  # its events exceed the cap
+        output.append(call(index, json.dumps({"file": "y" * 2500})))
+        index += 1
+    for n, (deltas, hostile) in enumerate(messages):
+        msg_id, at = f"msg_{n}", index
+        index += 1
+        emit(added(at, message(msg_id, None, "in_progress")))
+        emit(part_added(msg_id, at, output_text("")))
+        scanner = Scanner(CONFIG)
+        text = ""
+        later: list[Any] = []
+        for delta, trouble in zip(deltas, hostile, strict=True):
+            emit(text_delta(msg_id, at, delta), trouble if trouble in ("float_index", "duplicate_key") else None)
+            reference.text(scanner.feed(delta))
+            text += delta
+            if trouble == "unreadable":
+                events.append(b"data: {not json\n\n")
+                reference.text(scanner.flush())
+            elif trouble == "unknown":  # a type not read here: it carries no model text
+                emit({"type": "response.vendor.note", "output_index": at, "note": "hi"})
+            elif trouble == "big_delta":  # over max_event_bytes: held (up to max_body_bytes) and read
+                emit(text_delta(msg_id, at, BIG))
+                reference.text(scanner.feed(BIG))
+                text += BIG
+            elif trouble == "big_call":  # another item in the middle of this message's text
+                later.append(call(index, "z" * 2500))
+                index += 1
+        reference.text(scanner.finish())
+        reference.end_message()
+        emit(text_done(msg_id, at, text))
+        emit(part_done(msg_id, at, output_text(text)))
+        emit(item_done(at, message(msg_id, [text])))
+        if "late" in hostile:  # a delta after its item is done: the client is told, the final has it not
+            emit(text_delta(msg_id, at, "late"))
+        output += [message(msg_id, [text]), *later]
+    emit(completed(output))
+    return events, reference.items
+
+
+def client_final(stream: bytes) -> list[Any]:
+    """The strict SDK's accumulator over the events, checking the numbering as it goes."""
+    state: ResponseStreamState[Any] = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
+    ids: list[str] = []
+    numbers: list[int] = []
+    decoder = SSEDecoder()
+    frames = decoder.feed(stream)
+    assert decoder.finish() == ([], b"")
+    for frame in frames:
+        assert frame.data is not None
+        if frame.data == b"{not json":
+            continue  # an unreadable event, passed on
+        event = json.loads(frame.data)
+        numbers.append(event["sequence_number"])
+        if event["type"] == "response.vendor.note":
+            continue  # a type the SDK does not know (its lenient mode passes it; strict mode is the upstream's problem)
+        state.handle_event(_EVENT.validate_python(event))
+        if event["type"] == "response.output_item.added":
+            assert event["output_index"] == len(ids)
+            ids.append(event["item"]["id"])
+        elif event["type"] == "response.output_item.done":
+            assert ids[event["output_index"]] == event["item"]["id"]
+        elif "output_index" in event:
+            assert event["output_index"] < len(ids)
+    assert numbers == list(range(len(numbers)))
+    final = state._completed_response
+    assert final is not None
+    return [item.model_dump(mode="json", warnings=False) for item in final.output]
+
+
+def runs(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Adjacent runs of one kind joined (a function call is a run of its own), empty ones dropped."""
+    merged: list[tuple[str, str]] = []
+    for kind, text in items:
+        if merged and merged[-1][0] == kind and kind != "call":
+            merged[-1] = (kind, merged[-1][1] + text)
+        elif text:
+            merged.append((kind, text))
+    return merged
+
+
+def runs_of(final: list[Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for item in final:
+        if item["type"] == "function_call":
+            out.append(("call", item["arguments"]))
+        elif item["type"] == "reasoning":
+            out.append((REASONING, item["content"][0]["text"]))
+        else:
+            out += [(CONTENT, part["text"]) for part in item["content"]]
+    return runs(out)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=st.lists(st.lists(st.tuples(FRAGMENTS, HOSTILE), min_size=1, max_size=8), min_size=1, max_size=2),
+    call_first=st.booleans(),
+    cuts=st.lists(st.integers(0, 40_000), max_size=8),
+)
+def test_hostile_streams_reach_the_client_whole_and_in_order(
+    data: list[list[tuple[str, str | None]]], call_first: bool, cuts: list[int]
+) -> None:
+    pieces, expected = build([([d for d, _ in m], [t for _, t in m]) for m in data], call_first)
+    body = b"".join(pieces)
+    pipeline = StreamPipeline("responses", CONFIG)
+    points = [0, *sorted({c % len(body) for c in cuts}), len(body)]
+    out = b"".join(pipeline.feed(body[a:b]) for a, b in itertools.pairwise(points)) + pipeline.finish()
+    assert pipeline.error is None
+    assert runs_of(client_final(out)) == runs(expected)

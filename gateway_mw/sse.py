@@ -47,7 +47,8 @@ def encode_event(data: bytes, event: str | None = None, fields: bytes | None = N
     """
     if fields is None:
         fields = b"event: " + event.encode() + b"\n" if event is not None else b""
-    return SSEEvent(raw=fields + b"data: " + data + b"\n\n", data=data, event=event, fields=fields)
+    raw = b"".join((fields, b"data: ", data, b"\n\n"))  # one copy of data, however large
+    return SSEEvent(raw=raw, data=data, event=event, fields=fields)
 
 
 def event_type(head: bytes) -> bytes | None:
@@ -248,13 +249,25 @@ class SSEDecoder:
             self.oversized_events += 1
             events.append(SSEEvent(raw=raw, oversized=True))
             return
-        body = raw[:-2]
-        if body.startswith(b"data:") and b"\n" not in body:  # the usual event: one data line
-            value = body[5:]
-            events.append(SSEEvent(raw=raw, data=value[1:] if value[:1] == b" " else value))
+        # Offsets, not slices, until a value is taken: an event may be as large as the body cap.
+        end = len(raw) - 2
+        first = raw.find(b"\n", 0, end)
+        if first < 0 and raw.startswith(b"data:"):  # the usual event: one data line
+            events.append(SSEEvent(raw=raw, data=raw[6 if raw[5:6] == b" " else 5 : end]))
             return
-        for line in body.split(b"\n"):
-            self._field(line)
+        pos = 0
+        while pos <= end:
+            eol = raw.find(b"\n", pos, end)
+            if eol < 0:
+                eol = end
+            if raw.startswith(b"data", pos) and (eol == pos + 4 or raw[pos + 4] == 58):
+                value = min(pos + 5, eol)
+                if raw[value : value + 1] == b" ":
+                    value += 1
+                self._data.append(raw[value:eol])
+            else:
+                self._field(raw[pos:eol])
+            pos = eol + 1
         events.append(self._dispatch(raw))
 
     # -- any line endings: line by line ---------------------------------------------------------

@@ -29,27 +29,31 @@ _DEFAULT_PART: Obj = {"type": "output_text", "text": "", "annotations": [], "log
 
 
 class Text:
-    """Text that arrives in many small pieces, kept compact: joined every few hundred pieces."""
+    """Text that arrives in many small pieces, kept compact: every few hundred pieces are joined
+    into a chunk (never the whole text again, so that keeping it costs about its own size)."""
 
-    __slots__ = ("_pieces",)
+    __slots__ = ("_chunks", "_pieces")
 
     def __init__(self) -> None:
+        self._chunks: list[str] = []
         self._pieces: list[str] = []
 
     def add(self, piece: str) -> None:
         pieces = self._pieces
         pieces.append(piece)
         if len(pieces) >= 256:
-            self._pieces = ["".join(pieces)]
+            self._chunks.append("".join(pieces))
+            self._pieces = []
 
     def extend(self, pieces: list[str]) -> None:
         self._pieces += pieces
         if len(self._pieces) >= 256:
-            self._pieces = ["".join(self._pieces)]
+            self._chunks.append("".join(self._pieces))
+            self._pieces = []
 
     def value(self) -> str:
-        text = "".join(self._pieces)
-        self._pieces = [text] if text else []
+        text = "".join(self._chunks + self._pieces)
+        self._chunks, self._pieces = ([text], []) if text else ([], [])
         return text
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["output", "output_text", "transform_body"]
 
 _decode = msgspec.json.Decoder().decode
+_SLICE = 64 * 1024  # characters of a message's text replayed per delta
 
 
 def output(
@@ -141,11 +142,16 @@ def _replay(
             continue
         up_id = as_str(item.get("id"))
         record = by_id.get(up_id) if up_id is not None else next(unnamed, None)
-        if native and record is None:
+        if (native and record is None) or stream.native:  # upstream reasoning wins
             new.append((index_of(ordinal), raw))
             continue
-        events = [e for ev in _message_events(item, ordinal, record) for e in _run(stream, ev)]
-        replaced = [done for done in map(_done_item, events) if done is not None]
+        # Item by item as they are written: only the done items are kept, never the events.
+        replaced = [
+            done
+            for ev in _message_events(item, ordinal, record)
+            for out in _run(stream, ev)
+            if (done := _done_item(out)) is not None
+        ]
         indexes = record.indexes if record is not None else []
         if not replaced or _same(replaced, raw):
             new.append((indexes[0] if indexes else index_of(ordinal), raw))
@@ -183,19 +189,23 @@ def _message_events(item: Obj, ordinal: int, record: Record | None) -> Iterator[
             yield _event({"type": "response.content_part.done", **at, "part": raw_part})
             continue
         yield _event({"type": "response.content_part.added", **at, "part": {**part, "text": ""}})
-        start = 0
+        cuts = []
         while flushes and flushes[0] <= fed + len(text):
-            cut = max(flushes.pop(0) - fed, start)
-            if cut > start:
-                yield _event({"type": "response.output_text.delta", **at, "delta": text[start:cut], "logprobs": []})
-            start = cut
-            yield None
-        if start < len(text):
-            yield _event({"type": "response.output_text.delta", **at, "delta": text[start:], "logprobs": []})
+            cuts.append(flushes.pop(0) - fed)
+        start = 0
+        for cut in [*cuts, len(text)]:
+            # In slices: the runs written for a slice are no larger than it (chunking changes nothing).
+            for piece in range(start, cut, _SLICE):
+                delta = text[piece : min(piece + _SLICE, cut)]
+                yield _event({"type": "response.output_text.delta", **at, "delta": delta, "logprobs": []})
+            start = max(start, cut)
+            if cut < len(text) or cut in cuts:
+                yield None
         fed += len(text)
-        yield _event({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
-        yield _event({"type": "response.content_part.done", **at, "part": raw_part})
-    yield _event({"type": "response.output_item.done", **where, "item": item})
+        # The done events carry the part's and the item's other fields: the text is the stream's own.
+        yield _event({"type": "response.output_text.done", **at, "text": "", "logprobs": []})
+        yield _event({"type": "response.content_part.done", **at, "part": {**part, "text": ""}})
+    yield _event({"type": "response.output_item.done", **where, "item": {**item, "content": []}})
 
 
 def _done_item(event: SSEEvent) -> msgspec.Raw | None:

@@ -141,6 +141,11 @@ class ResponsesStream:
             return span  # event() passes every event as it came
         return fastpath.fast_forward(self, span)
 
+    @property
+    def native(self) -> bool:
+        """Whether the upstream sent a reasoning item: later messages are left as they are."""
+        return self._native
+
     def replaying(self, config: ThinkExtractConfig) -> None:
         """Settings already resolved for the response's model (a replay of its output)."""
         self._resolved = True

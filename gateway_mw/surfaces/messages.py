@@ -90,7 +90,6 @@ class _Event(msgspec.Struct, gc=False):
 
 _decode_event = msgspec.json.Decoder(_Event).decode
 _decode_any = msgspec.json.Decoder().decode
-_encode = encode
 _INDEX = frozenset({b"index"})
 _HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -187,11 +186,11 @@ _THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
 
 
 def _text_delta(text: str) -> bytes:
-    return b'{"type":"text_delta","text":%s}' % _encode(text)
+    return b'{"type":"text_delta","text":%s}' % encode(text)
 
 
 def _thinking_delta(text: str) -> bytes:
-    return b'{"type":"thinking_delta","thinking":%s}' % _encode(text)
+    return b'{"type":"thinking_delta","thinking":%s}' % encode(text)
 
 
 @lru_cache(maxsize=256)
@@ -222,7 +221,7 @@ def _one_line(data: bytes) -> bytes:
     if b"\n" not in data:
         return data
     try:
-        return _encode(_decode_any(data))
+        return encode(_decode_any(data))
     except UNREADABLE:
         return data.replace(b"\n", b" ")
 
@@ -403,6 +402,7 @@ class MessagesStream:
         self._texts = 0  # text blocks scanned so far: a template's injected <think> opens the first only
         self._big: _Oversized | None = None  # an oversized event under way
         self._before: list[SSEEvent] | None = None  # events to send before its first byte
+        self._ended = False  # message_delta, message_stop or error came: no block reopens
         self._last: int | None = None  # the upstream index the last block event named
         self.counts = Counts()
 
@@ -421,7 +421,7 @@ class MessagesStream:
             return [event]
         ev, lenient = _read(data)
         if ev is None:
-            return self._unreadable(event, None)
+            return self._unreadable(event)
         if self._config is None and ev.type in _RESOLVING:
             message = ev.message if ev.type == "message_start" else None
             self._resolve(message.model if message is not None else None)
@@ -443,12 +443,14 @@ class MessagesStream:
         if kind == "content_block_stop":
             return self._block_stop(event, ev)
         if kind == "message_start":
+            self._ended = False
             if ev.message is not None and any(part.type in _NATIVE for part in ev.message.content):
                 self._native = True
             return [event]
         if kind == "ping":
             return [event]  # carries no model text; flushing here would make results timing-dependent
         if kind in ("message_delta", "message_stop", "error"):
+            self._ended = True
             return [*self._finish_all(), event]  # the message ends: its blocks close first
         return [*self.flush(), *self._passed(event, kind.encode())]  # a type this translator does not know
 
@@ -487,7 +489,7 @@ class MessagesStream:
             self._before = before = []
             try:
                 out = keys.feed(piece)
-                if big.out is None and big.kind in (b"content_block_delta", None):
+                if big.out is None and big.kind == b"content_block_delta":
                     big.channel = self._likely_channel()
                     if big.channel is not None:
                         before += self._text_block(big.channel)
@@ -571,20 +573,20 @@ class MessagesStream:
     def _map(self, upstream: int, kind: bytes | None, may_open: bool = True) -> tuple[list[SSEEvent], int | None]:
         """The output index for an event passed on unread that names block ``upstream``, and the
         events to send before it. ``None``: an index the stream never introduced, left alone."""
+        if kind == b"content_block_start":  # a block the client appends: it takes the next index
+            self._indexes[upstream] = self._take_index()
+            return [], self._indexes[upstream]
         channel = self._channels.get(upstream)
-        if channel is not None and kind != b"content_block_start":
-            if kind in (b"content_block_delta", None) and may_open:
+        if channel is not None:
+            if kind == b"content_block_delta" and may_open:
                 return self._text_block(channel), channel.out  # its text must land on a text block
             return [], (channel.out if channel.out >= 0 else None)
         new = self._indexes.get(upstream)
         if new is not None:
             return [], new
-        if kind == b"content_block_delta" and upstream in self._closed and may_open:
+        if kind == b"content_block_delta" and may_open and self._may_reopen(upstream):
             channel = self._reopen(upstream)  # late text: it goes on in a new text block
             return self._text_block(channel), channel.out
-        if kind == b"content_block_start":  # a block the client will append: it takes the next index
-            new = self._indexes[upstream] = self._take_index()
-            return [], new
         return [], self._closed.get(upstream)
 
     def _likely_channel(self) -> _Channel | None:
@@ -595,7 +597,7 @@ class MessagesStream:
         if last is None:
             return None
         channel = self._channels.get(last)
-        if channel is None and last in self._closed and last not in self._indexes:
+        if channel is None and self._may_reopen(last):
             channel = self._reopen(last)
         return channel
 
@@ -623,15 +625,16 @@ class MessagesStream:
 
     # -- per event ------------------------------------------------------------------------------
 
-    def _unreadable(self, event: SSEEvent, kind: str | None) -> list[SSEEvent]:
+    def _unreadable(self, event: SSEEvent) -> list[SSEEvent]:
+        """An event no messages client can take (not JSON, or a known type of the wrong shape):
+        it goes out as it came, after the held text. Renumbering it would only disguise it."""
         self.counts.unreadable_events += 1
-        name = kind if kind is not None else event.event
-        return [*self.flush(), *self._passed(event, name.encode() if name is not None else None)]
+        return [*self.flush(), event]
 
     def _block_start(self, event: SSEEvent, ev: _Event, lenient: bool) -> list[SSEEvent]:
         block, upstream = ev.content_block, ev.index
         if block is None or upstream is None:
-            return self._unreadable(event, ev.type)
+            return self._unreadable(event)
         cfg = self._resolve(None)  # already resolved: the first event did
         if block.type in _NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
@@ -650,15 +653,15 @@ class MessagesStream:
     def _block_delta(self, event: SSEEvent, ev: _Event, lenient: bool) -> list[SSEEvent]:
         upstream, delta = ev.index, ev.delta
         if upstream is None or delta is None:
-            return self._unreadable(event, ev.type)
+            return self._unreadable(event)
         channel = self._channels.get(upstream)
         text = delta.text
         if channel is None:
             new = self._indexes.get(upstream)
             if new is not None:
                 return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
-            if upstream not in self._closed or delta.type != "text_delta" or text is None:
-                return self._unreadable(event, ev.type)  # a delta for a block that never started
+            if not self._may_reopen(upstream) or delta.type != "text_delta" or text is None:
+                return self._unreadable(event)  # a delta for a block that never started
             channel = self._reopen(upstream)  # text after its block's stop: it goes on in a new block
         if delta.type != "text_delta" or text is None:
             # A citation or another delta of the text block: after the text so far, on a text block.
@@ -681,7 +684,7 @@ class MessagesStream:
             new = channel.out
             out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
             return out
-        if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":
+        if data == _text_delta_prefix(upstream) + encode(text) + b"}}":
             return self._emit(channel, segments)
         # Fields this translator does not own ride on the first delta written for this event.
         doc = obj(_one_line(data))
@@ -690,16 +693,20 @@ class MessagesStream:
     def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
         upstream = ev.index
         if upstream is None:
-            return self._unreadable(event, ev.type)
+            return self._unreadable(event)
         channel = self._channels.get(upstream)
         if channel is not None:
             return self._finish_channel(upstream, channel)
         new = self._indexes.get(upstream, self._closed.get(upstream))
         if new is None:
-            return self._unreadable(event, ev.type)
+            return self._unreadable(event)
         return [event] if new == upstream else [_reindexed(event, "content_block_stop", upstream, new)]
 
     # -- per channel ----------------------------------------------------------------------------
+
+    def _may_reopen(self, upstream: int) -> bool:
+        """Whether a delta naming ``upstream`` is text after its block's stop, within the message."""
+        return upstream in self._closed and upstream not in self._indexes and not self._ended
 
     def _reopen(self, upstream: int) -> _Channel:
         """A new channel for a text block that had ended: scanned as a text block after the first."""
@@ -773,7 +780,7 @@ class MessagesStream:
                 body[key] = delta
             else:
                 body[key] = value
-        return encode_event(_encode(body), fields=_fields_for(event, "content_block_delta"))
+        return encode_event(encode(body), fields=_fields_for(event, "content_block_delta"))
 
     def _open(self, channel: _Channel, kind: Kind) -> list[SSEEvent]:
         channel.kind = kind
@@ -802,7 +809,7 @@ class MessagesStream:
         if block is not None:
             block["text"] = ""
             doc["content_block"] = block
-        return [encode_event(_encode(doc), fields=_fields_for(start, "content_block_start"))]
+        return [encode_event(encode(doc), fields=_fields_for(start, "content_block_start"))]
 
     def _close(self, channel: _Channel) -> list[SSEEvent]:
         kind, channel.kind = channel.kind, None
@@ -814,9 +821,9 @@ class MessagesStream:
             text = "".join(channel.parts)
             channel.parts, channel.held = [], 0
             index = channel.out = self._take_index()
-            block = b'{"type":"redacted_thinking","data":%s}' % _encode(_redacted_data(text))
+            block = b'{"type":"redacted_thinking","data":%s}' % encode(_redacted_data(text))
             return [_start(index, block), _stop(index)]
-        signature = b'{"type":"signature_delta","signature":%s}' % _encode(_signature_of(channel.digest))
+        signature = b'{"type":"signature_delta","signature":%s}' % encode(_signature_of(channel.digest))
         channel.digest = None
         return [_delta(channel.out, signature), _stop(channel.out)]
 
@@ -912,4 +919,4 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     if not changed:
         return None, counts
     doc["content"] = new_content
-    return _encode(doc), counts
+    return encode(doc), counts

@@ -661,7 +661,10 @@ class MessagesStream:
             if new is not None:
                 return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
             if not self._may_reopen(upstream) or delta.type != "text_delta" or text is None:
-                return self._unreadable(event)  # a delta for a block that never started
+                new = self._closed.get(upstream)  # after its text block's stop: on its last block
+                if new is None:
+                    return self._unreadable(event)  # a delta for a block that never started
+                return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
             channel = self._reopen(upstream)  # text after its block's stop: it goes on in a new block
         if delta.type != "text_delta" or text is None:
             # A citation or another delta of the text block: after the text so far, on a text block.

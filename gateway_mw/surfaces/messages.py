@@ -6,8 +6,13 @@ the base64 of the reasoning text, ``off`` leaves the surface alone.
 
 Stream: one Scanner per upstream ``text`` block. Each run of one kind becomes a block of its own;
 output blocks are numbered 0, 1, 2… in the order they start, and every other upstream block
-(``tool_use``…) is renumbered to follow. An event the translator leaves as it is goes out with its
-bytes unchanged; a renumbered one has only its ``index`` replaced. Three paths, cheapest first:
+(``tool_use``…) is renumbered to follow. One numbering map (upstream index → output index) applies
+to every event that carries an ``index``, also to those passed on unread: events of unknown types,
+and events over ``max_event_bytes`` (:meth:`MessagesStream.oversized`, on their bytes as they go by).
+An event the translator leaves as it is goes out with its bytes unchanged; a renumbered one has only
+the value of its ``"index"`` keys replaced (all of them: parsers keep the last). Events msgspec's
+strict decoder rejects but the SDKs' ``json`` accepts (``"index":0.0``, lone surrogate escapes) are
+read with the standard library and translated alike. Three paths, cheapest first:
 
 * **fast forward** (``fast_forward``, whole runs of events): while the one open text block is steady
   in one kind, plain ``text_delta`` events free of its scanner's triggers are recognised on their
@@ -475,8 +480,8 @@ class MessagesStream:
         * An event naming a scanned text block (an oversized ``text_delta``, not scanned) goes on an
           open *text* output block: a thinking block open there is closed, and a text block opened,
           before its first byte. When its ``"index"`` is not in its first piece (llama.cpp writes keys
-          sorted, after the body), the one open text block, if there is exactly one, is taken to be
-          the one it names: at worst the client sees an empty text block more.
+          sorted, after the body), the text block the last block event named is taken to be the one
+          it names (:meth:`_likely_channel`): at worst the client sees an empty text block more.
         * Any other index is mapped when known, and left alone when not.
         """
         big = self._big
@@ -534,6 +539,7 @@ class MessagesStream:
             if self._before is not None:
                 self._before += before
         big.out = new
+        self._last = upstream
         return None if new is None else b"%d" % new
 
     def fast_forward(self, span: bytes) -> bytes | None:

@@ -151,3 +151,12 @@ def test_duplicate_index_keys_on_an_unknown_type_take_the_last() -> None:
     items: list[Any] = read_sse(run(stream))
     assert items[-4] == {"type": "content_block_annotation", "index": 2}
     assert b'"index":2,"index":2' in run(stream)  # every occurrence: no parser reads a stale one
+
+
+def test_an_untranslated_stream_with_oversized_events_passes_byte_for_byte() -> None:
+    big = tool_start(1) | {"content_block": {"type": "tool_use", "id": "t" * 900, "name": "w", "input": {}}}
+    stream = sse(message_start(), *text_block(0, "<think>r</think>a"), big, stop(1), *end())
+    for config in (ThinkExtractConfig(), UNSIGNED.replace(enabled=False)):
+        assert run(stream, config.replace(max_event_bytes=512), 100) == stream
+    tag_free = sse(message_start(), *text_block(0, "a"), big, stop(1), *text_block(2, "b"), *end())
+    assert run(tag_free, UNSIGNED.replace(max_event_bytes=512), 100) == tag_free

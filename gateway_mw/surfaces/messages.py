@@ -433,7 +433,7 @@ class MessagesStream:
             if not self._active:  # a profile turns this model off
                 return [event]
         out = self._dispatch(event, ev, lenient)
-        if ev.type.startswith("content_block_"):
+        if ev.index is not None:  # the block events, and unknown ones naming a block
             self._last = ev.index
         if event.event is None:  # a data-only upstream: every frame sent gets its event: line
             return [_named(e, ev.type) if e is event else e for e in out]
@@ -689,7 +689,7 @@ class MessagesStream:
         segments = channel.scanner.feed(text)
         if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
             # The common case, answer text: the event goes out as it came (renumbered if it must be).
-            out = self._text_block(channel)
+            out = [] if channel.kind == CONTENT else self._close(channel) + self._open(channel, CONTENT)
             new = channel.out
             out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
             return out

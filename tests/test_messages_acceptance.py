@@ -4,7 +4,7 @@ Random messages streams (text blocks with and without reasoning, tool calls) are
 hostile upstream would: indexes spelled ``1.0``, ``"index"`` keys given twice (parsers keep the
 last), surrogate escape pairs split across two deltas, deltas sent after their block's stop, events
 over a small ``max_event_bytes`` (some with their keys sorted, ``index`` after the body), invalid
-JSON, unknown types and comments between the events, all cut at random bytes. Through
+JSON, unknown types and comments between the events, LF or CRLF line endings, random cuts. Through
 ``StreamPipeline("messages", …)`` and then the strict ``anthropic`` stream accumulator (offline,
 ``httpx2.MockTransport``), the final message must hold the model's reasoning and answer text without
 the tags, every tool input intact, and no index may collide.
@@ -167,6 +167,8 @@ def upstreams(draw: st.DrawFn) -> tuple[Written, bytes, list[int]]:
     for _ in range(draw(st.integers(0, 4))):  # odd events anywhere after message_start
         events.insert(draw(st.integers(1, len(events) - 1)), draw(ODD))
     stream = b"".join(events)
+    if draw(st.booleans()):
+        stream = stream.replace(b"\n", b"\r\n")  # JSON data holds no raw line break
     cuts = sorted(set(draw(st.lists(st.integers(1, len(stream) - 1), max_size=6))))
     return written, stream, cuts
 

@@ -206,7 +206,7 @@ def indexes_never_collide(body: bytes) -> None:
             assert item["index"] < started
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(upstreams(), st.sampled_from(["unsigned", "redacted"]))
 def test_the_client_gets_what_the_model_wrote(upstream: tuple[Written, bytes, list[int]], policy: str) -> None:
     written, stream, cuts = upstream

@@ -146,13 +146,13 @@ EVENT_TYPES = frozenset(
 )
 
 
-def read_sse(body: bytes) -> list[Any]:
+def read_sse(body: bytes, max_event_bytes: int = 64 * 1024 * 1024) -> list[Any]:
     """The data of each event: decoded JSON, or the raw string (bytes if not UTF-8) when it is not JSON.
 
     Every event of a messages type must carry an ``event:`` line naming it, and is validated as
-    the anthropic SDK's strict mode does.
+    the anthropic SDK's strict mode does. Events of any size are read, as clients read them.
     """
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(max_event_bytes)
     events = decoder.feed(body) + decoder.finish()[0]  # an unterminated tail is no event: parsers drop it
     out: list[Any] = []
     for event in events:

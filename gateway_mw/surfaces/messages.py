@@ -6,8 +6,13 @@ the base64 of the reasoning text, ``off`` leaves the surface alone.
 
 Stream: one Scanner per upstream ``text`` block. Each run of one kind becomes a block of its own;
 output blocks are numbered 0, 1, 2… in the order they start, and every other upstream block
-(``tool_use``…) is renumbered to follow. An event the translator leaves as it is goes out with its
-bytes unchanged; a renumbered one has only its ``index`` replaced. Three paths, cheapest first:
+(``tool_use``…) is renumbered to follow. One numbering map (upstream index → output index) applies
+to every event that carries an ``index``, also to those passed on unread: events of unknown types,
+and events over ``max_event_bytes`` (:meth:`MessagesStream.oversized`, on their bytes as they go by).
+An event the translator leaves as it is goes out with its bytes unchanged; a renumbered one has only
+the value of its ``"index"`` keys replaced (all of them: parsers keep the last). Events msgspec's
+strict decoder rejects but the SDKs' ``json`` accepts (``"index":0.0``, lone surrogate escapes) are
+read with the standard library and translated alike. Three paths, cheapest first:
 
 * **fast forward** (``fast_forward``, whole runs of events): while the one open text block is steady
   in one kind, plain ``text_delta`` events free of its scanner's triggers are recognised on their
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import lru_cache
@@ -33,8 +39,9 @@ import msgspec
 
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment
-from ..sse import SSEEvent, encode_event
+from ..sse import SSEEvent, encode_event, event_type
 from .base import Counts, after_first_channel, extract_counted
+from .rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, obj, raw_list
 
 __all__ = ["SIGNATURE_PREFIX", "MessagesStream", "gateway_signature", "transform_body", "translate_stream"]
 
@@ -88,33 +95,74 @@ class _Event(msgspec.Struct, gc=False):
 
 _decode_event = msgspec.json.Decoder(_Event).decode
 _decode_any = msgspec.json.Decoder().decode
-# Rewrites decode only the objects on the way to what they change; every other value stays raw
-# bytes, so it is re-emitted exactly (number formats, escapes, key order).
-_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
-_decode_str = msgspec.json.Decoder(str).decode
-_encode = msgspec.json.Encoder().encode
-_Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where the translator wrote
+_INDEX = frozenset({b"index"})
+_HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _obj(raw: msgspec.Raw | bytes) -> _Obj | None:
-    """``raw`` as an object of raw values, or ``None`` if it is not an object."""
+def _read(data: bytes) -> tuple[_Event | None, bool]:
+    """The fields the translator reads, and whether only the lenient reader could read them.
+
+    msgspec's strict decoder comes first; an event it rejects that a client's JSON parser accepts
+    (``"index":0.0``, a lone surrogate escape ``"\\ud83d"``) is read with the standard library, as the
+    SDKs read it. ``None`` when neither can: the event is unreadable."""
     try:
-        return _decode_obj(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
-def _str(raw: msgspec.Raw | None) -> str | None:
-    if raw is None:
-        return None
+        return _decode_event(data), False
+    except UNREADABLE:
+        pass
     try:
-        return _decode_str(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, True
+    return (_lenient_event(doc) if isinstance(doc, dict) else None), True
+
+
+def _lenient_part(value: Any) -> _Part | bool | None:
+    """A block or delta from the stdlib's decode; ``False`` when it has the wrong shape (never ``True``)."""
+    if value is None:
         return None
+    if not isinstance(value, dict):
+        return False
+    kind, text = value.get("type", ""), value.get("text")
+    if not isinstance(kind, str) or not (text is None or isinstance(text, str)):
+        return False
+    return _Part(kind, text)
 
 
-_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
+def _lenient_event(doc: dict[str, Any]) -> _Event | None:
+    kind, index = doc.get("type"), doc.get("index")
+    if not isinstance(kind, str):
+        return None
+    if index is not None:
+        index = index if isinstance(index, int) and not isinstance(index, bool) else None
+        if index is None and isinstance(doc["index"], float) and doc["index"].is_integer():
+            index = int(doc["index"])
+        if index is None:
+            return None
+    delta, block = _lenient_part(doc.get("delta")), _lenient_part(doc.get("content_block"))
+    if isinstance(delta, bool) or isinstance(block, bool):
+        return None
+    message = doc.get("message")
+    msg: _Message | None = None
+    if isinstance(message, dict):
+        model = message.get("model")
+        parts = [_lenient_part(p) for p in message.get("content") or [] if isinstance(p, dict)]
+        msg = _Message(model if isinstance(model, str) else None, [p for p in parts if isinstance(p, _Part)])
+    return _Event(kind, index, delta, block, msg)
+
+
+def _whole_chars(pending: str, text: str) -> tuple[str, str]:
+    """``text`` after ``pending`` (a high surrogate held from the delta before), as whole characters,
+    and the high surrogate it ends with, held for the next delta. A surrogate escape pair split
+    across two deltas becomes its character; a lone surrogate becomes U+FFFD, as a UTF-8 decoder
+    would make it."""
+    text = pending + text
+    pending = ""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text, pending = text[:-1], text[-1]
+    if _SURROGATES.search(text) is not None:
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text, pending
 
 
 # -- what the translator writes -----------------------------------------------------------------
@@ -143,11 +191,11 @@ _THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
 
 
 def _text_delta(text: str) -> bytes:
-    return b'{"type":"text_delta","text":%s}' % _encode(text)
+    return b'{"type":"text_delta","text":%s}' % encode(text)
 
 
 def _thinking_delta(text: str) -> bytes:
-    return b'{"type":"thinking_delta","thinking":%s}' % _encode(text)
+    return b'{"type":"thinking_delta","thinking":%s}' % encode(text)
 
 
 @lru_cache(maxsize=256)
@@ -172,8 +220,15 @@ def _fields_for(event: SSEEvent, kind: str) -> bytes:
 
 
 def _one_line(data: bytes) -> bytes:
-    """``data`` as one line: an event whose data came in several lines is re-encoded."""
-    return data if b"\n" not in data else _encode(_decode_any(data))
+    """``data`` as one line. Data that came in several lines is re-encoded when msgspec can read it;
+    else its line breaks become spaces (between JSON tokens they are whitespace; inside a string
+    they would make it unreadable anyway), every other byte kept."""
+    if b"\n" not in data:
+        return data
+    try:
+        return encode(_decode_any(data))
+    except UNREADABLE:
+        return data.replace(b"\n", b" ")
 
 
 def _named(event: SSEEvent, kind: str) -> SSEEvent:
@@ -193,18 +248,66 @@ def _resent(event: SSEEvent, kind: str) -> SSEEvent:
     return encode_event(_one_line(event.data), fields=_fields_for(event, kind))
 
 
+def _with_indexes(data: bytes, value_for: Any) -> bytes:
+    """``data`` with the value of every top-level ``"index"`` key replaced by ``value_for(value)``
+    (bytes, or ``None`` to keep it), every other byte as it came."""
+    keys = TopLevelKeys(_INDEX, lambda key, value: value_for(value) if key == b"index" else None)
+    return keys.feed(data) + keys.finish()
+
+
+def _last_index(data: bytes) -> tuple[int | None, bytes | None]:
+    """The value of the last top-level ``"index"`` key of ``data`` (what a JSON parser keeps) as an
+    integer (``4.0`` read as the SDKs read it), and the ``type`` the data names, on its bytes."""
+    keys = TopLevelKeys(_INDEX, lambda key, value: None)
+    keys.feed(data)
+    index = keys.seen.get(b"index")
+    kind = as_str(msgspec.Raw(keys.seen[b"type"])) if b"type" in keys.seen else None
+    return (as_int(msgspec.Raw(index)) if index is not None else None), (kind.encode() if kind is not None else None)
+
+
 def _reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
-    """``event`` with its ``index`` replaced, every other byte of its data kept where possible."""
+    """``event`` with its ``index`` replaced, every other byte of its data kept.
+
+    Every top-level ``"index"`` key gets the new value: with a duplicate key, parsers keep the last
+    one, and so does this translator's reader; rewriting only the first would leave the stale one."""
     data = event.data
     assert data is not None
     prefix = _index_prefix(kind, old)
-    if data.startswith(prefix) and b"\n" not in data:
+    if data.startswith(prefix) and b"\n" not in data and data.find(b'"index"', len(prefix)) < 0:
         data = _index_prefix(kind, new) + data[len(prefix) :]
     else:
-        doc: _Obj = _decode_obj(_one_line(data))
-        doc["index"] = new
-        data = _encode(doc)
+        value = b"%d" % new
+        data = _with_indexes(_one_line(data), lambda _: value)
     return encode_event(data, fields=_fields_for(event, kind))
+
+
+def _newline_of(raw: bytes) -> bytes:
+    """The line ending an event's bytes use."""
+    end = raw.find(b"\n")
+    if end < 0:
+        return b"\r" if b"\r" in raw else b"\n"
+    return b"\r\n" if end > 0 and raw[end - 1] == 13 else b"\n"
+
+
+def _has_event_line(head: bytes) -> bool:
+    for line in head.splitlines():
+        if line.startswith(b"data"):
+            return False
+        if line.startswith(b"event:"):
+            return True
+    return False
+
+
+class _Oversized:
+    """An event over the cap under way: its index rewritten on its bytes as they pass."""
+
+    __slots__ = ("channel", "keys", "kind", "out")
+
+    def __init__(self, kind: bytes | None) -> None:
+        self.kind = kind  # from its event: line or the type that opens its data
+        self.out: int | None = None  # the output index every top-level "index" key gets
+        self.channel: _Channel | None = None  # the text channel it writes to, when it names one
+        self.keys: TopLevelKeys | None = None
 
 
 # -- the stream ---------------------------------------------------------------------------------
@@ -267,18 +370,19 @@ class _PlainDeltas:
 class _Channel:
     """One upstream text block: its scanner and the output block it currently writes."""
 
-    __slots__ = ("digest", "emitted", "held", "kind", "out", "parts", "scanner", "start", "upstream")
+    __slots__ = ("digest", "emitted", "held", "kind", "out", "parts", "scanner", "start", "surrogate", "upstream")
 
-    def __init__(self, scanner: Scanner, upstream: int, start: SSEEvent) -> None:
+    def __init__(self, scanner: Scanner, upstream: int, start: SSEEvent | None) -> None:
         self.scanner = scanner
         self.upstream = upstream
-        self.start: SSEEvent | None = start  # the upstream start event, held for the first text block
+        self.start = start  # the upstream start event, held for the first text block
         self.kind: Kind | None = None  # the kind of the open output block
         self.out = -1  # the open output block's index
         self.parts: list[str] = []  # redacted: the open block's text, written whole when it ends
         self.held = 0  # its size (UTF-8 bytes), bounded by max_buffer_bytes
         self.digest: Any = None  # unsigned: the SHA-256 of the open block's text, for its signature
         self.emitted = False
+        self.surrogate = ""  # a high surrogate that ended the last delta, held for the next one
 
 
 class MessagesStream:
@@ -293,10 +397,18 @@ class MessagesStream:
         self._native = False  # upstream reasoning seen: text blocks are no longer scanned
         self._redacted = config.messages_policy == "redacted"
         self._next = 0  # the next output index
-        self._indexes: dict[int, int] = {}  # upstream index → output index, blocks not scanned
+        # The numbering map, upstream index → output index, in three parts: blocks not scanned
+        # (one output block each), open text channels (their open output block), and text blocks
+        # that ended (their last output block, for a late event that names them).
+        self._indexes: dict[int, int] = {}
         self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
+        self._closed: dict[int, int] = {}
         self._plain: dict[int, _PlainDeltas] = {}  # upstream index → its fast path matcher
         self._texts = 0  # text blocks scanned so far: a template's injected <think> opens the first only
+        self._big: _Oversized | None = None  # an oversized event under way
+        self._before: list[SSEEvent] | None = None  # events to send before its first byte
+        self._ended = False  # message_delta, message_stop or error came: no block reopens
+        self._last: int | None = None  # the upstream index the last block event named
         self.counts = Counts()
 
     def _resolve(self, model: str | None) -> ThinkExtractConfig:
@@ -312,37 +424,40 @@ class MessagesStream:
         data = event.data
         if data is None or not self._active:
             return [event]
-        try:
-            ev = _decode_event(data)
-        except _UNREADABLE:
+        ev, lenient = _read(data)
+        if ev is None:
             return self._unreadable(event)
         if self._config is None and ev.type in _RESOLVING:
             message = ev.message if ev.type == "message_start" else None
             self._resolve(message.model if message is not None else None)
             if not self._active:  # a profile turns this model off
                 return [event]
-        out = self._dispatch(event, ev)
+        out = self._dispatch(event, ev, lenient)
+        if ev.index is not None:  # the block events, and unknown ones naming a block
+            self._last = ev.index
         if event.event is None:  # a data-only upstream: every frame sent gets its event: line
             return [_named(e, ev.type) if e is event else e for e in out]
         return out
 
-    def _dispatch(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+    def _dispatch(self, event: SSEEvent, ev: _Event, lenient: bool) -> list[SSEEvent]:
         kind = ev.type
         if kind == "content_block_delta":
-            return self._block_delta(event, ev)
+            return self._block_delta(event, ev, lenient)
         if kind == "content_block_start":
-            return self._block_start(event, ev)
+            return self._block_start(event, ev, lenient)
         if kind == "content_block_stop":
             return self._block_stop(event, ev)
         if kind == "message_start":
+            self._ended = False
             if ev.message is not None and any(part.type in _NATIVE for part in ev.message.content):
                 self._native = True
             return [event]
         if kind == "ping":
             return [event]  # carries no model text; flushing here would make results timing-dependent
         if kind in ("message_delta", "message_stop", "error"):
+            self._ended = True
             return [*self._finish_all(), event]  # the message ends: its blocks close first
-        return [*self.flush(), event]  # a type this translator does not know
+        return [*self.flush(), *self._passed(event, kind.encode())]  # a type this translator does not know
 
     def flush(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []
@@ -356,7 +471,76 @@ class MessagesStream:
         return self._finish_all()
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
-        return piece
+        """A piece of an event over ``max_event_bytes``: never held or decoded, its top-level
+        ``"index"`` rewritten through the numbering map as it goes by (every occurrence of the key
+        gets the same value). Its type comes from its ``event:`` line or the key that opens its data.
+
+        * A ``content_block_start`` (a 1 MB ``tool_use`` or ``web_search_tool_result``) with an index
+          not seen before takes the next output index, so that the blocks after it follow it.
+        * An event naming a scanned text block (an oversized ``text_delta``, not scanned) goes on an
+          open *text* output block: a thinking block open there is closed, and a text block opened,
+          before its first byte. When its ``"index"`` is not in its first piece (llama.cpp writes keys
+          sorted, after the body), the text block the last block event named is taken to be the one
+          it names (:meth:`_likely_channel`): at worst the client sees an empty text block more.
+        * Any other index is mapped when known, and left alone when not.
+        """
+        big = self._big
+        if big is None:
+            if not self._active or not piece:
+                return piece
+            head = piece[:_HEAD]
+            big = self._big = _Oversized(event_type(head))
+            keys = big.keys = TopLevelKeys(_INDEX, lambda key, value: self._big_index(big, key, value))
+            self._before = before = []
+            try:
+                out = keys.feed(piece)
+                if big.out is None and big.kind == b"content_block_delta":
+                    big.channel = self._likely_channel()
+                    if big.channel is not None:
+                        before += self._text_block(big.channel)
+            finally:
+                self._before = None
+            newline = _newline_of(piece)
+            written = b"".join(e.raw for e in before)
+            if newline != b"\n":
+                written = written.replace(b"\n", newline)
+            if big.kind is not None and not _has_event_line(head):
+                written += b"event: " + big.kind + newline  # the SDKs skip frames without one
+            out = written + out
+        else:
+            assert big.keys is not None
+            out = big.keys.feed(piece)
+        if not more:
+            assert big.keys is not None
+            out += big.keys.finish()
+            self._big = None
+        return out
+
+    def _big_index(self, big: _Oversized, key: bytes, value: bytes) -> bytes | None:
+        if key != b"index":
+            return None
+        upstream = as_int(msgspec.Raw(value))
+        if big.out is not None:  # a duplicate key: it gets the value the first one got
+            if upstream is not None and big.kind == b"content_block_start":
+                self._indexes[upstream] = big.out
+            return b"%d" % big.out
+        if upstream is None:
+            return None
+        kind = big.kind
+        big_seen = big.keys.seen if big.keys is not None else {}
+        if kind is None and b"type" in big_seen:
+            name = as_str(msgspec.Raw(big_seen[b"type"]))
+            kind = name.encode() if name is not None else None
+        channel = big.channel
+        if channel is not None and channel.upstream == upstream and channel.kind == CONTENT:
+            new: int | None = channel.out
+        else:
+            before, new = self._map(upstream, kind, self._before is not None)
+            if self._before is not None:
+                self._before += before
+        big.out = new
+        self._last = upstream
+        return None if new is None else b"%d" % new
 
     def fast_forward(self, span: bytes) -> bytes | None:
         """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open
@@ -368,7 +552,7 @@ class MessagesStream:
             return None
         channel = next(iter(self._channels.values()))
         kind = channel.scanner.steady
-        if kind is None or kind != channel.kind:
+        if kind is None or kind != channel.kind or channel.surrogate:
             return None
         plain = self._plain.get(channel.upstream)
         if plain is None:
@@ -376,22 +560,84 @@ class MessagesStream:
         texts = plain.texts(span, channel.scanner.triggers)
         if texts is None:
             return None
+        self._last = channel.upstream
         if kind == CONTENT:
             return span if channel.out == channel.upstream else plain.renumbered(span, channel.out)
-        text = texts.decode()
-        channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
         if self._redacted:
-            return b"".join(e.raw for e in self._hold_redacted(channel, text))
+            assert self._config is not None
+            if channel.held + len(texts) > self._config.max_buffer_bytes:
+                return None  # a block ends in this span: after the event that crosses the cap, as event() does
+            text = texts.decode()
+            channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
+            return b"".join(e.raw for e in self._hold_redacted(channel, text))  # nothing: under the cap
+        channel.scanner.reasoning_chars += len(texts.decode())
         channel.digest.update(texts)
         return plain.as_thinking(span, channel.out)
+
+    # -- the numbering map ------------------------------------------------------------------------
+
+    def _map(self, upstream: int, kind: bytes | None, may_open: bool = True) -> tuple[list[SSEEvent], int | None]:
+        """The output index for an event passed on unread that names block ``upstream``, and the
+        events to send before it. ``None``: an index the stream never introduced, left alone."""
+        if kind == b"content_block_start":  # a block the client appends: it takes the next index
+            self._indexes[upstream] = self._take_index()
+            return [], self._indexes[upstream]
+        channel = self._channels.get(upstream)
+        if channel is not None:
+            if kind == b"content_block_delta" and may_open:
+                return self._text_block(channel), channel.out  # its text must land on a text block
+            return [], (channel.out if channel.out >= 0 else None)
+        new = self._indexes.get(upstream)
+        if new is not None:
+            return [], new
+        if kind == b"content_block_delta" and may_open and self._may_reopen(upstream):
+            channel = self._reopen(upstream)  # late text: it goes on in a new text block
+            return self._text_block(channel), channel.out
+        return [], self._closed.get(upstream)
+
+    def _likely_channel(self) -> _Channel | None:
+        """The text channel an oversized delta whose ``"index"`` is not in its first piece most likely
+        writes to: the one the last block event named (reopened if that block had ended: text
+        after its stop), if it was a text block."""
+        last = self._last
+        if last is None:
+            return None
+        channel = self._channels.get(last)
+        if channel is None and self._may_reopen(last):
+            channel = self._reopen(last)
+        return channel
+
+    def _text_block(self, channel: _Channel) -> list[SSEEvent]:
+        """The events that leave ``channel`` writing to an open text block."""
+        if channel.kind == CONTENT:
+            return []
+        return self._close(channel) + self._open(channel, CONTENT)
+
+    def _passed(self, event: SSEEvent, kind: bytes | None) -> list[SSEEvent]:
+        """``event``, passed on unread, with its ``index`` through the numbering map: the one a JSON
+        parser keeps (the last) decides, and every top-level ``"index"`` key gets its new value."""
+        data = event.data
+        assert data is not None
+        if b'"index"' not in data:
+            return [event]
+        upstream, named = _last_index(data)
+        if upstream is None:
+            return [event]
+        before, new = self._map(upstream, kind or named)
+        if new is None or new == upstream:
+            return [*before, event]
+        value = b"%d" % new
+        return [*before, encode_event(_with_indexes(_one_line(data), lambda _: value), fields=event.fields)]
 
     # -- per event ------------------------------------------------------------------------------
 
     def _unreadable(self, event: SSEEvent) -> list[SSEEvent]:
+        """An event no messages client can take (not JSON, or a known type of the wrong shape):
+        it goes out as it came, after the held text. Renumbering it would only disguise it."""
         self.counts.unreadable_events += 1
         return [*self.flush(), event]
 
-    def _block_start(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+    def _block_start(self, event: SSEEvent, ev: _Event, lenient: bool) -> list[SSEEvent]:
         block, upstream = ev.content_block, ev.index
         if block is None or upstream is None:
             return self._unreadable(event)
@@ -403,32 +649,43 @@ class MessagesStream:
             self._texts += 1
             channel = self._channels[upstream] = _Channel(scanner, upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
-                return self._emit(channel, channel.scanner.feed(block.text))
+                text, channel.surrogate = _whole_chars("", block.text)
+                return self._emit(channel, channel.scanner.feed(text))
             return []  # held until the first run is known
         new = self._indexes[upstream] = self._next
         self._next += 1
         return [event] if new == upstream else [_reindexed(event, "content_block_start", upstream, new)]
 
-    def _block_delta(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
+    def _block_delta(self, event: SSEEvent, ev: _Event, lenient: bool) -> list[SSEEvent]:
         upstream, delta = ev.index, ev.delta
         if upstream is None or delta is None:
             return self._unreadable(event)
         channel = self._channels.get(upstream)
+        text = delta.text
         if channel is None:
             new = self._indexes.get(upstream)
-            if new is None:
-                return self._unreadable(event)  # a delta for a block that never started
-            return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
-        text = delta.text
+            if new is not None:
+                return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+            if not self._may_reopen(upstream) or delta.type != "text_delta" or text is None:
+                new = self._closed.get(upstream)  # after its text block's stop: on its last block
+                if new is None:
+                    return self._unreadable(event)  # a delta for a block that never started
+                return [event] if new == upstream else [_reindexed(event, "content_block_delta", upstream, new)]
+            channel = self._reopen(upstream)  # text after its block's stop: it goes on in a new block
         if delta.type != "text_delta" or text is None:
             # A citation or another delta of the text block: after the text so far, on a text block.
             out = self._emit(channel, channel.scanner.flush())
-            if channel.kind != CONTENT:
-                out += self._close(channel)
-                out += self._open(channel, CONTENT)
+            out += self._text_block(channel)
             new = channel.out
             out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
             return out
+        data = event.data
+        assert data is not None
+        if lenient or channel.surrogate:
+            # Written afresh: the text as whole characters, the index as an integer.
+            text, channel.surrogate = _whole_chars(channel.surrogate, text)
+            doc = obj(_one_line(data))
+            return self._emit(channel, channel.scanner.feed(text), (event, doc) if doc is not None else None)
         segments = channel.scanner.feed(text)
         if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
             # The common case, answer text: the event goes out as it came (renumbered if it must be).
@@ -436,12 +693,11 @@ class MessagesStream:
             new = channel.out
             out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
             return out
-        data = event.data
-        assert data is not None
-        if data == _text_delta_prefix(upstream) + _encode(text) + b"}}":
+        if data == _text_delta_prefix(upstream) + encode(text) + b"}}":
             return self._emit(channel, segments)
         # Fields this translator does not own ride on the first delta written for this event.
-        return self._emit(channel, segments, source=(event, _decode_obj(_one_line(data))))
+        doc = obj(_one_line(data))
+        return self._emit(channel, segments, (event, doc) if doc is not None else None)
 
     def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
         upstream = ev.index
@@ -450,12 +706,24 @@ class MessagesStream:
         channel = self._channels.get(upstream)
         if channel is not None:
             return self._finish_channel(upstream, channel)
-        new = self._indexes.get(upstream)
+        new = self._indexes.get(upstream, self._closed.get(upstream))
         if new is None:
             return self._unreadable(event)
         return [event] if new == upstream else [_reindexed(event, "content_block_stop", upstream, new)]
 
     # -- per channel ----------------------------------------------------------------------------
+
+    def _may_reopen(self, upstream: int) -> bool:
+        """Whether a delta naming ``upstream`` is text after its block's stop, within the message."""
+        return upstream in self._closed and upstream not in self._indexes and not self._ended
+
+    def _reopen(self, upstream: int) -> _Channel:
+        """A new channel for a text block that had ended: scanned as a text block after the first."""
+        cfg = self._resolve(None)
+        scanner = Scanner(after_first_channel(cfg) if self._texts else cfg)
+        self._texts += 1
+        channel = self._channels[upstream] = _Channel(scanner, upstream, None)
+        return channel
 
     def _finish_all(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []
@@ -466,16 +734,21 @@ class MessagesStream:
     def _finish_channel(self, upstream: int, channel: _Channel) -> list[SSEEvent]:
         del self._channels[upstream]
         scanner = channel.scanner
-        out = self._emit(channel, scanner.finish())
+        out: list[SSEEvent] = []
+        if channel.surrogate:  # half a character that never got its other half
+            channel.surrogate = ""
+            out += self._emit(channel, scanner.feed("\ufffd"))
+        out += self._emit(channel, scanner.finish())
         self.counts.add(scanner)
         out += self._close(channel)
         if not channel.emitted:  # nothing to say: the block stays, as an empty text block
             out += self._open(channel, CONTENT)
             out += self._close(channel)
+        self._closed[upstream] = channel.out
         return out
 
     def _emit(
-        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, _Obj] | None = None
+        self, channel: _Channel, segments: list[Segment], source: tuple[SSEEvent, Obj] | None = None
     ) -> list[SSEEvent]:
         out: list[SSEEvent] = []
         for seg in segments:
@@ -496,16 +769,16 @@ class MessagesStream:
                 out.append(_delta(channel.out, _thinking_delta(seg.text)))
         return out
 
-    def _delta_from(self, source: tuple[SSEEvent, _Obj], index: int, seg: Segment) -> SSEEvent:
+    def _delta_from(self, source: tuple[SSEEvent, Obj], index: int, seg: Segment) -> SSEEvent:
         """A delta for ``seg`` keeping, in order, the fields of the upstream event it came from."""
         event, doc = source
         reasoning = seg.kind == REASONING
-        body: _Obj = {}
+        body: Obj = {}
         for key, value in doc.items():
             if key == "index":
                 body[key] = index
-            elif key == "delta" and (fields := _obj(value)) is not None:
-                delta: _Obj = {}
+            elif key == "delta" and (fields := obj(value)) is not None:
+                delta: Obj = {}
                 for k, v in fields.items():
                     if k == "type":
                         delta[k] = "thinking_delta" if reasoning else "text_delta"
@@ -516,7 +789,7 @@ class MessagesStream:
                 body[key] = delta
             else:
                 body[key] = value
-        return encode_event(_encode(body), fields=_fields_for(event, "content_block_delta"))
+        return encode_event(encode(body), fields=_fields_for(event, "content_block_delta"))
 
     def _open(self, channel: _Channel, kind: Kind) -> list[SSEEvent]:
         channel.kind = kind
@@ -534,15 +807,18 @@ class MessagesStream:
             return [_start(channel.out, _TEXT_BLOCK)]
         # The upstream start event goes out for the first text block, with all its fields.
         assert start.data is not None
-        if channel.out == channel.upstream and _decode_event(start.data).content_block == _EMPTY_TEXT:
+        read, lenient = _read(start.data)
+        if not lenient and read is not None and channel.out == channel.upstream and read.content_block == _EMPTY_TEXT:
             return [_resent(start, "content_block_start")]
-        doc: _Obj = _decode_obj(_one_line(start.data))
+        doc = obj(_one_line(start.data))
+        if doc is None:  # only the lenient reader could read it: written afresh
+            return [_start(channel.out, _TEXT_BLOCK)]
         doc["index"] = channel.out
-        block = _obj(doc["content_block"])
+        block = obj(doc["content_block"])
         if block is not None:
             block["text"] = ""
             doc["content_block"] = block
-        return [encode_event(_encode(doc), fields=_fields_for(start, "content_block_start"))]
+        return [encode_event(encode(doc), fields=_fields_for(start, "content_block_start"))]
 
     def _close(self, channel: _Channel) -> list[SSEEvent]:
         kind, channel.kind = channel.kind, None
@@ -554,9 +830,9 @@ class MessagesStream:
             text = "".join(channel.parts)
             channel.parts, channel.held = [], 0
             index = channel.out = self._take_index()
-            block = b'{"type":"redacted_thinking","data":%s}' % _encode(_redacted_data(text))
+            block = b'{"type":"redacted_thinking","data":%s}' % encode(_redacted_data(text))
             return [_start(index, block), _stop(index)]
-        signature = b'{"type":"signature_delta","signature":%s}' % _encode(_signature_of(channel.digest))
+        signature = b'{"type":"signature_delta","signature":%s}' % encode(_signature_of(channel.digest))
         channel.digest = None
         return [_delta(channel.out, signature), _stop(channel.out)]
 
@@ -591,10 +867,10 @@ async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtract
 # -- non-stream ---------------------------------------------------------------------------------
 
 
-def _blocks(block: _Obj, segments: list[Segment], redacted: bool) -> list[Any]:
+def _blocks(block: Obj, segments: list[Segment], redacted: bool) -> list[Any]:
     """The blocks of one upstream text block's runs, in order."""
     out: list[Any] = []
-    template: _Obj | None = block
+    template: Obj | None = block
     for seg in segments:
         if seg.kind == CONTENT:
             if template is not None:
@@ -620,26 +896,25 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     Only the objects on the way to a changed text are decoded: every other value is sent as it came.
     """
     counts = Counts()
-    doc = _obj(bytes(body))
+    doc = obj(bytes(body))
     raw_content = doc.get("content") if doc is not None else None
-    if doc is None or raw_content is None or _str(doc.get("type")) not in (None, "message"):
+    if doc is None or raw_content is None or as_str(doc.get("type")) not in (None, "message"):
         return None, counts
-    try:
-        content = _decode_list(raw_content)
-    except msgspec.ValidationError:
+    content = raw_list(raw_content)
+    if content is None:
         return None, counts  # content is not a list
-    cfg = config.for_model(_str(doc.get("model")))
+    cfg = config.for_model(as_str(doc.get("model")))
     if not cfg.enabled or cfg.messages_policy == "off":
         return None, counts
-    blocks = [_obj(raw) for raw in content]
-    if any(b is not None and _str(b.get("type")) in _NATIVE for b in blocks):
+    blocks = [obj(raw) for raw in content]
+    if any(b is not None and as_str(b.get("type")) in _NATIVE for b in blocks):
         return None, counts  # upstream reasoning wins
     redacted = cfg.messages_policy == "redacted"
     new_content: list[Any] = []
     changed = False
     texts = 0  # text blocks scanned so far (see after_first_channel)
     for raw, block in zip(content, blocks, strict=True):
-        text = _str(block.get("text")) if block is not None and _str(block.get("type")) == "text" else None
+        text = as_str(block.get("text")) if block is not None and as_str(block.get("type")) == "text" else None
         if block is None or text is None:
             new_content.append(raw)
             continue
@@ -653,4 +928,4 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     if not changed:
         return None, counts
     doc["content"] = new_content
-    return _encode(doc), counts
+    return encode(doc), counts

@@ -90,6 +90,20 @@ class _TagTable:
 _compile_tags = lru_cache(maxsize=64)(_TagTable)
 
 
+class _Stops:
+    """The strings that end a reasoning block when tool-call markers are configured."""
+
+    def __init__(self, strings: tuple[str, ...]) -> None:
+        by_first: dict[str, list[str]] = {}
+        for string in sorted(set(strings), key=lambda t: -len(t)):
+            by_first.setdefault(string[0], []).append(string)
+        self.by_first = by_first
+        self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
+
+
+_compile_stops = lru_cache(maxsize=64)(_Stops)
+
+
 def _prefix_start(buf: str, pos: int, needle: str) -> int:
     """Start of the longest suffix of ``buf[pos:]`` that is a proper prefix of ``needle``
     (``len(buf)`` if none is)."""
@@ -429,9 +443,9 @@ class Scanner:
 
     def _scan_reasoning(self, buf: str, pos: int) -> int:
         close = self._close
-        idx = buf.find(close, pos)
         if self._markers:
-            return self._scan_reasoning_marked(buf, pos, idx)
+            return self._scan_reasoning_marked(buf, pos)
+        idx = buf.find(close, pos)
         if idx >= 0:
             end = idx
         else:
@@ -451,18 +465,23 @@ class Scanner:
         self._close_reasoning()
         return idx + len(close)
 
-    def _scan_reasoning_marked(self, buf: str, pos: int, idx: int) -> int:
-        """:meth:`_scan_reasoning` for a family whose tool-call markers also end a block: the
-        earliest of the close tag and the markers wins; a marker and all after it are content."""
+    def _scan_reasoning_marked(self, buf: str, pos: int) -> int:
+        """:meth:`_scan_reasoning` for a family whose tool-call markers also end a block. The close
+        tag and the markers are matched as rule 1 matches open tags: the leftmost wins, the longest
+        at a tie, and text that may still become one of them is held. A marker and everything
+        after it are content."""
         n = len(buf)
-        stop = idx if idx >= 0 else n
-        marker_at = -1
-        for marker in self._markers:
-            j = buf.find(marker, pos, stop + len(marker) - 1)
-            if 0 <= j < stop:
-                stop, marker_at = j, j
-        if stop == n and not self._finished:
-            stop = min(_prefix_start(buf, pos, needle) for needle in (self._close, *self._markers))
+        stops = _compile_stops((self._close, *self._markers))
+        final = self._finished
+        stop, found = n, None
+        m = stops.first_re.search(buf, pos)
+        while m is not None:
+            p = m.start()
+            found = _TagTable._match(stops.by_first[buf[p]], buf, p, final)
+            if found is not None:
+                stop = p
+                break
+            m = stops.first_re.search(buf, p + 1)
         if stop > pos:
             if self._buffered:
                 fit = self._hold_body(buf, pos, stop)
@@ -472,15 +491,16 @@ class Scanner:
                     return fit
             else:
                 self._block_text(buf[pos:stop])
-        if marker_at >= 0:
-            self._close_reasoning()
-            self._tags_live = False  # the tool call and everything after it are content
-            return marker_at
-        if idx < 0 or stop < idx:
+        if found is None:
+            return n
+        if found is False:  # rule 2
             self._held = buf[stop:]
             return n
         self._close_reasoning()
-        return idx + len(self._close)
+        if found == self._close:
+            return stop + len(found)
+        self._tags_live = False  # the tool call and everything after it are content
+        return stop
 
     def _hold_body(self, buf: str, pos: int, end: int) -> int:
         """Hold ``buf[pos:end]`` as block body; return where the cap cut it (``end`` if it fits)."""

@@ -79,6 +79,11 @@ FAMILIES: tuple[Family, ...] = (
         overrides={"start_with_reasoning": False},
     ),
     Family(
+        name="QwQ-32B-Preview (no tags)",
+        patterns=("qwq*preview*",),
+        overrides={"start_with_reasoning": False},
+    ),
+    Family(
         name="QwQ",
         patterns=("qwq*",),
         tag_pairs=(_THINK,),

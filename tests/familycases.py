@@ -183,6 +183,8 @@ CASES: list[Case] = [
         "Call it.",
         QWEN_CALL,
     ),
+    Case("hermes-4", "NousResearch/Hermes-4-14B", "<think>Call it." + QWEN_CALL, "Call it.", QWEN_CALL),
+    Case("qwq-preview", "Qwen/QwQ-32B-Preview", "Let me think step by step. 4.", "", "Let me think step by step. 4."),
     Case(
         "apertus",
         "swiss-ai/Apertus-8B-Instruct-2509",

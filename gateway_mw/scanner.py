@@ -418,22 +418,22 @@ class Scanner:
                 if not self._tags_live:
                     break
             in_code = code is not None and code.in_code()
-            pair = None if in_code else tags.match_open(buf, p, final)
-            if pair is None:  # a literal character: look further
+            found = None if in_code else tags.match_open(buf, p, final)
+            if found is None:  # a literal character: look further
                 if code is not None:
                     code.advance(buf[p])
                 i = p + 1
                 continue
             if p > pos:
                 self._content(buf[pos:p], track=False)
-            if pair is False:  # rule 2: hold what could still be an open tag
+            if found is False:  # rule 2: hold what could still be an open tag
                 self._held = buf[p:]
                 return n
-            block = tags.action[pair]
-            if block is None:  # an answer wrapper of this family: it vanishes from the content
-                return p + len(pair)
-            self._open(block, pair)
-            return p + len(pair)
+            pair = tags.action[found]
+            if pair is not None:
+                self._open(pair, found)
+            # else an answer wrapper of this family: it vanishes from the content
+            return p + len(found)
         if code is not None:
             code.advance(buf[i:])
         if self._leading_only:
@@ -773,7 +773,9 @@ class HarmonyScanner(Scanner):
         held, self._held = self._held, ""
         if held:
             if self._where == _H_BODY:
-                self._body_text(held)
+                fit = self._body_text(held)
+                if fit >= 0:  # a buffered body outgrew the cap: the rest of it goes out as it stands
+                    self._block_text(held[fit:])
             else:
                 self._add_header_or_top(held)
         if self._where == _H_HEADER:

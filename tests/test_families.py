@@ -193,3 +193,25 @@ def test_scanner_counters_for_harmony() -> None:
     # Two analysis messages are two blocks of one kind: one run on the wire, joined by the separator.
     assert out == [Segment("reasoning", "abc\nde")]
     assert (scanner.reasoning_blocks, scanner.reasoning_chars, scanner.unclosed, scanner.overflows) == (2, 6, True, 0)
+
+
+def test_harmony_flush_gives_up_waiting_and_loses_nothing() -> None:
+    cfg = ThinkExtractConfig(protocol="harmony", stream_mode="buffered", max_buffer_bytes=4)
+    scanner = Scanner(cfg)
+    assert scanner.feed("<|channel|>analysis<|message|>ab") == []
+    assert scanner.feed("<|en") == []  # "ab" held as the buffered body, "<|en" as a possible terminator
+    assert scanner.flush() == [Segment("content", "<|channel|>analysis<|message|>ab<|en")]
+    assert scanner.feed("d|>x") == [Segment("content", "d|>x")]  # the message was released: verbatim
+    assert scanner.finish() == []
+    live = Scanner(cfg.replace(stream_mode="live"))
+    assert live.feed("<|channel|>fin") == []
+    assert live.flush() == [Segment("content", "<|channel|>fin")]  # a header cut short is text
+    assert live.feed("al<|message|>y") == [Segment("content", "al<|message|>y")]
+    assert live.finish() == []
+
+
+def test_tags_flush_in_the_start_state_keeps_the_leading_whitespace() -> None:
+    scanner = Scanner(ThinkExtractConfig(start_with_reasoning=True, separator=""))
+    assert scanner.feed(" \n<thi") == []
+    assert scanner.flush() == [Segment("reasoning", " \n<thi")]
+    assert scanner.feed("nk>x</think>y") == [Segment("reasoning", "nk>x"), Segment("content", "y")]

@@ -118,12 +118,31 @@ def test_holdback_is_bounded(text: str, config: ThinkExtractConfig) -> None:
             assert scanner._header_len <= _H_HEADER_MAX
 
 
-def test_an_overlong_harmony_header_is_text() -> None:
+@settings(max_examples=50, deadline=None)
+@given(data=st.data(), at=st.integers(min_value=1000, max_value=1030))
+def test_an_overlong_harmony_header_is_text(data: st.DataObject, at: int) -> None:
+    """A header that reaches no ``<|message|>`` within 1024 characters is text, cut at the same
+    place whatever the chunking; the scan goes on after it."""
     cfg = ThinkExtractConfig(protocol="harmony")
-    text = "<|channel|>" + "x" * 2000 + "<|message|>y"
-    blocks = [("content", text)]
-    assert scan([text], cfg) == blocks
-    assert scan(list(text), cfg) == blocks
+    head = "<|channel|>" + "x" * (at - len("<|channel|>"))
+    text = head + "<|message|>y<|channel|>analysis<|message|>r"
+    whole = scan([text], cfg)
+    shown = head + "<|message|>y" if at > 1024 else "y"  # an unknown channel's body is content
+    assert whole == [("content", shown), ("reasoning", "r")]
+    assert scan(data.draw(chunkings(text)), cfg) == whole
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), text=SOUP, config=CONFIGS.map(lambda c: c.replace(protocol="tags")))
+def test_flush_never_loses_a_payload_character(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
+    scanner = Scanner(config)
+    out: list[Segment] = []
+    for piece in data.draw(chunkings(text)):
+        out += scanner.feed(piece)
+        if data.draw(st.booleans()):
+            out += scanner.flush()
+    out += scanner.finish()
+    assert [c for s in out for c in s.text if c in PAYLOAD] == [c for c in text if c in PAYLOAD]
 
 
 # -- exact results for texts built from known parts ---------------------------------------------

@@ -218,6 +218,42 @@ class Scanner:
     Adjacent segments of one kind (within a call and across calls) belong to the same block.
     """
 
+    # Slots: a scanner is touched once per chunk, and slot access stays fast however many fields it has.
+    __slots__ = (
+        "_body",
+        "_body_bytes",
+        "_buffered",
+        "_cap",
+        "_close",
+        "_code",
+        "_content_triggers",
+        "_fast",
+        "_finished",
+        "_held",
+        "_kind",
+        "_kinds_emitted",
+        "_lead",
+        "_leading_only",
+        "_marker_firsts",
+        "_markers",
+        "_open_text",
+        "_out",
+        "_pair",
+        "_pending",
+        "_pending_bytes",
+        "_separator",
+        "_spilling",
+        "_started",
+        "_state",
+        "_strip",
+        "_tags",
+        "_tags_live",
+        "overflows",
+        "reasoning_blocks",
+        "reasoning_chars",
+        "unclosed",
+    )
+
     def __new__(cls, config: ThinkExtractConfig | None = None) -> Scanner:
         if cls is Scanner and config is not None and config.protocol == "harmony":
             return super().__new__(HarmonyScanner)
@@ -728,6 +764,8 @@ class HarmonyScanner(Scanner):
     ``tag_pairs``, ``placement``, ``code_aware``, ``tool_call_markers`` and ``content_wrappers``
     do not apply.
     """
+
+    __slots__ = ("_header", "_header_len", "_msg", "_steady_kind", "_top_block", "_where")
 
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
         super().__init__(config)

@@ -201,8 +201,12 @@ def test_harmony_messages_come_out_exactly(
         header = HEADERS[channel][variant % len(HEADERS[channel])]
         text += header + body + end
         unclosed = number == len(messages) and not end
-        if channel == "tool" or (channel == "analysis" and unclosed and mode == "buffered"):
-            # a tool call, or a buffered analysis the text ends inside (rule 6): verbatim content
+        if channel == "analysis" and unclosed and mode == "buffered" and number == 1:
+            # a buffered analysis the text ends inside (rule 6): verbatim content, continuing the
+            # text before it (the block it interrupted)
+            raw[-1] = ("content", raw[-1][1] + header + body)
+        elif channel == "tool" or (channel == "analysis" and unclosed and mode == "buffered"):
+            # a tool call, or a buffered analysis the text ends inside after another message
             raw.append(("content", header + body + end))
         else:
             raw.append(("reasoning" if channel == "analysis" else "content", body))

@@ -6,6 +6,10 @@ in ``docs/scanner.md``; the comments below refer to them.
 
 Cost is linear: every feed looks at the text it receives plus the held-back suffix, which is
 bounded by the longest tag (live mode) or ``max_buffer_bytes`` (a buffered block).
+
+The model family mechanisms (``docs/models.md``) live here too, so every surface gets them alike:
+tool-call markers that end a reasoning block, answer wrappers dropped from content, and, with
+``protocol="harmony"``, :class:`HarmonyScanner` (``Scanner(config)`` returns one) for gpt-oss.
 """
 
 from __future__ import annotations

@@ -97,9 +97,9 @@ _compile_tags = lru_cache(maxsize=64)(_TagTable)
 class _Stops:
     """The strings that end a reasoning block when tool-call markers are configured."""
 
-    def __init__(self, strings: tuple[str, ...]) -> None:
+    def __init__(self, close: str, markers: tuple[str, ...]) -> None:
         by_first: dict[str, list[str]] = {}
-        for string in sorted(set(strings), key=lambda t: -len(t)):
+        for string in sorted({close, *markers}, key=lambda t: -len(t)):
             by_first.setdefault(string[0], []).append(string)
         self.by_first = by_first
         self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
@@ -302,7 +302,8 @@ class Scanner:
         self.reasoning_chars = 0
         """Characters emitted as reasoning."""
         self.overflows = 0
-        """Buffered blocks released as content because they outgrew ``max_buffer_bytes``."""
+        """Buffered blocks released as content because they outgrew ``max_buffer_bytes`` (and, with
+        ``protocol="harmony"``, headers too long to be one, sent on as text)."""
         self.unclosed = False
         """Whether the channel ended inside a reasoning block."""
 
@@ -511,7 +512,7 @@ class Scanner:
         at a tie, and text that may still become one of them is held. A marker and everything
         after it are content."""
         n = len(buf)
-        stops = _compile_stops((self._close, *self._markers))
+        stops = _compile_stops(self._close, self._markers)
         final = self._finished
         stop, found = n, None
         m = stops.first_re.search(buf, pos)

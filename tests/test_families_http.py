@@ -4,7 +4,8 @@ One upstream on loopback (its own thread, one for the module) answers with the t
 request names; the middleware in front of it runs the default config (families on) with
 ``messages_policy="unsigned"``. For each family, the non-stream answer and streams cut into single
 characters and into random pieces give the same reasoning and content, as the family's own server
-parser would. gpt-oss also goes through ``/v1/messages`` and ``/v1/responses``.
+parser would. gpt-oss also goes through ``/v1/messages`` and ``/v1/responses`` with whole blocks and
+items checked; every other family goes through them too, stream equal to non-stream.
 """
 
 from __future__ import annotations
@@ -239,3 +240,50 @@ def test_gpt_oss_through_responses(base_url: str, case: Case) -> None:
         assert [item["type"] for item in streamed] == ["reasoning", "message"]
         assert streamed[0]["content"] == [{"type": "reasoning_text", "text": case.reasoning}]
         assert final.output_text == case.content
+
+
+# -- every family through the other two surfaces: the same texts, stream = non-stream -----------
+
+
+def _texts(blocks: list[dict[str, Any]], reasoning_key: str, text_key: str) -> tuple[str, str]:
+    return (
+        "".join(b.get(reasoning_key, "") for b in blocks if reasoning_key in b),
+        "".join(b.get(text_key, "") for b in blocks if text_key in b),
+    )
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
+def test_every_family_through_messages(base_url: str, case: Case) -> None:
+    client = _anthropic(base_url)
+    resp = client.messages.create(model=case.model, max_tokens=100, messages=USER, extra_body={"x_text": case.text})
+    blocks = messages_blocks(resp.content)
+    assert _texts(blocks, "thinking", "text") == (case.reasoning, case.content)
+    for block in blocks:
+        if block["type"] == "thinking":
+            assert block["signature"] == mw.signature(block["thinking"])
+    with client.messages.stream(
+        model=case.model,
+        max_tokens=100,
+        messages=USER,
+        extra_body={"x_text": case.text, "x_cuts": list(range(1, len(case.text)))},
+    ) as stream:
+        assert messages_blocks(stream.get_final_message().content) == blocks
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
+def test_every_family_through_responses(base_url: str, case: Case) -> None:
+    client = _openai(base_url)
+    resp = client.responses.create(model=case.model, input="What is 2+2?", extra_body={"x_text": case.text})
+    reasoning = "".join(part.text for item in resp.output if item.type == "reasoning" for part in (item.content or []))
+    assert (reasoning, resp.output_text) == (case.reasoning, case.content)
+    with client.responses.stream(
+        model=case.model,
+        input="What is 2+2?",
+        extra_body={"x_text": case.text, "x_cuts": list(range(1, len(case.text)))},
+    ) as stream:
+        final = stream.get_final_response()
+
+    def shape(output: list[Any]) -> list[Any]:  # reasoning ids are random per response
+        return [{k: v for k, v in item.model_dump(exclude_none=True).items() if k != "id"} for item in output]
+
+    assert shape(final.output) == shape(resp.output)

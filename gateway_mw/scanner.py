@@ -44,13 +44,20 @@ def _utf8_len(text: str) -> int:
 
 class _TagTable:
     """The strings content state looks for, grouped by their first character: the open strings of
-    the tag pairs, and the answer-wrapper strings that are dropped from content."""
+    the tag pairs, the tool-call markers (after one, no tag counts) and the answer-wrapper strings
+    that are dropped from content."""
 
-    def __init__(self, pairs: tuple[TagPair, ...], wrappers: tuple[TagPair, ...] = ()) -> None:
-        # What each string does: open a pair's block, or (None) vanish as an answer wrapper.
+    def __init__(
+        self, pairs: tuple[TagPair, ...], wrappers: tuple[TagPair, ...] = (), markers: tuple[str, ...] = ()
+    ) -> None:
+        # What each string does: open a pair's block, or (None) end tag recognition if it is one of
+        # ``markers``, else vanish as an answer wrapper.
         action: dict[str, TagPair | None] = {}
         for pair in pairs:
             action.setdefault(pair.open, pair)  # the first of duplicate pairs wins
+        self.markers = frozenset(m for m in markers if m not in action)
+        for marker in self.markers:
+            action[marker] = None
         for wrapper in wrappers:
             action.setdefault(wrapper.open, None)
             action.setdefault(wrapper.close, None)
@@ -265,7 +272,7 @@ class Scanner:
 
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
         cfg = _DEFAULT_CONFIG if config is None else config
-        self._tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers)
+        self._tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers, cfg.tool_call_markers)
         self._markers = cfg.tool_call_markers  # tool-call markers: each ends a reasoning block
         self._marker_firsts = frozenset(m[0] for m in self._markers)
         self._buffered = cfg.stream_mode == "buffered"
@@ -473,6 +480,9 @@ class Scanner:
             pair = tags.action[found]
             if pair is not None:
                 self._open(pair, found)
+            elif found in tags.markers:  # a tool call: it and everything after it are content
+                self._tags_live = False
+                return p
             # else an answer wrapper of this family: it vanishes from the content
             return p + len(found)
         if code is not None:

@@ -179,10 +179,23 @@ def test_after_a_tool_call_marker_tags_are_text() -> None:
     assert scan([text], cfg) == [("reasoning", "plan"), ("content", text[len("<think>plan") :])]
 
 
-def test_a_tool_call_marker_in_content_is_content() -> None:
+def test_a_tool_call_marker_in_content_is_content_and_ends_tag_recognition() -> None:
     cfg = ThinkExtractConfig().for_model("qwen3-8b")
     text = "<think>plan</think>" + QWEN_CALL
     assert scan(list(text), cfg) == [("reasoning", "plan"), ("content", QWEN_CALL)]
+    call = '<tool_call>{"name": "write", "arguments": {"text": "<think>x</think><answer>"}}</tool_call>'
+    for model in ("qwen3-8b", "hunyuan-a13b"):  # (Hunyuan's marker is <tool_calls>: here <tool_call> is text)
+        cfg = ThinkExtractConfig().for_model(model)
+        blocks = scan(list("<think>plan</think>" + call), cfg)
+        if model == "qwen3-8b":
+            assert blocks == [("reasoning", "plan"), ("content", call)]
+        else:
+            assert blocks == [
+                ("reasoning", "plan"),
+                ("content", '<tool_call>{"name": "write", "arguments": {"text": "'),
+                ("reasoning", "\nx"),  # a second block: the separator first
+                ("content", '\n"}}</tool_call>'),  # <answer>, Hunyuan's wrapper, vanished
+            ]
 
 
 def test_scanner_counters_for_harmony() -> None:

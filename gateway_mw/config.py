@@ -23,6 +23,7 @@ StreamMode = Literal["live", "buffered"]
 Placement = Literal["anywhere", "leading"]
 ChatReasoningField = Literal["reasoning_content", "reasoning"]
 ResponsesReasoningFormat = Literal["content", "summary"]
+Protocol = Literal["tags", "harmony"]
 
 
 class TagPair(msgspec.Struct, frozen=True):
@@ -83,6 +84,11 @@ def _check_scanner_fields(owner: ModelProfile | ThinkExtractConfig) -> None:
     pairs = owner.tag_pairs
     if pairs is not None and not pairs:
         raise ValueError("tag_pairs must hold at least one TagPair")
+    if owner.protocol is not None:
+        _check_choice("protocol", owner.protocol, Protocol)
+    markers = owner.tool_call_markers
+    if markers is not None and not all(markers):
+        raise ValueError("tool_call_markers must not hold an empty string")
 
 
 class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -102,6 +108,9 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     code_aware: bool | None = None
     strip_whitespace: bool | None = None
     max_buffer_bytes: int | None = None
+    protocol: Protocol | None = None
+    tool_call_markers: tuple[str, ...] | None = None
+    content_wrappers: tuple[TagPair, ...] | None = None
     responses_reasoning_format: ResponsesReasoningFormat | None = None
 
     def __post_init__(self) -> None:
@@ -133,12 +142,16 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     code_aware: bool = True
     strip_whitespace: bool = False
     max_buffer_bytes: int = 65536
+    protocol: Protocol = "tags"
+    tool_call_markers: tuple[str, ...] = ()
+    content_wrappers: tuple[TagPair, ...] = ()
     max_event_bytes: int = 1024 * 1024
     max_body_bytes: int = 64 * 1024 * 1024
     chat_reasoning_field: ChatReasoningField = "reasoning_content"
     responses_reasoning_format: ResponsesReasoningFormat = "content"
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
+    families: bool = True
 
     def __post_init__(self) -> None:
         _check_scanner_fields(self)
@@ -159,19 +172,27 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         return msgspec.structs.replace(self, **changes)
 
     def for_model(self, model: str | None) -> ThinkExtractConfig:
-        """The effective settings for ``model``: the first matching profile's overrides applied.
+        """The effective settings for ``model``: its built-in family preset (when ``families`` is
+        on), then the first matching profile's overrides on top, so a profile always wins.
 
         A global ``enabled=False`` is authoritative: no profile turns extraction back on.
         """
-        if model is None or not self.profiles:
+        if model is None:
             return self
+        config = self
+        if self.families:
+            from .families import family_for  # imported here: families imports this module
+
+            family = family_for(model)
+            if family is not None:
+                config = family.apply(self)
         for profile in self.profiles:
             if profile.matches(model):
                 changes = profile.overrides()
                 if not self.enabled:
                     changes.pop("enabled", None)
-                return msgspec.structs.replace(self, **changes) if changes else self
-        return self
+                return msgspec.structs.replace(config, **changes) if changes else config
+        return config
 
     def surface_for_path(self, path: str) -> Surface | None:
         """The surface whose route suffix ends ``path`` (the longest suffix wins)."""
@@ -291,6 +312,19 @@ def _parse_tag_pairs(raw: str) -> tuple[TagPair, ...]:
     return tuple(pairs)
 
 
+def _parse_markers(raw: str) -> tuple[str, ...]:
+    if not raw.strip():
+        return ()
+    markers = tuple(_split_escaped(raw, ","))
+    if not all(markers):
+        raise ValueError(r"expected marker[,marker] with no empty marker (escapes: \n \t \r \\ \,)")
+    return markers
+
+
+def _parse_wrappers(raw: str) -> tuple[TagPair, ...]:
+    return () if not raw.strip() else _parse_tag_pairs(raw)
+
+
 def _parse_routes(raw: str) -> dict[str, Surface]:
     routes: dict[str, Surface] = {}
     for item in raw.split(","):
@@ -323,10 +357,14 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "code_aware": _parse_bool,
     "strip_whitespace": _parse_bool,
     "max_buffer_bytes": _parse_positive_int,
+    "protocol": _choice(Protocol),
+    "tool_call_markers": _parse_markers,
+    "content_wrappers": _parse_wrappers,
     "max_event_bytes": _parse_positive_int,
     "max_body_bytes": _parse_positive_int,
     "chat_reasoning_field": _choice(ChatReasoningField),
     "responses_reasoning_format": _choice(ResponsesReasoningFormat),
     "routes": _parse_routes,
     "profiles": _parse_profiles,
+    "families": _parse_bool,
 }

@@ -6,6 +6,10 @@ in ``docs/scanner.md``; the comments below refer to them.
 
 Cost is linear: every feed looks at the text it receives plus the held-back suffix, which is
 bounded by the longest tag (live mode) or ``max_buffer_bytes`` (a buffered block).
+
+The model family mechanisms (``docs/models.md``) live here too, so every surface gets them alike:
+tool-call markers that end a reasoning block, answer wrappers dropped from content, and, with
+``protocol="harmony"``, :class:`HarmonyScanner` (``Scanner(config)`` returns one) for gpt-oss.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import msgspec
 
 from .config import TagPair, ThinkExtractConfig
 
-__all__ = ["CONTENT", "REASONING", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
+__all__ = ["CONTENT", "REASONING", "HarmonyScanner", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
 
 Kind = Literal["reasoning", "content"]
 REASONING: Final = "reasoning"
@@ -39,42 +43,90 @@ def _utf8_len(text: str) -> int:
 
 
 class _TagTable:
-    """The tag pairs compiled for scanning: open strings grouped by their first character."""
+    """The strings content state looks for, grouped by their first character: the open strings of
+    the tag pairs, the tool-call markers (after one, no tag counts) and the answer-wrapper strings
+    that are dropped from content."""
 
-    def __init__(self, pairs: tuple[TagPair, ...]) -> None:
-        by_first: dict[str, list[TagPair]] = {}
-        # Longest first, so that at a tie the longest open string wins (rule 1); stable for duplicates.
-        for pair in sorted(pairs, key=lambda p: -len(p.open)):
-            by_first.setdefault(pair.open[0], []).append(pair)
+    def __init__(
+        self, pairs: tuple[TagPair, ...], wrappers: tuple[TagPair, ...] = (), markers: tuple[str, ...] = ()
+    ) -> None:
+        # What each string does: open a pair's block, or (None) end tag recognition if it is one of
+        # ``markers``, else vanish as an answer wrapper.
+        action: dict[str, TagPair | None] = {}
+        for pair in pairs:
+            action.setdefault(pair.open, pair)  # the first of duplicate pairs wins
+        self.markers = frozenset(m for m in markers if m not in action)
+        for marker in self.markers:
+            action[marker] = None
+        for wrapper in wrappers:
+            action.setdefault(wrapper.open, None)
+            action.setdefault(wrapper.close, None)
+        by_first: dict[str, list[str]] = {}
+        # Longest first, so that at a tie the longest string wins (rule 1).
+        for string in sorted(action, key=lambda t: -len(t)):
+            by_first.setdefault(string[0], []).append(string)
+        self.action = action
         self.by_first = by_first
         self.first_chars = frozenset(by_first)
         self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
-        self.by_length = sorted(pairs, key=lambda p: -len(p.open))
+        self.opens_by_length = sorted({p.open for p in pairs}, key=lambda t: -len(t))
         self.default = pairs[0]
 
-    def match_open(self, buf: str, pos: int, final: bool) -> TagPair | Literal[False] | None:
-        """The pair whose open string starts at ``pos``, ``None`` if none does, or ``False`` when
-        ``buf`` ends too early to tell (never when ``final``: no more text will come)."""
+    def match_open(self, buf: str, pos: int, final: bool) -> str | Literal[False] | None:
+        """The string (open tag or wrapper) that starts at ``pos``, ``None`` if none does, or
+        ``False`` when ``buf`` ends too early to tell (never when ``final``: no more text will come)."""
         return self._match(self.by_first[buf[pos]], buf, pos, final)
 
     def match_leading(self, text: str, final: bool) -> TagPair | Literal[False] | None:
-        """Like :meth:`match_open` at position 0, whatever the first character."""
-        return self._match(self.by_length, text, 0, final)
+        """The pair whose open tag starts ``text``, whatever its first character."""
+        found = self._match(self.opens_by_length, text, 0, final)
+        if found is None or found is False:
+            return found
+        pair = self.action[found]
+        assert pair is not None  # opens_by_length holds pair opens only
+        return pair
 
     @staticmethod
-    def _match(candidates: list[TagPair], buf: str, pos: int, final: bool) -> TagPair | Literal[False] | None:
+    def _match(candidates: list[str], buf: str, pos: int, final: bool) -> str | Literal[False] | None:
         rest_len = len(buf) - pos
-        for pair in candidates:  # longest first
-            open_ = pair.open
-            if len(open_) <= rest_len:
-                if buf.startswith(open_, pos):
-                    return pair  # every longer candidate was already ruled out
-            elif not final and open_.startswith(buf[pos:]):
-                return False  # a longer open string may still complete
+        for string in candidates:  # longest first
+            if len(string) <= rest_len:
+                if buf.startswith(string, pos):
+                    return string  # every longer candidate was already ruled out
+            elif not final and string.startswith(buf[pos:]):
+                return False  # a longer string may still complete
         return None
 
 
 _compile_tags = lru_cache(maxsize=64)(_TagTable)
+
+
+class _Stops:
+    """The strings that end a reasoning block when tool-call markers are configured."""
+
+    def __init__(self, close: str, markers: tuple[str, ...]) -> None:
+        by_first: dict[str, list[str]] = {}
+        for string in sorted({close, *markers}, key=lambda t: -len(t)):
+            by_first.setdefault(string[0], []).append(string)
+        self.by_first = by_first
+        self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
+
+
+_compile_stops = lru_cache(maxsize=64)(_Stops)
+
+
+def _prefix_start(buf: str, pos: int, needle: str) -> int:
+    """Start of the longest suffix of ``buf[pos:]`` that is a proper prefix of ``needle``
+    (``len(buf)`` if none is)."""
+    n = len(buf)
+    first = needle[0]
+    q = buf.find(first, max(pos, n - len(needle) + 1))
+    while q >= 0:
+        if needle.startswith(buf[q:]):
+            return q
+        q = buf.find(first, q + 1)
+    return n
+
 
 _CODE_CHARS = re.compile("[`~\n]")
 
@@ -177,9 +229,52 @@ class Scanner:
     Adjacent segments of one kind (within a call and across calls) belong to the same block.
     """
 
+    # Slots: a scanner is touched once per chunk, and slot access stays fast however many fields it has.
+    __slots__ = (
+        "_body",
+        "_body_bytes",
+        "_buffered",
+        "_cap",
+        "_close",
+        "_code",
+        "_content_triggers",
+        "_fast",
+        "_finished",
+        "_held",
+        "_kind",
+        "_kinds_emitted",
+        "_lead",
+        "_leading_only",
+        "_marker_firsts",
+        "_markers",
+        "_open_text",
+        "_out",
+        "_pair",
+        "_pending",
+        "_pending_bytes",
+        "_separator",
+        "_spilling",
+        "_started",
+        "_state",
+        "_strip",
+        "_tags",
+        "_tags_live",
+        "overflows",
+        "reasoning_blocks",
+        "reasoning_chars",
+        "unclosed",
+    )
+
+    def __new__(cls, config: ThinkExtractConfig | None = None) -> Scanner:
+        if cls is Scanner and config is not None and config.protocol == "harmony":
+            return super().__new__(HarmonyScanner)
+        return super().__new__(cls)
+
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
         cfg = _DEFAULT_CONFIG if config is None else config
-        self._tags = _compile_tags(cfg.tag_pairs)
+        self._tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers, cfg.tool_call_markers)
+        self._markers = cfg.tool_call_markers  # tool-call markers: each ends a reasoning block
+        self._marker_firsts = frozenset(m[0] for m in self._markers)
         self._buffered = cfg.stream_mode == "buffered"
         self._separator = cfg.separator
         self._leading_only = cfg.placement == "leading"
@@ -190,6 +285,7 @@ class Scanner:
 
         self._state = _START if cfg.start_with_reasoning else _CONTENT
         self._held = ""  # suffix that could still be a tag (rule 2)
+        self._lead = ""  # start_with_reasoning: whitespace before a possible open tag (rule 3)
         self._tags_live = True  # False once placement="leading" has seen content
         self._pair = self._tags.default
         self._close = self._pair.close
@@ -213,7 +309,8 @@ class Scanner:
         self.reasoning_chars = 0
         """Characters emitted as reasoning."""
         self.overflows = 0
-        """Buffered blocks released as content because they outgrew ``max_buffer_bytes``."""
+        """Buffered blocks released as content because they outgrew ``max_buffer_bytes`` (and, with
+        ``protocol="harmony"``, headers too long to be one, sent on as text)."""
         self.unclosed = False
         """Whether the channel ended inside a reasoning block."""
 
@@ -281,6 +378,7 @@ class Scanner:
         held, self._held = self._held, ""
         if self._state == _START:
             self._open(self._tags.default, "")  # too late for an explicit open tag (rule 3)
+            held, self._lead = self._lead + held, ""
         if held:
             if self._state == _CONTENT:
                 self._content(held)
@@ -298,7 +396,7 @@ class Scanner:
             return []
         self._finished = True  # from here on nothing is held back: no more text can complete a tag
         held, self._held = self._held, ""
-        if held:
+        if held or self._state == _START:
             self._scan(held)
         if self._state == _REASONING:  # rule 6
             self.unclosed = True
@@ -312,26 +410,42 @@ class Scanner:
     # -- scanning -------------------------------------------------------------------------------
 
     def _scan(self, buf: str) -> None:
+        if self._state == _START:
+            buf = self._scan_start(buf)
         pos, n = 0, len(buf)
         while pos < n:
             if self._state == _CONTENT:
                 pos = self._scan_content(buf, pos)
-            elif self._state == _REASONING:
-                pos = self._scan_reasoning(buf, pos)
             else:
-                pos = self._scan_start(buf, pos)
+                pos = self._scan_reasoning(buf, pos)
 
-    def _scan_start(self, buf: str, pos: int) -> int:
-        """Rule 3: an explicit open tag at the very start is consumed."""
-        pair = self._tags.match_leading(buf[pos:] if pos else buf, self._finished)
-        if pair is False:
-            self._held = buf[pos:]
-            return len(buf)
-        if pair is None:
-            self._open(self._tags.default, "")
-            return pos
-        self._open(pair, pair.open)
-        return pos + len(pair.open)
+    def _scan_start(self, buf: str) -> str:
+        """Rule 3: an explicit open tag at the start, or after whitespace only, is consumed with
+        that whitespace. Returns the text left to scan in the state this sets ("" while undecided).
+
+        The whitespace seen so far waits in ``_lead`` (bounded by ``max_buffer_bytes``: past that
+        the block opens with the first pair, the whitespace its text), so no feed rescans it.
+        """
+        text = buf.lstrip()
+        if len(text) < len(buf):
+            self._lead += buf[: len(buf) - len(text)]
+        lead = self._lead
+        if not lead or _utf8_len(lead) <= self._cap:  # else too much whitespace to wait on
+            if not text:
+                if not self._finished:
+                    return ""
+            else:
+                pair = self._tags.match_leading(text, self._finished)
+                if pair is False:
+                    self._held = text
+                    return ""
+                if pair is not None:
+                    self._lead = ""
+                    self._open(pair, lead + pair.open)
+                    return text[len(pair.open) :]
+        self._lead = ""
+        self._open(self._tags.default, "")
+        return lead + text
 
     def _scan_content(self, buf: str, pos: int) -> int:
         n = len(buf)
@@ -352,19 +466,25 @@ class Scanner:
                 if not self._tags_live:
                     break
             in_code = code is not None and code.in_code()
-            pair = None if in_code else tags.match_open(buf, p, final)
-            if pair is None:  # a literal character: look further
+            found = None if in_code else tags.match_open(buf, p, final)
+            if found is None:  # a literal character: look further
                 if code is not None:
                     code.advance(buf[p])
                 i = p + 1
                 continue
             if p > pos:
                 self._content(buf[pos:p], track=False)
-            if pair is False:  # rule 2: hold what could still be an open tag
+            if found is False:  # rule 2: hold what could still be an open tag
                 self._held = buf[p:]
                 return n
-            self._open(pair, pair.open)
-            return p + len(pair.open)
+            pair = tags.action[found]
+            if pair is not None:
+                self._open(pair, found)
+            elif found in tags.markers:  # a tool call: it and everything after it are content
+                self._tags_live = False
+                return p
+            # else an answer wrapper of this family: it vanishes from the content
+            return p + len(found)
         if code is not None:
             code.advance(buf[i:])
         if self._leading_only:
@@ -374,11 +494,13 @@ class Scanner:
 
     def _scan_reasoning(self, buf: str, pos: int) -> int:
         close = self._close
+        if self._markers:
+            return self._scan_reasoning_marked(buf, pos)
         idx = buf.find(close, pos)
         if idx >= 0:
             end = idx
         else:
-            end = len(buf) if self._finished else self._close_prefix_start(buf, pos)
+            end = len(buf) if self._finished else _prefix_start(buf, pos, close)
         if end > pos:
             if self._buffered:
                 fit = self._hold_body(buf, pos, end)
@@ -394,16 +516,42 @@ class Scanner:
         self._close_reasoning()
         return idx + len(close)
 
-    def _close_prefix_start(self, buf: str, pos: int) -> int:
-        """Start of the longest suffix of ``buf[pos:]`` that is a proper prefix of the close tag."""
-        close = self._close
+    def _scan_reasoning_marked(self, buf: str, pos: int) -> int:
+        """:meth:`_scan_reasoning` for a family whose tool-call markers also end a block. The close
+        tag and the markers are matched as rule 1 matches open tags: the leftmost wins, the longest
+        at a tie, and text that may still become one of them is held. A marker and everything
+        after it are content."""
         n = len(buf)
-        q = buf.find(close[0], max(pos, n - len(close) + 1))
-        while q >= 0:
-            if close.startswith(buf[q:]):
-                return q
-            q = buf.find(close[0], q + 1)
-        return n
+        stops = _compile_stops(self._close, self._markers)
+        final = self._finished
+        stop, found = n, None
+        m = stops.first_re.search(buf, pos)
+        while m is not None:
+            p = m.start()
+            found = _TagTable._match(stops.by_first[buf[p]], buf, p, final)
+            if found is not None:
+                stop = p
+                break
+            m = stops.first_re.search(buf, p + 1)
+        if stop > pos:
+            if self._buffered:
+                fit = self._hold_body(buf, pos, stop)
+                if fit < stop:  # rule 7
+                    self.overflows += 1
+                    self._release()
+                    return fit
+            else:
+                self._block_text(buf[pos:stop])
+        if found is None:
+            return n
+        if found is False:  # rule 2
+            self._held = buf[stop:]
+            return n
+        self._close_reasoning()
+        if found == self._close:
+            return stop + len(found)
+        self._tags_live = False  # the tool call and everything after it are content
+        return stop
 
     def _hold_body(self, buf: str, pos: int, end: int) -> int:
         """Hold ``buf[pos:end]`` as block body; return where the cap cut it (``end`` if it fits)."""
@@ -564,12 +712,298 @@ class Scanner:
             return
         if self._state == _REASONING:
             if self._buffered or (self._started and not self._strip):
-                self._fast = frozenset(self._close[0])
+                self._fast = self._marker_firsts | frozenset(self._close[0])
         elif self._state == _CONTENT and self._started and not self._strip:
             if not self._tags_live:
                 self._fast = _NOTHING
             elif not self._leading_only and (self._code is None or self._code.quiet):
                 self._fast = self._content_triggers
+
+
+# -- gpt-oss harmony: a channel protocol ---------------------------------------------------------
+
+_H_START, _H_CHANNEL, _H_MESSAGE, _H_CONSTRAIN = "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"
+_H_TERMINATORS = ("<|end|>", "<|return|>", "<|call|>")
+_H_OPENERS = (_H_START, _H_CHANNEL)
+_H_BODY_STOPS = _H_OPENERS + _H_TERMINATORS  # a body ends at its terminator, or where a header begins
+_H_LONGEST = max(map(len, _H_BODY_STOPS))
+_H_HEADER_MAX = 1024  # characters: a longer "header" is not one, and goes out as text
+_H_TRIGGERS: Final = frozenset("<")  # every harmony marker starts with "<|"
+_RECIPIENT = re.compile(r"(?:^|[\s>])to=\S")
+_H_TOP, _H_HEADER, _H_BODY = 0, 1, 2
+_RAW: Final = "raw"  # a tool call: the whole message, markers included, is content verbatim
+
+
+def _next_marker(buf: str, pos: int, markers: tuple[str, ...], final: bool) -> tuple[int, str | None]:
+    """The first of ``markers`` at or after ``pos``: ``(index, marker)``; ``(index, "")`` when
+    ``buf[index:]`` may still become one (not when ``final``); ``(len(buf), None)`` for none."""
+    n = len(buf)
+    i = buf.find("<", pos)
+    while i >= 0:
+        for marker in markers:
+            if buf.startswith(marker, i):
+                return i, marker
+        if not final and n - i < _H_LONGEST:
+            tail = buf[i:]
+            if any(marker.startswith(tail) for marker in markers):
+                return i, ""
+        i = buf.find("<", i + 1)
+    return n, None
+
+
+def _harmony_kind(header: str) -> str:
+    """What a message with this header is: a tool call (it names a recipient), reasoning (the
+    ``analysis`` channel) or content (``final``, ``commentary`` preambles, anything else)."""
+    head = header.split(_H_CONSTRAIN, 1)[0].replace("<|", " <|").replace("|>", "|> ")
+    if _RECIPIENT.search(head):
+        return _RAW
+    at = header.rfind(_H_CHANNEL)
+    if at >= 0:
+        words = header[at + len(_H_CHANNEL) :].replace("<|", " <|").split()
+        if words and words[0] == "analysis":
+            return REASONING
+    return CONTENT
+
+
+class HarmonyScanner(Scanner):
+    """The scanner for ``protocol="harmony"`` (gpt-oss): ``Scanner(config)`` returns one.
+
+    The text is a sequence of messages, each a header (``<|start|>assistant``, ``<|channel|>`` and
+    a channel name, maybe ``to=…`` and ``<|constrain|>…``) ended by ``<|message|>``, then a body
+    ended by ``<|end|>``, ``<|return|>`` or ``<|call|>`` — or by the next header, when the
+    terminator is missing. ``analysis`` bodies are reasoning; ``final`` and ``commentary`` bodies
+    are content; headers and terminators vanish. A message that names a recipient (a tool call)
+    is content verbatim, header and terminator included, for a tool parser downstream. Text
+    outside any message is content. Every message is a block (rules 4 and 5 apply); buffered mode
+    holds an analysis body until it ends, and releases it verbatim as content when it cannot.
+    ``tag_pairs``, ``placement``, ``code_aware``, ``tool_call_markers`` and ``content_wrappers``
+    do not apply.
+    """
+
+    __slots__ = ("_header", "_header_len", "_msg", "_steady_kind", "_top_block", "_where")
+
+    def __init__(self, config: ThinkExtractConfig | None = None) -> None:
+        super().__init__(config)
+        self._where = _H_TOP
+        self._msg = CONTENT  # the kind of the current message body: REASONING, CONTENT or _RAW
+        self._header: list[str] = []
+        self._header_len = 0
+        self._top_block = False  # the current block is text outside any message
+        self._steady_kind: Kind = CONTENT
+        if self._state == _START:  # the prompt ended inside an analysis body
+            self._open_body(REASONING, "")
+        self._state = _CONTENT
+
+    @property
+    def steady(self) -> Kind | None:
+        return None if self._fast is None else self._steady_kind
+
+    def pass_steady(self, chars: int) -> None:
+        if self._steady_kind == REASONING:
+            self.reasoning_chars += chars
+
+    def feed(self, text: str) -> list[Segment]:
+        if not text:
+            return []
+        if self._finished:
+            raise RuntimeError("Scanner.feed() called after finish()")
+        if self._fast is not None and "<" not in text:
+            kind = self._steady_kind
+            if kind == REASONING:
+                self.reasoning_chars += len(text)
+            return [Segment(kind, text)]
+        held = self._held
+        if held:
+            self._held = ""
+            text = held + text
+        self._scan(text)
+        self._refresh_fast()
+        return self._take()
+
+    def flush(self) -> list[Segment]:
+        if self._finished:
+            return []
+        held, self._held = self._held, ""
+        if held:
+            if self._where == _H_BODY:
+                fit = self._body_text(held)
+                if fit >= 0:  # a buffered body outgrew the cap: the rest of it goes out as it stands
+                    self._block_text(held[fit:])
+            else:
+                self._add_header_or_top(held)
+        if self._where == _H_HEADER:
+            self._release_header()
+        elif self._where == _H_BODY and self._msg == REASONING and self._buffered:
+            self._release_body()
+        self._refresh_fast()
+        return self._take()
+
+    def finish(self) -> list[Segment]:
+        if self._finished:
+            return []
+        self._finished = True
+        held, self._held = self._held, ""
+        if held:
+            self._scan(held)
+        if self._where == _H_HEADER:  # never became a message: it was text
+            self._release_header()
+        elif self._where == _H_BODY and self._msg == REASONING:
+            self.unclosed = True
+            if self._buffered:
+                self._release_body()
+        self._end_block()
+        self._fast = None
+        return self._take()
+
+    # -- scanning ---------------------------------------------------------------------------------
+
+    def _scan(self, buf: str) -> None:
+        pos, n = 0, len(buf)
+        while pos < n:
+            if self._where == _H_BODY:
+                pos = self._scan_body(buf, pos)
+            elif self._where == _H_HEADER:
+                pos = self._scan_header(buf, pos)
+            else:
+                pos = self._scan_top(buf, pos)
+
+    def _scan_top(self, buf: str, pos: int) -> int:
+        idx, marker = _next_marker(buf, pos, _H_BODY_STOPS, self._finished)
+        if idx > pos:
+            self._top_text(buf[pos:idx])
+        if marker is None:
+            return idx
+        if not marker:
+            self._held = buf[idx:]
+            return len(buf)
+        if marker in _H_OPENERS:
+            self._where = _H_HEADER
+            self._header = [marker]
+            self._header_len = len(marker)
+        # else a stray terminator: a control token, it vanishes
+        return idx + len(marker)
+
+    def _scan_header(self, buf: str, pos: int) -> int:
+        n = len(buf)
+        idx = buf.find(_H_MESSAGE, pos)
+        end = idx if idx >= 0 else (n if self._finished else _prefix_start(buf, pos, _H_MESSAGE))
+        room = _H_HEADER_MAX - self._header_len
+        if end - pos > room:  # no header is this long: what was taken for one is text
+            self._header.append(buf[pos : pos + room])
+            self.overflows += 1
+            self._release_header()
+            return pos + room
+        self._header.append(buf[pos:end])
+        self._header_len += end - pos
+        if idx < 0:
+            self._held = buf[end:]
+            return n
+        header = "".join(self._header) + _H_MESSAGE
+        self._header = []
+        self._open_body(_harmony_kind(header), header)
+        return idx + len(_H_MESSAGE)
+
+    def _scan_body(self, buf: str, pos: int) -> int:
+        idx, marker = _next_marker(buf, pos, _H_BODY_STOPS, self._finished)
+        if idx > pos:
+            fit = self._body_text(buf[pos:idx])
+            if fit >= 0:
+                return pos + fit
+        if marker is None:
+            return idx
+        if not marker:
+            self._held = buf[idx:]
+            return len(buf)
+        if marker in _H_OPENERS:  # the terminator is missing: the next header ends this body
+            self._close_body()
+            return idx
+        if self._msg == _RAW:
+            self._block_text(marker)
+        self._close_body()
+        return idx + len(marker)
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    def _open_body(self, kind: str, header: str) -> None:
+        self._where = _H_BODY
+        self._msg = kind
+        self._top_block = False
+        if kind == REASONING and self._buffered:
+            # The block before stays open until this one is known to be a block (rule 6).
+            self._open_text = header
+            self._body = []
+            self._body_bytes = 0
+            return
+        self._end_block()
+        self._begin(REASONING if kind == REASONING else CONTENT)
+        if kind == _RAW:
+            self._block_text(header)
+
+    def _body_text(self, text: str) -> int:
+        """Body text of the current message; the index where a buffered body outgrew the cap, else -1."""
+        if self._msg == REASONING and self._buffered:
+            fit = self._hold_body(text, 0, len(text))
+            if fit < len(text):  # rule 7: released verbatim, the rest of the message too
+                self.overflows += 1
+                self._release_body()
+                return fit
+            return -1
+        self._block_text(text)
+        return -1
+
+    def _close_body(self) -> None:
+        if self._msg == REASONING and self._buffered:
+            self._end_block()
+            self._begin(REASONING)
+            body, self._body = self._body, []
+            self._block_text("".join(body))
+        self._end_block()
+        self._where = _H_TOP
+
+    def _release_body(self) -> None:
+        """A buffered analysis message that cannot be held goes out verbatim as content."""
+        text = self._open_text + "".join(self._body)
+        self._body = []
+        self._msg = _RAW
+        if self._kind != CONTENT:
+            self._end_block()
+            self._begin(CONTENT)
+        self._block_text(text)
+
+    def _release_header(self) -> None:
+        text = "".join(self._header)
+        self._header = []
+        self._header_len = 0
+        self._where = _H_TOP
+        self._top_text(text)
+
+    def _add_header_or_top(self, text: str) -> None:
+        if self._where == _H_HEADER:
+            self._header.append(text)
+            self._header_len += len(text)
+        else:
+            self._top_text(text)
+
+    def _top_text(self, text: str) -> None:
+        if not self._top_block:
+            self._end_block()
+            self._begin(CONTENT)
+            self._top_block = True
+        self._block_text(text)
+
+    def _refresh_fast(self) -> None:
+        self._fast = None
+        if self._held or not self._started or self._strip:
+            return
+        if self._where == _H_BODY:
+            if self._msg == REASONING and self._buffered:
+                return
+            self._steady_kind = REASONING if self._msg == REASONING else CONTENT
+        elif self._where == _H_TOP and self._top_block:
+            self._steady_kind = CONTENT
+        else:
+            return
+        self._fast = _H_TRIGGERS
 
 
 def extract(text: str, config: ThinkExtractConfig | None = None) -> list[Segment]:

@@ -94,7 +94,10 @@ RULE3 = [
     ("r</think>a", [(R, "r"), (C, "a")]),
     ("<think>r</think>a", [(R, "r"), (C, "a")]),
     ("<thinking>r</think>x</thinking>a", [(R, "r</think>x"), (C, "a")]),
-    (" <think>r</think>a", [(R, " <think>r"), (C, "a")]),
+    (" <think>r</think>a", [(R, "r"), (C, "a")]),  # an open tag after whitespace only is consumed
+    ("\n<think>x</think>y", [(R, "x"), (C, "y")]),
+    (" \n\t<thinking>r</think>x</thinking>a", [(R, "r</think>x"), (C, "a")]),
+    ("\n x<think>r</think>a", [(R, "\n x<think>r"), (C, "a")]),  # text before it: the tag is text
     ("[THINK]r[/THINK]a", [(R, "r"), (C, "a")]),
     ("</think>answer", [(C, "answer")]),
 ]

@@ -51,10 +51,6 @@ def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tu
     return out, counts
 
 
-
-
-
-
 TEXT = st.lists(
     st.sampled_from(
         [

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 import msgspec
 from yarl import URL
 
-from ..config import ModelProfile, ThinkExtractConfig
+from ..config import ModelProfile, ThinkExtractConfig, unknown_variable
 
 __all__ = [
     "DEMO_CONFIG",
@@ -291,6 +291,10 @@ def load_settings(
         var = ENV_PREFIX + name.upper()
         if var in env:
             proxy[name] = _check(name, env[var], f"{var}={env[var]!r}")
+    for var in env:
+        unknown = unknown_variable(var)
+        if unknown is not None:
+            raise SettingsError(unknown)
     for name in TE_FIELDS:
         var = TE_PREFIX + name.upper()
         if var in env:

@@ -18,7 +18,7 @@ from . import demo_model
 from .app import build_app
 from .settings import Settings, SettingsError, load_settings
 
-__all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "serve"]
+__all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
 
 QUESTION = demo_model.QUESTION
 
@@ -103,6 +103,16 @@ def banner(base: str, settings: Settings) -> str:
     return "\n".join(lines)
 
 
+def make_runner(settings: Settings, app: web.Application | None = None) -> web.AppRunner:
+    """The runner ``serve()`` uses: the access log as configured, ``shutdown_timeout`` for open requests."""
+    return web.AppRunner(
+        build_app(settings) if app is None else app,
+        access_log=logging.getLogger("aiohttp.access") if settings.access_log else None,
+        access_log_format=ACCESS_LOG_FORMAT,
+        shutdown_timeout=settings.shutdown_timeout,
+    )
+
+
 async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
     """Listen until SIGINT/SIGTERM; print what to try once the port is open.
 
@@ -111,13 +121,7 @@ async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
     is not used because it cannot tell the port it bound before serving, which ``--port 0`` and the
     banner need.)
     """
-    access_log = logging.getLogger("aiohttp.access") if settings.access_log else None
-    runner = web.AppRunner(
-        build_app(settings),
-        access_log=access_log,
-        access_log_format=ACCESS_LOG_FORMAT,
-        shutdown_timeout=settings.shutdown_timeout,
-    )
+    runner = make_runner(settings)
     await runner.setup()
     try:
         try:

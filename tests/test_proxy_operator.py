@@ -220,16 +220,20 @@ async def test_refused_is_a_502_and_read_timeout_a_504_each_with_a_warning(caplo
         async with serving(settings(), refused) as a, serving(settings(), silent) as b, aiohttp.ClientSession() as s:
             async with s.post(a + "/v1/responses", json={}, headers={"X-Request-Id": "r-502"}) as resp:
                 assert (resp.status, (await resp.json())["error"]["code"]) == (502, "upstream_unreachable")
-            async with s.post(b + "/v1/responses", json={}, headers={"X-Request-Id": "r-504"}) as resp:
+                assert resp.headers["X-Request-Id"] == "r-502"
+            async with s.post(b + "/v1/responses", json={}) as resp:
                 assert (resp.status, (await resp.json())["error"]["code"]) == (504, "upstream_timeout")
+                generated = resp.headers["X-Request-Id"]
     assert records(caplog, "gateway_mw.proxy") == [
         (
             "gateway_mw.proxy",
             logging.WARNING,
             f"request r-502: upstream {down} unreachable: Connect call failed ('127.0.0.1', {down_port})",
         ),
-        ("gateway_mw.proxy", logging.WARNING, f"request r-504: upstream {up.url}: no answer within 0.3s"),
+        ("gateway_mw.proxy", logging.WARNING, f"request {generated}: upstream {up.url}: no answer within 0.3s"),
     ]
+    access = [text.rsplit(" ", 1)[1] for _, _, text in records(caplog, "aiohttp.access")]
+    assert access == ["request_id=r-502", f"request_id={generated}"]
     assert (refused[PROXY].counters.upstream_connect_errors, silent[PROXY].counters.upstream_timeouts) == (1, 1)
 
 
@@ -591,3 +595,42 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
         assert got[("thinkextract_translated_total", chat)] == n
         assert got[("gateway_proxy_request_duration_seconds_count", chat)] == n
         assert got[("gateway_proxy_time_to_first_byte_seconds_count", chat)] == n
+
+
+# -- shutdown -----------------------------------------------------------------------------------------
+
+
+async def test_sigterm_lets_an_open_stream_finish_then_exits_0(tmp_path: Path) -> None:
+    """``python -m gateway_mw`` stops as ``web.run_app`` does: no new connections, open requests finish."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "PROMETHEUS_"))}
+    cmd = [sys.executable, "-m", "gateway_mw", "--port", "0", "--pace", "60", "--shutdown-timeout", "10"]
+    server = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = await asyncio.to_thread(server.stdout.readline)
+        base = first.split(" ")[3]
+        assert base.startswith("http://127.0.0.1:"), first
+        reasoning, answer = split("demo-r1")
+        async with oai(base, "unused") as client, client.chat.completions.stream(model="demo-r1", messages=USER) as s:
+            async for event in s:
+                if event.type == "chunk":
+                    server.send_signal(signal.SIGTERM)  # mid-stream
+                    break
+            final = await s.get_final_completion()
+        assert final.choices[0].message.model_dump(exclude_none=True) == {
+            "role": "assistant",
+            "content": answer,
+            "reasoning_content": reasoning,
+        }
+        assert await asyncio.to_thread(server.wait, 15) == 0
+        with pytest.raises(aiohttp.ClientConnectionError):  # and it listens no more
+            async with aiohttp.ClientSession() as session, session.get(base + "/healthz"):
+                pass
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(5)
+        if server.stdout is not None:
+            server.stdout.close()
+        if server.stderr is not None:
+            server.stderr.close()

@@ -58,13 +58,16 @@ async def gateway_middleware(
         if guarded and not proxy.keys.allows(request):
             return _unauthorized(proxy, request, route)
         try:
-            return await handler(request)
+            response = await handler(request)
         except UpstreamDropped as exc:
             log.warning("request %s: %s %s: %s", request_id(request), request.method, request.path, exc)
             transport = request.transport
             if transport is not None:
                 transport.close()  # what was written goes out, then the connection ends without the stream's end
             return exc.response  # aiohttp's write_eof then fails quietly on the closed connection
+        if route == _FORWARD and not response.prepared:  # the gateway's own answers (502, 504, 400)
+            response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
+        return response
     finally:
         proxy.metrics.sync()
 
@@ -90,4 +93,7 @@ def app_factory() -> web.Application:
     ``--bind`` decides where it listens. A bad setting stops the worker from booting.
     """
     settings, _ = load_settings([])
+    from .serving import configure_logging
+
+    configure_logging(settings)
     return build_app(settings)

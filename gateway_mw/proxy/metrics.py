@@ -87,12 +87,13 @@ class GatewayMetrics:
 
     def _mirror(self, name: str, help_: str, labels: dict[str, str], value: float) -> None:
         key = (name, tuple(labels.values()))
-        delta = value - self._seen.get(key, 0.0)
+        seen = self._seen.get(key)
+        if seen is not None and value <= seen:
+            return
         family = self._family(name, help_, tuple(labels))
         child = family.labels(**labels) if labels else family
-        if delta > 0 or key not in self._seen:
-            child.inc(max(delta, 0.0))
-            self._seen[key] = value
+        child.inc(value - (seen or 0.0))  # a new series starts at what is there (zero, usually)
+        self._seen[key] = value
 
     def sync(self) -> None:
         """Bring the prometheus-client counters up to the live counts."""

@@ -3,7 +3,6 @@
 This module re-exports it for code that imported ``examples.demo_model``.
 """
 
-from gateway_mw.proxy.demo_model import *  # noqa: F403
 from gateway_mw.proxy.demo_model import MODELS, QUESTION, build_app, model_text, responses_input_text, tokens
 
 __all__ = ["MODELS", "QUESTION", "build_app", "model_text", "responses_input_text", "tokens"]

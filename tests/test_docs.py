@@ -151,8 +151,8 @@ def test_shell_command_runs_or_is_covered(doc: str, command: str, live_proxy: st
         env[name] = value
     program = 2 if argv[:2] == ["python", "examples/proxy.py"] else 1 if argv[:1] == ["gateway-mw"] else 0
     if program:
-        if "GATEWAY_CLIENT_KEYS" in argv and "GATEWAY_CLIENT_KEYS" not in env:
-            env["GATEWAY_CLIENT_KEYS"] = "sk-example"  # the variable the docs tell the reader to set
+        if "CLIENT_KEYS" in argv and "CLIENT_KEYS" not in env:
+            env["CLIENT_KEYS"] = "sk-example"  # the variable the docs tell the reader to set
         settings, _ = proxy.load_settings(argv[program:], env)  # the flags as documented are valid
         assert settings.upstream is not None
         return

@@ -226,7 +226,7 @@ def parser(prog: str = "gateway-mw") -> argparse.ArgumentParser:
     p.add_argument("--pace", metavar="TOKENS_PER_S", help="demo model speed (default 30; 0 = no delay)")
     p.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning, error or critical")
     p.add_argument(
-        "--no-access-log", dest="access_log", action="store_const", const="false", help="no line per request"
+        "--no-access-log", dest="access_log", action="store_const", const="false", help="no log line per request"
     )
     p.add_argument(
         "--no-forwarded-headers",

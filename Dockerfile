@@ -22,11 +22,13 @@ RUN python -m pip install --no-cache-dir /wheels/*.whl ${PINS} \
     && rm -rf /wheels \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gateway
 
+# ACCESS_LOG_FORMAT: aiohttp's format (gunicorn hands it to the aiohttp workers), the one gateway-mw uses.
 ENV PYTHONUNBUFFERED=1 \
     WORKERS=2 \
-    PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics
+    PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics \
+    ACCESS_LOG_FORMAT='%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
 USER 10001:10001
 EXPOSE 8080
 # The metrics directory is emptied at every start: values from a previous run must not be added in.
-CMD ["sh", "-c", "rm -rf \"$PROMETHEUS_MULTIPROC_DIR\" && mkdir -p \"$PROMETHEUS_MULTIPROC_DIR\" && exec gunicorn 'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w \"$WORKERS\" --bind 0.0.0.0:8080 --graceful-timeout 30 --access-logfile -"]
+CMD ["sh", "-c", "rm -rf \"$PROMETHEUS_MULTIPROC_DIR\" && mkdir -p \"$PROMETHEUS_MULTIPROC_DIR\" && exec gunicorn 'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w \"$WORKERS\" --bind 0.0.0.0:8080 --graceful-timeout 30 --access-logfile - --access-logformat \"$ACCESS_LOG_FORMAT\""]
 HEALTHCHECK --interval=10s --timeout=3s CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]

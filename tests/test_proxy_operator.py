@@ -563,8 +563,27 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
                     assert r.status == 200
                     await r.read()
 
-            n = 24
-            await asyncio.gather(*(one() for _ in range(n)))
+            def per_worker() -> dict[str, float]:
+                """Each worker's own request count, read from its file alone."""
+                counts = {}
+                for db in sorted(metrics_dir.glob("counter_*.db")):
+                    alone = tmp_path / f"{db.stem}-{time.monotonic_ns()}"
+                    alone.mkdir()
+                    shutil.copy(db, alone / db.name)
+                    registry = CollectorRegistry()
+                    MultiProcessCollector(registry, path=str(alone))
+                    counts[db.stem] = samples(generate_latest(registry).decode())[("gateway_proxy_requests_total", ())]
+                return counts
+
+            # Waves of concurrent requests until both workers have served some: which worker accepts a
+            # connection is the kernel's choice, and one may take a whole wave.
+            n = 0
+            for _ in range(20):
+                await asyncio.gather(*(one() for _ in range(8)))
+                n += 8
+                served = per_worker()
+                if len(served) == 2 and all(count > 0 for count in served.values()):
+                    break
             scrapes = []
             for _ in range(6):
                 async with (
@@ -572,14 +591,7 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
                     s.get(base + "/metrics") as resp,
                 ):
                     scrapes.append(samples(await resp.text()))
-        per_worker = {}
-        for db in sorted(metrics_dir.glob("counter_*.db")):
-            alone = tmp_path / db.stem
-            alone.mkdir()
-            shutil.copy(db, alone / db.name)
-            registry = CollectorRegistry()
-            MultiProcessCollector(registry, path=str(alone))
-            per_worker[db.stem] = samples(generate_latest(registry).decode())[("gateway_proxy_requests_total", ())]
+        counts = per_worker()
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -587,8 +599,8 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(5)
-    assert len(per_worker) == 2 and sum(per_worker.values()) == n, per_worker
-    assert all(count > 0 for count in per_worker.values()), f"one worker served everything: {per_worker}"
+    assert len(counts) == 2 and sum(counts.values()) == n, counts
+    assert all(count > 0 for count in counts.values()), f"one worker served everything: {counts}"
     chat = (("surface", "chat"),)
     for got in scrapes:
         assert got[("gateway_proxy_requests_total", ())] == n

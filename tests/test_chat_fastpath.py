@@ -46,6 +46,10 @@ def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
 
 
+
+
+
+
 TEXT = st.lists(
     st.sampled_from(["abc", " ", "é", "🙂", '"q"', "\\", "<think>", "</think>", "<", "`", "\n", "[THINK]", "x"]),
     min_size=1,

@@ -51,6 +51,10 @@ def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tu
     return out, counts
 
 
+
+
+
+
 TEXT = st.lists(
     st.sampled_from(
         [

@@ -25,11 +25,14 @@ import msgspec
 import openai
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway_mw.proxy import DEMO_CONFIG, PROXY, Settings, SettingsError, build_app, load_settings, main
+from gateway_mw.proxy.auth import ClientKeys
 from gateway_mw.proxy.demo_model import QUESTION, model_text
 from gateway_mw.proxy.serving import make_runner
 
@@ -646,3 +649,25 @@ async def test_sigterm_lets_an_open_stream_finish_then_exits_0(tmp_path: Path) -
             server.stdout.close()
         if server.stderr is not None:
             server.stderr.close()
+
+
+# -- invariants ---------------------------------------------------------------------------------------
+
+KEY_TEXT = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FFF, exclude_categories=("Cs",)), min_size=1)
+
+
+@given(keys=st.lists(KEY_TEXT, min_size=1, max_size=5), probe=KEY_TEXT)
+def test_a_key_is_accepted_exactly_when_it_is_one_of_the_keys(keys: list[str], probe: str) -> None:
+    accepted = ClientKeys(keys)
+    assert all(accepted.accepts(key) for key in keys)
+    assert accepted.accepts(probe) == (probe in keys)
+    assert not any(key in repr(accepted) for key in keys)
+
+
+@given(port=st.integers(min_value=-(10**6), max_value=10**6))
+def test_a_port_is_valid_exactly_from_0_to_65535(port: int) -> None:
+    if 0 <= port <= 65535:
+        assert load_settings(["--port", str(port)], {})[0].port == port
+    else:
+        with pytest.raises(SettingsError):
+            load_settings(["--port", str(port)], {})

@@ -661,7 +661,7 @@ def test_a_key_is_accepted_exactly_when_it_is_one_of_the_keys(keys: list[str], p
     accepted = ClientKeys(keys)
     assert all(accepted.accepts(key) for key in keys)
     assert accepted.accepts(probe) == (probe in keys)
-    assert not any(key in repr(accepted) for key in keys)
+    assert repr(accepted) == f"ClientKeys(<{len(keys)} keys>)"  # the keys themselves never shown
 
 
 @given(port=st.integers(min_value=-(10**6), max_value=10**6))

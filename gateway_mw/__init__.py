@@ -10,11 +10,18 @@ middleware and its app keys are loaded on first use.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .config import DEFAULT_TAG_PAIRS, ModelProfile, TagPair, ThinkExtractConfig
 from .scanner import Scanner, Segment, extract
 from .stats import SurfaceStats, ThinkExtractStats
+
+try:
+    __version__ = version("gateway_mw")
+    """The installed distribution's version (``setup.cfg``)."""
+except PackageNotFoundError:  # pragma: no cover - imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from .middleware import (
@@ -39,6 +46,7 @@ __all__ = [
     "TagPair",
     "ThinkExtractConfig",
     "ThinkExtractStats",
+    "__version__",
     "extract",
     "setup",
     "thinkextract_middleware",

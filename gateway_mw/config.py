@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
@@ -218,9 +219,14 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ThinkExtractConfig:
         """Build a config from ``THINK_EXTRACT_<FIELD>`` variables; unset ones keep defaults.
 
-        An invalid value raises ``ValueError`` naming the variable and what it accepts.
+        An invalid value raises ``ValueError`` naming the variable and what it accepts; so does a
+        ``THINK_EXTRACT_*`` variable that is no setting (with the closest name there is).
         """
         env = os.environ if environ is None else environ
+        for var in env:
+            message = unknown_variable(var)
+            if message is not None:
+                raise ValueError(message)
         values: dict[str, Any] = {}
         for name in cls.__struct_fields__:
             var = ENV_PREFIX + name.upper()
@@ -238,6 +244,21 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 
 
 ENV_PREFIX = "THINK_EXTRACT_"
+
+
+def unknown_variable(var: str) -> str | None:
+    """Why ``var`` is wrong, if it is a ``THINK_EXTRACT_*`` name that no setting has; else ``None``."""
+    if not var.startswith(ENV_PREFIX):
+        return None
+    known = [name.upper() for name in ThinkExtractConfig.__struct_fields__]
+    name = var.removeprefix(ENV_PREFIX)
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
+    if close:
+        return f"{var} is not a setting; did you mean {ENV_PREFIX}{close[0]}?"
+    return f"{var} is not a setting; the settings are {', '.join(ENV_PREFIX + k for k in known)}"
+
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
@@ -337,8 +358,12 @@ def _parse_routes(raw: str) -> dict[str, Surface]:
 
 def _parse_profiles(raw: str) -> tuple[ModelProfile, ...]:
     try:
-        return msgspec.json.decode(raw, type=tuple[ModelProfile, ...])
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        document = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc}); expected a JSON list of profiles") from None
+    try:
+        return msgspec.convert(document, type=tuple[ModelProfile, ...])
+    except msgspec.ValidationError as exc:
         raise ValueError(
             f'expected a JSON list of profiles like [{{"match": "deepseek-r1*", "start_with_reasoning": true}}] ({exc})'
         ) from None

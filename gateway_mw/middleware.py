@@ -10,6 +10,7 @@ handler runs, so every byte of the response passes through it whatever the handl
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any, Final, TypeVar
@@ -56,8 +57,39 @@ _T = TypeVar("_T")
 
 
 @cache
-def _env_config() -> ThinkExtractConfig:
-    return ThinkExtractConfig.from_env()
+def _env_config() -> ThinkExtractConfig | ValueError:
+    """The ``THINK_EXTRACT_*`` configuration of a bare middleware (no ``setup()``), read once; when
+    it is invalid, the error (logged once) stands in for it."""
+    try:
+        return ThinkExtractConfig.from_env()
+    except ValueError as exc:
+        log.error("gateway_mw: %s; the routes it translates answer 500 until it is fixed", exc)
+        return exc
+
+
+@cache
+def _env_routes() -> ThinkExtractConfig:
+    """The routes of a bare middleware whose configuration is invalid: ``THINK_EXTRACT_ROUTES`` when
+    that one is readable, else the default routes. Only for telling which requests it would translate."""
+    try:
+        return ThinkExtractConfig.from_env({k: v for k, v in os.environ.items() if k == "THINK_EXTRACT_ROUTES"})
+    except ValueError:
+        return ThinkExtractConfig()
+
+
+def _config_for(request: web.Request) -> ThinkExtractConfig | None:
+    """The configuration that applies to ``request``, or ``None`` for a request it does not
+    translate. The environment is read only for a POST, and a bad one fails only the routes it
+    would translate (with a 500 naming the problem in the log), never the application's others."""
+    config = _innermost(request, THINKEXTRACT_CONFIG)
+    if config is not None:
+        return config
+    env = _env_config()
+    if isinstance(env, ThinkExtractConfig):
+        return env
+    if _env_routes().surface_for_path(request.path) is None:
+        return None
+    raise web.HTTPInternalServerError(text="gateway_mw: the THINK_EXTRACT_* configuration is invalid (see the log)")
 
 
 def setup(app: web.Application, config: ThinkExtractConfig | None = None) -> ThinkExtractStats:
@@ -80,9 +112,9 @@ def _innermost(request: web.Request, key: web.AppKey[_T]) -> _T | None:
 async def thinkextract_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method != hdrs.METH_POST:
         return await handler(request)
-    config = _innermost(request, THINKEXTRACT_CONFIG) or _env_config()
-    surface = config.surface_for_path(request.path)
-    if surface is None:
+    config = _config_for(request)
+    surface = config.surface_for_path(request.path) if config is not None else None
+    if config is None or surface is None:
         return await handler(request)
     session = _Session(request, surface, config, _innermost(request, THINKEXTRACT_STATS))
     reason = session.request_gate()

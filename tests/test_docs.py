@@ -46,10 +46,22 @@ COVERED_ELSEWHERE = {
     "pip install -e . && python examples/proxy.py": ".ci/run (the README smoke test)",
     "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
     "python examples/proxy.py --demo": "tests/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
-    "pip install -e . gunicorn": "pip (the test extra installs gunicorn)",
-    "GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn 'examples.proxy:app_factory()' "
+    "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
+    "pip install . gunicorn": ".ci/installed (pip install of the wheel; the test extra installs gunicorn)",
+    "GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn 'gateway_mw.proxy:app_factory()' "
     "--worker-class aiohttp.GunicornWebWorker -w 4 --bind 0.0.0.0:8080": (
         "tests/test_proxy.py::test_gunicorn_two_workers_serve_a_stream (on a free port, the demo model)"
+    ),
+    "rm -rf /tmp/gateway-metrics && mkdir /tmp/gateway-metrics": (
+        "tests/test_proxy_operator.py::test_two_gunicorn_workers_metrics_add_up (an empty directory)"
+    ),
+    "PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn "
+    "'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w 4 --bind 0.0.0.0:8080": (
+        "tests/test_proxy_operator.py::test_two_gunicorn_workers_metrics_add_up (on a free port, the demo model)"
+    ),
+    "docker build -t gateway-mw .": "not run here (needs a Docker daemon and the base image)",
+    "docker run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 -e WORKERS=2 gateway-mw": (
+        "not run here (needs the image built above)"
     ),
 }
 
@@ -133,8 +145,15 @@ def test_shell_command_runs_or_is_covered(doc: str, command: str, live_proxy: st
     if command in COVERED_ELSEWHERE:
         return
     argv = shlex.split(command)
-    if argv[:2] == ["python", "examples/proxy.py"]:
-        settings, _ = proxy.load_settings(argv[2:], {})  # the flags as documented are valid
+    env = {}
+    while argv and re.fullmatch(r"[A-Z_]+=.*", argv[0]):  # VAR=value before the command
+        name, _, value = argv.pop(0).partition("=")
+        env[name] = value
+    program = 2 if argv[:2] == ["python", "examples/proxy.py"] else 1 if argv[:1] == ["gateway-mw"] else 0
+    if program:
+        if "CLIENT_KEYS" in argv and "CLIENT_KEYS" not in env:
+            env["CLIENT_KEYS"] = "sk-example"  # the variable the docs tell the reader to set
+        settings, _ = proxy.load_settings(argv[program:], env)  # the flags as documented are valid
         assert settings.upstream is not None
         return
     assert argv[0] == "curl", f"{doc}: a command nothing runs: {command}"

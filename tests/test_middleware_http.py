@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -87,8 +88,15 @@ async def proxy_style_stream(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+# aiohttp-sse 3.0 (Python 3.11+) answers GET only unless told otherwise; 2.2 (the newest on 3.10) serves
+# every method and has no such argument.
+_SSE_ANY_METHOD: dict[str, Any] = (
+    {"allow_all_methods": True} if "allow_all_methods" in inspect.signature(sse_response).parameters else {}
+)
+
+
 async def aiohttp_sse_stream(request: web.Request) -> web.StreamResponse:
-    async with sse_response(request, allow_all_methods=True) as resp:
+    async with sse_response(request, **_SSE_ANY_METHOD) as resp:
         for item in [*UPSTREAM, "[DONE]"]:
             await resp.send(item if isinstance(item, str) else json.dumps(item))
     return resp

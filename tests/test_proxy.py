@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,18 +22,19 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anthropic
+import msgspec
 import openai
 import pytest
 from aiohttp import web
 
 from examples import demo_model, proxy
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile, TagPair, ThinkExtractConfig
+from gateway_mw.proxy.app import gateway_middleware
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = demo_model.QUESTION
@@ -58,7 +60,7 @@ async def running(app: web.Application) -> AsyncIterator[str]:
 
 def settings(**changes: Any) -> proxy.Settings:
     base = proxy.Settings(pace=0.0, think_extract=proxy.DEMO_CONFIG)
-    return replace(base, **changes)
+    return msgspec.structs.replace(base, **changes)
 
 
 @pytest.fixture
@@ -332,6 +334,7 @@ async def test_request_forwarded_with_hop_by_hop_headers_stripped() -> None:
             body,
         )
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\n{}")
+    answered = dict(h.split(": ", 1) for h in answer.partition(b"\r\n\r\n")[0].decode().split("\r\n")[1:])
     (line, headers, received) = up.requests[0]
     assert (line, received) == ("POST /v1/embeddings?a=1&b=%20 HTTP/1.1", body)
     assert dict(headers) == {
@@ -342,7 +345,13 @@ async def test_request_forwarded_with_hop_by_hop_headers_stripped() -> None:
         "X-Custom": "kept",
         "Accept-Encoding": "identity",
         "Accept": "*/*",
+        # What the gateway adds (tests/test_proxy_operator.py has them on and off):
+        "X-Request-Id": answered["X-Request-Id"],
+        "X-Forwarded-For": "127.0.0.1",
+        "X-Forwarded-Proto": "http",
+        "Via": "1.1 gateway-mw",
     }
+    assert re.fullmatch("[0-9a-f]{32}", answered["X-Request-Id"]) and answered["Via"] == "1.1 gateway-mw"
 
 
 async def test_response_hop_by_hop_headers_stripped_and_body_streamed_as_it_comes() -> None:
@@ -373,6 +382,7 @@ async def test_response_hop_by_hop_headers_stripped_and_body_streamed_as_it_come
         "content-type": "text/event-stream",
         "x-request-id": "r-1",
         "cache-control": "no-cache",
+        "via": "1.1 gateway-mw",
         "transfer-encoding": "chunked",  # the proxy's own chunking, toward the client
     }
 
@@ -699,13 +709,9 @@ async def test_healthz_and_metrics(demo_base: str) -> None:
     assert got[("gateway_proxy_requests_total", ())] == 1
     stats = proxy.ThinkExtractStats()
     stats.passed("messages", "disabled")
-    counters = proxy.Counters(requests=3)
-    with_client = proxy.metrics_text(stats, counters).decode()
-    fallback = proxy.metrics_text(stats, counters, use_client=False).decode()
-    assert samples(with_client) == samples(fallback)
-    assert (
-        samples(fallback)[("thinkextract_passed_through_total", (("reason", "disabled"), ("surface", "messages")))] == 1
-    )
+    written = samples(proxy.GatewayMetrics(stats, proxy.Counters(requests=3)).exposition().decode())
+    assert written[("thinkextract_passed_through_total", (("reason", "disabled"), ("surface", "messages")))] == 1
+    assert written[("gateway_proxy_requests_total", ())] == 3
 
 
 # -- settings -----------------------------------------------------------------------------------------
@@ -775,7 +781,7 @@ BAD_SETTINGS = [
         "upstream_key_env: the variable NOT_SET_ANYWHERE is not set or empty",
     ),
     (["--prefix", "v1"], {}, "--prefix 'v1' is invalid: expected a path that starts and ends with '/', like /v1/"),
-    (["--set", "nope=1"], {}, "--set nope=1: unknown field 'nope'; fields: " + ", ".join(proxy._TE_FIELDS)),
+    (["--set", "nope=1"], {}, "--set nope=1: unknown field 'nope'; fields: " + ", ".join(proxy.TE_FIELDS)),
 ]
 
 
@@ -913,4 +919,4 @@ def test_app_keys_exposed() -> None:
     app = proxy.build_app(settings())
     assert THINKEXTRACT_STATS in app and proxy.PROXY in app
     raw = proxy.build_app(settings(middleware=False))
-    assert THINKEXTRACT_STATS not in raw and raw.middlewares == []
+    assert THINKEXTRACT_STATS not in raw and list(raw.middlewares) == [gateway_middleware]

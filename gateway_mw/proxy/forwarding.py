@@ -1,0 +1,307 @@
+"""The forwarding proxy: one pooled upstream session per worker, requests streamed both ways.
+
+Every request under the prefix goes to the upstream with its method, path, query, headers (minus
+hop-by-hop ones and the client's credentials when the gateway checks them) and body; the answer
+comes back as it arrives. Failures map to the surface's own error shape: an upstream that cannot be
+reached (refused, or no connection within ``connect_timeout``) is a 502, one that does not answer
+within ``read_timeout`` a 504; one that fails after its answer has started cuts the client's
+connection, with one WARNING line naming the request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+from aiohttp import hdrs, web
+from multidict import CIMultiDict
+from yarl import URL
+
+from . import demo_model
+from .auth import ClientKeys
+from .metrics import Counters, GatewayMetrics
+from .settings import Settings
+
+__all__ = [
+    "HOP_BY_HOP",
+    "REQUEST_ID",
+    "REQUEST_ID_HEADER",
+    "VIA",
+    "Proxy",
+    "UpstreamDropped",
+    "error_response",
+]
+
+log = logging.getLogger("gateway_mw.proxy")
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""RFC 9110 §7.6.1 connection-specific fields, plus those a ``Connection`` header names."""
+_NOT_FORWARDED = frozenset({"host", "expect", "accept-encoding"})
+_AUTH = ("authorization", "x-api-key")
+_DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.IGNORECASE)
+REQUEST_ID_HEADER = "X-Request-Id"
+_CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+VIA = "1.1 gateway-mw"
+"""What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
+REQUEST_ID: Any = web.RequestKey("gateway_mw.request_id", str) if hasattr(web, "RequestKey") else "request_id"
+
+
+def request_id(request: web.Request) -> str:
+    """The client's ``X-Request-Id`` when it is a plain token, else a new one (kept on the request)."""
+    if REQUEST_ID in request:
+        found: str = request[REQUEST_ID]
+        return found
+    sent = request.headers.get(REQUEST_ID_HEADER, "")
+    rid = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
+    request[REQUEST_ID] = rid
+    return rid
+
+
+def _strip_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict[str]:
+    named = {
+        token.strip().lower()
+        for value in CIMultiDict(headers).getall(hdrs.CONNECTION, [])
+        for token in value.split(",")
+    }
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        lname = name.lower()
+        if lname not in HOP_BY_HOP and lname not in named and lname not in also:
+            out.add(name, value)
+    return out
+
+
+def _append(headers: CIMultiDict[str], name: str, value: str) -> None:
+    """Add ``value`` to a comma-separated list header, after what is there."""
+    present = headers.getall(name, [])
+    headers.popall(name, None)
+    headers[name] = ", ".join([*present, value])
+
+
+def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
+    """An error body in the shape of the surface's API (Anthropic for messages, OpenAI otherwise)."""
+    if surface == "messages":
+        kind = {400: "invalid_request_error", 401: "authentication_error", 504: "timeout_error"}.get(
+            status, "api_error"
+        )
+        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return web.json_response({"error": error}, status=status)
+
+
+class UpstreamDropped(Exception):
+    """The upstream failed after the response had started: the client connection is cut."""
+
+    def __init__(self, message: str, response: web.StreamResponse) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+class Proxy:
+    """Per-worker state: one pooled upstream session, the in-flight requests, the demo model."""
+
+    disconnect_poll = 0.2
+    """Seconds between checks for clients that went away while their upstream is silent."""
+
+    def __init__(self, settings: Settings, metrics: GatewayMetrics | None = None) -> None:
+        self.settings = settings
+        self.counters = metrics.counters if metrics is not None else Counters()
+        self.metrics = metrics if metrics is not None else GatewayMetrics(None, self.counters)
+        self.keys = ClientKeys(key.value for key in settings.client_keys)
+        self.session: aiohttp.ClientSession | None = None
+        self.origin = ""
+        self.base_path = ""
+        self._inflight: dict[asyncio.Task[Any], web.Request] = {}
+
+    def set_upstream(self, upstream: str) -> None:
+        url = URL(upstream)
+        self.origin = f"{url.scheme}://{url.raw_authority}"
+        self.base_path = url.raw_path.rstrip("/")
+
+    @property
+    def upstream(self) -> str:
+        return self.origin + self.base_path
+
+    async def context(self, app: web.Application) -> AsyncIterator[None]:
+        """``cleanup_ctx``: the demo model (if any), the session and the disconnect watcher."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self.settings.upstream is None:
+                port = await stack.enter_async_context(_serve_demo_model(self.settings.pace))
+                self.set_upstream(f"http://127.0.0.1:{port}")
+            else:
+                self.set_upstream(self.settings.upstream)
+            s = self.settings
+            self.session = await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True),
+                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=s.connect_timeout, sock_read=s.read_timeout),
+                    auto_decompress=False,
+                    cookie_jar=aiohttp.DummyCookieJar(),  # one session serves every client: keep none
+                    skip_auto_headers=(hdrs.USER_AGENT,),
+                )
+            )
+            watcher = asyncio.create_task(self._watch_disconnects())
+            try:
+                yield
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+    async def _watch_disconnects(self) -> None:
+        """Cancel handlers whose client is gone, even while their upstream sends nothing.
+
+        aiohttp does not cancel handlers on disconnect by default (``handler_cancellation``), and a
+        write is what would notice; a silent upstream (a long prompt, a stalled model) writes nothing.
+        """
+        while True:
+            await asyncio.sleep(self.disconnect_poll)
+            for task, request in list(self._inflight.items()):
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    self._inflight.pop(task, None)
+                    self.counters.client_disconnects += 1
+                    task.cancel()
+
+    def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
+        headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
+        headers[hdrs.ACCEPT_ENCODING] = "identity"  # the middleware reads plain bytes
+        sent = [name for name in _AUTH if name in headers]
+        key = self.settings.upstream_key
+        if key is not None or self.keys:  # the client's credentials are for the gateway: never sent on
+            for name in _AUTH:
+                headers.popall(name, None)
+        if key is not None:
+            for name in sent or _AUTH:
+                headers[name] = f"Bearer {key.value}" if name == "authorization" else key.value
+        headers[REQUEST_ID_HEADER] = rid
+        if self.settings.forwarded_headers:
+            if request.remote:
+                _append(headers, "X-Forwarded-For", request.remote)
+            headers.setdefault("X-Forwarded-Proto", request.scheme)
+            _append(headers, hdrs.VIA, VIA)
+        return headers
+
+    async def forward(self, request: web.Request) -> web.StreamResponse:
+        self.counters.requests += 1
+        start = time.monotonic()
+        surface = self.settings.think_extract.surface_for_path(request.path)
+        raw_path = request.rel_url.raw_path  # the origin form, even for an absolute-form target
+        if _DOT_SEGMENT.search(raw_path):
+            return error_response(surface, 400, "invalid_request", "dot segments are not allowed in the path")
+        query = request.rel_url.raw_query_string
+        url = URL(self.origin + self.base_path + raw_path + ("?" + query if query else ""), encoded=True)
+        task = asyncio.current_task()
+        assert task is not None and self.session is not None
+        self._inflight[task] = request
+        try:
+            return await self._exchange(request, url, surface or "other", start)
+        finally:
+            self._inflight.pop(task, None)
+            self.metrics.latency.labels(surface=surface or "other").observe(time.monotonic() - start)
+
+    async def _exchange(self, request: web.Request, url: URL, surface: str, start: float) -> web.StreamResponse:
+        assert self.session is not None
+        rid = request_id(request)
+        try:
+            upstream = await self.session.request(
+                request.method,
+                url,
+                headers=self._upstream_headers(request, rid),
+                data=request.content if request.body_exists else None,
+                allow_redirects=False,
+            )
+        except aiohttp.ConnectionTimeoutError:
+            self.counters.upstream_connect_errors += 1
+            log.warning(
+                "request %s: upstream %s: no connection within %gs", rid, self.upstream, self.settings.connect_timeout
+            )
+            return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
+        except asyncio.TimeoutError:
+            self.counters.upstream_timeouts += 1
+            log.warning("request %s: upstream %s: no answer within %gs", rid, self.upstream, self.settings.read_timeout)
+            return error_response(surface, 504, "upstream_timeout", "the upstream model server did not answer in time")
+        except aiohttp.ClientConnectorError as exc:
+            self.counters.upstream_connect_errors += 1
+            log.warning("request %s: upstream %s unreachable: %s", rid, self.upstream, exc.os_error.strerror or exc)
+            return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
+        except aiohttp.ClientError as exc:
+            self.counters.upstream_dropped += 1
+            log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
+            return error_response(surface, 502, "upstream_error", "the upstream model server failed to answer")
+        complete = False
+        try:
+            resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            resp.headers.extend(_strip_hop_by_hop(upstream.headers))
+            resp.headers.setdefault(REQUEST_ID_HEADER, rid)
+            if self.settings.forwarded_headers:
+                _append(resp.headers, hdrs.VIA, VIA)
+            await resp.prepare(request)
+            reader = upstream.content
+            first = True
+            while True:
+                try:
+                    piece = await reader.readany()
+                except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
+                    self.counters.upstream_dropped += 1
+                    why = (
+                        f"no bytes for {self.settings.read_timeout:g}s"
+                        if isinstance(exc, asyncio.TimeoutError)
+                        else _describe(exc)
+                    )
+                    raise UpstreamDropped(f"upstream {self.upstream} failed mid-response: {why}", resp) from exc
+                if first:
+                    first = False
+                    self.metrics.ttfb.labels(surface=surface).observe(time.monotonic() - start)
+                if not piece:
+                    break
+                try:
+                    await resp.write(piece)  # waits while the client's socket buffer is full
+                except ConnectionResetError:
+                    self.counters.client_disconnects += 1
+                    return resp  # the client left: aiohttp's write_eof fails quietly
+            complete = True
+            await resp.write_eof()
+            return resp
+        finally:
+            if complete:
+                upstream.release()
+            else:
+                upstream.close()  # closes the upstream connection: the model stops generating
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.asynccontextmanager
+async def _serve_demo_model(pace: float) -> AsyncIterator[int]:
+    runner = web.AppRunner(demo_model.build_app(pace), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()

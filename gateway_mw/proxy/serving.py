@@ -1,0 +1,169 @@
+"""Running the gateway: the banner, serving until a signal, ``main()`` for ``gateway-mw``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+import msgspec
+from aiohttp import web
+
+from . import demo_model
+from .app import build_app
+from .settings import Settings, SettingsError, load_settings
+
+__all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
+
+QUESTION = demo_model.QUESTION
+
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
+"""aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id.
+(No header that could carry a credential is logged.)"""
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(settings: Settings) -> None:
+    """Log to stderr at ``settings.log_level``, unless the host program (gunicorn) set logging up."""
+    level = getattr(logging, settings.log_level.upper())
+    logging.basicConfig(level=level, format=LOG_FORMAT)
+    for name in ("gateway_mw", "aiohttp"):
+        logging.getLogger(name).setLevel(level)
+
+
+def banner(base: str, settings: Settings) -> str:
+    """What to paste next: one curl per surface, and one Python SDK snippet per surface."""
+    demo = settings.upstream is None
+    upstream = "the embedded demo model" if demo else settings.upstream
+    lines = [f"gateway_mw proxy on {base} → {upstream}   (GET /healthz, GET /metrics)", ""]
+    pace = f"{settings.pace:g} tokens/s" if settings.pace else "no delay"
+    if demo and not settings.middleware:
+        lines += [f"Models: demo and demo-r1 write <think> inline; the middleware is off. Pace: {pace}.", ""]
+    elif demo:
+        lines += [
+            f"Models: demo writes <think>…</think>answer; demo-r1 starts inside its reasoning (profile "
+            f"demo-r1*: start_with_reasoning). Pace: {pace}.",
+            "",
+        ]
+    else:
+        notes = []
+        if not settings.middleware:
+            notes.append("The middleware is off: responses pass as the upstream sent them.")
+        elif settings.think_extract.messages_policy == "off":
+            notes.append("Anthropic /v1/messages passes untouched until --messages-policy unsigned (or redacted).")
+        if settings.middleware:
+            notes.append(
+                "A model whose chat template opens <think> itself (R1-style) needs a profile with "
+                "start_with_reasoning: see docs/configuration.md."
+            )
+        lines += [*notes, ""]
+    if settings.client_keys:
+        lines += ["Client keys are required: the commands below need -H 'Authorization: Bearer YOUR-KEY'.", ""]
+    model = "demo-r1" if demo else "YOUR-MODEL"
+    ask = json.dumps(QUESTION)
+    chat = f'{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":{ask}}}]}}'
+    msgs = f'{{"model":"{model}","max_tokens":256,"stream":true,"messages":[{{"role":"user","content":{ask}}}]}}'
+    resp = f'{{"model":"{model}","stream":true,"input":{ask}}}'
+    lines += [
+        'Try it (stream; drop "stream":true for one JSON body):',
+        "",
+        f"  curl -sN {base}/v1/chat/completions -H 'Content-Type: application/json' \\",
+        f"    -d '{chat}'",
+        "",
+        f"  curl -sN {base}/v1/messages -H 'Content-Type: application/json' -H 'anthropic-version: 2023-06-01' \\",
+        f"    -d '{msgs}'",
+        "",
+        f"  curl -sN {base}/v1/responses -H 'Content-Type: application/json' \\",
+        f"    -d '{resp}'",
+        "",
+        "From Python (pip install openai anthropic):",
+        "",
+        "  from openai import OpenAI",
+        f'  client = OpenAI(base_url="{base}/v1", api_key="unused")',
+        f'  r = client.chat.completions.create(model="{model}", messages=[{{"role": "user", "content": {ask}}}])',
+        '  print((r.choices[0].message.model_extra or {}).get("reasoning_content"), "|", r.choices[0].message.content)',
+        "",
+        f'  r = client.responses.create(model="{model}", input={ask})',
+        "  print([item.type for item in r.output], r.output_text)",
+        "",
+        "  from anthropic import Anthropic",
+        f'  claude = Anthropic(base_url="{base}", api_key="unused")',
+        f'  m = claude.messages.create(model="{model}", max_tokens=256,',
+        f'                             messages=[{{"role": "user", "content": {ask}}}])',
+        "  print([block.type for block in m.content])",
+        "",
+        "Ctrl-C stops it.",
+    ]
+    return "\n".join(lines)
+
+
+def make_runner(settings: Settings, app: web.Application | None = None) -> web.AppRunner:
+    """The runner ``serve()`` uses: the access log as configured, ``shutdown_timeout`` for open requests."""
+    return web.AppRunner(
+        build_app(settings) if app is None else app,
+        access_log=logging.getLogger("aiohttp.access") if settings.access_log else None,
+        access_log_format=ACCESS_LOG_FORMAT,
+        shutdown_timeout=settings.shutdown_timeout,
+    )
+
+
+async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
+    """Listen until SIGINT/SIGTERM; print what to try once the port is open.
+
+    It stops the way ``web.run_app`` does: no new connections, open requests get up to
+    ``shutdown_timeout`` seconds to finish, then the application's cleanup runs. (``run_app`` itself
+    is not used because it cannot tell the port it bound before serving, which ``--port 0`` and the
+    banner need.)
+    """
+    runner = make_runner(settings)
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, settings.host, settings.port).start()
+        except OSError as exc:
+            where = f"{settings.host}:{settings.port}"
+            raise SystemExit(f"{prog}: cannot listen on {where}: {exc.strerror}") from None
+        host, port = runner.addresses[0][:2]
+        base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        print(banner(base, settings), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        logging.getLogger("gateway_mw.proxy").info("stopping: open requests get %gs", settings.shutdown_timeout)
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "gateway-mw") -> int:
+    """The ``gateway-mw`` command (also ``python -m gateway_mw`` and ``examples/proxy.py``)."""
+    try:
+        settings, args = load_settings(sys.argv[1:] if argv is None else argv, prog=prog)
+    except SettingsError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings)
+    if args.demo:
+        if settings.upstream is not None or not settings.middleware:
+            print(
+                f"{prog}: error: --demo runs the embedded demo model through gateway_mw: "
+                "leave out --upstream and --no-middleware",
+                file=sys.stderr,
+            )
+            return 2
+        if args.pace is None and "GATEWAY_PACE" not in os.environ:
+            settings = msgspec.structs.replace(settings, pace=5000.0)  # fast: this mode only shows the result
+        from .demo import run_demo
+
+        return asyncio.run(run_demo(settings))
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(settings, prog))
+    return 0

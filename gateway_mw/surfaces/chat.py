@@ -24,6 +24,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
+from .rawjson import as_str, obj, raw_list
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
 
@@ -495,15 +496,21 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
     A function of its own so that the decoded text and its segments are freed on return, before
     the body is encoded again: a large body is then held about twice, not four times.
     """
-    try:
-        message: _Obj | None = _decode_obj(choice["message"]) if "message" in choice else None
-        original = msgspec.json.decode(message["content"], type=str) if message and "content" in message else None
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False  # not a text message (null, a list of parts…): left as it is
-    if message is None or original is None:
+    message = obj(choice.get("message"))
+    if message is None or "content" not in message:
         return False
     if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in _NATIVE_MESSAGE_KEYS):
         return False
+    original = as_str(message["content"])
+    if original is None:
+        parts = _split_parts(message["content"], cfg, counts)  # a list of parts, or not text at all
+        if parts is None:
+            return False
+        message["content"], reasoning = parts
+        if reasoning:
+            message[cfg.chat_reasoning_field] = reasoning
+        choice["message"] = message
+        return True
     segments = extract_counted(original, cfg, counts)
     content = "".join(s.text for s in segments if s.kind == CONTENT)
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
@@ -515,6 +522,39 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
         message[cfg.chat_reasoning_field] = reasoning
     choice["message"] = message
     return True
+
+
+def _split_parts(raw: Any, cfg: ThinkExtractConfig, counts: Counts) -> tuple[list[Any], str] | None:
+    """A content list's text parts through one scanner (a block may span them, a tag may not), the
+    other parts kept in place: the new list and the reasoning; ``None`` when nothing changes."""
+    parts = raw_list(raw)
+    if not parts:
+        return None
+    scanner = Scanner(cfg)
+    reasoning: list[str] = []
+    texts: list[list[str]] = []  # per text part, its content
+    places: list[tuple[int, _Obj]] = []  # the text parts: position, fields
+    for at, part in enumerate(parts):
+        fields = obj(part)
+        text = as_str(fields.get("text")) if fields is not None and as_str(fields.get("type")) == "text" else None
+        if fields is None or text is None:
+            continue
+        segments = scanner.feed(text) + scanner.flush()
+        places.append((at, fields))
+        texts.append([])
+        for seg in segments:
+            (texts[-1] if seg.kind == CONTENT else reasoning).append(seg.text)
+    if not places:
+        return None
+    for seg in scanner.finish():
+        (texts[-1] if seg.kind == CONTENT else reasoning).append(seg.text)
+    counts.add(scanner)
+    if not reasoning and all("".join(t) == as_str(f["text"]) for (_, f), t in zip(places, texts, strict=True)):
+        return None
+    new: list[Any] = list(parts)
+    for (at, fields), pieces in zip(places, texts, strict=True):
+        new[at] = {**fields, "text": "".join(pieces)}
+    return new, "".join(reasoning)
 
 
 async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:

@@ -23,7 +23,7 @@ MessagesPolicy = Literal["off", "unsigned", "redacted"]
 StreamMode = Literal["live", "buffered"]
 Placement = Literal["anywhere", "leading"]
 ChatReasoningField = Literal["reasoning_content", "reasoning"]
-ResponsesReasoningFormat = Literal["content", "summary"]
+ResponsesReasoningFormat = Literal["both", "content", "summary"]
 Protocol = Literal["tags", "harmony"]
 
 
@@ -149,7 +149,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     max_event_bytes: int = 1024 * 1024
     max_body_bytes: int = 64 * 1024 * 1024
     chat_reasoning_field: ChatReasoningField = "reasoning_content"
-    responses_reasoning_format: ResponsesReasoningFormat = "content"
+    responses_reasoning_format: ResponsesReasoningFormat = "both"
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
     families: bool = True

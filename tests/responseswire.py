@@ -68,13 +68,18 @@ def message(item_id: str, texts: list[str] | None, status: str = "completed") ->
     return {"id": item_id, "type": "message", "role": "assistant", "status": status, "content": content}
 
 
-def reasoning(item_id: str, text: str | None, status: str = "completed", summary: bool = False) -> dict[str, Any]:
-    """A reasoning item as the middleware writes it (``text=None``: as first added)."""
-    if summary:
-        parts = [] if text is None else [{"type": "summary_text", "text": text}]
-        return {"id": item_id, "type": "reasoning", "summary": parts, "status": status}
-    content = [] if text is None else [{"type": "reasoning_text", "text": text}]
-    return {"id": item_id, "type": "reasoning", "summary": [], "content": content, "status": status}
+def reasoning(
+    item_id: str, text: str | None, status: str = "completed", summary: bool = False, fmt: str = "both"
+) -> dict[str, Any]:
+    """A reasoning item as the middleware writes it (``text=None``: as first added), in the format
+    ``fmt`` (``summary=True`` is the ``summary`` format)."""
+    fmt = "summary" if summary else fmt
+    summaries = [] if text is None or fmt == "content" else [{"type": "summary_text", "text": text}]
+    item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": summaries}
+    if fmt != "summary":
+        item["content"] = [] if text is None else [{"type": "reasoning_text", "text": text}]
+    item["status"] = status
+    return item
 
 
 def function_call(item_id: str = "fc_1", status: str = "completed", arguments: str = '{"x":1}') -> dict[str, Any]:
@@ -168,25 +173,31 @@ def message_events(item_id: str, index: int, deltas: list[str], text: str | None
     ]
 
 
-def reasoning_events(item_id: str, index: int, deltas: list[str], summary: bool = False) -> list[dict[str, Any]]:
-    """The lifecycle of one reasoning item as the middleware writes it."""
+def reasoning_events(
+    item_id: str, index: int, deltas: list[str], summary: bool = False, fmt: str = "both"
+) -> list[dict[str, Any]]:
+    """The lifecycle of one reasoning item as the middleware writes it, in the format ``fmt``."""
+    fmt = "summary" if summary else fmt
     text = "".join(deltas)
-    where = "summary_index" if summary else "content_index"
-    if summary:
-        kinds = ("reasoning_summary_part", "reasoning_summary_text")
-        part = {"type": "summary_text", "text": ""}
-    else:
-        kinds = ("content_part", "reasoning_text")
-        part = {"type": "reasoning_text", "text": ""}
-    at = {"item_id": item_id, "output_index": index, where: 0}
-    return [
-        added(index, reasoning(item_id, None, "in_progress", summary)),
-        ev(f"response.{kinds[0]}.added", **at, part=part),
-        *(ev(f"response.{kinds[1]}.delta", **at, delta=d) for d in deltas),
-        ev(f"response.{kinds[1]}.done", **at, text=text),
-        ev(f"response.{kinds[0]}.done", **at, part={**part, "text": text}),
-        item_done(index, reasoning(item_id, text, summary=summary)),
+    forms = []  # (part event kind, delta event kind, index key, part type) of each form written
+    if fmt != "summary":
+        forms.append(("content_part", "reasoning_text", "content_index", "reasoning_text"))
+    if fmt != "content":
+        forms.append(("reasoning_summary_part", "reasoning_summary_text", "summary_index", "summary_text"))
+    at = {"item_id": item_id, "output_index": index}
+    events = [added(index, reasoning(item_id, None, "in_progress", fmt=fmt))]
+    events += [
+        ev(f"response.{part}.added", **at, **{key: 0}, part={"type": kind, "text": ""}) for part, _, key, kind in forms
     ]
+    for d in deltas:
+        events += [ev(f"response.{delta}.delta", **at, **{key: 0}, delta=d) for _, delta, key, _ in forms]
+    for part, delta, key, kind in forms:
+        events += [
+            ev(f"response.{delta}.done", **at, **{key: 0}, text=text),
+            ev(f"response.{part}.done", **at, **{key: 0}, part={"type": kind, "text": text}),
+        ]
+    events.append(item_done(index, reasoning(item_id, text, fmt=fmt)))
+    return events
 
 
 def upstream(

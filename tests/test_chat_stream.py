@@ -285,7 +285,6 @@ def test_body_transform() -> None:
         completion("no tags here"),
         completion("<think>x</think>y", reasoning_content="native"),
         completion(None, tool_calls=[]),
-        completion([{"type": "text", "text": "<think>x</think>"}]),
         {"object": "list", "data": []},
         [1, 2],
     ],

@@ -158,7 +158,7 @@ BOOL = "expected one of 1, true, yes, on, 0, false, no, off"
         ("THINK_EXTRACT_MAX_BUFFER_BYTES", "-1", "expected a positive integer (bytes)"),
         ("THINK_EXTRACT_MAX_EVENT_BYTES", "0", "expected a positive integer (bytes)"),
         ("THINK_EXTRACT_MAX_BODY_BYTES", "1MB", "expected a positive integer (bytes)"),
-        ("THINK_EXTRACT_RESPONSES_REASONING_FORMAT", "both", "expected one of content, summary"),
+        ("THINK_EXTRACT_RESPONSES_REASONING_FORMAT", "text", "expected one of both, content, summary"),
         ("THINK_EXTRACT_TAG_PAIRS", "<think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
         ("THINK_EXTRACT_TAG_PAIRS", "...</think>", r"expected open...close[,open...close] (escapes: \n \t \r \\ \,)"),
         ("THINK_EXTRACT_TAG_PAIRS", r"<a>...\q", r"unknown escape; use \n, \r, \t, \\ or \,"),

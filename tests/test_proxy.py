@@ -189,12 +189,28 @@ async def test_responses_through_the_sdk(base: str, stream: bool) -> None:
                 part.setdefault("logprobs", [])  # optional on the part (wire contracts, 1.2)
     text_part = {"type": "output_text", "annotations": [], "logprobs": []}
     assert output == [
-        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": reasoning}]},
+        {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": reasoning}],
+            "content": [{"type": "reasoning_text", "text": reasoning}],
+        },
         {"type": "message", "role": "assistant", "content": [{**text_part, "text": answer}]},
     ]
     assert response.output[0].id.startswith("rs_")
     assert response.output_text == answer
     assert (response.model, response.status) == ("demo-r1", "completed")
+
+
+async def test_responses_second_turn_answers_the_last_user_message(base: str) -> None:
+    """A replayed reasoning item and a tool result carry no role: they are not the user's question."""
+    async with oai(base) as client:
+        first = await client.responses.create(model="demo-r1", input=QUESTION)
+        replay = [item.model_dump(exclude_none=True) for item in first.output]
+        tool = {"type": "function_call_output", "call_id": "call_1", "output": "4"}
+        history = [{"role": "user", "content": QUESTION}, *replay, {"role": "user", "content": "And 3+3?"}, tool]
+        second = await client.responses.create(model="demo-r1", input=history)
+    _, answer = demo_model.model_text("demo-r1", "And 3+3?").removeprefix("<think>").partition("</think>")[::2]
+    assert second.output_text == answer
 
 
 async def test_demo_model_alone_speaks_each_wire_format_strictly() -> None:

@@ -24,6 +24,7 @@ from .responseswire import normalize
 from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
+CONTENT = ThinkExtractConfig(responses_reasoning_format="content")
 CONFIGS = [
     CFG,
     ThinkExtractConfig(responses_reasoning_format="summary"),
@@ -305,7 +306,7 @@ def _counting(pipeline: StreamPipeline) -> list[int]:
 def test_the_fast_path_is_taken() -> None:
     """The property above would hold vacuously if the fast path never ran: check that it does, on
     answer text passed as it came, answer text renumbered and moved, and reasoning."""
-    for config in (CFG, ThinkExtractConfig(responses_reasoning_format="summary")):
+    for config in (CONTENT, ThinkExtractConfig(responses_reasoning_format="summary")):
         # Answer text: the events go out as they came.
         pipeline = StreamPipeline("responses", config)
         pipeline.feed(_head() + _delta(3, "Hello"))

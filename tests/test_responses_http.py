@@ -199,9 +199,9 @@ async def test_upstream_error_then_failed_mid_stream(aiohttp_client: ClientFacto
             [
                 created(),
                 in_progress(),
-                *reasoning_events("rs_1", 0, ["Hmm", " let me", "</th"])[:-3],  # open until the end
+                *reasoning_events("rs_1", 0, ["Hmm", " let me", "</th"])[:-5],  # open until the end
                 error,  # held text went out before it
-                *reasoning_events("rs_1", 0, ["Hmm let me</th"])[-3:],
+                *reasoning_events("rs_1", 0, ["Hmm let me</th"])[-5:],
                 completed([reasoning("rs_1", "Hmm let me</th")], kind="failed"),
             ]
         )

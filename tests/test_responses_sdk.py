@@ -70,8 +70,8 @@ def dump(output: list[Any]) -> Any:
     return normalize(items)
 
 
-def expected(summary: bool = False) -> list[Any]:
-    return [reasoning("rs_1", REASONING, summary=summary), message("msg_1", [ANSWER])]
+def expected(fmt: str = "both") -> list[Any]:
+    return [reasoning("rs_1", REASONING, fmt=fmt), message("msg_1", [ANSWER])]
 
 
 ARGS: Any = {"model": "local-model", "input": "What is 2+2?"}
@@ -93,34 +93,43 @@ def sync_create_stream(base_url: str) -> tuple[Any, list[str]]:
     return dump(final.response.output), [e.type for e in events]
 
 
-def sync_stream_helper(base_url: str) -> tuple[Any, str, str]:
-    kinds = ("response.reasoning_text.delta", "response.reasoning_summary_text.delta")
+def sync_stream_helper(base_url: str) -> tuple[Any, str, dict[str, str]]:
+    """The final output, its text, and the reasoning streamed in each form (content, summary)."""
+    kinds = {"response.reasoning_text.delta": "content", "response.reasoning_summary_text.delta": "summary"}
+    streamed: dict[str, str] = {}
     with sync_client(base_url).responses.stream(**ARGS) as stream:
-        reasoning_deltas = [event.delta for event in stream if event.type in kinds]  # type: ignore[union-attr]
+        for event in stream:
+            if event.type in kinds:
+                form = kinds[event.type]
+                streamed[form] = streamed.get(form, "") + event.delta  # type: ignore[union-attr]
         final = stream.get_final_response()
-    return dump(final.output), final.output_text, "".join(reasoning_deltas)
+    return dump(final.output), final.output_text, streamed
 
 
-@pytest.mark.parametrize("fmt", ["content", "summary"])
+FORMATS = ["both", "content", "summary"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_sync_create(aiohttp_server: ServerFactory, fmt: str) -> None:
     base_url = await serve(aiohttp_server, responses_reasoning_format=fmt)
     output, text = await asyncio.to_thread(sync_create, base_url)
-    assert (output, text) == (expected(fmt == "summary"), ANSWER)
+    assert (output, text) == (expected(fmt), ANSWER)
 
 
-@pytest.mark.parametrize("fmt", ["content", "summary"])
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_sync_create_stream(aiohttp_server: ServerFactory, fmt: str) -> None:
     base_url = await serve(aiohttp_server, responses_reasoning_format=fmt)
     output, types = await asyncio.to_thread(sync_create_stream, base_url)
-    assert output == expected(fmt == "summary")
+    assert output == expected(fmt)
     assert types[:2] == ["response.created", "response.in_progress"]
 
 
-@pytest.mark.parametrize("fmt", ["content", "summary"])
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_sync_stream_helper(aiohttp_server: ServerFactory, fmt: str) -> None:
     base_url = await serve(aiohttp_server, responses_reasoning_format=fmt)
-    output, text, streamed_reasoning = await asyncio.to_thread(sync_stream_helper, base_url)
-    assert (output, text, streamed_reasoning) == (expected(fmt == "summary"), ANSWER, REASONING)
+    output, text, streamed = await asyncio.to_thread(sync_stream_helper, base_url)
+    forms = {"both": ["content", "summary"], "content": ["content"], "summary": ["summary"]}[fmt]
+    assert (output, text, streamed) == (expected(fmt), ANSWER, dict.fromkeys(forms, REASONING))
 
 
 # -- async ----------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from .responseswire import (
 )
 
 CFG = ThinkExtractConfig()
+CONTENT = ThinkExtractConfig(responses_reasoning_format="content")  # one form: event counts as in the API docs
 
 
 def translate(stream: bytes, config: ThinkExtractConfig = CFG, cuts: list[int] | None = None) -> bytes:
@@ -82,9 +83,11 @@ def test_events_without_data_are_answered_by_themselves() -> None:
 
 
 def test_unreadable_event_is_sent_after_the_flush_and_counted() -> None:
-    stream = ResponsesStream(CFG)
+    stream = ResponsesStream(CONTENT)
     head = numbered([created(), in_progress(), *message_events("msg_1", 0, ["<think>abc</th"])[:3]])
-    assert run(stream, head) == numbered([created(), in_progress(), *reasoning_events("rs_1", 0, ["abc"])[:3]])
+    assert run(stream, head) == numbered(
+        [created(), in_progress(), *reasoning_events("rs_1", 0, ["abc"], fmt="content")[:3]]
+    )
     bad = [
         SSEDecoder().feed(raw)[0]
         for raw in (
@@ -102,7 +105,7 @@ def test_unreadable_event_is_sent_after_the_flush_and_counted() -> None:
 
 
 def test_flush_sends_held_text_and_translation_goes_on() -> None:
-    stream = ResponsesStream(CFG)
+    stream = ResponsesStream(CONTENT)
     head = numbered([created(), in_progress(), *message_events("msg_1", 0, ["Hi <thi"])[:3]])
     assert run(stream, head) == numbered([created(), in_progress(), *message_events("msg_1", 0, ["Hi "])[:3]])
     flushed = read_events(b"".join(e.raw for e in stream.flush()))
@@ -114,7 +117,7 @@ def test_flush_sends_held_text_and_translation_goes_on() -> None:
 
 
 def test_finish_without_a_terminal_event() -> None:
-    stream = ResponsesStream(CFG)
+    stream = ResponsesStream(CONTENT)
     head = numbered([created(), in_progress(), *message_events("msg_1", 0, ["<think>r</think>a <thi"])[:3]])
     run(stream, head)
     # The answer's held text goes out; the message stays open, as the upstream left it.
@@ -124,16 +127,20 @@ def test_finish_without_a_terminal_event() -> None:
 
 
 def test_finish_closes_an_open_reasoning_item_and_sends_a_held_empty_message() -> None:
-    stream = ResponsesStream(CFG)
+    stream = ResponsesStream(CONTENT)
     items = numbered(
         [created(), *message_events("msg_1", 0, ["<think>r"])[:3], added(1, message("msg_2", None, "in_progress"))]
     )
     run(stream, items)
     assert (
         read_events(b"".join(e.raw for e in stream.finish()))
-        == numbered([created(), *reasoning_events("rs_1", 0, ["r"]), added(1, message("msg_2", None, "in_progress"))])[
-            4:
-        ]
+        == numbered(
+            [
+                created(),
+                *reasoning_events("rs_1", 0, ["r"], fmt="content"),
+                added(1, message("msg_2", None, "in_progress")),
+            ]
+        )[4:]
     )
 
 
@@ -257,23 +264,24 @@ def test_body_with_only_reasoning_has_no_message_item() -> None:
 
 
 def test_responses_reasoning_format_config() -> None:
-    assert ThinkExtractConfig().responses_reasoning_format == "content"
+    assert ThinkExtractConfig().responses_reasoning_format == "both"
     env = {"THINK_EXTRACT_RESPONSES_REASONING_FORMAT": " Summary "}
     assert ThinkExtractConfig.from_env(env).responses_reasoning_format == "summary"
     with pytest.raises(ValueError) as exc:
-        ThinkExtractConfig.from_env({"THINK_EXTRACT_RESPONSES_REASONING_FORMAT": "both"})
+        ThinkExtractConfig.from_env({"THINK_EXTRACT_RESPONSES_REASONING_FORMAT": "text"})
     assert (
-        str(exc.value) == "THINK_EXTRACT_RESPONSES_REASONING_FORMAT='both' is invalid: expected one of content, summary"
+        str(exc.value)
+        == "THINK_EXTRACT_RESPONSES_REASONING_FORMAT='text' is invalid: expected one of both, content, summary"
     )
     with pytest.raises(ValueError) as exc:
-        ThinkExtractConfig(responses_reasoning_format="both")  # type: ignore[arg-type]
-    assert str(exc.value) == "responses_reasoning_format must be one of 'content', 'summary', got 'both'"
+        ThinkExtractConfig(responses_reasoning_format="text")  # type: ignore[arg-type]
+    assert str(exc.value) == "responses_reasoning_format must be one of 'both', 'content', 'summary', got 'text'"
     with pytest.raises(ValueError):
         ModelProfile(match="*", responses_reasoning_format="text")  # type: ignore[arg-type]
     profile = ModelProfile(match="codex-*", responses_reasoning_format="summary")
     cfg = ThinkExtractConfig(profiles=(profile,))
     assert cfg.for_model("Codex-Mini").responses_reasoning_format == "summary"
-    assert cfg.for_model("other").responses_reasoning_format == "content"
+    assert cfg.for_model("other").responses_reasoning_format == "both"
     profiles = '[{"match": "m*", "responses_reasoning_format": "summary"}]'
     assert ThinkExtractConfig.from_env({"THINK_EXTRACT_PROFILES": profiles}).profiles == (
         ModelProfile(match="m*", responses_reasoning_format="summary"),
@@ -355,9 +363,9 @@ def check_stream(events: list[Any]) -> dict[str, Any]:
         elif kind == "response.output_item.done":
             assert added_ids[event["output_index"]] == event["item"]["id"]
             done_items[event["output_index"]] = event["item"]
-        elif kind.endswith(".delta") and "text" in kind:
+        elif kind.endswith(".delta") and "text" in kind and "summary" not in kind:
             texts.setdefault(event["item_id"], []).append(event["delta"])
-        elif kind.endswith("text.done"):
+        elif kind.endswith("text.done") and "summary" not in kind:
             done_texts[event["item_id"]] = event["text"]
     assert events[-1]["type"] == "response.completed"
     final = events[-1]["response"]

@@ -73,13 +73,14 @@ def _last_user_text(messages: Any) -> str:
 def responses_input_text(value: Any) -> str:
     """The question in a Responses request's ``input``: all of the Responses input handling.
 
-    ``input`` is either a string or a list of input items; the text of the last user item counts.
+    ``input`` is either a string or a list of input items; the text of the last user message counts.
+    Items without a role (a replayed reasoning item, a ``function_call_output``) are not the user's.
     """
     if isinstance(value, str):
         return value
     if isinstance(value, list):
         for item in reversed(value):
-            if isinstance(item, dict) and item.get("role", "user") == "user":
+            if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message":
                 return _text_of(item.get("content"))
     return ""
 

@@ -37,7 +37,8 @@ _RESPONSE_DEFAULTS: Obj = {
 
 def formats(config: ThinkExtractConfig) -> frozenset[str]:
     """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both."""
-    return frozenset((config.responses_reasoning_format,))
+    fmt = config.responses_reasoning_format
+    return frozenset(("content", "summary")) if fmt == "both" else frozenset((fmt,))
 
 
 class ResponsesStream:

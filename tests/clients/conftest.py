@@ -1,0 +1,154 @@
+"""Fixtures of the real-client suite: the example proxy as a subprocess, the scripted upstream, the clients.
+
+Every process here talks to 127.0.0.1 only: the proxy and the upstreams listen on loopback, every client
+gets its base URL on loopback and every switch that stops its own outbound traffic, and the proxy
+variables of every subprocess point at a closed loopback port, so a request to any other address fails
+at once instead of leaving the machine.
+
+A client that is not installed skips its tests with the reason; with ``GATEWAY_MW_CLIENTS_REQUIRED=1``
+(set by ``.ci/run`` after ``.ci/clients-install``) that is a failure instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .scripted import ScriptedUpstream
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+LOOPBACK_ONLY = "http://127.0.0.1:9"  # the discard port: nothing listens, so a stray request fails fast
+
+
+def require(condition: object, reason: str) -> None:
+    """Skip with ``reason`` unless ``condition``; in CI (``GATEWAY_MW_CLIENTS_REQUIRED=1``) fail instead."""
+    if condition:
+        return
+    if os.environ.get("GATEWAY_MW_CLIENTS_REQUIRED") == "1":
+        pytest.fail(f"{reason} (GATEWAY_MW_CLIENTS_REQUIRED=1: .ci/clients-install should have provided it)")
+    pytest.skip(reason)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gateway_mw"
+
+
+def js_clients_dir() -> Path:
+    """Where ``.ci/clients-install`` put the JavaScript clients (the same key it computes)."""
+    if os.environ.get("GATEWAY_MW_CLIENTS_DIR"):
+        return Path(os.environ["GATEWAY_MW_CLIENTS_DIR"])
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        if (HERE / name).exists():
+            digest.update((HERE / name).read_bytes())
+    return cache_root() / "clients" / digest.hexdigest()[:16]
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    """The environment for a client subprocess: no way off this machine, no user configuration."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env[name] = LOOPBACK_ONLY
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    for name in list(env):
+        if name.startswith(("OPENAI_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "LITELLM_", "LANGCHAIN_", "LANGSMITH_")):
+            del env[name]
+    env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proxy:
+    """``examples/proxy.py`` on a free loopback port, in front of the demo model or ``upstream``."""
+
+    def __init__(self, upstream: str | None, *flags: str) -> None:
+        cmd = [sys.executable, str(ROOT / "examples" / "proxy.py"), "--port", "0", "--pace", "0"]
+        if upstream:
+            cmd += ["--upstream", upstream, "--messages-policy", "unsigned", *flags]
+        else:
+            cmd += list(flags)
+        env = offline_env()
+        env.pop("PYTHONPATH", None)
+        self.process = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        match = re.match(r"gateway_mw proxy on (http://127\.0\.0\.1:\d+) ", first)
+        if not match:
+            self.process.kill()
+            rest = self.process.stdout.read()
+            raise RuntimeError(f"examples/proxy.py did not start: {first}{rest}")
+        self.base = match.group(1)
+        # Drain the rest of its output so that it never blocks on a full pipe.
+        self._drain = subprocess.Popen(["cat"], stdin=self.process.stdout, stdout=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self._drain.wait(10)
+
+
+@pytest.fixture(scope="session")
+def scripted_upstream() -> Iterator[ScriptedUpstream]:
+    upstream = ScriptedUpstream()
+    upstream.start()
+    yield upstream
+    upstream.stop()
+
+
+@pytest.fixture
+def scripted(scripted_upstream: ScriptedUpstream) -> ScriptedUpstream:
+    """The scripted upstream with an empty log; it calls ``get_weather`` when offered (a test may add tools)."""
+    scripted_upstream.requests.clear()
+    scripted_upstream.tools = {"get_weather": {"city": "Paris"}}
+    return scripted_upstream
+
+
+@pytest.fixture(scope="session")
+def demo_proxy() -> Iterator[Proxy]:
+    proxy = Proxy(None)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def scripted_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
+    proxy = Proxy(scripted_upstream.base)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    path = js_clients_dir() / "node_modules"
+    require(shutil.which("node"), "node is not installed")
+    require(path.is_dir(), f"the JavaScript clients are not installed ({path} is missing): run .ci/clients-install")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_way_off_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process clients (LangChain, LiteLLM) read the same proxy variables as the subprocesses."""
+    for name, value in offline_env(LITELLM_LOCAL_MODEL_COST_MAP="True").items():
+        if name.lower().endswith("_proxy") or name.startswith("LITELLM_"):
+            monkeypatch.setenv(name, value)

@@ -1,5 +1,6 @@
 // One Vercel AI SDK call against the proxy; prints what the SDK shows as one JSON line.
 //   node aisdk.mjs '{"provider":"chat|anthropic|responses","base":"http://127.0.0.1:PORT","mode":"generate|stream","tools":false}'
+// ("model" picks the model name, "demo" by default.)
 // With "tools": true the model gets a get_weather tool that the SDK executes, and a second step sends the
 // result back (the replayed turn). Output: {text, reasoningText, steps: [{text, reasoningText, toolCalls}], parts}
 // where parts lists the stream part types (stream mode) with the reasoning deltas' text.
@@ -10,10 +11,11 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 
 globalThis.AI_SDK_LOG_WARNINGS = false;
 const args = JSON.parse(process.argv[2]);
+const name = args.model ?? "demo";
 const model = {
-  chat: () => createOpenAICompatible({ name: "gateway", baseURL: `${args.base}/v1`, apiKey: "unused" }).chatModel("demo"),
-  anthropic: () => createAnthropic({ baseURL: `${args.base}/v1`, apiKey: "unused" })("demo"),
-  responses: () => createOpenAI({ baseURL: `${args.base}/v1`, apiKey: "unused" }).responses("demo"),
+  chat: () => createOpenAICompatible({ name: "gateway", baseURL: `${args.base}/v1`, apiKey: "unused" }).chatModel(name),
+  anthropic: () => createAnthropic({ baseURL: `${args.base}/v1`, apiKey: "unused" })(name),
+  responses: () => createOpenAI({ baseURL: `${args.base}/v1`, apiKey: "unused" }).responses(name),
 }[args.provider]();
 
 const tools = args.tools

@@ -2,8 +2,8 @@
 
 Every process here talks to 127.0.0.1 only: the proxy and the upstreams listen on loopback, every client
 gets its base URL on loopback and every switch that stops its own outbound traffic, and the proxy
-variables of every subprocess point at a closed loopback port, so a request to any other address fails
-at once instead of leaving the machine.
+variables of every client point at a loopback trap that refuses and records any request for another
+address: a test after which the trap holds a request fails.
 
 A client that is not installed skips its tests with the reason; with ``GATEWAY_MW_CLIENTS_REQUIRED=1``
 (set by ``.ci/run`` after ``.ci/clients-install``) that is a failure instead.
@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,35 @@ from .scripted import ScriptedUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-LOOPBACK_ONLY = "http://127.0.0.1:9"  # the discard port: nothing listens, so a stray request fails fast
+
+
+class OutboundTrap:
+    """A loopback port that every subprocess and in-process client gets as its HTTP(S) proxy: a request
+    for any address but 127.0.0.1 lands here, is recorded (its request line) and refused."""
+
+    def __init__(self) -> None:
+        self.attempts: list[str] = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._serve, name="outbound-trap", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    line = conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    line = "(no request line)"
+                self.attempts.append(line)
+
+
+TRAP = OutboundTrap()
 
 
 def require(condition: object, reason: str) -> None:
@@ -58,7 +87,7 @@ def offline_env(**extra: str) -> dict[str, str]:
     """The environment for a client subprocess: no way off this machine, no user configuration."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        env[name] = LOOPBACK_ONLY
+        env[name] = TRAP.url
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     for name in list(env):
         if name.startswith(("OPENAI_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "LITELLM_", "LANGCHAIN_", "LANGSMITH_")):
@@ -147,8 +176,28 @@ def node_modules() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_way_off_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The in-process clients (LangChain, LiteLLM) read the same proxy variables as the subprocesses."""
+def _no_way_off_this_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The in-process clients (LangChain, LiteLLM) read the same proxy variables as the subprocesses; no
+    test may leave a request for another address behind it."""
     for name, value in offline_env(LITELLM_LOCAL_MODEL_COST_MAP="True").items():
         if name.lower().endswith("_proxy") or name.startswith("LITELLM_"):
             monkeypatch.setenv(name, value)
+    before = len(TRAP.attempts)
+    yield
+    assert TRAP.attempts[before:] == [], "a client tried to reach an address off this machine"
+
+
+def _binary(node_modules: Path, name: str, what: str) -> Path:
+    path = node_modules / ".bin" / name
+    require(path.exists(), f"{what} is not installed ({path} is missing): run .ci/clients-install")
+    return path
+
+
+@pytest.fixture(scope="session")
+def claude(node_modules: Path) -> Path:
+    return _binary(node_modules, "claude", "Claude Code")
+
+
+@pytest.fixture(scope="session")
+def codex(node_modules: Path) -> Path:
+    return _binary(node_modules, "codex", "Codex")

@@ -57,7 +57,10 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0) -> None:
     assert [vocab[t] for t in tokens] == list(range(len(tokens)))
     merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
     types = [
-        gguf.TokenType.CONTROL if t in SPECIAL else gguf.TokenType.USER_DEFINED if t in ("<think>", "</think>")
+        gguf.TokenType.CONTROL
+        if t in SPECIAL
+        else gguf.TokenType.USER_DEFINED
+        if t in ("<think>", "</think>")
         else gguf.TokenType.NORMAL
         for t in tokens
     ]

@@ -4,6 +4,11 @@ Every answer is ``<think>{reasoning}</think>{answer}`` in the surface's own wire
 pieces (tags cut in the middle) or as one body. A request that offers a tool the script knows gets that
 tool called (after inline reasoning); a request that carries the tool's result gets the final answer.
 Every request body is recorded, so a test can read exactly what a client sent back on its second turn.
+
+The requested model name picks a style: ``qwen3*`` writes ``<think>\n…\n</think>\n\nanswer``;
+on chat completions ``native-reasoning`` and ``native-reasoning_content`` send the reasoning in that
+field instead of inline (as vLLM ≥ 0.16, Ollama or SGLang with a reasoning parser do), and ``sglang*``
+spells every absent delta field as an explicit ``null``, as SGLang does.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ class Turn:
     @property
     def text(self) -> str:
         return f"<think>{self.reasoning}</think>{self.answer}"
+
+    def written(self, model: str) -> str:
+        """What a model called ``model`` writes: Qwen3-style models put newlines around the tags."""
+        if model.startswith("qwen3"):
+            return f"<think>\n{self.reasoning}\n</think>\n\n{self.answer}"
+        return self.text
 
 
 PLAIN = Turn("The user greets me, so I greet back in one short line.", "Hello from the scripted model!")
@@ -175,19 +186,35 @@ def _chat(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, strea
     finish = "tool_calls" if tool else "stop"
     usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
     if not stream:
-        message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+        message: dict[str, Any] = {"role": "assistant", "content": turn.written(model)}
+        if model.startswith("native-"):
+            message = {"role": "assistant", "content": turn.answer, model.removeprefix("native-"): turn.reasoning}
         if calls:
             message["tool_calls"] = calls
-        yield None, {
-            **base,
-            "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage,
-        }
+        yield (
+            None,
+            {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            },
+        )
         return
-    yield None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
-    for piece in pieces(turn.text):
-        yield None, {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+    yield (
+        None,
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+    )
+    native = model.removeprefix("native-") if model.startswith("native-") else None
+    deltas: list[dict[str, Any]]
+    if native:
+        deltas = [{native: p} for p in pieces(turn.reasoning)] + [{"content": p} for p in pieces(turn.answer)]
+    else:
+        deltas = [{"content": p} for p in pieces(turn.written(model))]
+    if model.startswith("sglang"):
+        deltas = [{"role": None, "content": None, "reasoning_content": None, "tool_calls": None, **d} for d in deltas]
+    for delta in deltas:
+        yield None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     if calls:
         delta = {"tool_calls": [{"index": 0, **calls[0]}]}
         yield None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
@@ -198,7 +225,7 @@ def _chat(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, strea
 
 def _messages(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:
     usage = {"input_tokens": 10, "output_tokens": 20}
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.written(model)}]
     if tool:
         blocks.append({"type": "tool_use", "id": "toolu_1", "name": tool[0], "input": tool[1]})
     stop = "tool_use" if tool else "end_turn"
@@ -216,8 +243,11 @@ def _messages(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, s
         yield None, message
         return
     yield "message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}
-    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-    for piece in pieces(turn.text):
+    yield (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    for piece in pieces(turn.written(model)):
         delta = {"type": "text_delta", "text": piece}
         yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": 0}
@@ -227,17 +257,27 @@ def _messages(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, s
         delta = {"type": "input_json_delta", "partial_json": json.dumps(tool[1])}
         yield "content_block_delta", {"type": "content_block_delta", "index": 1, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": 1}
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": {"output_tokens": 20},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 20},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
 def _responses(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:
-    text_part = {"type": "output_text", "text": turn.text, "annotations": [], "logprobs": []}
-    message = {"id": "msg_scripted", "type": "message", "role": "assistant", "status": "completed", "content": [text_part]}
+    text = turn.written(model)
+    text_part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    message = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [text_part],
+    }
     call = (
         {
             "id": "fc_1",
@@ -284,16 +324,14 @@ def _responses(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, 
     yield ev("response.output_item.added", output_index=0, item={**message, "status": "in_progress", "content": []})
     ids = {"item_id": "msg_scripted", "output_index": 0, "content_index": 0}
     yield ev("response.content_part.added", **ids, part={**text_part, "text": ""})
-    for piece in pieces(turn.text):
+    for piece in pieces(text):
         yield ev("response.output_text.delta", **ids, delta=piece, logprobs=[])
-    yield ev("response.output_text.done", **ids, text=turn.text, logprobs=[])
+    yield ev("response.output_text.done", **ids, text=text, logprobs=[])
     yield ev("response.content_part.done", **ids, part=text_part)
     yield ev("response.output_item.done", output_index=0, item=message)
     if call:
         yield ev("response.output_item.added", output_index=1, item={**call, "arguments": "", "status": "in_progress"})
-        yield ev(
-            "response.function_call_arguments.delta", item_id="fc_1", output_index=1, delta=call["arguments"]
-        )
+        yield ev("response.function_call_arguments.delta", item_id="fc_1", output_index=1, delta=call["arguments"])
         yield ev("response.function_call_arguments.done", item_id="fc_1", output_index=1, arguments=call["arguments"])
         yield ev("response.output_item.done", output_index=1, item=call)
     yield ev("response.completed", response=response)

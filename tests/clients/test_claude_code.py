@@ -15,21 +15,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import HERE, Proxy, offline_env, require
+from .conftest import HERE, Proxy, offline_env
 from .expect import FINAL, TOOL, turn_for
 from .scripted import ScriptedUpstream
 
 
-@pytest.fixture(scope="session")
-def claude(node_modules: Path) -> Path:
-    path = node_modules / ".bin" / "claude"
-    require(path.exists(), f"Claude Code is not installed ({path} is missing): run .ci/clients-install")
-    return path
-
-
 class ClaudeCode:
-    def __init__(self, binary: Path, base: str, home: Path) -> None:
-        self.binary, self.base, self.home = binary, base, home
+    def __init__(self, binary: Path, base: str, home: Path, model: str = "demo") -> None:
+        self.binary, self.base, self.home, self.model = binary, base, home, model
         (home / "work").mkdir(parents=True, exist_ok=True)
 
     def run(self, prompt: str, *flags: str) -> list[dict[str, Any]]:
@@ -44,7 +37,7 @@ class ClaudeCode:
             DISABLE_AUTOUPDATER="1",
             DISABLE_BUG_COMMAND="1",
         )
-        cmd = [str(self.binary), "-p", prompt, "--output-format", "stream-json", "--verbose", "--model", "demo"]
+        cmd = [str(self.binary), "-p", prompt, "--output-format", "stream-json", "--verbose", "--model", self.model]
         cmd += ["--allowedTools", "Read", *flags]
         done = subprocess.run(cmd, cwd=self.home / "work", env=env, capture_output=True, text=True, timeout=180)
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -96,7 +89,9 @@ def test_one_turn_then_continue(
         ]
 
 
-def test_tool_loop_replays_signed_thinking(claude: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream) -> None:
+def test_tool_loop_replays_signed_thinking(
+    claude: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
     scripted.tools["Read"] = {"file_path": str(HERE / "scripted.py"), "limit": 3}
     cc = ClaudeCode(claude, scripted_proxy.base, tmp_path)
     events = cc.run("Show me the first lines of scripted.py")
@@ -114,11 +109,16 @@ def test_tool_loop_replays_signed_thinking(claude: Path, tmp_path: Path, scripte
     assert len(tool_results) == 1 and "A scripted model server" in json.dumps(tool_results[0])
 
     # The request that carries the tool result replays the signed thinking block before the tool call.
-    second = [b for b in scripted.posts("/messages") if "tool_result" in json.dumps(b["messages"])][0]
+    second = next(b for b in scripted.posts("/messages") if "tool_result" in json.dumps(b["messages"]))
     assistant = [m for m in second["messages"] if m["role"] == "assistant"]
     blocks = [{k: v for k, v in b.items() if k != "cache_control"} for m in assistant for b in m["content"]]
     assert blocks == [
         {"type": "thinking", "thinking": TOOL.reasoning, "signature": signatures[0]},
         {"type": "text", "text": TOOL.answer},
-        {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": str(HERE / "scripted.py"), "limit": 3}},
+        {
+            "type": "tool_use",
+            "id": "toolu_1",
+            "name": "Read",
+            "input": {"file_path": str(HERE / "scripted.py"), "limit": 3},
+        },
     ]

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from .conftest import Proxy, offline_env, require
+from .conftest import Proxy, offline_env
 from .expect import FINAL, TOOL, item1, llama_accepts_reasoning_item, turn_for
 from .scripted import ScriptedUpstream
 
 CONFIG = """\
-model = "demo"
+model = "{model}"
 model_provider = "gateway"
 approval_policy = "never"
 sandbox_mode = "read-only"
@@ -59,19 +59,12 @@ INVISIBLE = (
 )
 
 
-@pytest.fixture(scope="session")
-def codex(node_modules: Path) -> Path:
-    path = node_modules / ".bin" / "codex"
-    require(path.exists(), f"Codex is not installed ({path} is missing): run .ci/clients-install")
-    return path
-
-
 class Codex:
-    def __init__(self, binary: Path, base: str, home: Path) -> None:
+    def __init__(self, binary: Path, base: str, home: Path, model: str = "demo") -> None:
         self.binary, self.home = binary, home
         (home / "codex").mkdir(parents=True, exist_ok=True)
         (home / "work").mkdir(exist_ok=True)
-        (home / "codex" / "config.toml").write_text(CONFIG.format(base=base))
+        (home / "codex" / "config.toml").write_text(CONFIG.format(base=base, model=model))
 
     def run(self, prompt: str, *resume: str) -> list[dict[str, Any]]:
         env = offline_env(CODEX_HOME=str(self.home / "codex"), HOME=str(self.home), GATEWAY_MW_TEST_KEY="unused")
@@ -105,7 +98,9 @@ def test_one_turn_shows_reasoning(
     assert [i["text"] for i in items(events, "agent_message")] == [turn.answer]
     reasoning = [i["text"] for i in items(events, "reasoning")]
     if upstream == "demo":  # the demo model repeats the prompt Codex builds around the question
-        assert len(reasoning) == 1 and reasoning[0].endswith("What is 2+2? I am a demo model, so I plan a short answer.")
+        assert len(reasoning) == 1 and reasoning[0].endswith(
+            "What is 2+2? I am a demo model, so I plan a short answer."
+        )
     else:
         assert reasoning == [turn.reasoning]
 
@@ -133,6 +128,8 @@ def test_tool_loop_replays_the_reasoning_item(
 
 
 @item1(INVISIBLE)
-def test_tool_loop_shows_reasoning(codex: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream) -> None:
+def test_tool_loop_shows_reasoning(
+    codex: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
     events = _tool_loop(codex, tmp_path, scripted_proxy, scripted)
     assert [i["text"] for i in items(events, "reasoning")] == [TOOL.reasoning, FINAL.reasoning]

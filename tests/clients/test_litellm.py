@@ -37,11 +37,13 @@ def litellm() -> Any:
     return module
 
 
-def complete(route: str, base: str, messages: list[Any], stream: bool = False, **extra: Any) -> tuple[Any, str]:
+def complete(
+    route: str, base: str, messages: list[Any], stream: bool = False, model: str = "demo", **extra: Any
+) -> tuple[Any, str]:
     """(message, reasoning as streamed) of one completion."""
     ll = litellm()
     kw: dict[str, Any] = {
-        "model": f"{route}demo",
+        "model": f"{route}{model}",
         "api_base": base + ROUTES[route],
         "api_key": "unused",
         "messages": messages,

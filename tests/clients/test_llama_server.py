@@ -36,7 +36,9 @@ def phrase(text: object) -> bool:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    binary = Path(os.environ.get("GATEWAY_MW_LLAMA_SERVER") or cache_root() / "llama-server" / VERSION / "bin" / "llama-server")
+    binary = Path(
+        os.environ.get("GATEWAY_MW_LLAMA_SERVER") or cache_root() / "llama-server" / VERSION / "bin" / "llama-server"
+    )
     require(binary.exists(), f"llama-server is not built ({binary} is missing): run .ci/clients-llama-server")
     for module in ("gguf", "tokenizers", "numpy"):
         try:
@@ -91,7 +93,9 @@ def test_messages(llama_proxy: Proxy, stream: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "stream", [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=NOT_TRANSLATED))], ids=["body", "stream"]
+    "stream",
+    [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=NOT_TRANSLATED))],
+    ids=["body", "stream"],
 )
 def test_responses(llama_proxy: Proxy, stream: bool) -> None:
     client = openai.OpenAI(base_url=f"{llama_proxy.base}/v1", api_key="unused", max_retries=0)
@@ -165,7 +169,13 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
     ),
     "reasoning item as emitted": (
         RESPONSES,
-        {"input": [ASK, item(summary=[], content=[{"type": "reasoning_text", "text": "alpha"}], status="completed"), AGAIN]},
+        {
+            "input": [
+                ASK,
+                item(summary=[], content=[{"type": "reasoning_text", "text": "alpha"}], status="completed"),
+                AGAIN,
+            ]
+        },
         200,
         None,
     ),
@@ -212,12 +222,10 @@ def test_replayed_reasoning(llama_proxy: Proxy, case: str) -> None:
 # -- real clients in front of it ---------------------------------------------------------------------
 
 
-def test_claude_code_two_turns(llama_proxy: Proxy, node_modules: Path, tmp_path: Path) -> None:
+def test_claude_code_two_turns(llama_proxy: Proxy, claude: Path, tmp_path: Path) -> None:
     from .test_claude_code import ClaudeCode, shown
 
-    binary = node_modules / ".bin" / "claude"
-    require(binary.exists(), f"Claude Code is not installed ({binary} is missing): run .ci/clients-install")
-    cc = ClaudeCode(binary, llama_proxy.base, tmp_path)
+    cc = ClaudeCode(claude, llama_proxy.base, tmp_path)
     for flags in ((), ("--continue",)):
         thinking, signatures, texts, result = shown(cc.run("hi", "--tools", "", *flags))
         assert len(thinking) == 1 and phrase(thinking[0]), thinking
@@ -243,9 +251,9 @@ def test_litellm_two_turns(llama_proxy: Proxy, route: str) -> None:
 
     question = [{"role": "user", "content": "hi"}]
     first, _ = complete(route, llama_proxy.base, question)
-    second, streamed = complete(route, llama_proxy.base, [*question, first.model_dump(), {"role": "user", "content": "again"}], True)
+    second, streamed = complete(
+        route, llama_proxy.base, [*question, first.model_dump(), {"role": "user", "content": "again"}], True
+    )
     for message in (first, second):
         assert phrase(message.reasoning_content) and phrase(message.content), message
     assert streamed == second.reasoning_content
-
-

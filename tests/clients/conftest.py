@@ -201,3 +201,11 @@ def claude(node_modules: Path) -> Path:
 @pytest.fixture(scope="session")
 def codex(node_modules: Path) -> Path:
     return _binary(node_modules, "codex", "Codex")
+
+
+@pytest.fixture(scope="session")
+def summary_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
+    """The proxy with ``responses_reasoning_format=summary``, in front of the scripted upstream."""
+    proxy = Proxy(scripted_upstream.base, "--set", "responses_reasoning_format=summary")
+    yield proxy
+    proxy.stop()

@@ -191,6 +191,30 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         400,
         "is empty",
     ),
+    "Codex's replay of the content format": (
+        RESPONSES,
+        {
+            "input": [
+                ASK,
+                item(summary=[], content=[{"type": "reasoning_text", "text": "alpha"}], encrypted_content=None),
+                AGAIN,
+            ]
+        },
+        200,
+        None,
+    ),
+    "Codex's replay of the summary format (content: null)": (
+        RESPONSES,
+        {
+            "input": [
+                ASK,
+                item(summary=[{"type": "summary_text", "text": "alpha"}], content=None, encrypted_content=None),
+                AGAIN,
+            ]
+        },
+        400,
+        "item['content'] is not an array",
+    ),
     "item_reference": (
         RESPONSES,
         {"input": [ASK, {"type": "item_reference", "id": "rs_0123456789abcdef0123456789abcdef"}, AGAIN]},
@@ -227,7 +251,7 @@ def test_claude_code_two_turns(llama_proxy: Proxy, claude: Path, tmp_path: Path)
 
     cc = ClaudeCode(claude, llama_proxy.base, tmp_path)
     for flags in ((), ("--continue",)):
-        thinking, signatures, texts, result = shown(cc.run("hi", "--tools", "", *flags))
+        thinking, signatures, texts, result = shown(cc.run("hi", *flags))
         assert len(thinking) == 1 and phrase(thinking[0]), thinking
         assert len(texts) == 1 and phrase(texts[0]) and result == texts[0], texts
         assert signatures[0].startswith("gw1:")

@@ -124,8 +124,10 @@ class Proxy:
             rest = self.process.stdout.read()
             raise RuntimeError(f"examples/proxy.py did not start: {first}{rest}")
         self.base = match.group(1)
-        # Drain the rest of its output so that it never blocks on a full pipe.
-        self._drain = subprocess.Popen(["cat"], stdin=self.process.stdout, stdout=subprocess.DEVNULL)
+        self.output: list[str] = [first]
+        # Keep reading its output so that it never blocks on a full pipe (and a failing test can show it).
+        self._drain = threading.Thread(target=self.output.extend, args=(self.process.stdout,), daemon=True)
+        self._drain.start()
 
     def stop(self) -> None:
         self.process.terminate()
@@ -134,7 +136,7 @@ class Proxy:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(10)
-        self._drain.wait(10)
+        self._drain.join(10)
 
 
 @pytest.fixture(scope="session")
@@ -168,11 +170,15 @@ def scripted_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
 
 
 @pytest.fixture(scope="session")
-def node_modules() -> Path:
+def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JavaScript clients, linked into a scratch directory where the suite's scripts run from (Node
+    resolves a script's imports from the directories above it)."""
     path = js_clients_dir() / "node_modules"
     require(shutil.which("node"), "node is not installed")
     require(path.is_dir(), f"the JavaScript clients are not installed ({path} is missing): run .ci/clients-install")
-    return path
+    scratch = tmp_path_factory.mktemp("js") / "node_modules"
+    scratch.symlink_to(path, target_is_directory=True)
+    return scratch
 
 
 @pytest.fixture(autouse=True)

@@ -30,10 +30,11 @@ def run(
     node_modules: Path, provider: str, base: str, mode: str, tools: bool = False, model: str = "demo"
 ) -> dict[str, Any]:
     args = json.dumps({"provider": provider, "base": base, "mode": mode, "tools": tools, "model": model})
-    env = offline_env(NODE_PATH=str(node_modules))
+    env = offline_env()
     # ESM resolves bare imports from the script's own directory upwards: run a copy next to node_modules.
     script = node_modules.parent / "aisdk.mjs"
-    script.write_text((HERE / "aisdk.mjs").read_text())
+    if not script.exists():
+        script.write_text((HERE / "aisdk.mjs").read_text())
     done = subprocess.run(["node", str(script), args], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)

@@ -27,9 +27,17 @@ RESPONSES_INVISIBLE = (
 
 
 def run(
-    node_modules: Path, provider: str, base: str, mode: str, tools: bool = False, model: str = "demo"
+    node_modules: Path,
+    provider: str,
+    base: str,
+    mode: str,
+    tools: bool = False,
+    model: str = "demo",
+    store: bool | None = None,
 ) -> dict[str, Any]:
-    args = json.dumps({"provider": provider, "base": base, "mode": mode, "tools": tools, "model": model})
+    args = json.dumps(
+        {"provider": provider, "base": base, "mode": mode, "tools": tools, "model": model, "store": store}
+    )
     env = offline_env()
     # ESM resolves bare imports from the script's own directory upwards: run a copy next to node_modules.
     script = node_modules.parent / "aisdk.mjs"
@@ -163,3 +171,20 @@ def test_tool_turn_and_replayed_second_turn(
             {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": arguments},
             {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
         ]
+
+
+@pytest.mark.parametrize("mode", ["generate", "stream"])
+def test_responses_store_false_sends_the_turn_inline(
+    mode: str, node_modules: Path, summary_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
+    """With ``store: false`` no reference is sent: the assistant text and the call go inline, and the
+    reasoning is left out (measured with the summary format, which the AI SDK shows)."""
+    shown = run(node_modules, "responses", summary_proxy.base, mode, tools=True, model="scripted", store=False)
+    assert [s["reasoningText"] for s in shown["steps"]] == [TOOL.reasoning, FINAL.reasoning]
+    _, second = scripted.posts("/responses")
+    assert second["store"] is False
+    assert second["input"][1:] == [
+        {"role": "assistant", "content": TOOL.answer},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    ]

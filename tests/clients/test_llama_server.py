@@ -215,6 +215,12 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         400,
         "item['content'] is not an array",
     ),
+    "AI SDK store=false: an assistant message without 'type'": (
+        RESPONSES,
+        {"input": [ASK, {"role": "assistant", "content": "beta"}, AGAIN]},
+        400,
+        "Cannot determine type of 'item'",
+    ),
     "item_reference": (
         RESPONSES,
         {"input": [ASK, {"type": "item_reference", "id": "rs_0123456789abcdef0123456789abcdef"}, AGAIN]},

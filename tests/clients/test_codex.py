@@ -3,7 +3,9 @@
 Codex's reasoning place is the ``reasoning`` item of its JSON events (``item.completed``); its answer is
 the ``agent_message`` item. It runs with a scratch ``CODEX_HOME`` whose ``config.toml`` points the
 provider at the proxy and turns off analytics, feedback, telemetry export, update checks, web search,
-plugins, apps and history.
+history, and every feature that fetches something: plugins (remote ones, sharing), apps, skill search and
+skill dependency installs, in-app updates, model discovery, the browser and computer use, the daemon,
+tool suggestions and memories.
 """
 
 from __future__ import annotations
@@ -42,7 +44,20 @@ persistence = "none"
 
 [features]
 plugins = false
+remote_plugin = false
+plugin_sharing = false
 apps = false
+skill_search = false
+skill_mcp_dependency_install = false
+in_app_updates = false
+api_key_model_discovery = false
+browser_use = false
+browser_use_external = false
+in_app_browser = false
+computer_use = false
+daemon_auto_start = false
+tool_suggest = false
+memories = false
 
 [model_providers.gateway]
 name = "gateway"

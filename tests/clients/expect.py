@@ -26,7 +26,7 @@ def turn_for(upstream: str) -> Turn:
     return demo_turn() if upstream == "demo" else PLAIN
 
 
-def item1(why: str) -> Any:
+def item1(why: str) -> pytest.MarkDecorator:
     """The Responses default is read by this client as no reasoning at all (issue 15, item 1)."""
     return pytest.mark.xfail(strict=True, reason=f"issue 15 item 1: {why}")
 

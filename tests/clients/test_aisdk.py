@@ -62,7 +62,8 @@ def expected_parts(steps: int, tool_first: bool) -> list[list[str]]:
 
 def squash(parts: list[list[str]]) -> tuple[list[list[str]], list[str]]:
     """(part types with the deltas left out, the reasoning text of each reasoning run)."""
-    kinds, texts = [], []
+    kinds: list[list[str]] = []
+    texts: list[str] = []
     for part in parts:
         if part[0] == "reasoning-delta":
             texts[-1] += part[1]

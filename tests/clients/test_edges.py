@@ -22,7 +22,7 @@ from .test_langchain import ask, make, reasoning_of
 from .test_litellm import complete
 
 
-def item(number: int, why: str) -> Any:
+def item(number: int, why: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=f"issue 15 item {number}: {why}")
 
 

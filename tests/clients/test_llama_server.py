@@ -80,6 +80,7 @@ def test_chat(llama_proxy: Proxy, stream: bool) -> None:
 def test_messages(llama_proxy: Proxy, stream: bool) -> None:
     client = anthropic.Anthropic(base_url=llama_proxy.base, api_key="unused", max_retries=0)
     messages: Any = [{"role": "user", "content": "hi"}]
+    message: anthropic.types.Message
     if stream:
         with client.messages.stream(model="tiny", max_tokens=64, messages=messages) as events:
             message = events.get_final_message()
@@ -99,6 +100,7 @@ def test_messages(llama_proxy: Proxy, stream: bool) -> None:
 )
 def test_responses(llama_proxy: Proxy, stream: bool) -> None:
     client = openai.OpenAI(base_url=f"{llama_proxy.base}/v1", api_key="unused", max_retries=0)
+    response: openai.types.responses.Response
     if stream:
         with client.responses.stream(model="tiny", input="hi") as events:
             response = events.get_final_response()

@@ -139,6 +139,7 @@ def test_tool_loop_replays_the_reasoning_item(
     # Codex sends the item back as it received it, its id included, with no encrypted_content.
     (reasoning,) = history[:1]
     assert re.fullmatch(r"rs_[0-9a-f]{32}", reasoning["id"])
+    assert "encrypted_content" in reasoning and reasoning["encrypted_content"] is None
     assert llama_accepts_reasoning_item(reasoning, TOOL.reasoning), reasoning
 
 

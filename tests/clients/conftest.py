@@ -24,10 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from .llama import LlamaServer
 from .scripted import ScriptedUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+LLAMA_CPP_PYTHON = os.environ.get("GATEWAY_MW_LLAMA_CPP_PYTHON", "0.3.36")  # as in .ci/clients-llama-server
 
 
 class OutboundTrap:
@@ -213,5 +215,29 @@ def codex(node_modules: Path) -> Path:
 def summary_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
     """The proxy with ``responses_reasoning_format=summary``, in front of the scripted upstream."""
     proxy = Proxy(scripted_upstream.base, "--set", "responses_reasoning_format=summary")
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    binary = Path(
+        os.environ.get("GATEWAY_MW_LLAMA_SERVER")
+        or cache_root() / "llama-server" / LLAMA_CPP_PYTHON / "bin" / "llama-server"
+    )
+    require(binary.exists(), f"llama-server is not built ({binary} is missing): run .ci/clients-llama-server")
+    for module in ("gguf", "tokenizers", "numpy"):
+        try:
+            __import__(module)
+        except ImportError:
+            require(False, f"{module} is not installed: pip install -e '.[clients]'")
+    server = LlamaServer(binary, tmp_path_factory.mktemp("llama"), free_port(), offline_env())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_proxy(llama_server: LlamaServer) -> Iterator[Proxy]:
+    proxy = Proxy(llama_server.base)
     yield proxy
     proxy.stop()

@@ -187,8 +187,11 @@ def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _no_way_off_this_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The in-process clients (LangChain, LiteLLM) read the same proxy variables as the subprocesses; no
     test may leave a request for another address behind it."""
-    for name, value in offline_env(LITELLM_LOCAL_MODEL_COST_MAP="True").items():
-        if name.lower().endswith("_proxy") or name.startswith("LITELLM_"):
+    for name in list(os.environ):
+        if name.startswith(("LANGCHAIN_", "LANGSMITH_", "LITELLM_")):
+            monkeypatch.delenv(name)
+    for name, value in offline_env(LITELLM_LOCAL_MODEL_COST_MAP="True", LANGSMITH_TRACING="false").items():
+        if name.lower().endswith("_proxy") or name.startswith(("LITELLM_", "LANGSMITH_")):
             monkeypatch.setenv(name, value)
     before = len(TRAP.attempts)
     yield

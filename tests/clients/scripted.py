@@ -1,0 +1,337 @@
+"""A scripted model server that writes its reasoning inline on all three API surfaces and calls tools.
+
+Every answer is ``<think>{reasoning}</think>{answer}`` in the surface's own wire format, streamed in small
+pieces (tags cut in the middle) or as one body. A request that offers a tool the script knows gets that
+tool called (after inline reasoning); a request that carries the tool's result gets the final answer.
+Every request body is recorded, so a test can read exactly what a client sent back on its second turn.
+
+The requested model name picks a style: ``qwen3*`` writes ``<think>\n…\n</think>\n\nanswer``;
+on chat completions ``native-reasoning`` and ``native-reasoning_content`` send the reasoning in that
+field instead of inline (as vLLM ≥ 0.16, Ollama or SGLang with a reasoning parser do), and ``sglang*``
+spells every absent delta field as an explicit ``null``, as SGLang does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Turn:
+    reasoning: str
+    answer: str
+
+    @property
+    def text(self) -> str:
+        return f"<think>{self.reasoning}</think>{self.answer}"
+
+    def written(self, model: str) -> str:
+        """What a model called ``model`` writes: Qwen3-style models put newlines around the tags."""
+        if model.startswith("qwen3"):
+            return f"<think>\n{self.reasoning}\n</think>\n\n{self.answer}"
+        return self.text
+
+
+PLAIN = Turn("The user greets me, so I greet back in one short line.", "Hello from the scripted model!")
+TOOL = Turn("I need the weather first, so I call the tool.", "Let me look that up.")
+FINAL = Turn("The tool said sunny, so I report sunny weather.", "It is sunny in Paris.")
+
+
+def pieces(text: str, size: int = 3) -> list[str]:
+    """``text`` in pieces of ``size`` characters: every tag is cut somewhere."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@dataclass
+class Recorded:
+    path: str
+    body: dict[str, Any]
+
+
+def _tool_names(tools: Any) -> list[str]:
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        name = tool.get("name") or (tool.get("function") or {}).get("name")
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+@dataclass
+class ScriptedUpstream:
+    """Serves on 127.0.0.1 in a thread of its own; ``tools`` maps a tool name to the arguments to call it with."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=lambda: {"get_weather": {"city": "Paris"}})
+    requests: list[Recorded] = field(default_factory=list)
+    port: int = 0
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def posts(self, suffix: str) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith(suffix)]
+
+    # -- what to answer ---------------------------------------------------------------------------------
+
+    def _tool(self, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        for name in _tool_names(body.get("tools")):
+            if name in self.tools:
+                return name, self.tools[name]
+        return None
+
+    def plan(self, path: str, body: Mapping[str, Any]) -> tuple[Turn, tuple[str, dict[str, Any]] | None]:
+        if path.endswith("/chat/completions"):
+            answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in body.get("messages") or [])
+        elif path.endswith("/messages"):
+            answered = any(
+                isinstance(m, dict)
+                and isinstance(m.get("content"), list)
+                and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in m["content"])
+                for m in body.get("messages") or []
+            )
+        else:
+            items = body.get("input")
+            answered = isinstance(items, list) and any(
+                isinstance(i, dict) and i.get("type") in ("function_call_output", "custom_tool_call_output")
+                for i in items
+            )
+        if answered:
+            return FINAL, None
+        tool = self._tool(body)
+        return (TOOL, tool) if tool else (PLAIN, None)
+
+    # -- the three surfaces -----------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(Recorded(request.path, body))
+        turn, tool = self.plan(request.path, body)
+        model = str(body.get("model", "scripted"))
+        stream = bool(body.get("stream"))
+        if request.path.endswith("/chat/completions"):
+            events = _chat(model, turn, tool, stream)
+        elif request.path.endswith("/messages"):
+            events = _messages(model, turn, tool, stream)
+        else:
+            events = _responses(model, turn, tool, stream)
+        if not stream:
+            return web.json_response(next(iter(events))[1])
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        for name, data in events:
+            head = f"event: {name}\n" if name else ""
+            payload = data if isinstance(data, str) else json.dumps(data)
+            await response.write(f"{head}data: {payload}\n\n".encode())
+        await response.write_eof()
+        return response
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+    # -- running ----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            app = web.Application(client_max_size=64 * 1024 * 1024)
+            app.router.add_get("/v1/models", self.models)
+            app.router.add_post("/{tail:.*}", self.handle)
+            runner = web.AppRunner(app, access_log=None)
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = runner.addresses[0][1]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="scripted-upstream", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+
+Event = tuple[str | None, Any]
+
+
+def _chat(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:
+    created = int(time.time())
+    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": created, "model": model}
+    calls = (
+        [{"id": "call_1", "type": "function", "function": {"name": tool[0], "arguments": json.dumps(tool[1])}}]
+        if tool
+        else []
+    )
+    finish = "tool_calls" if tool else "stop"
+    usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
+    if not stream:
+        message: dict[str, Any] = {"role": "assistant", "content": turn.written(model)}
+        if model.startswith("native-"):
+            message = {"role": "assistant", "content": turn.answer, model.removeprefix("native-"): turn.reasoning}
+        if calls:
+            message["tool_calls"] = calls
+        yield (
+            None,
+            {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            },
+        )
+        return
+    yield (
+        None,
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+    )
+    native = model.removeprefix("native-") if model.startswith("native-") else None
+    deltas: list[dict[str, Any]]
+    if native:
+        deltas = [{native: p} for p in pieces(turn.reasoning)] + [{"content": p} for p in pieces(turn.answer)]
+    else:
+        deltas = [{"content": p} for p in pieces(turn.written(model))]
+    if model.startswith("sglang"):
+        deltas = [{"role": None, "content": None, "reasoning_content": None, "tool_calls": None, **d} for d in deltas]
+    for delta in deltas:
+        yield None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    if calls:
+        delta = {"tool_calls": [{"index": 0, **calls[0]}]}
+        yield None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    yield None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    yield None, {**base, "choices": [], "usage": usage}
+    yield None, "[DONE]"
+
+
+def _messages(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:
+    usage = {"input_tokens": 10, "output_tokens": 20}
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.written(model)}]
+    if tool:
+        blocks.append({"type": "tool_use", "id": "toolu_1", "name": tool[0], "input": tool[1]})
+    stop = "tool_use" if tool else "end_turn"
+    message = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if not stream:
+        yield None, message
+        return
+    yield "message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}
+    yield (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    for piece in pieces(turn.written(model)):
+        delta = {"type": "text_delta", "text": piece}
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    if tool:
+        start = {"type": "tool_use", "id": "toolu_1", "name": tool[0], "input": {}}
+        yield "content_block_start", {"type": "content_block_start", "index": 1, "content_block": start}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(tool[1])}
+        yield "content_block_delta", {"type": "content_block_delta", "index": 1, "delta": delta}
+        yield "content_block_stop", {"type": "content_block_stop", "index": 1}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 20},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _responses(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:
+    text = turn.written(model)
+    text_part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    message = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [text_part],
+    }
+    call = (
+        {
+            "id": "fc_1",
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": tool[0],
+            "arguments": json.dumps(tool[1]),
+            "status": "completed",
+        }
+        if tool
+        else None
+    )
+    output = [message, *([call] if call else [])]
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 20,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 30,
+    }
+    response = {
+        "id": "resp_scripted",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage,
+    }
+    if not stream:
+        yield None, response
+        return
+    seq = iter(range(10_000))
+    pending = {**response, "status": "in_progress", "output": [], "usage": None}
+
+    def ev(kind: str, **fields: Any) -> Event:
+        return kind, {"type": kind, **fields, "sequence_number": next(seq)}
+
+    yield ev("response.created", response=pending)
+    yield ev("response.in_progress", response=pending)
+    yield ev("response.output_item.added", output_index=0, item={**message, "status": "in_progress", "content": []})
+    ids = {"item_id": "msg_scripted", "output_index": 0, "content_index": 0}
+    yield ev("response.content_part.added", **ids, part={**text_part, "text": ""})
+    for piece in pieces(text):
+        yield ev("response.output_text.delta", **ids, delta=piece, logprobs=[])
+    yield ev("response.output_text.done", **ids, text=text, logprobs=[])
+    yield ev("response.content_part.done", **ids, part=text_part)
+    yield ev("response.output_item.done", output_index=0, item=message)
+    if call:
+        yield ev("response.output_item.added", output_index=1, item={**call, "arguments": "", "status": "in_progress"})
+        yield ev("response.function_call_arguments.delta", item_id="fc_1", output_index=1, delta=call["arguments"])
+        yield ev("response.function_call_arguments.done", item_id="fc_1", output_index=1, arguments=call["arguments"])
+        yield ev("response.output_item.done", output_index=1, item=call)
+    yield ev("response.completed", response=response)

@@ -1,0 +1,141 @@
+"""What the clients see at the edges issue 15 lists: native chat reasoning fields (item 2), deltas that
+spell absent fields as nulls (item 3), newlines around the tags (item 4), the demo model's view of a
+replayed turn (item 5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+
+from .conftest import Proxy
+from .expect import PLAIN, demo_turn
+from .scripted import ScriptedUpstream
+from .test_aisdk import run as aisdk
+from .test_claude_code import ClaudeCode, shown
+from .test_codex import Codex, items
+from .test_langchain import ask, make, reasoning_of
+from .test_litellm import complete
+
+
+def item(number: int, why: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"issue 15 item {number}: {why}")
+
+
+# -- item 2: which chat field each client reads (the proxy passes an upstream's own field as it came) ----
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+@pytest.mark.parametrize(
+    "client", ["ChatOpenAI", "ChatDeepSeek", "litellm openai/", "litellm hosted_vllm/", "ai-sdk openai-compatible"]
+)
+def test_native_chat_field(
+    client: str, field: str, stream: bool, scripted_proxy: Proxy, scripted: ScriptedUpstream, request: Any
+) -> None:
+    model = f"native-{field}"
+    if client.startswith("Chat"):
+        message = ask(make(client, scripted_proxy.base, model), "stream" if stream else "invoke", "hi")
+        answer, reasoning = message.text, reasoning_of(message)
+    elif client.startswith("litellm"):
+        message, _ = complete(
+            client.split()[1], scripted_proxy.base, [{"role": "user", "content": "hi"}], stream, model
+        )
+        answer, reasoning = message.content, [message.reasoning_content]
+    else:
+        node_modules = request.getfixturevalue("node_modules")
+        shown = aisdk(node_modules, "chat", scripted_proxy.base, "stream" if stream else "generate", model=model)
+        answer, reasoning = shown["text"], [shown["reasoningText"]]
+    assert answer == PLAIN.answer
+    # Measured: every client here but ChatOpenAI reads both fields; ChatOpenAI reads neither.
+    assert reasoning == ([] if client == "ChatOpenAI" else [PLAIN.reasoning])
+
+
+# -- item 3: chunks with nothing to say --------------------------------------------------------------
+
+
+async def chat_chunks(base: str, model: str) -> list[dict[str, Any]]:
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    async with aiohttp.ClientSession() as session, session.post(f"{base}/v1/chat/completions", json=body) as r:
+        assert r.status == 200
+        lines = [line async for line in r.content]
+    return [json.loads(line[6:]) for line in lines if line.startswith(b"data: ") and line.strip() != b"data: [DONE]"]
+
+
+def says_something(chunk: dict[str, Any]) -> bool:
+    if not chunk["choices"]:
+        return chunk.get("usage") is not None
+    (choice,) = chunk["choices"]
+    return choice.get("finish_reason") is not None or any(v not in (None, "") for v in choice["delta"].values())
+
+
+async def test_null_spelled_deltas_are_translated(scripted_proxy: Proxy, scripted: ScriptedUpstream) -> None:
+    chunks = await chat_chunks(scripted_proxy.base, "sglang")
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == PLAIN.reasoning
+    assert "".join(d.get("content") or "" for d in deltas) == PLAIN.answer
+
+
+@item(3, "an SGLang-style delta whose text was all held back still goes out as role/reasoning_content/tool_calls nulls")
+async def test_no_chunk_without_something_to_say(scripted_proxy: Proxy, scripted: ScriptedUpstream) -> None:
+    chunks = await chat_chunks(scripted_proxy.base, "sglang")
+    assert [c for c in chunks if not says_something(c)] == []
+
+
+# -- item 4: Qwen3-style newlines around the tags -----------------------------------------------------
+
+BLANK_LINES = "the '\\n\\n' after </think> opens the answer the client shows"
+
+
+@item(4, BLANK_LINES)
+def test_claude_code_answer_has_no_leading_blank_lines(
+    claude: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
+    thinking, _, texts, result = shown(ClaudeCode(claude, scripted_proxy.base, tmp_path, "qwen3-scripted").run("hi"))
+    assert [t.strip() for t in thinking] == [PLAIN.reasoning]
+    assert (texts, result) == ([PLAIN.answer], PLAIN.answer)
+
+
+@item(4, BLANK_LINES)
+def test_codex_agent_message_has_no_leading_blank_lines(
+    codex: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
+    events = Codex(codex, scripted_proxy.base, tmp_path, "qwen3-scripted").run("hi")
+    assert [i["text"] for i in items(events, "agent_message")] == [PLAIN.answer]
+
+
+@item(4, BLANK_LINES)
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+def test_chat_answer_has_no_leading_blank_lines(
+    stream: bool, scripted_proxy: Proxy, scripted: ScriptedUpstream
+) -> None:
+    message, _ = complete("openai/", scripted_proxy.base, [{"role": "user", "content": "hi"}], stream, "qwen3-scripted")
+    assert message.reasoning_content.strip() == PLAIN.reasoning
+    assert message.content == PLAIN.answer
+
+
+# -- item 5: the demo model answers the last real user message ----------------------------------------
+
+
+@item(5, "the demo model takes a replayed item without a role for the user's question")
+@pytest.mark.parametrize(
+    "tail",
+    [
+        [{"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "The user asks: x"}]}],
+        [
+            {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+        ],
+    ],
+    ids=["reasoning-last", "tool-output-last"],
+)
+def test_demo_model_reads_the_last_user_message(demo_proxy: Proxy, tail: list[dict[str, Any]]) -> None:
+    client = openai.OpenAI(base_url=f"{demo_proxy.base}/v1", api_key="unused", max_retries=0)
+    response = client.responses.create(model="demo", input=[{"role": "user", "content": "What is 2+2?"}, *tail])  # type: ignore[list-item]
+    (reasoning,) = [i for i in response.output if i.type == "reasoning"]
+    texts = [p.text for p in reasoning.content or []] + [s.text for s in reasoning.summary]
+    assert set(texts) == {demo_turn().reasoning}

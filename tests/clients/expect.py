@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from examples import demo_model
 
 from .scripted import FINAL, PLAIN, TOOL, Turn
 
-__all__ = ["FINAL", "PLAIN", "TOOL", "Turn", "demo_turn", "item1", "llama_accepts_reasoning_item", "turn_for"]
+__all__ = ["FINAL", "PLAIN", "TOOL", "Turn", "demo_turn", "llama_accepts_reasoning_item", "turn_for"]
 
 QUESTION = "What is 2+2?"
 
@@ -24,11 +22,6 @@ def demo_turn(question: str = QUESTION) -> Turn:
 
 def turn_for(upstream: str) -> Turn:
     return demo_turn() if upstream == "demo" else PLAIN
-
-
-def item1(why: str) -> pytest.MarkDecorator:
-    """The Responses default is read by this client as no reasoning at all (issue 15, item 1)."""
-    return pytest.mark.xfail(strict=True, reason=f"issue 15 item 1: {why}")
 
 
 def llama_accepts_reasoning_item(item: dict[str, Any], reasoning: str) -> bool:

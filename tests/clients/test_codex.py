@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .conftest import Proxy, offline_env
-from .expect import FINAL, TOOL, item1, llama_accepts_reasoning_item, turn_for
+from .expect import FINAL, TOOL, llama_accepts_reasoning_item, turn_for
 from .scripted import ScriptedUpstream
 
 CONFIG = """\
@@ -68,11 +68,6 @@ request_max_retries = 0
 stream_max_retries = 0
 """
 
-INVISIBLE = (
-    "Codex reads reasoning summaries only: a content-only reasoning item gives no reasoning event "
-    "(codex exec --json shows 0 reasoning items)"
-)
-
 
 class Codex:
     def __init__(self, binary: Path, base: str, home: Path, model: str = "demo") -> None:
@@ -102,7 +97,6 @@ def test_agent_message_is_clean(codex: Path, tmp_path: Path, scripted_proxy: Pro
     assert events[-1]["type"] == "turn.completed"
 
 
-@item1(INVISIBLE)
 @pytest.mark.parametrize("upstream", ["demo", "scripted"])
 def test_one_turn_shows_reasoning(
     upstream: str, codex: Path, tmp_path: Path, demo_proxy: Proxy, scripted_proxy: Proxy, scripted: ScriptedUpstream
@@ -143,7 +137,6 @@ def test_tool_loop_replays_the_reasoning_item(
     assert llama_accepts_reasoning_item(reasoning, TOOL.reasoning), reasoning
 
 
-@item1(INVISIBLE)
 def test_tool_loop_shows_reasoning(
     codex: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
 ) -> None:

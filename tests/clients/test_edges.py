@@ -121,7 +121,6 @@ def test_chat_answer_has_no_leading_blank_lines(
 # -- item 5: the demo model answers the last real user message ----------------------------------------
 
 
-@item(5, "the demo model takes a replayed item without a role for the user's question")
 @pytest.mark.parametrize(
     "tail",
     [

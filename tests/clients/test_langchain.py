@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .conftest import Proxy, require
-from .expect import FINAL, TOOL, item1, llama_accepts_reasoning_item, turn_for
+from .expect import FINAL, TOOL, llama_accepts_reasoning_item, turn_for
 from .scripted import ScriptedUpstream
 
 
@@ -53,12 +53,11 @@ def ask(model: Any, mode: str, messages: Any) -> Any:
 
 
 CLIENTS = ["ChatOpenAI", "ChatOpenAI(responses)", "ChatDeepSeek", "ChatAnthropic"]
-RESPONSES_INVISIBLE = {
-    "invoke": "ChatOpenAI(use_responses_api=True).invoke hides a content-only reasoning item in "
-    "content_blocks[].extras (no 'reasoning' key)",
-    "stream": "ChatOpenAI(use_responses_api=True).stream builds the reasoning item from summary events only: "
-    "{'type': 'reasoning', 'content': [], 'extras': {...}}",
-}
+STREAMED_REPLAY = (
+    "a client limit, not the gateway's: ChatOpenAI(use_responses_api=True).stream shows the summary but builds "
+    "the item it replays from summary events only, with content: [] (llama.cpp answers 400 to that; "
+    "invoke replays the item whole); see docs/clients.md"
+)
 
 
 def cases() -> list[Any]:
@@ -66,7 +65,7 @@ def cases() -> list[Any]:
     for upstream in ("demo", "scripted"):
         for client in CLIENTS:
             for mode in ("invoke", "stream"):
-                marks = [item1(RESPONSES_INVISIBLE[mode])] if client == "ChatOpenAI(responses)" else []
+                marks: list[Any] = []
                 out.append(pytest.param(upstream, client, mode, marks=marks, id=f"{upstream}-{client}-{mode}"))
     return out
 
@@ -153,9 +152,8 @@ def tool_cases() -> list[Any]:
     for client in CLIENTS:
         for mode in ("invoke", "stream"):
             marks = []
-            if client == "ChatOpenAI(responses)":
-                replay = "" if mode == "invoke" else "; its replayed item is {'content': [], 'status': 'in_progress'}"
-                marks = [item1(RESPONSES_INVISIBLE[mode] + replay)]
+            if client == "ChatOpenAI(responses)" and mode == "stream":
+                marks = [pytest.mark.xfail(strict=True, reason=STREAMED_REPLAY)]
             out.append(pytest.param(client, mode, marks=marks, id=f"{client}-{mode}"))
     return out
 

@@ -21,10 +21,6 @@ from .llama import WORDS
 
 WORD = "(?:" + "|".join(WORDS) + ")"
 PHRASE = re.compile(f"{WORD}(?: {WORD}){{0,3}}")
-NOT_TRANSLATED = (
-    "issue 15 item 8 (the surfaces issue): llama-server's Responses stream events carry no output_index "
-    "and no sequence_number, and pass through untranslated"
-)
 
 
 def phrase(text: object) -> bool:
@@ -69,7 +65,7 @@ def test_messages(llama_proxy: Proxy, stream: bool) -> None:
 
 @pytest.mark.parametrize(
     "stream",
-    [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=NOT_TRANSLATED))],
+    [False, True],
     ids=["body", "stream"],
 )
 def test_responses(llama_proxy: Proxy, stream: bool) -> None:
@@ -276,11 +272,6 @@ def test_ai_sdk(llama_proxy: Proxy, node_modules: Path, provider: str, mode: str
     assert (shown["reasoningText"], shown["text"]) == (step["reasoningText"], step["text"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=NOT_TRANSLATED
-    + ": Codex's agent message is the raw '<think>…</think>…' text (and item 1: no reasoning item)",
-)
 def test_codex(llama_proxy: Proxy, codex: Path, tmp_path: Path) -> None:
     from .test_codex import Codex, items
 

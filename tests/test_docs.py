@@ -36,6 +36,7 @@ DOCS = [
     "docs/chat.md",
     "docs/messages.md",
     "docs/responses.md",
+    "docs/models.md",
 ]
 DOCUMENTED = "http://127.0.0.1:8080"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

@@ -202,6 +202,7 @@ def _message_events(item: Obj, ordinal: int, record: Record | None) -> Iterator[
             if cut < len(text) or cut in cuts:
                 yield None
         fed += len(text)
+        text = ""  # the replay's items hold it now: do not hold it twice while they are written
         # The done events carry the part's and the item's other fields: the text is the stream's own.
         yield _event({"type": "response.output_text.done", **at, "text": "", "logprobs": []})
         yield _event({"type": "response.content_part.done", **at, "part": {**part, "text": ""}})

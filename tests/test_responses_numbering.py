@@ -369,3 +369,25 @@ async def test_made_up_ids_come_from_the_app_s_source(aiohttp_server: ServerFact
     async with aiohttp.ClientSession() as http, http.post(server.make_url("/v1/plain/responses"), json={}) as resp:
         plain_body = await resp.json()
     assert plain_body == response("completed", [reasoning("rs_2", "r"), message("msg_1", ["a"])])
+
+
+async def test_values_the_translator_does_not_own_keep_their_bytes(aiohttp_server: ServerFactory) -> None:
+    """A rewritten event and the rebuilt terminal output keep the upstream's spelling of every value
+    they do not own (``1.50`` stays ``1.50``, an escape stays an escape), in stream and non-stream."""
+    extra = b',"score":1.50,"note":"caf\\u00e9"'
+    events = numbered([created(), *message_events("msg_1", 0, ["<think>r</think>a"])])
+    events.append(completed([message("msg_1", ["<think>r</think>a"])]))
+    raw = [sse([e]) for e in events]
+    at = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta")
+    raw[at] = raw[at].replace(b',"logprobs":[]', b',"logprobs":[]' + extra)
+    raw[-1] = raw[-1].replace(b'"status":"completed","content"', b'"status":"completed"' + extra + b',"content"')
+    app = gateway(raw, ThinkExtractConfig())
+    server = await aiohttp_server(app)
+    async with aiohttp.ClientSession() as http, http.post(server.make_url("/v1/responses"), json={}) as resp:
+        body = await resp.read()
+    # The upstream delta "<think>r</think>a" becomes reasoning deltas (written afresh: an answer
+    # delta's own fields, logprobs among them, are the answer's) and the answer delta "a", its rewrite.
+    answer = [line for line in body.split(b"\n") if b'"type":"response.output_text.delta"' in line]
+    assert [line.count(extra) for line in answer] == [1]
+    completed_line = next(line for line in body.split(b"\n") if b'"type":"response.completed"' in line)
+    assert completed_line.count(extra) == 1  # and so did the message item the terminal output rebuilt

@@ -97,7 +97,7 @@ RULE3 = [
     (" <think>r</think>a", [(R, "r"), (C, "a")]),  # an open tag after whitespace only is consumed
     ("\n<think>x</think>y", [(R, "x"), (C, "y")]),
     (" \n\t<thinking>r</think>x</thinking>a", [(R, "r</think>x"), (C, "a")]),
-    ("\n x<think>r</think>a", [(R, "\n x<think>r"), (C, "a")]),  # text before it: the tag is text
+    ("\n x<think>r</think>a", [(R, "x<think>r"), (C, "a")]),  # text before it: the tag is text
     ("[THINK]r[/THINK]a", [(R, "r"), (C, "a")]),
     ("</think>answer", [(C, "answer")]),
 ]
@@ -123,7 +123,7 @@ RULE4 = [
     ("<think>  \n </think>a", [(C, "a")]),
     ("a<think></think><think>r</think>", [(C, "a"), (R, "r")]),
     ("<think>r</think>\n\n", [(R, "r")]),
-    ("  \n<think>r</think>\n\nanswer", [(R, "r"), (C, "\n\nanswer")]),
+    ("  \n<think>r</think>\n\nanswer", [(R, "r"), (C, "answer")]),
     ("<think>a</think>\n<think>b</think>c", [(R, "a\nb"), (C, "c")]),
 ]
 
@@ -138,13 +138,22 @@ def test_rule4_a_block_appears_with_its_first_non_whitespace_character() -> None
     s = Scanner()
     assert s.feed("<think>  ") == []
     assert s.feed("\n") == []
+    assert s.feed("x") == [Segment(R, "x")]  # the whitespace touched the open tag (trim_tag_edges)
+    s = Scanner(ThinkExtractConfig(trim_tag_edges=False))
+    assert s.feed("<think>  ") == []
+    assert s.feed("\n") == []
     assert s.feed("x") == [Segment(R, "  \nx")]
 
 
 def test_rule4_held_whitespace_is_bounded() -> None:
-    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4, trim_tag_edges=False))
     assert s.feed("<think>   ") == []
     assert s.feed("  ") == [Segment(R, "     ")]
+    assert s.feed("x</think>") == [Segment(R, "x")]
+    # trim_tag_edges drops whitespace right after a tag at once: nothing is held, whatever its size
+    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    assert s.feed("<think>   ") == []
+    assert s.feed("  ") == []
     assert s.feed("x</think>") == [Segment(R, "x")]
 
 
@@ -172,7 +181,7 @@ RULE6 = [
     ("a<think>b", [(C, "a"), (R, "b")], [(C, "a<think>b")]),
     ("a<think>b</thi", [(C, "a"), (R, "b</thi")], [(C, "a<think>b</thi")]),
     ("<think>x</think>y<think>z", [(R, "x"), (C, "y"), (R, "\nz")], [(R, "x"), (C, "y<think>z")]),
-    ("<think>x</think><think>  z ", [(R, "x\n  z ")], [(R, "x"), (C, "<think>  z ")]),
+    ("<think>x</think><think>  z ", [(R, "x\nz ")], [(R, "x"), (C, "<think>  z ")]),
     ("a<thi", [(C, "a<thi")], [(C, "a<thi")]),
     ("a <think>  ", [(C, "a ")], [(C, "a <think>  ")]),
 ]

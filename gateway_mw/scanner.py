@@ -377,9 +377,18 @@ class Scanner:
             elif (char := self._fast_char) or not self._buffered:  # live reasoning
                 # char: the one character every stop starts with, tested faster than a set
                 if (char not in text) if char else fast.isdisjoint(text):
-                    if text[-1] in self._tail_chars:
-                        return self._hold_tail(text)
-                    if self._pending:  # whitespace held at the end of the last text: inside after all
+                    if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
+                        body = text.rstrip()
+                        tail = text[len(body) :]
+                        size = len(tail) if tail.isascii() else len(tail.encode())
+                        if not body or size > self._cap:
+                            return self._hold_space_run(text)
+                        if self._pending:
+                            body = "".join(self._pending) + body
+                        self._pending = [tail]
+                        self._pending_bytes = size
+                        text = body
+                    elif self._pending:  # whitespace held at the end of the last text: inside after all
                         text = "".join(self._pending) + text
                         self._pending = []
                         self._pending_bytes = 0
@@ -727,21 +736,11 @@ class Scanner:
             self._emit(pending, keep_pending=False)
             self._spilling = True
 
-    def _hold_tail(self, text: str) -> list[Segment]:
-        """:meth:`feed`'s fast path for stop-free text that ends with whitespace, in a live
-        reasoning block that holds its trailing whitespace (``trim_tag_edges``)."""
-        body = text.rstrip()
-        if body:
-            tail = text[len(body) :]
-            size = len(tail) if tail.isascii() else len(tail.encode())
-            if size <= self._cap:
-                if self._pending:
-                    body = "".join(self._pending) + body
-                self._pending = [tail]
-                self._pending_bytes = size
-                self.reasoning_chars += len(body)
-                return [Segment(REASONING, body)]
-        self._block_text(text)  # whitespace only, or a run past the cap
+    def _hold_space_run(self, text: str) -> list[Segment]:
+        """:meth:`feed`'s fast path, in a live reasoning block that holds its trailing whitespace
+        (``trim_tag_edges``), for stop-free text that is whitespace only or ends in a run past
+        the cap."""
+        self._block_text(text)
         if self._spilling:
             self._fast = None  # the next text must see where that run ends
             self._fast_char = ""
@@ -903,9 +902,18 @@ class HarmonyScanner(Scanner):
         if self._fast is not None and "<" not in text:
             kind = self._steady_kind
             if kind == REASONING:
-                if text[-1] in self._tail_chars:
-                    return self._hold_tail(text)  # trailing whitespace waits (trim_tag_edges)
-                if self._pending:
+                if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
+                    body = text.rstrip()
+                    tail = text[len(body) :]
+                    size = len(tail) if tail.isascii() else len(tail.encode())
+                    if not body or size > self._cap:
+                        return self._hold_space_run(text)
+                    if self._pending:
+                        body = "".join(self._pending) + body
+                    self._pending = [tail]
+                    self._pending_bytes = size
+                    text = body
+                elif self._pending:  # whitespace held at the end of the last text: inside after all
                     text = "".join(self._pending) + text
                     self._pending = []
                     self._pending_bytes = 0

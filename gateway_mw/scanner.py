@@ -271,6 +271,8 @@ class Scanner:
         "_tail_chars",
         "_tail_trim",
         "_trim",
+        "_ws",
+        "_ws_cap",
         "overflows",
         "reasoning_blocks",
         "reasoning_chars",
@@ -316,6 +318,11 @@ class Scanner:
         self._pending: list[str] = []
         self._pending_bytes = 0
         self._spilling = False  # a whitespace run outgrew the cap: the rest of it is not held
+        # Trailing whitespace the fast path holds (trim_tag_edges); moved to _pending (_settle)
+        # before anything else looks at held whitespace. The fast path runs only while _pending
+        # is empty.
+        self._ws = ""
+        self._ws_cap = self._cap // 4  # the most it holds there, in characters (4: UTF-8 bytes at most)
         self._kinds_emitted: set[str] = set()
         self._out: list[tuple[Kind, str]] = []
         self._fast: frozenset[str] | None = None  # triggers for the no-tag fast path, when it applies
@@ -342,7 +349,7 @@ class Scanner:
             return None
         if self._state == _CONTENT:
             return CONTENT
-        if self._state != _REASONING or self._buffered or self._pending:
+        if self._state != _REASONING or self._buffered or self._ws:
             return None  # held trailing whitespace (trim_tag_edges) must go out before more text
         return REASONING
 
@@ -374,32 +381,29 @@ class Scanner:
             if self._state == _CONTENT:
                 if fast.isdisjoint(text):
                     return [Segment(CONTENT, text)]
-            elif (char := self._fast_char) or not self._buffered:  # live reasoning
-                # char: the one character every stop starts with, tested faster than a set
-                if (char not in text) if char else fast.isdisjoint(text):
-                    if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
-                        body = text.rstrip()
-                        tail = text[len(body) :]
-                        size = len(tail) if tail.isascii() else len(tail.encode())
-                        if not body or size > self._cap:
-                            return self._hold_space_run(text)
-                        if self._pending:
-                            body = "".join(self._pending) + body
-                        self._pending = [tail]
-                        self._pending_bytes = size
-                        text = body
-                    elif self._pending:  # whitespace held at the end of the last text: inside after all
-                        text = "".join(self._pending) + text
-                        self._pending = []
-                        self._pending_bytes = 0
-                    self.reasoning_chars += len(text)
-                    return [Segment(REASONING, text)]
-            elif fast.isdisjoint(text):
+            # Live reasoning. char: the one character every stop starts with, if there is one
+            # (tested faster than a set); always "" in buffered mode.
+            elif (char not in text) if (char := self._fast_char) else (not self._buffered and fast.isdisjoint(text)):
+                if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
+                    body = text.rstrip()
+                    end = len(body)
+                    if not end or len(text) - end > self._ws_cap:
+                        return self._hold_space_run(text)
+                    held_ws, self._ws = self._ws, text[end:]
+                    text = held_ws + body if held_ws else body
+                elif self._ws:  # whitespace held at the end of the last text: inside after all
+                    text = self._ws + text
+                    self._ws = ""
+                self.reasoning_chars += len(text)
+                return [Segment(REASONING, text)]
+            elif self._buffered and fast.isdisjoint(text):
                 size = _utf8_len(text)
                 if self._body_bytes + size <= self._cap:
                     self._body.append(text)
                     self._body_bytes += size
                     return []
+        if self._ws:
+            self._settle()
         held = self._held
         if held:
             self._held = ""
@@ -420,6 +424,7 @@ class Scanner:
         """
         if self._finished:
             return []
+        self._settle()
         held, self._held = self._held, ""
         if self._state == _START:
             self._open(self._tags.default, "")  # too late for an explicit open tag (rule 3)
@@ -441,6 +446,7 @@ class Scanner:
         if self._finished:
             return []
         self._finished = True  # from here on nothing is held back: no more text can complete a tag
+        self._settle()
         held, self._held = self._held, ""
         if held or self._state == _START:
             self._scan(held)
@@ -678,6 +684,7 @@ class Scanner:
         # Whitespace still pending is the whole of a whitespace-only block, or trimmed trailing space.
         self._pending = []
         self._pending_bytes = 0
+        self._ws = ""
         self._started = False
         self._spilling = False
 
@@ -738,13 +745,21 @@ class Scanner:
 
     def _hold_space_run(self, text: str) -> list[Segment]:
         """:meth:`feed`'s fast path, in a live reasoning block that holds its trailing whitespace
-        (``trim_tag_edges``), for stop-free text that is whitespace only or ends in a run past
-        the cap."""
+        (``trim_tag_edges``), for stop-free text that is whitespace only or ends in a long run."""
+        self._settle()
         self._block_text(text)
-        if self._spilling:
+        if self._spilling or self._pending:
             self._fast = None  # the next text must see where that run ends
             self._fast_char = ""
         return self._take()
+
+    def _settle(self) -> None:
+        """Move the whitespace the fast path holds into ``_pending``."""
+        ws = self._ws
+        if ws:
+            self._ws = ""
+            self._pending.append(ws)  # _pending is empty while the fast path runs
+            self._pending_bytes += _utf8_len(ws)
 
     def _release_tail(self) -> None:
         """Emit the trailing whitespace a reasoning block holds: no close tag came to drop it."""
@@ -801,7 +816,9 @@ class Scanner:
         if self._held:
             return
         if self._state == _REASONING:
-            if self._buffered or (self._started and not self._strip and not (self._tail_trim and self._spilling)):
+            if self._buffered or (
+                self._started and not self._strip and not (self._tail_trim and (self._spilling or self._pending))
+            ):
                 self._fast = fast = self._marker_firsts | frozenset(self._close[0])
                 self._fast_char = self._close[0] if len(fast) == 1 and not self._buffered else ""
         elif self._state == _CONTENT and self._started and not self._strip:
@@ -888,7 +905,7 @@ class HarmonyScanner(Scanner):
 
     @property
     def steady(self) -> Kind | None:
-        return None if self._fast is None or self._pending else self._steady_kind
+        return None if self._fast is None or self._ws else self._steady_kind
 
     def pass_steady(self, chars: int) -> None:
         if self._steady_kind == REASONING:
@@ -904,21 +921,18 @@ class HarmonyScanner(Scanner):
             if kind == REASONING:
                 if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
                     body = text.rstrip()
-                    tail = text[len(body) :]
-                    size = len(tail) if tail.isascii() else len(tail.encode())
-                    if not body or size > self._cap:
+                    end = len(body)
+                    if not end or len(text) - end > self._ws_cap:
                         return self._hold_space_run(text)
-                    if self._pending:
-                        body = "".join(self._pending) + body
-                    self._pending = [tail]
-                    self._pending_bytes = size
-                    text = body
-                elif self._pending:  # whitespace held at the end of the last text: inside after all
-                    text = "".join(self._pending) + text
-                    self._pending = []
-                    self._pending_bytes = 0
+                    held_ws, self._ws = self._ws, text[end:]
+                    text = held_ws + body if held_ws else body
+                elif self._ws:  # whitespace held at the end of the last text: inside after all
+                    text = self._ws + text
+                    self._ws = ""
                 self.reasoning_chars += len(text)
             return [Segment(kind, text)]
+        if self._ws:
+            self._settle()
         held = self._held
         if held:
             self._held = ""
@@ -930,6 +944,7 @@ class HarmonyScanner(Scanner):
     def flush(self) -> list[Segment]:
         if self._finished:
             return []
+        self._settle()
         held, self._held = self._held, ""
         if held:
             if self._where == _H_BODY:
@@ -950,6 +965,7 @@ class HarmonyScanner(Scanner):
         if self._finished:
             return []
         self._finished = True
+        self._settle()
         held, self._held = self._held, ""
         if held:
             self._scan(held)
@@ -1106,7 +1122,7 @@ class HarmonyScanner(Scanner):
 
     def _refresh_fast(self) -> None:
         self._fast = None
-        if self._held or not self._started or self._strip or (self._tail_trim and self._spilling):
+        if self._held or not self._started or self._strip or (self._tail_trim and (self._spilling or self._pending)):
             return
         if self._where == _H_BODY:
             if self._msg == REASONING and self._buffered:

@@ -108,6 +108,7 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     placement: Placement | None = None
     code_aware: bool | None = None
     strip_whitespace: bool | None = None
+    trim_tag_edges: bool | None = None
     max_buffer_bytes: int | None = None
     protocol: Protocol | None = None
     tool_call_markers: tuple[str, ...] | None = None
@@ -142,6 +143,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     placement: Placement = "anywhere"
     code_aware: bool = True
     strip_whitespace: bool = False
+    trim_tag_edges: bool = True
     max_buffer_bytes: int = 65536
     protocol: Protocol = "tags"
     tool_call_markers: tuple[str, ...] = ()
@@ -381,6 +383,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "placement": _choice(Placement),
     "code_aware": _parse_bool,
     "strip_whitespace": _parse_bool,
+    "trim_tag_edges": _parse_bool,
     "max_buffer_bytes": _parse_positive_int,
     "protocol": _choice(Protocol),
     "tool_call_markers": _parse_markers,

@@ -220,6 +220,13 @@ class _CodeTracker:
 
 _START, _CONTENT, _REASONING = 0, 1, 2
 _NOTHING: frozenset[str] = frozenset()
+# Every character str.isspace() accepts (none is above U+3000).
+WHITESPACE: Final = frozenset(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
+@lru_cache(maxsize=64)
+def _with_whitespace(triggers: frozenset[str]) -> frozenset[str]:
+    return triggers | WHITESPACE
 
 
 class Scanner:
@@ -239,11 +246,13 @@ class Scanner:
         "_code",
         "_content_triggers",
         "_fast",
+        "_fast_char",
         "_finished",
         "_held",
         "_kind",
         "_kinds_emitted",
         "_lead",
+        "_lead_trim",
         "_leading_only",
         "_marker_firsts",
         "_markers",
@@ -259,6 +268,11 @@ class Scanner:
         "_strip",
         "_tags",
         "_tags_live",
+        "_tail_chars",
+        "_tail_trim",
+        "_trim",
+        "_ws",
+        "_ws_cap",
         "overflows",
         "reasoning_blocks",
         "reasoning_chars",
@@ -279,6 +293,8 @@ class Scanner:
         self._separator = cfg.separator
         self._leading_only = cfg.placement == "leading"
         self._strip = cfg.strip_whitespace
+        # trim_tag_edges: strip_whitespace, when on, trims every edge already.
+        self._trim = cfg.trim_tag_edges and not cfg.strip_whitespace
         self._cap = cfg.max_buffer_bytes
         self._code = _CodeTracker() if cfg.code_aware else None
         self._content_triggers = self._tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset())
@@ -296,12 +312,21 @@ class Scanner:
         # The current block (rules 4, 5): kind, whether it emitted text, whitespace held meanwhile.
         self._kind: Kind = CONTENT
         self._started = False
+        self._lead_trim = False  # the block drops its leading whitespace (it starts at a tag)
+        self._tail_trim = False  # the block holds its trailing whitespace, to drop it at a tag
+        self._tail_chars = _NOTHING  # the characters it holds at its end: WHITESPACE, if it does
         self._pending: list[str] = []
         self._pending_bytes = 0
         self._spilling = False  # a whitespace run outgrew the cap: the rest of it is not held
+        # Trailing whitespace the fast path holds (trim_tag_edges); moved to _pending (_settle)
+        # before anything else looks at held whitespace. The fast path runs only while _pending
+        # is empty.
+        self._ws = ""
+        self._ws_cap = self._cap // 4  # the most it holds there, in characters (4: UTF-8 bytes at most)
         self._kinds_emitted: set[str] = set()
         self._out: list[tuple[Kind, str]] = []
         self._fast: frozenset[str] | None = None  # triggers for the no-tag fast path, when it applies
+        self._fast_char = ""  # live reasoning: the one character in _fast, if it holds only one
         self._finished = False
 
         self.reasoning_blocks = 0
@@ -324,7 +349,9 @@ class Scanner:
             return None
         if self._state == _CONTENT:
             return CONTENT
-        return REASONING if self._state == _REASONING and not self._buffered else None
+        if self._state != _REASONING or self._buffered or self._ws:
+            return None  # held trailing whitespace (trim_tag_edges) must go out before more text
+        return REASONING
 
     def pass_steady(self, chars: int) -> None:
         """Account for ``chars`` characters of trigger-free text that went by in the :attr:`steady`
@@ -334,8 +361,13 @@ class Scanner:
 
     @property
     def triggers(self) -> frozenset[str]:
-        """The characters that end a :attr:`steady` run (meaningless while it is ``None``)."""
-        return self._fast or _NOTHING
+        """The characters that end a :attr:`steady` run (meaningless while it is ``None``): those
+        that may start a tag or change the code state, and in a reasoning block whose trailing
+        whitespace is held (``trim_tag_edges``) every whitespace character."""
+        fast = self._fast
+        if fast is None:
+            return _NOTHING
+        return _with_whitespace(fast) if self._tail_trim else fast
 
     def feed(self, text: str) -> list[Segment]:
         if not text:
@@ -343,19 +375,35 @@ class Scanner:
         if self._finished:
             raise RuntimeError("Scanner.feed() called after finish()")
         fast = self._fast
-        if fast is not None and fast.isdisjoint(text):
-            # The common case: a block is under way and the text holds no character that could
-            # start a tag or change the code state.
+        # The common case: a block is under way and the text holds no character that could
+        # start a tag or change the code state.
+        if fast is not None:
             if self._state == _CONTENT:
-                return [Segment(CONTENT, text)]
-            if not self._buffered:
+                if fast.isdisjoint(text):
+                    return [Segment(CONTENT, text)]
+            # Live reasoning. char: the one character every stop starts with, if there is one
+            # (tested faster than a set); always "" in buffered mode.
+            elif (char not in text) if (char := self._fast_char) else (not self._buffered and fast.isdisjoint(text)):
+                if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
+                    body = text.rstrip()
+                    end = len(body)
+                    if not end or len(text) - end > self._ws_cap:
+                        return self._hold_space_run(text)
+                    held_ws, self._ws = self._ws, text[end:]
+                    text = held_ws + body if held_ws else body
+                elif self._ws:  # whitespace held at the end of the last text: inside after all
+                    text = self._ws + text
+                    self._ws = ""
                 self.reasoning_chars += len(text)
                 return [Segment(REASONING, text)]
-            size = _utf8_len(text)
-            if self._body_bytes + size <= self._cap:
-                self._body.append(text)
-                self._body_bytes += size
-                return []
+            elif self._buffered and fast.isdisjoint(text):
+                size = _utf8_len(text)
+                if self._body_bytes + size <= self._cap:
+                    self._body.append(text)
+                    self._body_bytes += size
+                    return []
+        if self._ws:
+            self._settle()
         held = self._held
         if held:
             self._held = ""
@@ -370,11 +418,13 @@ class Scanner:
         For when the text that follows cannot reach this scanner in order (the pipeline is about to
         send an event it could not read). A held partial open tag becomes content, a held partial
         close tag live reasoning, and a buffered block is released verbatim as content (rule 7's
-        rule for a block that cannot be held). Whitespace held under rule 4 stays held: it emits
-        nothing unless its block goes on.
+        rule for a block that cannot be held). Trailing whitespace of a reasoning block, held by
+        ``trim_tag_edges`` in case a close tag follows, goes out as reasoning. Leading whitespace
+        held under rule 4 stays held: it emits nothing unless its block goes on.
         """
         if self._finished:
             return []
+        self._settle()
         held, self._held = self._held, ""
         if self._state == _START:
             self._open(self._tags.default, "")  # too late for an explicit open tag (rule 3)
@@ -388,6 +438,7 @@ class Scanner:
                 self._block_text(held)
         if self._state == _REASONING and self._buffered:
             self._release()
+        self._release_tail()
         self._refresh_fast()
         return self._take()
 
@@ -395,6 +446,7 @@ class Scanner:
         if self._finished:
             return []
         self._finished = True  # from here on nothing is held back: no more text can complete a tag
+        self._settle()
         held, self._held = self._held, ""
         if held or self._state == _START:
             self._scan(held)
@@ -402,7 +454,8 @@ class Scanner:
             self.unclosed = True
             if self._buffered:  # an unclosed buffered block never was a block
                 self._release()
-            # live: what was streamed stays reasoning
+            # live: what was streamed stays reasoning, its trailing whitespace too (no tag ends it)
+            self._release_tail()
         self._end_block()
         self._fast = None
         return self._take()
@@ -587,7 +640,7 @@ class Scanner:
             body, self._body = self._body, []
             self._block_text("".join(body))
         self._end_block()
-        self._begin(CONTENT)
+        self._begin(CONTENT, after_tag=True)
         self._state = _CONTENT
         if self._code is not None:
             self._code.new_line()
@@ -614,9 +667,16 @@ class Scanner:
 
     # -- blocks and whitespace (rules 4, 5) ------------------------------------------------------
 
-    def _begin(self, kind: Kind) -> None:
+    def _begin(self, kind: Kind, after_tag: bool = False) -> None:
+        """Start a block. With ``trim_tag_edges``, a reasoning block (it always starts at a tag,
+        explicit or implied) drops its leading and holds its trailing whitespace, and a content
+        block that starts ``after_tag`` drops its leading whitespace."""
         self._kind = kind
         self._started = False
+        trim = self._trim
+        self._tail_trim = trim and kind == REASONING
+        self._tail_chars = WHITESPACE if self._tail_trim else _NOTHING
+        self._lead_trim = trim and (after_tag or kind == REASONING)
 
     def _end_block(self) -> None:
         if self._started and self._kind == REASONING:
@@ -624,13 +684,31 @@ class Scanner:
         # Whitespace still pending is the whole of a whitespace-only block, or trimmed trailing space.
         self._pending = []
         self._pending_bytes = 0
+        self._ws = ""
         self._started = False
         self._spilling = False
 
     def _block_text(self, text: str) -> None:
         if not text:
             return
-        if self._strip:
+        if self._lead_trim and not self._started:
+            text = text.lstrip()  # trim_tag_edges: whitespace right after a tag
+            if not text:
+                return
+        if self._tail_trim:
+            # trim_tag_edges: trailing whitespace waits for what follows it; a close tag drops it
+            # (_end_block), more text emits it.
+            body = text.rstrip()
+            if len(body) == len(text):
+                self._spilling = False
+                self._emit(text)
+            elif body:
+                self._spilling = False
+                self._emit(body)
+                self._hold_space(text[len(body) :])
+            else:
+                self._hold_space(text)
+        elif self._strip:
             if not self._started:
                 text = text.lstrip()
                 if not text:
@@ -664,6 +742,32 @@ class Scanner:
             self._pending_bytes = 0
             self._emit(pending, keep_pending=False)
             self._spilling = True
+
+    def _hold_space_run(self, text: str) -> list[Segment]:
+        """:meth:`feed`'s fast path, in a live reasoning block that holds its trailing whitespace
+        (``trim_tag_edges``), for stop-free text that is whitespace only or ends in a long run."""
+        self._settle()
+        self._block_text(text)
+        if self._spilling or self._pending:
+            self._fast = None  # the next text must see where that run ends
+            self._fast_char = ""
+        return self._take()
+
+    def _settle(self) -> None:
+        """Move the whitespace the fast path holds into ``_pending``."""
+        ws = self._ws
+        if ws:
+            self._ws = ""
+            self._pending.append(ws)  # _pending is empty while the fast path runs
+            self._pending_bytes += _utf8_len(ws)
+
+    def _release_tail(self) -> None:
+        """Emit the trailing whitespace a reasoning block holds: no close tag came to drop it."""
+        if self._tail_trim and self._pending:
+            pending = "".join(self._pending)
+            self._pending = []
+            self._pending_bytes = 0
+            self._push(pending)
 
     def _emit(self, text: str, keep_pending: bool = True) -> None:
         """Emit block text, preceded by the whitespace held so far and, on re-entry, the separator."""
@@ -708,11 +812,15 @@ class Scanner:
     def _refresh_fast(self) -> None:
         """Decide whether the next feed may take the fast path (see :meth:`feed`)."""
         self._fast = None
+        self._fast_char = ""
         if self._held:
             return
         if self._state == _REASONING:
-            if self._buffered or (self._started and not self._strip):
-                self._fast = self._marker_firsts | frozenset(self._close[0])
+            if self._buffered or (
+                self._started and not self._strip and not (self._tail_trim and (self._spilling or self._pending))
+            ):
+                self._fast = fast = self._marker_firsts | frozenset(self._close[0])
+                self._fast_char = self._close[0] if len(fast) == 1 and not self._buffered else ""
         elif self._state == _CONTENT and self._started and not self._strip:
             if not self._tags_live:
                 self._fast = _NOTHING
@@ -780,7 +888,7 @@ class HarmonyScanner(Scanner):
     do not apply.
     """
 
-    __slots__ = ("_header", "_header_len", "_msg", "_steady_kind", "_top_block", "_where")
+    __slots__ = ("_header", "_header_len", "_msg", "_opening", "_steady_kind", "_top_block", "_where")
 
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
         super().__init__(config)
@@ -789,6 +897,7 @@ class HarmonyScanner(Scanner):
         self._header: list[str] = []
         self._header_len = 0
         self._top_block = False  # the current block is text outside any message
+        self._opening = True  # no marker seen yet: text outside messages starts at no tag
         self._steady_kind: Kind = CONTENT
         if self._state == _START:  # the prompt ended inside an analysis body
             self._open_body(REASONING, "")
@@ -796,7 +905,7 @@ class HarmonyScanner(Scanner):
 
     @property
     def steady(self) -> Kind | None:
-        return None if self._fast is None else self._steady_kind
+        return None if self._fast is None or self._ws else self._steady_kind
 
     def pass_steady(self, chars: int) -> None:
         if self._steady_kind == REASONING:
@@ -810,8 +919,20 @@ class HarmonyScanner(Scanner):
         if self._fast is not None and "<" not in text:
             kind = self._steady_kind
             if kind == REASONING:
+                if text[-1] in self._tail_chars:  # trim_tag_edges: hold the trailing whitespace
+                    body = text.rstrip()
+                    end = len(body)
+                    if not end or len(text) - end > self._ws_cap:
+                        return self._hold_space_run(text)
+                    held_ws, self._ws = self._ws, text[end:]
+                    text = held_ws + body if held_ws else body
+                elif self._ws:  # whitespace held at the end of the last text: inside after all
+                    text = self._ws + text
+                    self._ws = ""
                 self.reasoning_chars += len(text)
             return [Segment(kind, text)]
+        if self._ws:
+            self._settle()
         held = self._held
         if held:
             self._held = ""
@@ -823,6 +944,7 @@ class HarmonyScanner(Scanner):
     def flush(self) -> list[Segment]:
         if self._finished:
             return []
+        self._settle()
         held, self._held = self._held, ""
         if held:
             if self._where == _H_BODY:
@@ -835,6 +957,7 @@ class HarmonyScanner(Scanner):
             self._release_header()
         elif self._where == _H_BODY and self._msg == REASONING and self._buffered:
             self._release_body()
+        self._release_tail()
         self._refresh_fast()
         return self._take()
 
@@ -842,6 +965,7 @@ class HarmonyScanner(Scanner):
         if self._finished:
             return []
         self._finished = True
+        self._settle()
         held, self._held = self._held, ""
         if held:
             self._scan(held)
@@ -851,6 +975,7 @@ class HarmonyScanner(Scanner):
             self.unclosed = True
             if self._buffered:
                 self._release_body()
+            self._release_tail()  # no terminator ends it: its trailing whitespace stays
         self._end_block()
         self._fast = None
         return self._take()
@@ -876,6 +1001,7 @@ class HarmonyScanner(Scanner):
         if not marker:
             self._held = buf[idx:]
             return len(buf)
+        self._opening = False
         if marker in _H_OPENERS:
             self._where = _H_HEADER
             self._header = [marker]
@@ -935,7 +1061,10 @@ class HarmonyScanner(Scanner):
             self._body_bytes = 0
             return
         self._end_block()
-        self._begin(REASONING if kind == REASONING else CONTENT)
+        if kind == _RAW:  # verbatim: nothing trimmed
+            self._begin(CONTENT)
+        else:  # the body starts right after the header's <|message|>
+            self._begin(REASONING if kind == REASONING else CONTENT, after_tag=True)
         if kind == _RAW:
             self._block_text(header)
 
@@ -987,13 +1116,13 @@ class HarmonyScanner(Scanner):
     def _top_text(self, text: str) -> None:
         if not self._top_block:
             self._end_block()
-            self._begin(CONTENT)
+            self._begin(CONTENT, after_tag=not self._opening)
             self._top_block = True
         self._block_text(text)
 
     def _refresh_fast(self) -> None:
         self._fast = None
-        if self._held or not self._started or self._strip:
+        if self._held or not self._started or self._strip or (self._tail_trim and (self._spilling or self._pending)):
             return
         if self._where == _H_BODY:
             if self._msg == REASONING and self._buffered:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,13 +134,18 @@ def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int) -
     assert fast_counts == full_counts
 
 
-def test_the_fast_paths_are_taken() -> None:
-    """The property above would hold vacuously if the fast paths never ran: check they do."""
+@pytest.mark.parametrize("trim", [False, True])
+def test_the_fast_paths_are_taken(trim: bool) -> None:
+    """The property above would hold vacuously if the fast paths never ran: check they do.
+
+    With ``trim_tag_edges`` (the default) whitespace is a trigger in reasoning, and the raw-byte
+    check of steady reasoning (which sees the ``data: `` framing) never passes: every reasoning
+    event is read."""
     plain = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
     plain += b'"choices":[{"index":0,"delta":{"content":"word"},"logprobs":null,"finish_reason":null}]}\n\n'
     for start, expected in ((b'"Hello"', plain), (b'"<think>"', plain.replace(b'"content"', b'"reasoning_content"'))):
         first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
-        pipeline = StreamPipeline("chat", CFG)
+        pipeline = StreamPipeline("chat", CFG.replace(trim_tag_edges=trim))
         pipeline.feed(first)
         calls = 0
         translator = pipeline._translator
@@ -152,7 +158,8 @@ def test_the_fast_paths_are_taken() -> None:
 
         translator.event = counting  # type: ignore[method-assign]
         assert pipeline.feed(plain * 100) == expected * 100
-        assert calls == (1 if start == b'"<think>"' else 0)  # a block's first text is read: it starts the block
+        # a block's first text is read: it starts the block
+        assert calls == ((100 if trim else 1) if start == b'"<think>"' else 0)
         assert translator.counts.reasoning_chars == 0  # counted when the choice finishes
         pipeline.finish()
         assert translator.counts.reasoning_chars == (400 if start == b'"<think>"' else 0)

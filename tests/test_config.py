@@ -172,3 +172,12 @@ def test_from_env_invalid_value_names_the_variable(var: str, raw: str, reason: s
     with pytest.raises(ValueError) as info:
         ThinkExtractConfig.from_env({var: raw})
     assert str(info.value).startswith(f"{var}={raw!r} is invalid: {reason}")
+
+
+def test_trim_tag_edges_from_env_and_profiles() -> None:
+    assert ThinkExtractConfig().trim_tag_edges is True
+    assert ThinkExtractConfig.from_env({"THINK_EXTRACT_TRIM_TAG_EDGES": "off"}).trim_tag_edges is False
+    with pytest.raises(ValueError, match="THINK_EXTRACT_TRIM_TAG_EDGES='maybe' is invalid"):
+        ThinkExtractConfig.from_env({"THINK_EXTRACT_TRIM_TAG_EDGES": "maybe"})
+    config = ThinkExtractConfig.from_env({"THINK_EXTRACT_PROFILES": '[{"match": "raw-*", "trim_tag_edges": false}]'})
+    assert (config.for_model("raw-1").trim_tag_edges, config.for_model("qwen3-8b").trim_tag_edges) == (False, True)

@@ -224,7 +224,12 @@ def test_harmony_flush_gives_up_waiting_and_loses_nothing() -> None:
 
 
 def test_tags_flush_in_the_start_state_keeps_the_leading_whitespace() -> None:
-    scanner = Scanner(ThinkExtractConfig(start_with_reasoning=True, separator=""))
+    scanner = Scanner(ThinkExtractConfig(start_with_reasoning=True, separator="", trim_tag_edges=False))
     assert scanner.feed(" \n<thi") == []
     assert scanner.flush() == [Segment("reasoning", " \n<thi")]
+    assert scanner.feed("nk>x</think>y") == [Segment("reasoning", "nk>x"), Segment("content", "y")]
+    # trim_tag_edges: the whitespace opens the implied block, so it is its leading edge
+    scanner = Scanner(ThinkExtractConfig(start_with_reasoning=True, separator=""))
+    assert scanner.feed(" \n<thi") == []
+    assert scanner.flush() == [Segment("reasoning", "<thi")]
     assert scanner.feed("nk>x</think>y") == [Segment("reasoning", "nk>x"), Segment("content", "y")]

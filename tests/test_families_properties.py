@@ -11,7 +11,7 @@ from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, Segment, TagPair, ThinkExtrac
 from gateway_mw.scanner import _H_HEADER_MAX, HarmonyScanner
 
 from .scanning import merge, scan
-from .test_scanner_properties import PAYLOAD, chunkings
+from .test_scanner_properties import PAYLOAD, chunkings, trim_edges
 
 HARMONY = [
     "<|start|>",
@@ -57,6 +57,7 @@ CONFIGS = st.builds(
     placement=st.sampled_from(["anywhere", "leading"]),
     code_aware=st.booleans(),
     strip_whitespace=st.booleans(),
+    trim_tag_edges=st.booleans(),
     max_buffer_bytes=st.sampled_from([1, 5, 16, 65536]),
 )
 
@@ -188,14 +189,16 @@ MESSAGES = st.lists(
 )
 
 
-@settings(max_examples=500, deadline=None)
-@given(data=st.data(), messages=MESSAGES, lead=BODY, mode=st.sampled_from(["live", "buffered"]))
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), messages=MESSAGES, lead=BODY, mode=st.sampled_from(["live", "buffered"]), trim=st.booleans())
 def test_harmony_messages_come_out_exactly(
-    data: st.DataObject, messages: list[tuple[str, int, str, str]], lead: str, mode: str
+    data: st.DataObject, messages: list[tuple[str, int, str, str]], lead: str, mode: str, trim: bool
 ) -> None:
     """Analysis → reasoning, final and commentary → content without markers, a tool call →
-    content verbatim; a missing terminator is ended by the next header; text before is content."""
-    config = ThinkExtractConfig(protocol="harmony", separator="", stream_mode=mode)  # type: ignore[arg-type]
+    content verbatim; a missing terminator is ended by the next header; text before is content.
+    With ``trim_tag_edges``: an analysis body loses the whitespace at both its ends, a final or
+    commentary body the whitespace after its header; the body the text ends in keeps its end."""
+    config = ThinkExtractConfig(protocol="harmony", separator="", stream_mode=mode, trim_tag_edges=trim)  # type: ignore[arg-type]
     text, raw = lead, [("content", lead)]
     for number, (channel, variant, body, end) in enumerate(messages, start=1):
         header = HEADERS[channel][variant % len(HEADERS[channel])]
@@ -208,8 +211,12 @@ def test_harmony_messages_come_out_exactly(
         elif channel == "tool" or (channel == "analysis" and unclosed and mode == "buffered"):
             # a tool call, or a buffered analysis the text ends inside after another message
             raw.append(("content", header + body + end))
-        else:
+        elif not trim:
             raw.append(("reasoning" if channel == "analysis" else "content", body))
+        elif channel == "analysis":
+            raw.append(("reasoning", body.lstrip() if unclosed else body.strip()))
+        else:
+            raw.append(("content", body.lstrip()))
     expected = _expected(raw)
     assert scan(data.draw(chunkings(text)), config) == expected
     assert merge(extract(text, config)) == expected
@@ -227,15 +234,19 @@ WRAPPED = st.lists(
     plan=WRAPPED,
     tool=st.one_of(st.none(), BODY),
     mode=st.sampled_from(["live", "buffered"]),
+    trim=st.booleans(),
 )
 def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
-    data: st.DataObject, plan: list[tuple[str, str, TagPair]], tool: str | None, mode: str
+    data: st.DataObject, plan: list[tuple[str, str, TagPair]], tool: str | None, mode: str, trim: bool
 ) -> None:
+    """With ``trim_tag_edges`` a tool-call marker ends a block as its close tag would: the
+    reasoning before it loses its trailing whitespace; the call itself is kept verbatim."""
     config = ThinkExtractConfig(
         separator="",
         stream_mode=mode,  # type: ignore[arg-type]
         tool_call_markers=("<tool_call>",),
         content_wrappers=(TagPair("<answer>", "</answer>"),),
+        trim_tag_edges=trim,
     )
     text, raw = "", []
     for kind, body, pair in plan:
@@ -252,7 +263,7 @@ def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
         call = f"<tool_call>{tool}<think>{tool}</tool_call>"
         text += "<think>" + tool + call
         raw += [("reasoning", tool), ("content", call)]
-    expected = _expected(raw)
+    expected = _expected(trim_edges(raw) if trim else raw)
     assert scan(data.draw(chunkings(text)), config) == expected
 
 
@@ -264,10 +275,12 @@ def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
     body=BODY,
     rest=BODY,
     mode=st.sampled_from(["live", "buffered"]),
+    trim=st.booleans(),
 )
 def test_start_with_reasoning_consumes_an_open_tag_after_leading_whitespace(
-    data: st.DataObject, space: str, pair: TagPair, body: str, rest: str, mode: str
+    data: st.DataObject, space: str, pair: TagPair, body: str, rest: str, mode: str, trim: bool
 ) -> None:
-    config = ThinkExtractConfig(start_with_reasoning=True, separator="", stream_mode=mode)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(start_with_reasoning=True, separator="", stream_mode=mode, trim_tag_edges=trim)  # type: ignore[arg-type]
     text = space + pair.open + body + pair.close + rest
-    assert scan(data.draw(chunkings(text)), config) == _expected([("reasoning", body), ("content", rest)])
+    raw = [("reasoning", body), ("content", rest)]
+    assert scan(data.draw(chunkings(text)), config) == _expected(trim_edges(raw) if trim else raw)

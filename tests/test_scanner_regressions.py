@@ -50,12 +50,15 @@ def test_defect5_large_block_in_small_chunks_has_bounded_holdback() -> None:
     assert emitted + 1 == len(body)
 
 
-def test_defect6_whitespace_is_not_trimmed_by_default_and_stream_matches_non_stream() -> None:
+def test_defect6_whitespace_is_trimmed_only_at_tags_and_stream_matches_non_stream() -> None:
     text = "<think>\nplan\n</think>\n\nanswer\n"
-    expected = [("reasoning", "\nplan\n"), ("content", "\n\nanswer\n")]
-    assert merge(extract(text)) == expected
-    for size in range(1, len(text) + 1):
-        assert scan(chunk(text, [size])) == expected
+    for config, expected in (
+        (None, [("reasoning", "plan"), ("content", "answer\n")]),  # trim_tag_edges, the default
+        (ThinkExtractConfig(trim_tag_edges=False), [("reasoning", "\nplan\n"), ("content", "\n\nanswer\n")]),
+    ):
+        assert merge(extract(text, config)) == expected
+        for size in range(1, len(text) + 1):
+            assert scan(chunk(text, [size]), config) == expected
 
 
 def test_defect7_self_overlapping_harmony_tags_at_every_split() -> None:

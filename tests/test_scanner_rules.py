@@ -97,7 +97,7 @@ RULE3 = [
     (" <think>r</think>a", [(R, "r"), (C, "a")]),  # an open tag after whitespace only is consumed
     ("\n<think>x</think>y", [(R, "x"), (C, "y")]),
     (" \n\t<thinking>r</think>x</thinking>a", [(R, "r</think>x"), (C, "a")]),
-    ("\n x<think>r</think>a", [(R, "\n x<think>r"), (C, "a")]),  # text before it: the tag is text
+    ("\n x<think>r</think>a", [(R, "x<think>r"), (C, "a")]),  # text before it: the tag is text
     ("[THINK]r[/THINK]a", [(R, "r"), (C, "a")]),
     ("</think>answer", [(C, "answer")]),
 ]
@@ -123,7 +123,7 @@ RULE4 = [
     ("<think>  \n </think>a", [(C, "a")]),
     ("a<think></think><think>r</think>", [(C, "a"), (R, "r")]),
     ("<think>r</think>\n\n", [(R, "r")]),
-    ("  \n<think>r</think>\n\nanswer", [(R, "r"), (C, "\n\nanswer")]),
+    ("  \n<think>r</think>\n\nanswer", [(R, "r"), (C, "answer")]),
     ("<think>a</think>\n<think>b</think>c", [(R, "a\nb"), (C, "c")]),
 ]
 
@@ -138,13 +138,22 @@ def test_rule4_a_block_appears_with_its_first_non_whitespace_character() -> None
     s = Scanner()
     assert s.feed("<think>  ") == []
     assert s.feed("\n") == []
+    assert s.feed("x") == [Segment(R, "x")]  # the whitespace touched the open tag (trim_tag_edges)
+    s = Scanner(ThinkExtractConfig(trim_tag_edges=False))
+    assert s.feed("<think>  ") == []
+    assert s.feed("\n") == []
     assert s.feed("x") == [Segment(R, "  \nx")]
 
 
 def test_rule4_held_whitespace_is_bounded() -> None:
-    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4, trim_tag_edges=False))
     assert s.feed("<think>   ") == []
     assert s.feed("  ") == [Segment(R, "     ")]
+    assert s.feed("x</think>") == [Segment(R, "x")]
+    # trim_tag_edges drops whitespace right after a tag at once: nothing is held, whatever its size
+    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    assert s.feed("<think>   ") == []
+    assert s.feed("  ") == []
     assert s.feed("x</think>") == [Segment(R, "x")]
 
 
@@ -172,7 +181,7 @@ RULE6 = [
     ("a<think>b", [(C, "a"), (R, "b")], [(C, "a<think>b")]),
     ("a<think>b</thi", [(C, "a"), (R, "b</thi")], [(C, "a<think>b</thi")]),
     ("<think>x</think>y<think>z", [(R, "x"), (C, "y"), (R, "\nz")], [(R, "x"), (C, "y<think>z")]),
-    ("<think>x</think><think>  z ", [(R, "x\n  z ")], [(R, "x"), (C, "<think>  z ")]),
+    ("<think>x</think><think>  z ", [(R, "x\nz ")], [(R, "x"), (C, "<think>  z ")]),
     ("a<thi", [(C, "a<thi")], [(C, "a<thi")]),
     ("a <think>  ", [(C, "a ")], [(C, "a <think>  ")]),
 ]
@@ -267,3 +276,126 @@ def test_strip_whitespace(config: ThinkExtractConfig) -> None:
     cfg = config.replace(strip_whitespace=True)
     check("<think>\n  r \n</think>\n\n a \n", cfg, [(R, "r"), (C, "a")])
     check("<think> r  s </think> a  b ", cfg, [(R, "r  s"), (C, "a  b")])
+
+
+# -- trim_tag_edges (default on) ----------------------------------------------------------------
+
+EDGES = [
+    # text, trim_tag_edges on (the default), off
+    (
+        "<think>\nI add.\n</think>\n\nIt is 4.",
+        [(R, "I add."), (C, "It is 4.")],
+        [(R, "\nI add.\n"), (C, "\n\nIt is 4.")],
+    ),
+    ("<think> a \n\n b </think> c  d ", [(R, "a \n\n b"), (C, "c  d ")], [(R, " a \n\n b "), (C, " c  d ")]),
+    # tag-free text passes byte for byte, its own leading and trailing whitespace included
+    ("  \n hi \n ", [(C, "  \n hi \n ")], [(C, "  \n hi \n ")]),
+    # the separator joins re-entered content: not the model's blank lines too
+    ("a<think>r</think>\n\nb", [(C, "a"), (R, "r"), (C, "\nb")], [(C, "a"), (R, "r"), (C, "\n\n\nb")]),
+    # whitespace before an open tag, after answer text, is the answer's own trailing edge: kept
+    (
+        "Sure.\n\n<think>\nr\n</think>\n\nMore.",
+        [(C, "Sure.\n\n"), (R, "r"), (C, "\nMore.")],
+        [(C, "Sure.\n\n"), (R, "\nr\n"), (C, "\n\n\nMore.")],
+    ),
+    ("<think>\na\n</think>\n\n<think>\nb\n</think>\n\nc", [(R, "a\nb"), (C, "c")], [(R, "\na\n\n\nb\n"), (C, "\n\nc")]),
+    # an unclosed block: no close tag, so its trailing whitespace stays (live)
+    ("<think>\nr \n", [(R, "r \n")], [(R, "\nr \n")]),
+    # a partial close tag that is not one: the whitespace before it was inside
+    ("<think>r \n</thinx</think>y", [(R, "r \n</thinx"), (C, "y")], [(R, "r \n</thinx"), (C, "y")]),
+    ("<think>r\u3000\u2028</think>\u00a0y", [(R, "r"), (C, "y")], [(R, "r\u3000\u2028"), (C, "\u00a0y")]),
+]
+
+
+@pytest.mark.parametrize(("text", "on", "off"), EDGES)
+def test_trim_tag_edges(text: str, on: Blocks, off: Blocks) -> None:
+    check(text, LIVE, on)
+    check(text, LIVE.replace(trim_tag_edges=False), off)
+    if not text.startswith("<think>\nr \n"):  # buffered: an unclosed block is text, verbatim
+        check(text, BUFFERED, on)
+        check(text, BUFFERED.replace(trim_tag_edges=False), off)
+
+
+def test_trim_tag_edges_buffered_unclosed_block_is_verbatim() -> None:
+    check("<think>\nr \n", BUFFERED, [(C, "<think>\nr \n")])
+    # the whitespace after the close tag went already: it touched that tag
+    check("<think>a</think>\n\n<think> b ", BUFFERED, [(R, "a"), (C, "<think> b ")])
+
+
+@pytest.mark.parametrize("config", BOTH)
+def test_trim_tag_edges_with_start_with_reasoning(config: ThinkExtractConfig) -> None:
+    cfg = config.replace(start_with_reasoning=True)
+    check("\nI add.\n</think>\n\nIt is 4.", cfg, [(R, "I add."), (C, "It is 4.")])  # DeepSeek-R1
+    check(" \n<think>\nr\n</think>\n\na", cfg, [(R, "r"), (C, "a")])
+
+
+@pytest.mark.parametrize("config", BOTH)
+def test_trim_tag_edges_at_a_tool_call_marker(config: ThinkExtractConfig) -> None:
+    """A marker ends the block as a close tag does; the call is kept verbatim."""
+    cfg = config.replace(tool_call_markers=("<tool_call>",))
+    call = '<tool_call>\n{"name": "f"}\n</tool_call>\n'
+    check("<think>\nI read it.\n\n" + call, cfg, [(R, "I read it."), (C, call)])
+    check("<think>\nr\n</think>\n\n" + call, cfg, [(R, "r"), (C, call)])
+
+
+def test_trim_tag_edges_yields_to_strip_whitespace() -> None:
+    cfg = LIVE.replace(strip_whitespace=True)
+    check("  a <think> r </think> b ", cfg, [(C, "a"), (R, "r"), (C, "\nb")])
+
+
+def test_trailing_whitespace_waits_for_the_next_text() -> None:
+    s = Scanner()
+    assert s.feed("<think>\nI add") == [Segment(R, "I add")]
+    assert s.steady == R
+    assert s.feed(".\n") == [Segment(R, ".")]
+    assert (s.steady, s.triggers >= {" ", "\n", "\u3000", "<"}) == (None, True)  # "\n" is held
+    assert s.feed("Then") == [Segment(R, "\nThen")]  # it was inside the block after all
+    assert s.feed(" \n") == [] and s.steady is None
+    assert s.feed("</think>\n\nIt is 4.") == [Segment(C, "It is 4.")]
+    assert s.steady == C and "\n" in s.triggers and " " not in s.triggers
+    assert s.finish() == []
+    assert (s.reasoning_chars, s.reasoning_blocks) == (len("I add.\nThen"), 1)
+
+
+def test_flush_lets_the_held_trailing_whitespace_out() -> None:
+    """flush() gives up waiting: the whitespace held for a possible close tag goes out first."""
+    s = Scanner()
+    assert s.feed("<think>r \n") == [Segment(R, "r")]
+    assert s.flush() == [Segment(R, " \n")]
+    assert s.feed("</think>a") == [Segment(C, "a")]
+
+
+def test_held_trailing_whitespace_past_the_cap_goes_out() -> None:
+    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    assert s.feed("<think>r   ") == [Segment(R, "r")]
+    assert s.feed("  ") == [Segment(R, "     ")]  # 5 bytes: past the cap, the run is block text
+    assert s.feed(" ") == [Segment(R, " ")]  # to its end
+    assert s.feed("x ") == [Segment(R, "x")]
+    assert s.feed("</think>") == []
+    assert s.finish() == []
+
+
+HARMONY_EDGES = [
+    (
+        "<|channel|>analysis<|message|>\nr\n<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>\n\nIt is 4.\n<|return|>",
+        [(R, "r"), (C, "It is 4.\n")],
+    ),
+    # a commentary preamble and the final answer: each body's start is trimmed, the separator joins them
+    (
+        "<|channel|>commentary<|message|> Checking.<|end|><|start|>assistant<|channel|>final<|message|>\n4",
+        [(C, "Checking.\n4")],
+    ),
+    # text outside messages: trimmed only after a message (its terminator is a tag)
+    ("  lead <|channel|>analysis<|message|> r <|end|>  tail", [(C, "  lead "), (R, "r"), (C, "\ntail")]),
+    # a tool call is verbatim; the analysis the text ends inside keeps its end
+    (
+        "<|channel|>commentary to=functions.f<|message|> {} <|call|><|channel|>analysis<|message|> r ",
+        [(C, "<|channel|>commentary to=functions.f<|message|> {} <|call|>"), (R, "r ")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), HARMONY_EDGES)
+def test_trim_tag_edges_harmony(text: str, expected: Blocks) -> None:
+    check(text, ThinkExtractConfig(protocol="harmony"), expected)

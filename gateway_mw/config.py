@@ -109,6 +109,7 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     code_aware: bool | None = None
     strip_whitespace: bool | None = None
     trim_tag_edges: bool | None = None
+    trim_reasoning_tail: bool | None = None
     max_buffer_bytes: int | None = None
     protocol: Protocol | None = None
     tool_call_markers: tuple[str, ...] | None = None
@@ -144,6 +145,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     code_aware: bool = True
     strip_whitespace: bool = False
     trim_tag_edges: bool = True
+    trim_reasoning_tail: bool = False
     max_buffer_bytes: int = 65536
     protocol: Protocol = "tags"
     tool_call_markers: tuple[str, ...] = ()
@@ -384,6 +386,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "code_aware": _parse_bool,
     "strip_whitespace": _parse_bool,
     "trim_tag_edges": _parse_bool,
+    "trim_reasoning_tail": _parse_bool,
     "max_buffer_bytes": _parse_positive_int,
     "protocol": _choice(Protocol),
     "tool_call_markers": _parse_markers,

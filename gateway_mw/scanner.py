@@ -271,6 +271,7 @@ class Scanner:
         "_tail_chars",
         "_tail_trim",
         "_trim",
+        "_trim_tail",
         "_ws",
         "_ws_cap",
         "overflows",
@@ -295,6 +296,9 @@ class Scanner:
         self._strip = cfg.strip_whitespace
         # trim_tag_edges: strip_whitespace, when on, trims every edge already.
         self._trim = cfg.trim_tag_edges and not cfg.strip_whitespace
+        # The reasoning's own trailing whitespace waits for a close tag only when asked: holding it
+        # makes whitespace a trigger in reasoning, and a surface's raw fast path then reads every event.
+        self._trim_tail = self._trim and cfg.trim_reasoning_tail
         self._cap = cfg.max_buffer_bytes
         self._code = _CodeTracker() if cfg.code_aware else None
         self._content_triggers = self._tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset())
@@ -669,12 +673,13 @@ class Scanner:
 
     def _begin(self, kind: Kind, after_tag: bool = False) -> None:
         """Start a block. With ``trim_tag_edges``, a reasoning block (it always starts at a tag,
-        explicit or implied) drops its leading and holds its trailing whitespace, and a content
-        block that starts ``after_tag`` drops its leading whitespace."""
+        explicit or implied) drops its leading whitespace (and, with ``trim_reasoning_tail``, holds
+        its trailing whitespace), and a content block that starts ``after_tag`` drops its leading
+        whitespace."""
         self._kind = kind
         self._started = False
         trim = self._trim
-        self._tail_trim = trim and kind == REASONING
+        self._tail_trim = self._trim_tail and kind == REASONING
         self._tail_chars = WHITESPACE if self._tail_trim else _NOTHING
         self._lead_trim = trim and (after_tag or kind == REASONING)
 

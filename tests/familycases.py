@@ -1,7 +1,7 @@
 """One answer per model family, written as that family's model writes it, and what a client must see.
 
 The expected reasoning and content follow the family's own server parser (vLLM, SGLang) for the
-same text, with the gateway's documented rules on top (whitespace that touches a tag trimmed, by
+same text, with the gateway's documented rules on top (whitespace right after a tag trimmed, by
 ``trim_tag_edges``; other whitespace kept unless the preset trims it).
 """
 
@@ -78,7 +78,7 @@ CASES: list[Case] = [
         "deepseek-r1",
         "deepseek-ai/DeepSeek-R1",
         "The user wants 2+2.\n</think>\n\nIt is 4.",
-        "The user wants 2+2.",
+        "The user wants 2+2.\n",  # the reasoning's own trailing newline stays: trim_reasoning_tail is off
         "It is 4.",
     ),
     Case(
@@ -100,7 +100,7 @@ CASES: list[Case] = [
         "qwen3-thinking-2507",
         "Qwen/Qwen3-235B-A22B-Thinking-2507-FP8",
         "I should read the file.\n" + QWEN_CALL,
-        "I should read the file.",
+        "I should read the file.\n",
         QWEN_CALL,
     ),
     # Hybrid Qwen3: writes <think> itself; a tool call ends an unclosed block.

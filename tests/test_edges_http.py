@@ -31,7 +31,7 @@ TEXT = f"<think>\n{REASONING}\n</think>\n\n{ANSWER}"
 PIECES = ["<think>", "\n", "The user asks for 2+2.", "\n\n", "Adding: 2 + 2 = 4.", "\n", "</think>", "\n\n", ANSWER]
 assert "".join(PIECES) == TEXT
 MODEL = "qwen3-8b"
-TRIMMED = (REASONING, ANSWER)
+TRIMMED = (f"{REASONING}\n", ANSWER)  # the reasoning's own tail stays (trim_reasoning_tail is off)
 UNTRIMMED = (f"\n{REASONING}\n", f"\n\n{ANSWER}")
 
 

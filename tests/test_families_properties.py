@@ -58,6 +58,7 @@ CONFIGS = st.builds(
     code_aware=st.booleans(),
     strip_whitespace=st.booleans(),
     trim_tag_edges=st.booleans(),
+    trim_reasoning_tail=st.booleans(),
     max_buffer_bytes=st.sampled_from([1, 5, 16, 65536]),
 )
 
@@ -198,7 +199,13 @@ def test_harmony_messages_come_out_exactly(
     content verbatim; a missing terminator is ended by the next header; text before is content.
     With ``trim_tag_edges``: an analysis body loses the whitespace at both its ends, a final or
     commentary body the whitespace after its header; the body the text ends in keeps its end."""
-    config = ThinkExtractConfig(protocol="harmony", separator="", stream_mode=mode, trim_tag_edges=trim)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(
+        protocol="harmony",
+        separator="",
+        stream_mode=mode,  # type: ignore[arg-type]
+        trim_tag_edges=trim,
+        trim_reasoning_tail=trim,
+    )
     text, raw = lead, [("content", lead)]
     for number, (channel, variant, body, end) in enumerate(messages, start=1):
         header = HEADERS[channel][variant % len(HEADERS[channel])]
@@ -247,6 +254,7 @@ def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
         tool_call_markers=("<tool_call>",),
         content_wrappers=(TagPair("<answer>", "</answer>"),),
         trim_tag_edges=trim,
+        trim_reasoning_tail=trim,
     )
     text, raw = "", []
     for kind, body, pair in plan:
@@ -280,7 +288,13 @@ def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
 def test_start_with_reasoning_consumes_an_open_tag_after_leading_whitespace(
     data: st.DataObject, space: str, pair: TagPair, body: str, rest: str, mode: str, trim: bool
 ) -> None:
-    config = ThinkExtractConfig(start_with_reasoning=True, separator="", stream_mode=mode, trim_tag_edges=trim)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(
+        start_with_reasoning=True,
+        separator="",
+        stream_mode=mode,  # type: ignore[arg-type]
+        trim_tag_edges=trim,
+        trim_reasoning_tail=trim,
+    )
     text = space + pair.open + body + pair.close + rest
     raw = [("reasoning", body), ("content", rest)]
     assert scan(data.draw(chunkings(text)), config) == _expected(trim_edges(raw) if trim else raw)

@@ -578,7 +578,7 @@ def test_fast_path_runs_match_event_by_event_translation(
     stream = sse(message_start(), *text_block(0, "<think>", *reasoning, "</think>", *answer), *end())
     invalid_utf8 = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\xff"}}'
     stream += b"event: content_block_delta\ndata: " + invalid_utf8 + b"\n\n"
-    config = ThinkExtractConfig(messages_policy=policy, trim_tag_edges=trim)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(messages_policy=policy, trim_tag_edges=trim, trim_reasoning_tail=trim)  # type: ignore[arg-type]
     out, counts = through_pipeline(stream, config, [per_write])
     assert (out, counts) == event_by_event(stream, config)
     assert counts[3] == 1  # the invalid UTF-8 event, by either path
@@ -725,6 +725,6 @@ def test_a_long_redacted_run_is_written_in_blocks_bounded_by_the_cap(piece: int)
     blocks = final["content"]
     assert [b["type"] for b in blocks] == ["redacted_thinking"] * 4 + ["text"]
     decoded = [base64.b64decode(b["data"]).decode() for b in blocks[:-1]]
-    # the reasoning's last space touches </think>: trimmed (trim_tag_edges)
-    assert "".join(decoded) == reasoning.rstrip() and all(len(d) <= 256 + 10 for d in decoded)
+    # the reasoning's own last space stays: trim_reasoning_tail is off by default
+    assert "".join(decoded) == reasoning and all(len(d) <= 256 + 10 for d in decoded)
     assert blocks[-1] == tb("answer")

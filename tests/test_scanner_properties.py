@@ -36,6 +36,7 @@ CONFIGS = st.builds(
     code_aware=st.booleans(),
     strip_whitespace=st.booleans(),
     trim_tag_edges=st.booleans(),
+    trim_reasoning_tail=st.booleans(),
     max_buffer_bytes=st.sampled_from([1, 5, 16, 65536]),
 )
 
@@ -118,7 +119,7 @@ def test_lossless_on_known_blocks(
 ) -> None:
     """The output is the input without its tags, without whitespace-only blocks and, with
     ``trim_tag_edges``, without the whitespace that touches a tag (``trim_edges``)."""
-    config = ThinkExtractConfig(separator="", stream_mode=mode, trim_tag_edges=trim)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(separator="", stream_mode=mode, trim_tag_edges=trim, trim_reasoning_tail=trim)  # type: ignore[arg-type]
     text = _render(plan)
     assert scan(data.draw(chunkings(text)), config) == _expected(plan, trim)
 
@@ -178,7 +179,7 @@ def _is_whitespace_deletion(short: str, long: str) -> bool:
 def test_trim_tag_edges_only_deletes_whitespace(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     """On any text, trimming on gives the blocks of trimming off, kind for kind, each with some of
     its whitespace deleted and nothing else changed; and a text that opens no block passes whole."""
-    on = scan(data.draw(chunkings(text)), config.replace(trim_tag_edges=True))
+    on = scan(data.draw(chunkings(text)), config.replace(trim_tag_edges=True, trim_reasoning_tail=True))
     off = scan([text], config.replace(trim_tag_edges=False))
     if not config.start_with_reasoning and not any(pair.open in text for pair in config.tag_pairs):
         assert on == off  # no tag: byte for byte, its own edges included
@@ -202,7 +203,7 @@ def test_held_trailing_whitespace_is_bounded_and_released(
     a longer run goes out (the same at every split); at ``finish()`` with no close it goes out."""
     body = " ".join(words)
     text = "<think>" + body + space + ("</think>x" if closed else "")
-    config = ThinkExtractConfig(max_buffer_bytes=cap)
+    config = ThinkExtractConfig(max_buffer_bytes=cap, trim_reasoning_tail=True)
     kept = len(space.encode()) > cap or not closed
     expected = [("reasoning", body + space if kept else body)] + ([("content", "x")] if closed else [])
     assert scan(data.draw(chunkings(text)), config) == expected

@@ -53,7 +53,8 @@ def test_defect5_large_block_in_small_chunks_has_bounded_holdback() -> None:
 def test_defect6_whitespace_is_trimmed_only_at_tags_and_stream_matches_non_stream() -> None:
     text = "<think>\nplan\n</think>\n\nanswer\n"
     for config, expected in (
-        (None, [("reasoning", "plan"), ("content", "answer\n")]),  # trim_tag_edges, the default
+        (None, [("reasoning", "plan\n"), ("content", "answer\n")]),  # trim_tag_edges, the default
+        (ThinkExtractConfig(trim_reasoning_tail=True), [("reasoning", "plan"), ("content", "answer\n")]),
         (ThinkExtractConfig(trim_tag_edges=False), [("reasoning", "\nplan\n"), ("content", "\n\nanswer\n")]),
     ):
         assert merge(extract(text, config)) == expected

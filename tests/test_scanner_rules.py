@@ -309,11 +309,18 @@ EDGES = [
 
 @pytest.mark.parametrize(("text", "on", "off"), EDGES)
 def test_trim_tag_edges(text: str, on: Blocks, off: Blocks) -> None:
-    check(text, LIVE, on)
+    """``on``: every edge that touches a tag, the reasoning's tail too (``trim_reasoning_tail``)."""
+    check(text, LIVE.replace(trim_reasoning_tail=True), on)
     check(text, LIVE.replace(trim_tag_edges=False), off)
     if not text.startswith("<think>\nr \n"):  # buffered: an unclosed block is text, verbatim
-        check(text, BUFFERED, on)
+        check(text, BUFFERED.replace(trim_reasoning_tail=True), on)
         check(text, BUFFERED.replace(trim_tag_edges=False), off)
+
+
+def test_the_reasoning_tail_is_kept_by_default() -> None:
+    """By default only the leading edges go: the reasoning's own trailing whitespace stays."""
+    check("<think>\nI add.\n</think>\n\nIt is 4.", LIVE, [(R, "I add.\n"), (C, "It is 4.")])
+    check("a<think> r </think>\n\nb", LIVE, [(C, "a"), (R, "r "), (C, "\nb")])
 
 
 def test_trim_tag_edges_buffered_unclosed_block_is_verbatim() -> None:
@@ -324,7 +331,7 @@ def test_trim_tag_edges_buffered_unclosed_block_is_verbatim() -> None:
 
 @pytest.mark.parametrize("config", BOTH)
 def test_trim_tag_edges_with_start_with_reasoning(config: ThinkExtractConfig) -> None:
-    cfg = config.replace(start_with_reasoning=True)
+    cfg = config.replace(start_with_reasoning=True, trim_reasoning_tail=True)
     check("\nI add.\n</think>\n\nIt is 4.", cfg, [(R, "I add."), (C, "It is 4.")])  # DeepSeek-R1
     check(" \n<think>\nr\n</think>\n\na", cfg, [(R, "r"), (C, "a")])
 
@@ -332,7 +339,7 @@ def test_trim_tag_edges_with_start_with_reasoning(config: ThinkExtractConfig) ->
 @pytest.mark.parametrize("config", BOTH)
 def test_trim_tag_edges_at_a_tool_call_marker(config: ThinkExtractConfig) -> None:
     """A marker ends the block as a close tag does; the call is kept verbatim."""
-    cfg = config.replace(tool_call_markers=("<tool_call>",))
+    cfg = config.replace(tool_call_markers=("<tool_call>",), trim_reasoning_tail=True)
     call = '<tool_call>\n{"name": "f"}\n</tool_call>\n'
     check("<think>\nI read it.\n\n" + call, cfg, [(R, "I read it."), (C, call)])
     check("<think>\nr\n</think>\n\n" + call, cfg, [(R, "r"), (C, call)])
@@ -343,8 +350,11 @@ def test_trim_tag_edges_yields_to_strip_whitespace() -> None:
     check("  a <think> r </think> b ", cfg, [(C, "a"), (R, "r"), (C, "\nb")])
 
 
+TAIL = ThinkExtractConfig(trim_reasoning_tail=True)
+
+
 def test_trailing_whitespace_waits_for_the_next_text() -> None:
-    s = Scanner()
+    s = Scanner(TAIL)
     assert s.feed("<think>\nI add") == [Segment(R, "I add")]
     assert s.steady == R
     assert s.feed(".\n") == [Segment(R, ".")]
@@ -359,14 +369,14 @@ def test_trailing_whitespace_waits_for_the_next_text() -> None:
 
 def test_flush_lets_the_held_trailing_whitespace_out() -> None:
     """flush() gives up waiting: the whitespace held for a possible close tag goes out first."""
-    s = Scanner()
+    s = Scanner(TAIL)
     assert s.feed("<think>r \n") == [Segment(R, "r")]
     assert s.flush() == [Segment(R, " \n")]
     assert s.feed("</think>a") == [Segment(C, "a")]
 
 
 def test_held_trailing_whitespace_past_the_cap_goes_out() -> None:
-    s = Scanner(ThinkExtractConfig(max_buffer_bytes=4))
+    s = Scanner(TAIL.replace(max_buffer_bytes=4))
     assert s.feed("<think>r   ") == [Segment(R, "r")]
     assert s.feed("  ") == [Segment(R, "     ")]  # 5 bytes: past the cap, the run is block text
     assert s.feed(" ") == [Segment(R, " ")]  # to its end
@@ -398,4 +408,4 @@ HARMONY_EDGES = [
 
 @pytest.mark.parametrize(("text", "expected"), HARMONY_EDGES)
 def test_trim_tag_edges_harmony(text: str, expected: Blocks) -> None:
-    check(text, ThinkExtractConfig(protocol="harmony"), expected)
+    check(text, ThinkExtractConfig(protocol="harmony", trim_reasoning_tail=True), expected)

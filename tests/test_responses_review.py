@@ -72,7 +72,7 @@ def client_view(stream: bytes) -> tuple[list[str], list[Any] | None]:
     output of the SDK's accumulator (``None`` if it never completed). An event that is not JSON is
     checked on its bytes."""
     state: ResponseStreamState[Any] = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(1 << 30)  # the client reads events of any size
     frames = decoder.feed(stream)
     rest, tail = decoder.finish()
     problems: list[str] = [] if tail == b"" else [f"unfinished tail {tail[:40]!r}"]

@@ -83,7 +83,7 @@ def as_str(value: Any) -> str | None:
 
 
 def as_int(value: Any) -> int | None:
-    """A raw JSON number that is a whole number (``4`` or ``4.0``, as the SDKs accept) as ``int``."""
+    """A raw JSON whole number as the SDKs read one (``4``, ``4.0`` or ``"4"``) as ``int``."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if not isinstance(value, msgspec.Raw):
@@ -91,7 +91,9 @@ def as_int(value: Any) -> int | None:
     try:
         number = _decode_number(value)
     except UNREADABLE:
-        return None
+        text = as_str(value)
+        text = text.strip() if text is not None else ""
+        return int(text) if text.isdecimal() and text.isascii() else None
     if isinstance(number, float):
         return int(number) if number.is_integer() else None
     return number

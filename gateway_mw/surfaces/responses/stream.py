@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
+import msgspec
+
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
 from ..base import Counts, NewId, after_first_channel, random_id
-from ..rawjson import Obj, TopLevelKeys, as_str, encode, obj, raw_list
+from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, obj, raw_list
 from . import fastpath, rebuild
 from .items import Channel, ClientItem, Record, Source, Text, Writer
 from .numbering import Numbering
@@ -118,14 +120,14 @@ class ResponsesStream:
         return out
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
-        """An event too large to hold, renumbered on its bytes as they go by. A text delta of the
-        one open message item goes into its open client part (its text is not scanned)."""
+        """An event too large to hold, renumbered on its bytes as they go by. A text delta of an open
+        message item goes into its client part (its text is not scanned)."""
         if self._terminated or self._off:
             return piece
         out = b""
         if self._oversized is None:
-            ch = next(iter(self.channels.values())) if len(self.channels) == 1 else None
-            if ch is not None and event_type(piece) == b"response.output_text.delta":
+            ch = self._oversized_channel(piece) if event_type(piece) == b"response.output_text.delta" else None
+            if ch is not None:
                 out = b"".join(e.raw for e in self._raw_text(ch))
             else:
                 self._oversized = self.numbering.raw_rewriter()
@@ -136,6 +138,20 @@ class ResponsesStream:
             out += rewriter.finish()
             self._oversized = None
         return out
+
+    def _oversized_channel(self, head: bytes) -> Channel | None:
+        """The open message item an oversized text delta belongs to, by the ``output_index`` or
+        ``item_id`` its first bytes hold; when they hold neither (a layout that writes them after
+        the text), the one item open, if only one is."""
+        seen = TopLevelKeys(frozenset({b"output_index", b"item_id"}), lambda key, value: None)
+        seen.feed(head)
+        index = as_int(msgspec.Raw(seen.seen[b"output_index"])) if b"output_index" in seen.seen else None
+        item_id = as_str(msgspec.Raw(seen.seen[b"item_id"])) if b"item_id" in seen.seen else None
+        if index is not None:
+            return self.channels.get(index)
+        if item_id is not None:
+            return next((ch for ch in self.channels.values() if ch.up_id == item_id), None)
+        return next(iter(self.channels.values())) if len(self.channels) == 1 else None
 
     def fast_forward(self, span: bytes) -> bytes | None:
         if self._terminated or self._off:

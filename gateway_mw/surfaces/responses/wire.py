@@ -73,9 +73,9 @@ class Head(msgspec.Struct, gc=False):
     """The fields of an event the translator reads; everything else is skipped by the decoder."""
 
     type: str = ""
-    sequence_number: int | float | None = None
-    output_index: int | float | None = None
-    content_index: int | float | None = None
+    sequence_number: int | float | str | None = None  # the SDKs read "4", 4.0 and 4 alike
+    output_index: int | float | str | None = None
+    content_index: int | float | str | None = None
     item_id: Any = None
     delta: str | None = None
     logprobs: Any = None
@@ -106,8 +106,11 @@ def decode_head(data: bytes) -> tuple[Head, bool] | None:
         return None
 
 
-def whole(value: int | float | None) -> int | None:
-    """An index as the SDKs read it: ``4`` and ``4.0`` are 4; anything else is no index."""
+def whole(value: int | float | str | None) -> int | None:
+    """An index as the SDKs read it: ``4``, ``4.0`` and ``"4"`` are 4; anything else is no index."""
+    if isinstance(value, str):
+        value = value.strip()
+        return int(value) if value.isdecimal() and value.isascii() else None
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
     return value

@@ -87,5 +87,6 @@ def test_event_type_is_read_from_the_event_line_or_the_first_key_only() -> None:
 
 
 def test_whole_numbers_are_read_as_the_sdks_read_them_and_edits_keep_raw_values() -> None:
-    assert [as_int(msgspec.Raw(v)) for v in (b"4", b"4.0", b"4.5", b'"4"', b"true")] == [4, 4, None, None, None]
+    spellings = (b"4", b"4.0", b"4.5", b'"4"', b'" 4 "', b'"4a"', b'"-4"', b"true")
+    assert [as_int(msgspec.Raw(v)) for v in spellings] == [4, 4, None, 4, 4, None, None, None]
     assert edit(b'{"a":1.50,"index":0.0,"b":"\\u00e9"}', {"index": 3}) == b'{"a":1.50,"index":3,"b":"\\u00e9"}'

@@ -32,8 +32,8 @@ class FullPath(ChatStream):
     def _refresh_steady(self) -> None:
         self._steady = None
 
-    def _renamable(self, *args: Any) -> bool:
-        return False
+    def _renamed(self, *args: Any) -> bytes | None:
+        return None
 
 
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:

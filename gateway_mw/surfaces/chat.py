@@ -15,10 +15,12 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment, merge_segments
@@ -36,8 +38,9 @@ _Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
-    reasoning_content: str | None = None
-    reasoning: str | None = None
+    # UNSET when absent: a steady rename must also drop an explicit null (SGLang writes them all).
+    reasoning_content: str | UnsetType | None = UNSET
+    reasoning: str | UnsetType | None = UNSET
     reasoning_details: msgspec.Raw = msgspec.Raw()  # any JSON; empty when absent
 
 
@@ -55,38 +58,30 @@ class _Chunk(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw()
 
 
-class _SteadyDelta(msgspec.Struct, gc=False):
-    content: Annotated[str, msgspec.Meta(min_length=1)]
-    reasoning_content: None = None
-    reasoning: None = None
-    reasoning_details: None = None
+class _CheckedChoice(msgspec.Struct, gc=False):
+    delta: dict[str, msgspec.Raw] = {}
 
 
-class _SteadyChoice(msgspec.Struct, gc=False):
-    delta: _SteadyDelta
-    index: Annotated[int, msgspec.Meta(ge=0, le=0)] = 0
-    finish_reason: None = None
+class _Checked(msgspec.Struct, gc=False):
+    """A renamed chunk read back, to prove which ``content`` key the rename hit."""
 
-
-class _SteadyChunk(msgspec.Struct, gc=False):
-    """A chunk that only continues choice 0's text: the decoder itself refuses anything else."""
-
-    choices: tuple[_SteadyChoice]
+    choices: tuple[_CheckedChoice]
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
-_decode_steady = msgspec.json.Decoder(list[_SteadyChunk]).decode
+_decode_chunks = msgspec.json.Decoder(list[_Chunk]).decode
+_decode_checked = msgspec.json.Decoder(_Checked).decode
 # Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
 # it is re-emitted exactly (numbers msgspec would reject, deep nesting, escapes) and cheaply.
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_list = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _encode = msgspec.json.Encoder().encode
 _EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
+_NOTHING_RAW = (b"", b"null", b"[]", b"{}", b'""')  # values that say nothing in a delta or a choice
 _NULL = msgspec.Raw(b"null")
 _NATIVE_MESSAGE_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
-_JSON_ESCAPES = {'"': b'\\"', "\\": b"\\\\", "/": b"\\/", "\b": b"\\b", "\f": b"\\f", "\n": b"\\n", "\r": b"\\r"}
-_JSON_ESCAPES["\t"] = b"\\t"
-_STRUCTURAL = frozenset('{}]:,"')
+_CONTENT_KEY = b'"content"'
+_OTHER_FIELD = {"reasoning_content": "reasoning", "reasoning": "reasoning_content"}
 
 
 def _has_native_reasoning(delta: _Delta) -> bool:
@@ -98,6 +93,13 @@ def _has_native_reasoning(delta: _Delta) -> bool:
 
 def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
+
+
+def _says_nothing(value: Any) -> bool:
+    """Whether a delta's or a choice's value is absent in all but spelling: null, ``""``, ``[]``, ``{}``."""
+    if value is None or value == "":
+        return True
+    return isinstance(value, msgspec.Raw) and bytes(value) in _NOTHING_RAW
 
 
 def _delta_of(choice: _Obj) -> _Obj:
@@ -120,37 +122,63 @@ def _with_text(obj: _Obj, key: str, text: str) -> _Obj:
     return out
 
 
-class _RawTriggers:
-    """Which raw bytes may hide a character the scanner must see, for one set of trigger characters.
+def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
+    """``delta`` with ``target`` set to ``source``'s value, right after it (an empty ``target`` replaced)."""
+    out: _Obj = {}
+    for k, v in delta.items():
+        if k == target:
+            continue
+        out[k] = v
+        if k == source:
+            out[target] = v
+    return out
 
-    A character can reach a JSON string as itself (UTF-8; never a control character), as a short
-    escape, or as ``\\uXXXX``: any ``\\u`` counts. ``[`` also opens the ``choices`` array, so it is
-    counted instead.
+
+def _member_pattern(field: str) -> re.Pattern[bytes]:
+    """An explicit empty ``field`` member and the comma after it, if any."""
+    return re.compile(rb'"' + field.encode() + rb'"\s*:\s*(?:null|"")\s*(,?)')
+
+
+_MEMBERS = {field: _member_pattern(field) for field in _OTHER_FIELD}
+
+
+def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
+    """The text of ``chunk`` when all it does is continue choice 0's steady text with text free of
+    ``triggers`` (no other choice, no finish, no reasoning of its own); else ``None``."""
+    choices = chunk.choices
+    if choices is None or len(choices) != 1:
+        return None
+    choice = choices[0]
+    delta = choice.delta
+    if choice.index or choice.finish_reason is not None or delta is None:
+        return None
+    text = delta.content
+    if not text or delta.reasoning_content or delta.reasoning or not triggers.isdisjoint(text):
+        return None
+    details = delta.reasoning_details
+    if details and bytes(details) not in _EMPTY_RAW:
+        return None
+    return text
+
+
+_RESOLVED: dict[tuple[int, str | None], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
+_RESOLVED_MAX = 1024
+
+
+def _for_model(config: ThinkExtractConfig, model: str | None) -> ThinkExtractConfig:
+    """``config.for_model(model)``, cached: it depends on nothing else, and a stream starts with it.
+
+    Keyed by the config's identity; the entry holds the config, so the identity is not reused.
     """
-
-    def __init__(self, triggers: frozenset[str]) -> None:
-        self.possible = not (triggers & _STRUCTURAL)
-        self.bracket = "[" in triggers
-        needles = {b"\\u"}
-        for ch in triggers - {"["}:
-            if ch >= " ":  # a control character never stands raw in a JSON string
-                needles.add(ch.encode())
-            if ch in _JSON_ESCAPES:
-                needles.add(_JSON_ESCAPES[ch])
-        # By first byte: a one-byte search runs at memchr speed, a longer one far slower, so the
-        # longer needles are looked for only where their first byte occurs at all.
-        by_first: dict[bytes, list[bytes]] = {}
-        for needle in sorted(needles):
-            by_first.setdefault(needle[:1], []).append(needle)
-        self.needles = tuple((first, tuple(group)) for first, group in by_first.items())
-
-    def absent(self, raw: bytes) -> bool:
-        for first, group in self.needles:
-            if first in raw:
-                for needle in group:
-                    if needle in raw:
-                        return False
-        return not self.bracket or raw.count(b"[") == raw.count(b'"choices":[')
+    key = (id(config), model)
+    hit = _RESOLVED.get(key)
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    resolved = config.for_model(model)
+    if len(_RESOLVED) >= _RESOLVED_MAX:
+        _RESOLVED.clear()
+    _RESOLVED[key] = (config, resolved)
+    return resolved
 
 
 class ChatStream:
@@ -162,15 +190,15 @@ class ChatStream:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
         self._field = config.chat_reasoning_field
-        self._rename_from = b'"content":"'
-        self._rename_to = b'"' + self._field.encode() + b'":"'
         self._field_key = b'"' + self._field.encode() + b'"'
+        self._member = _MEMBERS[self._field]
+        self._mirror: str | None = None  # the upstream's other name for reasoning, when it is mirrored
         self._scanners: dict[int, Scanner] = {}
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
         self._envelope: _Obj = {}  # from the last rewritten chunk, for synthesized ones
         self._last_raw: bytes | None = None  # the last data chunk not yet decoded for its envelope
-        self._steady: tuple[Kind, _RawTriggers] | None = None  # see _refresh_steady
-        self._triggers: dict[frozenset[str], _RawTriggers] = {}
+        self._steady: tuple[Kind, frozenset[str]] | None = None  # see _refresh_steady
+        self._read: tuple[bytes, _Chunk] | None = None  # a chunk fast_forward decoded and declined
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -181,17 +209,20 @@ class ChatStream:
             return [event]
         if data == _DONE:
             return [*self._finish_all(), event]
-        steady = self._steady
-        if steady is not None and steady[0] == CONTENT and self._plain(data, steady[1]):
-            return [event]
-        try:
-            chunk = _decode_chunk(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
-            self.counts.unreadable_events += 1
-            return [*self.flush(), event]
+        read = self._read
+        if read is not None and read[0] == data:
+            chunk = read[1]
+            self._read = None
+        else:
+            try:
+                chunk = _decode_chunk(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
+                self.counts.unreadable_events += 1
+                return [*self.flush(), event]
         if self._config is None:
-            self._config = self._base.for_model(chunk.model)
+            self._resolve(chunk.model)
+        assert self._config is not None
         if not self._config.enabled:
             return [event]
         choices = chunk.choices
@@ -200,26 +231,51 @@ class ChatStream:
                 # The usage chunk or an error: the choices are over; every held character goes first.
                 return [*self._finish_all(), event]
             return [*self.flush(), event]  # some other object: it passes, after what was held
+        steady = self._steady
+        if steady is not None:
+            text = _steady_text(chunk, steady[1])
+            if text is not None:
+                if steady[0] == CONTENT:
+                    self._scanners[0].pass_steady(len(text))
+                    self._last_raw = data
+                    return [event]
+                renamed = self._renamed(data, choices[0].delta, text)  # type: ignore[arg-type]
+                if renamed is not None:
+                    self._scanners[0].pass_steady(len(text))
+                    self._last_raw = data
+                    return [encode_event(renamed, fields=event.fields)]
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
+        mirrored: list[int] | None = None  # positions of native choices whose reasoning gets the other name too
         for pos, choice in enumerate(choices):
-            if choice.index in self._native:
-                continue
-            if choice.delta is not None and _has_native_reasoning(choice.delta):
+            delta = choice.delta
+            if choice.index not in self._native:
+                if delta is None or not _has_native_reasoning(delta):
+                    new = self._scan(choice)
+                    if new is not None:
+                        if runs is None:
+                            runs = {}
+                        runs[pos] = new
+                    continue
                 # Upstream reasoning wins: this choice is left as is from here on.
                 self._native.add(choice.index)
                 before += self._finish_all(only=choice.index)
-                continue
-            new = self._scan(choice)
-            if new is not None:
-                if runs is None:
-                    runs = {}
-                runs[pos] = new
+            if self._mirror is not None and delta is not None and self._needs_mirror(delta):
+                if mirrored is None:
+                    mirrored = []
+                mirrored.append(pos)
+        if mirrored is not None:
+            data = self._mirrored(data, mirrored)
+            event = encode_event(data, fields=event.fields)
+            self._last_raw = data
         if runs is None:
             out = [event]
-        elif len(choices) == 1 and self._renamable(choices[0], runs[0], data):
-            out = [encode_event(data.replace(self._rename_from, self._rename_to, 1), fields=event.fields)]
+        elif len(choices) == 1 and self._whole_reasoning(choices[0], runs[0]):
+            delta = choices[0].delta
+            assert delta is not None and delta.content is not None
+            renamed = self._renamed(data, delta, delta.content)
+            out = [encode_event(renamed, fields=event.fields)] if renamed is not None else self._rewrite(event, runs)
         else:
             out = self._rewrite(event, runs)
         self._refresh_steady()
@@ -240,20 +296,72 @@ class ChatStream:
         return piece
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        """The bytes for a run of whole events, when provably exact without decoding them one by one:
-        ``span`` itself in steady content, every ``"content"`` key renamed in steady reasoning."""
+        """The bytes for a run of whole events, when provably exact without handling them one by one.
+
+        The proof is the decoder's: the events are read as one JSON array of chunks (the fields the
+        translator reads, whatever their spelling, order or spacing; the rest skipped), and each must
+        only continue choice 0's steady text with text free of its scanner's triggers. Then the span
+        goes out as it came (steady content), or with each delta's ``content`` key renamed (steady
+        reasoning, see :meth:`_renamed`). A declined single event stays decoded for :meth:`event`.
+        """
         config = self._config
         if config is not None and not config.enabled:
             return span  # this stream's model is not translated
         steady = self._steady
-        if steady is None:
+        if steady is None or not span.startswith(b"data: "):
             return None
-        kind, triggers = steady
-        if kind == CONTENT:
-            return span if self._plain(span, triggers) else None
-        return self._rename_all(span, triggers)
+        end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
+        try:
+            if end == len(span) - 2:  # one event, one line
+                body = span[6:-2]
+                chunk = _decode_chunk(body)
+                text = _steady_text(chunk, steady[1])
+                if text is None:
+                    self._read = (body, chunk)
+                    return None
+                if steady[0] == CONTENT:
+                    out = span
+                else:
+                    renamed = self._renamed(span, chunk.choices[0].delta, text, framed=True)  # type: ignore[index, arg-type]
+                    if renamed is None:
+                        self._read = (body, chunk)
+                        return None
+                    out = renamed
+                self._scanners[0].pass_steady(len(text))
+                self._last_raw = body
+                return out
+            events = span.count(b"\n\n")
+            # Any line but "data: " (a comment, event:, id:) makes this invalid JSON.
+            chunks = _decode_chunks(b"[" + span[6:-2].replace(b"\n\ndata: ", b",") + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if len(chunks) != events:
+            return None  # two JSON values on one line, or blank lines between events
+        triggers = steady[1]
+        chars = 0
+        for chunk in chunks:
+            text = _steady_text(chunk, triggers)
+            if text is None:
+                return None
+            chars += len(text)
+        if steady[0] == CONTENT:
+            out = span
+        else:
+            renamed = self._renamed_all(span, chunks)
+            if renamed is None:
+                return None
+            out = renamed
+        self._scanners[0].pass_steady(chars)
+        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
+        self._last_raw = span[last if last >= 8 else 6 : -2]
+        return out
 
     # -- the fast paths -------------------------------------------------------------------------
+
+    def _resolve(self, model: str | None) -> None:
+        config = self._config = _for_model(self._base, model)
+        other = _OTHER_FIELD[self._field]
+        self._mirror = other if config.chat_mirror_reasoning else None
 
     def _refresh_steady(self) -> None:
         """Note when choice 0 alone is under way with nothing held, so that a text free of its
@@ -266,75 +374,106 @@ class ChatStream:
         if scanner is None:
             return
         kind = scanner.steady
-        if kind is None:
-            return
-        triggers = scanner.triggers
-        raw = self._triggers.get(triggers)
-        if raw is None:
-            raw = self._triggers[triggers] = _RawTriggers(triggers)
-        if raw.possible:
-            self._steady = (kind, raw)
+        if kind is not None:
+            self._steady = (kind, scanner.triggers)
 
-    @staticmethod
-    def _plain(raw: bytes, triggers: _RawTriggers) -> bool:
-        """Whether ``raw`` (data of events) provably only continues choice 0's steady content.
+    def _renamed(self, data: bytes, delta: _Delta, text: str, framed: bool = False) -> bytes | None:
+        """``data`` (one chunk whose only delta's text is all reasoning) with that delta's
+        ``content`` key renamed to the reasoning field and an explicit empty reasoning field of the
+        delta dropped: what the full rewrite gives, every other byte kept. ``None`` when unproven.
+        ``framed``: ``data`` is the whole event, ``data: `` line and blank line included.
 
-        Every condition is about bytes that JSON cannot hide inside a string without a backslash:
-        ``"index":`` is always a key, ``"finish_reason"`` a key or a value, ``"reasoning…"``.
+        With no ``\\u`` escape in the chunk every key is spelled as itself, so a ``"content"`` that
+        occurs once is the delta's key (the decoder saw that key), and so is a reasoning field's
+        name that occurs once when the decoder saw the delta carry it. With escapes the renamed chunk
+        is read back: the delta must have lost its ``content`` and carry ``text`` under the field.
         """
-        if not triggers.absent(raw):
-            return False
-        if raw.count(b'"index":') != raw.count(b'"index":0,'):
-            return False  # another choice (or an index written another way)
-        if raw.count(b'"finish_reason"') != raw.count(b'"finish_reason":null'):
-            return False  # a choice ends: its scanner finishes
-        if b'"error"' in raw or b'"choices":[]' in raw:
-            return False  # the end of the choices
-        native = raw.count(b'"reasoning')
-        return not native or native == raw.count(b'"reasoning_content":null') + raw.count(b'"reasoning":null')
+        escaped = b"\\" in data and b"\\u" in data
+        if getattr(delta, self._field) is UNSET:
+            parts = data.split(_CONTENT_KEY)
+            if len(parts) != 2:
+                return None
+            new = self._field_key.join(parts)
+        else:
+            at = data.find(_CONTENT_KEY)
+            if escaped or at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+                return None
+            key = self._field_key
+            start = data.find(key)
+            if start < 0 or data.find(key, start + len(key)) >= 0:
+                return None
+            m = self._member.match(data, start)
+            if m is None:
+                return None
+            end = m.end()
+            if not m.group(1):  # the last member: the comma before it goes instead
+                start = len(data[:start].rstrip())
+                if start < 1 or data[start - 1] != 44:  # ","
+                    return None
+                start -= 1
+            if start <= at < end:
+                return None
+            if at < start:
+                new = data[:at] + self._field_key + data[at + 9 : start] + data[end:]
+            else:
+                new = data[:start] + data[end:at] + self._field_key + data[at + 9 :]
+        if escaped:
+            try:
+                choice = _decode_checked(new[6:-2] if framed else new).choices[0]
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if "content" in choice.delta or as_str(choice.delta.get(self._field)) != text:
+                return None
+        return new
 
-    def _rename_all(self, span: bytes, triggers: _RawTriggers) -> bytes | None:
-        """Steady reasoning: ``span`` with each event's delta ``"content"`` renamed, or ``None``.
-
-        The events must be one ``data: `` line each, so that they decode as one JSON array in one
-        call, into a type that admits only what :meth:`event` would turn into this rename: one
-        choice 0, not finishing, whose delta carries non-empty text, free of triggers, and no
-        reasoning of its own. With no ``\\u`` anywhere a key cannot be
-        spelled another way, so ``k`` events holding ``k`` ``"content"`` keys hold one each.
-        """
-        if not triggers.absent(span) or self._field_key in span:
+    def _renamed_all(self, span: bytes, chunks: list[_Chunk]) -> bytes | None:
+        """Steady reasoning: ``span`` (``data: `` lines of ``chunks``) with each event renamed."""
+        field = self._field
+        # With no escapes every event holds its delta's key spelled as itself: then one each.
+        if (
+            not (b"\\" in span and b"\\u" in span)
+            and span.count(_CONTENT_KEY) == len(chunks)
+            and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)  # type: ignore[index]
+        ):
+            return span.replace(_CONTENT_KEY, self._field_key)
+        bodies = span[6:-2].split(b"\n\ndata: ")
+        if len(bodies) != len(chunks):
             return None
-        events = span.count(b"\n\n")
-        if span.count(b'"content"') != events:
-            return None
-        try:  # any line but "data: " (a comment, event:, id:) makes this invalid JSON
-            chunks = _decode_steady(b"[" + span[6:-2].replace(b"\n\ndata: ", b",") + b"]")
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        if len(chunks) != events:
-            return None  # two JSON values on one line, or blank lines between events
-        self._scanners[0].pass_steady(sum(len(chunk.choices[0].delta.content) for chunk in chunks))
-        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
-        self._last_raw = span[last if last >= 8 else 6 : -2]
-        return span.replace(b'"content"', self._field_key)
+        out: list[bytes] = []
+        for body, chunk in zip(bodies, chunks, strict=True):
+            delta = chunk.choices[0].delta  # type: ignore[index]
+            assert delta is not None and delta.content is not None
+            renamed = self._renamed(body, delta, delta.content)
+            if renamed is None:
+                return None
+            out.append(renamed)
+        return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
 
-    def _renamable(self, choice: _Choice, runs: list[Segment], data: bytes) -> bool:
-        """Whether the rewrite of this one-choice chunk is only ``"content"`` renamed.
-
-        True when the delta's whole text became one reasoning run and the one ``"content"`` key
-        in the bytes is the delta's (no ``\\u`` escapes that could spell a key another way).
-        """
+    def _whole_reasoning(self, choice: _Choice, runs: list[Segment]) -> bool:
+        """Whether this choice's delta text became one reasoning run, whole, and it does not end."""
         if len(runs) != 1 or runs[0].kind != REASONING or choice.finish_reason is not None:
             return False
         delta = choice.delta
-        if delta is None or runs[0].text != delta.content:
-            return False
-        return (
-            data.count(b'"content"') == 1
-            and data.count(self._rename_from) == 1
-            and self._field_key not in data
-            and b"\\u" not in data
+        return delta is not None and runs[0].text == delta.content
+
+    # -- native reasoning under the other name ----------------------------------------------------
+
+    def _needs_mirror(self, delta: _Delta) -> bool:
+        """Whether ``delta`` carries reasoning under the other name only."""
+        source = self._mirror
+        return bool(delta.reasoning if source == "reasoning" else delta.reasoning_content) and not getattr(
+            delta, self._field
         )
+
+    def _mirrored(self, data: bytes, positions: list[int]) -> bytes:
+        """``data`` with the reasoning of the choices at ``positions`` also under the client's field."""
+        assert self._mirror is not None
+        chunk: _Obj = _decode_obj(data)
+        choices: list[_Obj] = _decode_list(chunk["choices"])
+        for pos in positions:
+            choices[pos]["delta"] = _with_mirror(_delta_of(choices[pos]), self._mirror, self._field)
+        chunk["choices"] = choices
+        return _encode(chunk)
 
     # -- per choice -----------------------------------------------------------------------------
 
@@ -418,7 +557,10 @@ class ChatStream:
             parts.append(part)
         if not parts:  # everything was held: keep the choice only if it has something else to say
             others = {k: v for k, v in delta.items() if k != "content"}
-            if not others and all(_is_null(v) for k, v in choice.items() if k not in ("index", "delta")):
+            # Explicit nulls and empty strings say nothing (SGLang spells every absent field so).
+            if all(_says_nothing(v) for v in others.values()) and all(
+                _says_nothing(v) for k, v in choice.items() if k not in ("index", "delta")
+            ):
                 return []
             part = dict(choice)
             part["delta"] = others
@@ -478,7 +620,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         model = msgspec.json.decode(doc["model"], type=str) if "model" in doc else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         model = None
-    cfg = config.for_model(model)
+    cfg = _for_model(config, model)
     if not cfg.enabled:
         return None, counts
     changed = False
@@ -500,7 +642,7 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
     if message is None or "content" not in message:
         return False
     if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in _NATIVE_MESSAGE_KEYS):
-        return False
+        return _mirror_message(choice, message, cfg)  # upstream reasoning wins
     original = as_str(message["content"])
     if original is None:
         parts = _split_parts(message["content"], cfg, counts)  # a list of parts, or not text at all
@@ -521,6 +663,19 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
     if reasoning:
         message[cfg.chat_reasoning_field] = reasoning
     choice["message"] = message
+    return True
+
+
+def _mirror_message(choice: _Obj, message: _Obj, cfg: ThinkExtractConfig) -> bool:
+    """With ``chat_mirror_reasoning``: a message whose reasoning came under the other name gets it
+    under ``chat_reasoning_field`` too, right after it; whether anything changed."""
+    if not cfg.chat_mirror_reasoning:
+        return False
+    field = cfg.chat_reasoning_field
+    source = _OTHER_FIELD[field]
+    if source not in message or as_str(message[source]) in (None, "") or as_str(message.get(field)):
+        return False
+    choice["message"] = _with_mirror(message, source, field)
     return True
 
 

@@ -32,7 +32,7 @@ class FullPath(ChatStream):
     def _refresh_steady(self) -> None:
         self._steady = None
 
-    def _renamed(self, *args: Any) -> bytes | None:
+    def _edited(self, *args: Any) -> bytes | None:
         return None
 
 

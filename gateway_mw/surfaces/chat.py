@@ -15,7 +15,6 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -23,7 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..config import ThinkExtractConfig
-from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment, merge_segments
+from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
 from .rawjson import as_str, obj, raw_list
@@ -38,7 +37,7 @@ _Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
-    # UNSET when absent: a steady rename must also drop an explicit null (SGLang writes them all).
+    # UNSET when absent: a steady rename also renames an explicit null (SGLang writes them all).
     reasoning_content: str | UnsetType | None = UNSET
     reasoning: str | UnsetType | None = UNSET
     reasoning_details: msgspec.Raw = msgspec.Raw()  # any JSON; empty when absent
@@ -108,15 +107,23 @@ def _delta_of(choice: _Obj) -> _Obj:
 
 
 def _with_text(obj: _Obj, key: str, text: str) -> _Obj:
-    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended)."""
+    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended).
+
+    An explicit empty ``key`` (``null`` or ``""``, as SGLang writes every absent field) trades
+    places with ``content``: ``{"content":"r","reasoning_content":null}`` becomes
+    ``{"reasoning_content":"r","content":null}``, as the server writes reasoning it splits itself.
+    """
     out: _Obj = {}
     placed = False
+    swap = key != "content" and "content" in obj and key in obj and _says_nothing(obj[key])
     for k, v in obj.items():
         if k == "content":
             out[key] = text
             placed = True
         elif k != key:
             out[k] = v
+        elif swap:
+            out["content"] = v
     if not placed:
         out[key] = text
     return out
@@ -132,14 +139,6 @@ def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
         if k == source:
             out[target] = v
     return out
-
-
-def _member_pattern(field: str) -> re.Pattern[bytes]:
-    """An explicit empty ``field`` member and the comma after it, if any."""
-    return re.compile(rb'"' + field.encode() + rb'"\s*:\s*(?:null|"")\s*(,?)')
-
-
-_MEMBERS = {field: _member_pattern(field) for field in _OTHER_FIELD}
 
 
 def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
@@ -181,6 +180,30 @@ def _for_model(config: ThinkExtractConfig, model: str | None) -> ThinkExtractCon
     return resolved
 
 
+def _string_at(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
+    n = len(data)
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 58:  # ":"
+        return None
+    pos += 1
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 34:  # '"'
+        return None
+    start = end = pos
+    while True:
+        end = data.find(b'"', end + 1)
+        if end < 0:
+            return None
+        back = end - 1
+        while data[back] == 92:  # a backslash: an odd run of them escapes the quote
+            back -= 1
+        if (end - 1 - back) % 2 == 0:
+            return start, end + 1
+
+
 class ChatStream:
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
@@ -191,7 +214,6 @@ class ChatStream:
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
         self._field = config.chat_reasoning_field
         self._field_key = b'"' + self._field.encode() + b'"'
-        self._member = _MEMBERS[self._field]
         self._mirror: str | None = None  # the upstream's other name for reasoning, when it is mirrored
         self._scanners: dict[int, Scanner] = {}
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
@@ -239,7 +261,7 @@ class ChatStream:
                     self._scanners[0].pass_steady(len(text))
                     self._last_raw = data
                     return [event]
-                renamed = self._renamed(data, choices[0].delta, text)  # type: ignore[arg-type]
+                renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
                 if renamed is not None:
                     self._scanners[0].pass_steady(len(text))
                     self._last_raw = data
@@ -271,11 +293,11 @@ class ChatStream:
             self._last_raw = data
         if runs is None:
             out = [event]
-        elif len(choices) == 1 and self._whole_reasoning(choices[0], runs[0]):
-            delta = choices[0].delta
-            assert delta is not None and delta.content is not None
-            renamed = self._renamed(data, delta, delta.content)
-            out = [encode_event(renamed, fields=event.fields)] if renamed is not None else self._rewrite(event, runs)
+        elif len(choices) == 1 and len(runs[0]) == 1 and choices[0].delta is not None:
+            # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
+            seg = runs[0][0]
+            edited = self._edited(data, choices[0].delta, seg.kind != CONTENT, seg.text)
+            out = [encode_event(edited, fields=event.fields)] if edited is not None else self._rewrite(event, runs)
         else:
             out = self._rewrite(event, runs)
         self._refresh_steady()
@@ -302,14 +324,14 @@ class ChatStream:
         translator reads, whatever their spelling, order or spacing; the rest skipped), and each must
         only continue choice 0's steady text with text free of its scanner's triggers. Then the span
         goes out as it came (steady content), or with each delta's ``content`` key renamed (steady
-        reasoning, see :meth:`_renamed`). A declined single event stays decoded for :meth:`event`.
+        reasoning, see :meth:`_edited`). A declined single event stays decoded for :meth:`event`.
         """
         config = self._config
         if config is not None and not config.enabled:
             return span  # this stream's model is not translated
         steady = self._steady
-        if steady is None or not span.startswith(b"data: "):
-            return None
+        if steady is None or not span.startswith(b"data: {"):
+            return None  # [DONE] included: a decoder's error costs more than this test
         end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
         try:
             if end == len(span) - 2:  # one event, one line
@@ -322,7 +344,7 @@ class ChatStream:
                 if steady[0] == CONTENT:
                     out = span
                 else:
-                    renamed = self._renamed(span, chunk.choices[0].delta, text, framed=True)  # type: ignore[index, arg-type]
+                    renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
                     if renamed is None:
                         self._read = (body, chunk)
                         return None
@@ -377,54 +399,57 @@ class ChatStream:
         if kind is not None:
             self._steady = (kind, scanner.triggers)
 
-    def _renamed(self, data: bytes, delta: _Delta, text: str, framed: bool = False) -> bytes | None:
-        """``data`` (one chunk whose only delta's text is all reasoning) with that delta's
-        ``content`` key renamed to the reasoning field and an explicit empty reasoning field of the
-        delta dropped: what the full rewrite gives, every other byte kept. ``None`` when unproven.
-        ``framed``: ``data`` is the whole event, ``data: `` line and blank line included.
+    def _edited(self, data: bytes, delta: _Delta, reasoning: bool, text: str, framed: bool = False) -> bytes | None:
+        """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
+        replaced by ``text`` and, for ``reasoning``, its ``content`` key renamed to the reasoning
+        field (an explicit empty reasoning field of the delta renamed ``content``): what the full
+        rewrite gives, every other byte kept. ``None`` when unproven. ``framed``: ``data`` is the
+        whole event, its ``data: `` and blank line included.
 
         With no ``\\u`` escape in the chunk every key is spelled as itself, so a ``"content"`` that
         occurs once is the delta's key (the decoder saw that key), and so is a reasoning field's
-        name that occurs once when the decoder saw the delta carry it. With escapes the renamed chunk
-        is read back: the delta must have lost its ``content`` and carry ``text`` under the field.
+        name that occurs once when the decoder saw the delta carry it. With escapes the edited chunk
+        is read back: the delta must carry ``text`` where it belongs (and no ``content`` beside it).
         """
+        original = delta.content
+        if not original:
+            return None
+        at = data.find(_CONTENT_KEY)
+        if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+            return None
         escaped = b"\\" in data and b"\\u" in data
-        if getattr(delta, self._field) is UNSET:
-            parts = data.split(_CONTENT_KEY)
-            if len(parts) != 2:
-                return None
-            new = self._field_key.join(parts)
-        else:
-            at = data.find(_CONTENT_KEY)
-            if escaped or at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
-                return None
-            key = self._field_key
-            start = data.find(key)
-            if start < 0 or data.find(key, start + len(key)) >= 0:
-                return None
-            m = self._member.match(data, start)
-            if m is None:
-                return None
-            end = m.end()
-            if not m.group(1):  # the last member: the comma before it goes instead
-                start = len(data[:start].rstrip())
-                if start < 1 or data[start - 1] != 44:  # ","
+        edits: list[tuple[int, int, bytes]] = []
+        if reasoning:
+            edits.append((at, at + 9, self._field_key))
+            if getattr(delta, self._field) is not UNSET:  # an explicit empty field: the keys trade names
+                key = self._field_key
+                start = data.find(key)
+                if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
                     return None
-                start -= 1
-            if start <= at < end:
+                edits.append((start, start + len(key), _CONTENT_KEY))
+        if text != original:
+            value = _string_at(data, at + 9)
+            if value is None:
                 return None
-            if at < start:
-                new = data[:at] + self._field_key + data[at + 9 : start] + data[end:]
-            else:
-                new = data[:start] + data[end:at] + self._field_key + data[at + 9 :]
+            edits.append((*value, _encode(text)))
+        edits.sort()
+        pieces: list[bytes] = []
+        pos = 0
+        for start, end, new in edits:
+            pieces += (data[pos:start], new)
+            pos = end
+        pieces.append(data[pos:])
+        out = b"".join(pieces)
         if escaped:
             try:
-                choice = _decode_checked(new[6:-2] if framed else new).choices[0]
+                read = _decode_checked(out[6:-2] if framed else out).choices[0].delta
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return None
-            if "content" in choice.delta or as_str(choice.delta.get(self._field)) != text:
+            if reasoning and ("content" in read or as_str(read.get(self._field)) != text):
                 return None
-        return new
+            if not reasoning and as_str(read.get("content")) != text:
+                return None
+        return out
 
     def _renamed_all(self, span: bytes, chunks: list[_Chunk]) -> bytes | None:
         """Steady reasoning: ``span`` (``data: `` lines of ``chunks``) with each event renamed."""
@@ -443,18 +468,11 @@ class ChatStream:
         for body, chunk in zip(bodies, chunks, strict=True):
             delta = chunk.choices[0].delta  # type: ignore[index]
             assert delta is not None and delta.content is not None
-            renamed = self._renamed(body, delta, delta.content)
+            renamed = self._edited(body, delta, True, delta.content)
             if renamed is None:
                 return None
             out.append(renamed)
         return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
-
-    def _whole_reasoning(self, choice: _Choice, runs: list[Segment]) -> bool:
-        """Whether this choice's delta text became one reasoning run, whole, and it does not end."""
-        if len(runs) != 1 or runs[0].kind != REASONING or choice.finish_reason is not None:
-            return False
-        delta = choice.delta
-        return delta is not None and runs[0].text == delta.content
 
     # -- native reasoning under the other name ----------------------------------------------------
 

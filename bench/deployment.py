@@ -109,7 +109,8 @@ def steady_row(layout: str, kind: str, n: int, rounds: int) -> dict[str, Any]:
     }
 
 
-def in_process_tables(rounds: int, quick: bool = False) -> str:
+def in_process_tables(rounds: int, quick: bool = False, goals: list[str] | None = None) -> str:
+    """The in-process tables; ``goals`` (if given) gets one line per goal, measured."""
     long_n = 2000 if not quick else 400
     short_streams = 500 if not quick else 50
     out = [
@@ -120,9 +121,11 @@ def in_process_tables(rounds: int, quick: bool = False) -> str:
         "| upstream layout | baseline per event | added: steady content | added: steady reasoning |",
         "|---|---|---|---|",
     ]
+    steady_worst = -1e9
     for layout, label in layouts.LAYOUTS.items():
         content = steady_row(layout, "content", long_n, rounds)
         reasoning = steady_row(layout, "reasoning", long_n, rounds)
+        steady_worst = max(steady_worst, content["added_us"].median, reasoning["added_us"].median)
         out.append(
             f"| {label} | {content['baseline_us'].fmt()} µs | {content['added_us'].fmt()} µs"
             f" | {reasoning['added_us'].fmt()} µs |"
@@ -130,22 +133,39 @@ def in_process_tables(rounds: int, quick: bool = False) -> str:
     out += [
         "",
         f"In process, whole streams, one event per `feed`, {short_streams} streams interleaved event by event:"
-        f" CPU time added per event (20-event streams: also per stream, set-up and first events included),"
-        f" median (min–max) of {rounds} interleaved rounds:",
+        " CPU time added (20-event streams: per stream, set-up and first events of each channel included;"
+        f" then per event), median (min–max) of {rounds} interleaved rounds:",
         "",
         "| upstream layout | stream | 20 events: added per stream | 20 events: per event"
         f" | {long_n:,} events: per event |",
         "|---|---|---|---|---|",
     ]
+    stream_worst = tagged_worst = -1e9
     for layout, label in layouts.LAYOUTS.items():
         for kind in ("typical", "tagged"):
             short = in_process_row(layout, kind, 20, short_streams, rounds)
             long = in_process_row(layout, kind, long_n, 2, rounds)
+            if kind == "typical":
+                stream_worst = max(stream_worst, short["added_stream_us"].median)
+            else:
+                tagged_worst = max(tagged_worst, long["added_us"].median)
             out.append(
                 f"| {label} | {layouts.STREAMS[kind]} | {short['added_stream_us'].fmt()} µs"
                 f" | {short['added_us'].fmt()} µs | {long['added_us'].fmt()} µs |"
             )
+    if goals is not None:
+        goals += [
+            _goal("added CPU per steady event, one event per feed, worst layout", steady_worst, 1.0, "µs"),
+            _goal("a whole 20-event stream (reasoning, then answer), worst layout", stream_worst, 20.0, "µs"),
+            _goal("a tag every 4 events, per event, worst layout", tagged_worst, 5.0, "µs"),
+        ]
     return "\n".join(out)
+
+
+def _goal(what: str, value: float, bound: float, unit: str, at_least: bool = False) -> str:
+    met = value >= bound if at_least else value <= bound
+    sign = "≥" if at_least else "≤"
+    return f"| {what} | {sign} {bound:g} {unit} | {value:.2f} {unit} | {'met' if met else 'not met'} |"
 
 
 # -- 2. end to end, one process ---------------------------------------------------------------------
@@ -242,10 +262,13 @@ def end_to_end(streams: int, n: int, rounds: int, kinds: tuple[str, ...]) -> dic
     return asyncio.run(main())
 
 
-def end_to_end_table(rounds: int, quick: bool = False) -> str:
+def end_to_end_table(rounds: int, quick: bool = False, goals: list[str] | None = None) -> str:
     streams, n = (50, 60) if quick else (200, 300)
     kinds = ("typical", "content")
     ratios = end_to_end(streams, n, rounds, kinds)
+    if goals is not None:
+        worst = min(r.median for r in ratios.values())
+        goals.append(_goal("end to end, throughput ratio, worst cell", worst, 0.95, "", at_least=True))
     out = [
         f"End to end in one process (upstream, gateway, client), {streams} concurrent streams × {n} events, one"
         f" event per upstream write: throughput with the middleware over without, median (min–max) of {rounds}"
@@ -260,7 +283,15 @@ def end_to_end_table(rounds: int, quick: bool = False) -> str:
 
 
 def tables(rounds: int, quick: bool = False) -> str:
-    return in_process_tables(rounds, quick) + "\n\n" + end_to_end_table(rounds, quick)
+    goals: list[str] = []
+    body = in_process_tables(rounds, quick, goals) + "\n\n" + end_to_end_table(rounds, quick, goals)
+    head = [
+        "The goals of this pattern, measured in this run:",
+        "",
+        "| goal | bound | measured | |",
+        "|---|---|---|---|",
+    ]
+    return "\n".join(head + goals) + "\n\n" + body
 
 
 def main() -> None:

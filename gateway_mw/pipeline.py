@@ -60,8 +60,13 @@ class StreamPipeline:
             one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1:] == b"\n"
             if at_boundary and one and b"\r" not in chunk:
                 # One event on one line, as most upstreams write tokens: offered once, whole (a
-                # one-byte search runs at memchr speed; no window is cut).
-                return self._feed_one(chunk)
+                # one-byte search runs at memchr speed; no window is cut), else decoded.
+                try:
+                    fast = self._translator.fast_forward(chunk)
+                except Exception as exc:
+                    self._fault(exc)
+                    fast = None
+                return fast if fast is not None else self._translate(decoder.feed(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
             if (at_boundary or n >= _SMALL) and decoder.plain and b"\r" not in chunk:
@@ -88,18 +93,6 @@ class StreamPipeline:
         return last + rest + self._join(held) + tail
 
     # -- internals ------------------------------------------------------------------------------
-
-    def _feed_one(self, chunk: bytes) -> bytes:
-        """One whole one-line event at a boundary (so the decoder holds nothing): the fast path's,
-        else the decoder's and translator's."""
-        try:
-            fast = self._translator.fast_forward(chunk)
-        except Exception as exc:
-            self._fault(exc)
-            fast = None
-        if fast is not None:
-            return fast
-        return self._translate(self._decoder.feed(chunk))
 
     def _feed_plain(self, chunk: bytes) -> bytes:
         """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding

@@ -219,7 +219,7 @@ class ChatStream:
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
         self._envelope: _Obj = {}  # from the last rewritten chunk, for synthesized ones
         self._last_raw: bytes | None = None  # the last data chunk not yet decoded for its envelope
-        self._steady: tuple[Kind, frozenset[str]] | None = None  # see _refresh_steady
+        self._steady: tuple[Kind, frozenset[str], Scanner] | None = None  # see _refresh_steady
         self._read: tuple[bytes, _Chunk] | None = None  # a chunk fast_forward decoded and declined
         self.counts = Counts()
 
@@ -258,12 +258,12 @@ class ChatStream:
             text = _steady_text(chunk, steady[1])
             if text is not None:
                 if steady[0] == CONTENT:
-                    self._scanners[0].pass_steady(len(text))
+                    steady[2].pass_steady(len(text))
                     self._last_raw = data
                     return [event]
                 renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
                 if renamed is not None:
-                    self._scanners[0].pass_steady(len(text))
+                    steady[2].pass_steady(len(text))
                     self._last_raw = data
                     return [encode_event(renamed, fields=event.fields)]
         self._last_raw = data
@@ -349,7 +349,7 @@ class ChatStream:
                         self._read = (body, chunk)
                         return None
                     out = renamed
-                self._scanners[0].pass_steady(len(text))
+                steady[2].pass_steady(len(text))
                 self._last_raw = body
                 return out
             events = span.count(b"\n\n")
@@ -373,7 +373,7 @@ class ChatStream:
             if renamed is None:
                 return None
             out = renamed
-        self._scanners[0].pass_steady(chars)
+        steady[2].pass_steady(chars)
         last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
         self._last_raw = span[last if last >= 8 else 6 : -2]
         return out
@@ -397,7 +397,7 @@ class ChatStream:
             return
         kind = scanner.steady
         if kind is not None:
-            self._steady = (kind, scanner.triggers)
+            self._steady = (kind, scanner.triggers, scanner)
 
     def _edited(self, data: bytes, delta: _Delta, reasoning: bool, text: str, framed: bool = False) -> bytes | None:
         """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
@@ -414,32 +414,55 @@ class ChatStream:
         original = delta.content
         if not original:
             return None
-        at = data.find(_CONTENT_KEY)
-        if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
-            return None
         escaped = b"\\" in data and b"\\u" in data
-        edits: list[tuple[int, int, bytes]] = []
-        if reasoning:
-            edits.append((at, at + 9, self._field_key))
-            if getattr(delta, self._field) is not UNSET:  # an explicit empty field: the keys trade names
-                key = self._field_key
-                start = data.find(key)
-                if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
-                    return None
-                edits.append((start, start + len(key), _CONTENT_KEY))
-        if text != original:
-            value = _string_at(data, at + 9)
-            if value is None:
+        key = self._field_key
+        present = getattr(delta, self._field) is not UNSET  # an explicit empty field: the keys trade names
+        if reasoning and text == original:  # the steady case: one key renamed (or two traded)
+            parts = data.split(_CONTENT_KEY)
+            if len(parts) != 2:
                 return None
-            edits.append((*value, _encode(text)))
-        edits.sort()
-        pieces: list[bytes] = []
-        pos = 0
-        for start, end, new in edits:
-            pieces += (data[pos:start], new)
-            pos = end
-        pieces.append(data[pos:])
-        out = b"".join(pieces)
+            if not present:
+                out = key.join(parts)
+            elif escaped:
+                return None
+            else:
+                head, tail = parts
+                size = len(key)
+                i = head.find(key)
+                if i >= 0:
+                    if head.find(key, i + size) >= 0 or key in tail:
+                        return None
+                    out = b"".join((head[:i], _CONTENT_KEY, head[i + size :], key, tail))
+                else:
+                    i = tail.find(key)
+                    if i < 0 or tail.find(key, i + size) >= 0:
+                        return None
+                    out = b"".join((head, key, tail[:i], _CONTENT_KEY, tail[i + size :]))
+        else:
+            at = data.find(_CONTENT_KEY)
+            if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+                return None
+            edits: list[tuple[int, int, bytes]] = []
+            if reasoning:
+                edits.append((at, at + 9, key))
+                if present:
+                    start = data.find(key)
+                    if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
+                        return None
+                    edits.append((start, start + len(key), _CONTENT_KEY))
+            if text != original:
+                value = _string_at(data, at + 9)
+                if value is None:
+                    return None
+                edits.append((*value, _encode(text)))
+            edits.sort()
+            pieces: list[bytes] = []
+            pos = 0
+            for start, end, new in edits:
+                pieces += (data[pos:start], new)
+                pos = end
+            pieces.append(data[pos:])
+            out = b"".join(pieces)
         if escaped:
             try:
                 read = _decode_checked(out[6:-2] if framed else out).choices[0].delta

@@ -66,7 +66,13 @@ class StreamPipeline:
                 except Exception as exc:
                     self._fault(exc)
                     fast = None
-                return fast if fast is not None else self._translate(decoder.feed(chunk))
+                if fast is not None:
+                    return fast
+                if chunk.startswith(b"data: "):
+                    # What the decoder would make of it, made here: at a boundary a one-line
+                    # event changes none of its state.
+                    return self._translate([SSEEvent(raw=chunk, data=chunk[6:-2])])
+                return self._translate(decoder.feed(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
             if (at_boundary or n >= _SMALL) and decoder.plain and b"\r" not in chunk:

@@ -442,27 +442,32 @@ class ChatStream:
             at = data.find(_CONTENT_KEY)
             if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
                 return None
-            edits: list[tuple[int, int, bytes]] = []
-            if reasoning:
-                edits.append((at, at + 9, key))
-                if present:
-                    start = data.find(key)
-                    if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
-                        return None
-                    edits.append((start, start + len(key), _CONTENT_KEY))
-            if text != original:
-                value = _string_at(data, at + 9)
+            value = _string_at(data, at + 9) if text != original else None
+            if value is None and text != original:
+                return None
+            if not reasoning:  # the text alone
+                assert value is not None
+                out = b"".join((data[: value[0]], _encode(text), data[value[1] :]))
+            elif not present:  # the key and, when it changed, the text
                 if value is None:
+                    out = b"".join((data[:at], key, data[at + 9 :]))
+                else:
+                    out = b"".join((data[:at], key, data[at + 9 : value[0]], _encode(text), data[value[1] :]))
+            else:
+                start = data.find(key)
+                if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
                     return None
-                edits.append((*value, _encode(text)))
-            edits.sort()
-            pieces: list[bytes] = []
-            pos = 0
-            for start, end, new in edits:
-                pieces += (data[pos:start], new)
-                pos = end
-            pieces.append(data[pos:])
-            out = b"".join(pieces)
+                edits = [(at, at + 9, key), (start, start + len(key), _CONTENT_KEY)]
+                if value is not None:
+                    edits.append((*value, _encode(text)))
+                edits.sort()
+                pieces: list[bytes] = []
+                pos = 0
+                for begin, end, new in edits:
+                    pieces += (data[pos:begin], new)
+                    pos = end
+                pieces.append(data[pos:])
+                out = b"".join(pieces)
         if escaped:
             try:
                 read = _decode_checked(out[6:-2] if framed else out).choices[0].delta

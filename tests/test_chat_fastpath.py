@@ -37,6 +37,10 @@ class FullPath(ChatStream):
     def _edited(self, *args: Any) -> bytes | None:
         return None
 
+    @staticmethod
+    def _quiet(data: bytes) -> bool:
+        return False
+
 
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     pipeline = StreamPipeline("chat", CFG)
@@ -164,6 +168,7 @@ def test_the_fast_paths_are_taken() -> None:
 
 WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word"])
 DELTAS = st.one_of(WORDS, WORDS, WORDS, TEXT)
+EXTRA = st.sampled_from([None, "", [], {}, 0, False, "x", [1], {"a": None}])
 SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
 
 
@@ -197,6 +202,10 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     start = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello"]))
     deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]
     docs = [body(layout, "", first=True)] + [body(layout, d) for d in deltas] + [body(layout, None, "stop")]
+    for doc in docs[1:-1]:  # now and then a member that says nothing, or something, anywhere
+        if draw(st.integers(0, 5)) == 0:
+            where = draw(st.sampled_from([doc, doc["choices"][0], doc["choices"][0]["delta"]]))
+            where[draw(st.sampled_from(["extra", "usage", "tool_calls", "role"]))] = draw(EXTRA)
     events = [b"data: " + encode(doc).encode() + b"\n\n" for doc in docs] + [b"data: [DONE]\n\n"]
     return b"".join(events), events
 

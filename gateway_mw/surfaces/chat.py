@@ -70,6 +70,7 @@ class _Checked(msgspec.Struct, gc=False):
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_chunks = msgspec.json.Decoder(list[_Chunk]).decode
 _decode_checked = msgspec.json.Decoder(_Checked).decode
+_decode_any = msgspec.json.Decoder().decode
 # Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
 # it is re-emitted exactly (numbers msgspec would reject, deep nesting, escapes) and cheaply.
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -98,7 +99,45 @@ def _says_nothing(value: Any) -> bool:
     """Whether a delta's or a choice's value is absent in all but spelling: null, ``""``, ``[]``, ``{}``."""
     if value is None or value == "":
         return True
-    return isinstance(value, msgspec.Raw) and bytes(value) in _NOTHING_RAW
+    if not isinstance(value, msgspec.Raw):
+        return False
+    raw = bytes(value)
+    return raw in _NOTHING_RAW or (raw[:1] in (b"[", b"{") and not raw[1:-1].strip())
+
+
+def _nothing(value: Any) -> bool:
+    """:func:`_says_nothing` for a decoded value."""
+    return value is None or value == "" or value == [] or value == {}
+
+
+def _quiet(data: bytes) -> bool:
+    """Whether a one-choice chunk whose text was all held says nothing else: then it is not sent.
+
+    What :meth:`ChatStream._rewrite` decides, without rebuilding the chunk: every top-level value
+    but the envelope's null, and every value of the choice and its delta but the index and the text
+    saying nothing.
+    """
+    try:
+        doc = _decode_any(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    if not isinstance(doc, dict):
+        return False
+    for key, value in doc.items():
+        if key != "choices" and key not in _ENVELOPE and value is not None:
+            return False
+    choices = doc.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        return False
+    for key, value in choices[0].items():
+        if key == "delta":
+            if value is not None and (
+                not isinstance(value, dict) or not all(_nothing(v) for k, v in value.items() if k != "content")
+            ):
+                return False
+        elif key != "index" and not _nothing(value):
+            return False
+    return True
 
 
 def _delta_of(choice: _Obj) -> _Obj:
@@ -293,6 +332,8 @@ class ChatStream:
             self._last_raw = data
         if runs is None:
             out = [event]
+        elif len(choices) == 1 and not runs[0] and self._quiet(data):
+            out = []  # a tag, or text held: nothing else to say
         elif len(choices) == 1 and len(runs[0]) == 1 and choices[0].delta is not None:
             # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
             seg = runs[0][0]
@@ -501,6 +542,10 @@ class ChatStream:
                 return None
             out.append(renamed)
         return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
+
+    @staticmethod
+    def _quiet(data: bytes) -> bool:
+        return _quiet(data)
 
     # -- native reasoning under the other name ----------------------------------------------------
 

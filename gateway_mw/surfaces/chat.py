@@ -16,7 +16,7 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -61,6 +61,27 @@ class _CheckedChoice(msgspec.Struct, gc=False):
     delta: dict[str, msgspec.Raw] = {}
 
 
+class _RunDelta(msgspec.Struct, gc=False):
+    content: Annotated[str, msgspec.Meta(min_length=1)]
+    reasoning_content: Literal[""] | UnsetType | None = UNSET
+    reasoning: Literal[""] | UnsetType | None = UNSET
+    reasoning_details: None = None
+
+
+class _RunChoice(msgspec.Struct, gc=False):
+    delta: _RunDelta
+    index: Literal[0] = 0
+    finish_reason: None = None
+
+
+class _RunChunk(msgspec.Struct, gc=False):
+    """A chunk that only continues choice 0's text, as a run of them is decoded: the decoder itself
+    refuses anything else (the full path reads every such chunk so, and a chunk it reads otherwise
+    is refused: the run is declined)."""
+
+    choices: tuple[_RunChoice]
+
+
 class _Checked(msgspec.Struct, gc=False):
     """A renamed chunk read back, to prove which ``content`` key the rename hit."""
 
@@ -68,7 +89,7 @@ class _Checked(msgspec.Struct, gc=False):
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
-_decode_chunks = msgspec.json.Decoder(list[_Chunk]).decode
+_decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
 _decode_checked = msgspec.json.Decoder(_Checked).decode
 _decode_any = msgspec.json.Decoder().decode
 # Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
@@ -393,24 +414,24 @@ class ChatStream:
                 steady[2].pass_steady(len(text))
                 self._last_raw = body
                 return out
-            events = span.count(b"\n\n")
-            # Any line but "data: " (a comment, event:, id:) makes this invalid JSON.
-            chunks = _decode_chunks(b"[" + span[6:-2].replace(b"\n\ndata: ", b",") + b"]")
+            # Each event alone, as the full path reads it: the pieces between event ends, each
+            # one line (a span with no other newline), each one chunk. Any line but "data: " (a
+            # comment, event:, id:) leaves a piece that is not JSON.
+            bodies = span[6:-2].split(b"\n\ndata: ")
+            if span.count(b"\n") != 2 * len(bodies):
+                return None
+            decode = _decode_run_chunk
+            chunks = [decode(body) for body in bodies]
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        if len(chunks) != events:
-            return None  # two JSON values on one line, or blank lines between events
-        triggers = steady[1]
-        chars = 0
-        for chunk in chunks:
-            text = _steady_text(chunk, triggers)
-            if text is None:
-                return None
-            chars += len(text)
+        text = "".join([chunk.choices[0].delta.content for chunk in chunks])
+        if not steady[1].isdisjoint(text):
+            return None
+        chars = len(text)
         if steady[0] == CONTENT:
             out = span
         else:
-            renamed = self._renamed_all(span, chunks)
+            renamed = self._renamed_all(span, bodies, chunks)
             if renamed is None:
                 return None
             out = renamed
@@ -440,7 +461,9 @@ class ChatStream:
         if kind is not None:
             self._steady = (kind, scanner.triggers, scanner)
 
-    def _edited(self, data: bytes, delta: _Delta, reasoning: bool, text: str, framed: bool = False) -> bytes | None:
+    def _edited(
+        self, data: bytes, delta: _Delta | _RunDelta, reasoning: bool, text: str, framed: bool = False
+    ) -> bytes | None:
         """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
         replaced by ``text`` and, for ``reasoning``, its ``content`` key renamed to the reasoning
         field (an explicit empty reasoning field of the delta renamed ``content``): what the full
@@ -520,23 +543,19 @@ class ChatStream:
                 return None
         return out
 
-    def _renamed_all(self, span: bytes, chunks: list[_Chunk]) -> bytes | None:
+    def _renamed_all(self, span: bytes, bodies: list[bytes], chunks: list[_RunChunk]) -> bytes | None:
         """Steady reasoning: ``span`` (``data: `` lines of ``chunks``) with each event renamed."""
         field = self._field
         # With no escapes every event holds its delta's key spelled as itself: then one each.
         if (
             not (b"\\" in span and b"\\u" in span)
             and span.count(_CONTENT_KEY) == len(chunks)
-            and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)  # type: ignore[index]
+            and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)
         ):
             return span.replace(_CONTENT_KEY, self._field_key)
-        bodies = span[6:-2].split(b"\n\ndata: ")
-        if len(bodies) != len(chunks):
-            return None
         out: list[bytes] = []
         for body, chunk in zip(bodies, chunks, strict=True):
-            delta = chunk.choices[0].delta  # type: ignore[index]
-            assert delta is not None and delta.content is not None
+            delta = chunk.choices[0].delta
             renamed = self._edited(body, delta, True, delta.content)
             if renamed is None:
                 return None

@@ -274,15 +274,15 @@ def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
     """Two events that are JSON only when joined (and a third holding two chunks) are each read
     alone, as the full path reads them: unreadable, passed as they came, counting nothing."""
     steady = b'data: {"choices":[{"index":0,"delta":{"content":"word"}}]}\n\n'
-    straddle = b'data: {"choices":[{"index":0,"delta":{"content":"a"\n\ndata: }}]}\n\n'
+    straddle = b'data: {"choices":[{"index":0,"delta":{"content":"a"\n\ndata: "x":1}}]}\n\n'
     two = (
         b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]},{"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
     )
     for start in (b'"<think>"', b'"Hello"'):
         first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
-        upstream = first + steady * 3 + straddle + two + steady * 3 + b"data: [DONE]\n\n"
-        fast, fast_counts = run(upstream, 1 << 20, full=False)
-        full, full_counts = run(upstream, 1 << 20, full=True)
+        feeds = [first, steady, steady * 2 + straddle + two + steady * 3]  # the last offered as one run
+        fast, fast_counts = run_events(feeds, full=False)
+        full, full_counts = run_events(feeds, full=True)
         assert events_of(fast) == events_of(full)
         assert fast_counts == full_counts
         assert straddle + two in fast

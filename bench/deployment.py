@@ -165,7 +165,8 @@ def in_process_tables(rounds: int, quick: bool = False, goals: list[str] | None 
 def _goal(what: str, value: float, bound: float, unit: str, at_least: bool = False) -> str:
     met = value >= bound if at_least else value <= bound
     sign = "≥" if at_least else "≤"
-    return f"| {what} | {sign} {bound:g} {unit} | {value:.2f} {unit} | {'met' if met else 'not met'} |"
+    bound_text, value_text = f"{sign} {bound:g} {unit}".strip(), f"{value:.2f} {unit}".strip()
+    return f"| {what} | {bound_text} | {value_text} | {'met' if met else 'not met'} |"
 
 
 # -- 2. end to end, one process ---------------------------------------------------------------------

@@ -41,6 +41,9 @@ class FullPath(ChatStream):
     def _quiet(data: bytes) -> bool:
         return False
 
+    def _without_text(self, *args: Any) -> bytes | None:
+        return None
+
 
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     pipeline = StreamPipeline("chat", CFG)

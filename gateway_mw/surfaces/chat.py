@@ -37,6 +37,7 @@ _Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
+    role: msgspec.Raw = msgspec.Raw()  # only whether it says something: empty when absent
     # UNSET when absent: a steady rename also renames an explicit null (SGLang writes them all).
     reasoning_content: str | UnsetType | None = UNSET
     reasoning: str | UnsetType | None = UNSET
@@ -129,6 +130,10 @@ def _says_nothing(value: Any) -> bool:
 def _nothing(value: Any) -> bool:
     """:func:`_says_nothing` for a decoded value."""
     return value is None or value == "" or value == [] or value == {}
+
+
+def _role(choice: _Choice) -> msgspec.Raw:
+    return choice.delta.role if choice.delta is not None else msgspec.Raw()
 
 
 def _quiet(data: bytes) -> bool:
@@ -353,8 +358,8 @@ class ChatStream:
             self._last_raw = data
         if runs is None:
             out = [event]
-        elif len(choices) == 1 and not runs[0] and self._quiet(data):
-            out = []  # a tag, or text held: nothing else to say
+        elif len(choices) == 1 and not runs[0] and (held := self._all_held(event, data, choices[0])) is not None:
+            out = held
         elif len(choices) == 1 and len(runs[0]) == 1 and choices[0].delta is not None:
             # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
             seg = runs[0][0]
@@ -562,9 +567,51 @@ class ChatStream:
             out.append(renamed)
         return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
 
+    def _all_held(self, event: SSEEvent, data: bytes, choice: _Choice) -> list[SSEEvent] | None:
+        """What goes out for a one-choice chunk whose text was all held (a tag, or whitespace held
+        at a block's edge), without the full rewrite: nothing when it says nothing else; with a
+        role (Ollama writes one in every delta), the chunk without its text. ``None``: unproven."""
+        if _says_nothing(_role(choice)):
+            return [] if self._quiet(data) else None
+        bare = self._without_text(data, choice)
+        return None if bare is None else [encode_event(bare, fields=event.fields)]
+
     @staticmethod
     def _quiet(data: bytes) -> bool:
         return _quiet(data)
+
+    def _without_text(self, data: bytes, choice: _Choice) -> bytes | None:
+        """``data`` with its one delta's ``content`` member taken out: what the full rewrite sends
+        for a chunk whose text was all held and that has something else to say. ``None`` when
+        unproven (see :meth:`_edited`)."""
+        delta = choice.delta
+        if delta is None or delta.content is None:
+            return None
+        at = data.find(_CONTENT_KEY)
+        if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+            return None
+        value = _string_at(data, at + 9)
+        if value is None:
+            return None
+        end = value[1]
+        after = end
+        while after < len(data) and data[after] in b" \t\r\n":
+            after += 1
+        if after < len(data) and data[after] == 44:  # ",": the member and its comma go
+            out = data[:at] + data[after + 1 :]
+        else:  # the last member: the comma before it goes instead
+            before = len(data[:at].rstrip())
+            if before < 1 or data[before - 1] != 44:
+                return None  # the only member: the full rewrite decides
+            out = data[: before - 1] + data[end:]
+        if b"\\" in data and b"\\u" in data:
+            try:
+                read = _decode_checked(out).choices[0].delta
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if "content" in read:
+                return None
+        return out
 
     # -- native reasoning under the other name ----------------------------------------------------
 

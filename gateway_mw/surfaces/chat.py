@@ -526,17 +526,19 @@ class ChatStream:
                 start = data.find(key)
                 if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
                     return None
-                edits = [(at, at + 9, key), (start, start + len(key), _CONTENT_KEY)]
-                if value is not None:
-                    edits.append((*value, _encode(text)))
-                edits.sort()
-                pieces: list[bytes] = []
-                pos = 0
-                for begin, end, new in edits:
-                    pieces += (data[pos:begin], new)
-                    pos = end
-                pieces.append(data[pos:])
-                out = b"".join(pieces)
+                size = len(key)
+                if value is None:
+                    middle: tuple[bytes, ...] = (key,)
+                    lo, hi = at, at + 9
+                else:
+                    middle = (key, data[at + 9 : value[0]], _encode(text))
+                    lo, hi = at, value[1]
+                if start < lo:
+                    out = b"".join((data[:start], _CONTENT_KEY, data[start + size : lo], *middle, data[hi:]))
+                elif start >= hi:
+                    out = b"".join((data[:lo], *middle, data[hi:start], _CONTENT_KEY, data[start + size :]))
+                else:
+                    return None
         if escaped:
             try:
                 read = _decode_checked(out[6:-2] if framed else out).choices[0].delta

@@ -58,7 +58,7 @@ class StreamPipeline:
             at_boundary = decoder.at_boundary
             n = len(chunk)
             one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1:] == b"\n"
-            if at_boundary and one and b"\r" not in chunk:
+            if at_boundary and one and chunk.find(b"\r") < 0:
                 # One event on one line, as most upstreams write tokens: offered once, whole (a
                 # one-byte search runs at memchr speed; no window is cut), else decoded.
                 try:
@@ -75,7 +75,7 @@ class StreamPipeline:
                 return self._translate(decoder.feed(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
-            if (at_boundary or n >= _SMALL) and decoder.plain and b"\r" not in chunk:
+            if (at_boundary or n >= _SMALL) and decoder.plain and chunk.find(b"\r") < 0:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response

@@ -245,6 +245,12 @@ def _for_model(config: ThinkExtractConfig, model: str | None) -> ThinkExtractCon
     return resolved
 
 
+def _escaped(data: bytes) -> bool:
+    """Whether ``data`` holds a ``\\u`` escape (``find``, not ``in``: a bytes needle given to
+    ``in`` is first tried as an integer, which costs more than the search)."""
+    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
+
+
 def _string_at(data: bytes, pos: int) -> tuple[int, int] | None:
     """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
     n = len(data)
@@ -483,7 +489,7 @@ class ChatStream:
         original = delta.content
         if not original:
             return None
-        escaped = b"\\" in data and b"\\u" in data
+        escaped = _escaped(data)
         key = self._field_key
         present = getattr(delta, self._field) is not UNSET  # an explicit empty field: the keys trade names
         if reasoning and text == original:  # the steady case: one key renamed (or two traded)
@@ -497,16 +503,16 @@ class ChatStream:
             else:
                 head, tail = parts
                 size = len(key)
-                i = head.find(key)
+                i = tail.find(key)  # SGLang writes it after the text
                 if i >= 0:
-                    if head.find(key, i + size) >= 0 or key in tail:
-                        return None
-                    out = b"".join((head[:i], _CONTENT_KEY, head[i + size :], key, tail))
-                else:
-                    i = tail.find(key)
-                    if i < 0 or tail.find(key, i + size) >= 0:
+                    if head.find(key) >= 0 or tail.find(key, i + size) >= 0:
                         return None
                     out = b"".join((head, key, tail[:i], _CONTENT_KEY, tail[i + size :]))
+                else:
+                    i = head.find(key)
+                    if i < 0 or head.find(key, i + size) >= 0:
+                        return None
+                    out = b"".join((head[:i], _CONTENT_KEY, head[i + size :], key, tail))
         else:
             at = data.find(_CONTENT_KEY)
             if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
@@ -555,7 +561,7 @@ class ChatStream:
         field = self._field
         # With no escapes every event holds its delta's key spelled as itself: then one each.
         if (
-            not (b"\\" in span and b"\\u" in span)
+            not _escaped(span)
             and span.count(_CONTENT_KEY) == len(chunks)
             and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)
         ):
@@ -606,7 +612,7 @@ class ChatStream:
             if before < 1 or data[before - 1] != 44:
                 return None  # the only member: the full rewrite decides
             out = data[: before - 1] + data[end:]
-        if b"\\" in data and b"\\u" in data:
+        if _escaped(data):
             try:
                 read = _decode_checked(out).choices[0].delta
             except (msgspec.DecodeError, msgspec.ValidationError):

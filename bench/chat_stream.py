@@ -72,10 +72,6 @@ def stream_events(kind: str, n: int) -> list[bytes]:
 # -- 1. in process --------------------------------------------------------------------------------
 
 
-
-
-
-
 def translate(pieces: list[bytes]) -> bytes:
     pipeline = StreamPipeline("chat", ThinkExtractConfig())
     out = [pipeline.feed(p) for p in pieces]
@@ -108,8 +104,6 @@ def in_process(events: int = 20_000, rounds: int = 7) -> list[dict[str, Any]]:
 
 
 # -- 2. end to end, one process ---------------------------------------------------------------------
-
-
 
 
 def upstream_app(events: dict[str, list[bytes]]) -> web.Application:
@@ -220,8 +214,6 @@ def _serve(app_factory: Callable[..., web.Application], port: int, *args: object
 
 def _upstream_for(kinds: list[str], events: int) -> web.Application:
     return upstream_app({k: stream_events(k, events) for k in kinds})
-
-
 
 
 def gateway_bound(streams: int = 32, events: int = 2000, rounds: int = 5) -> list[dict[str, Any]]:

@@ -93,8 +93,6 @@ SCENARIOS = [
 ]
 
 
-
-
 def peak_rss() -> int:
     """This process's peak resident memory, in bytes: VmHWM, which starts afresh at exec (ru_maxrss
     keeps the peak of the process that spawned it)."""
@@ -136,8 +134,6 @@ def run_gateway(port: int, upstream: int, piece: int, with_middleware: bool) -> 
     app.router.add_post(ROUTE, proxy)
     app.router.add_get("/usage", usage)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
-
-
 
 
 async def measure(scenario: Scenario, scale: float, with_middleware: bool) -> tuple[int, int, float, int]:

@@ -74,12 +74,8 @@ def plain_tokens(n: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(n)]
 
 
-
-
 def event_writes(stream: bytes) -> list[bytes]:
     return [e.raw for e in SSEDecoder().feed(stream)]
-
-
 
 
 def translated(pieces: list[bytes]) -> bytes:

@@ -2,6 +2,9 @@
 
     python bench/report.py [--rounds 7] [--quick]
 
+A full run writes its tables into docs/performance.md (everything after the "## Figures" heading);
+``--quick`` only prints them.
+
 Ratios measured in one run are the headline; absolute figures are this machine's. ``--quick`` runs
 fewer rounds and smaller inputs, to check that the command works.
 """
@@ -10,16 +13,21 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 import chat_stream
+import deployment
 import faults
+import memory
 import messages_stream
 import peer_litellm
 import proxy
 import responses_stream
 import scanner
 from common import machine
+
+FIGURES = "## Figures\n\n"
 
 
 def in_process_table(rows: list[dict[str, Any]]) -> str:
@@ -48,11 +56,15 @@ def main() -> None:
         f"Machine: {machine()}.",
         f"Command: `python bench/report.py --rounds {rounds}`{' --quick' if args.quick else ''}.",
         "",
+        "### Chat completions in the deployment pattern",
+        "",
+        deployment.tables(rounds, args.quick),
+        "",
         "### Scanner",
         "",
         scanner.table(rounds),
         "",
-        "### Chat completions stream",
+        "### Chat completions stream, batched reads",
         "",
         chat_stream.tables(rounds, args.quick),
         "",
@@ -74,13 +86,24 @@ def main() -> None:
         "",
         in_process_table(responses_stream.run(events, rounds)),
         "",
+        "### Peak memory: Responses next to messages",
+        "",
+        "The same text streamed on both surfaces in deltas of 200 characters, each surface in a fresh process:",
+        "",
+        memory.table([2.0] if args.quick else [10.0, 40.0]),
+        "",
         "### Hostile input: memory and CPU of the gateway process",
         "",
         faults.table(faults.run(0.05 if args.quick else 1.0)),
     ]
     out += ["", "### The standalone proxy, end to end", "", proxy.report(quick=args.quick)]
     out += ["", f"(The whole report took {time.perf_counter() - started:.0f} s.)"]
-    print("\n".join(out))
+    text = "\n".join(out)
+    print(text)
+    if not args.quick:  # the figures of docs/performance.md: everything after its "## Figures" heading
+        page = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+        head = page.read_text().split(FIGURES, 1)[0]
+        page.write_text(head + FIGURES + text + "\n")
 
 
 if __name__ == "__main__":

@@ -90,10 +90,6 @@ def plain_deltas(n: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(n)]
 
 
-
-
-
-
 def translated(pieces: list[bytes]) -> bytes:
     pipeline = StreamPipeline("responses", ThinkExtractConfig())
     out = [pipeline.feed(p) for p in pieces]

@@ -114,6 +114,7 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     protocol: Protocol | None = None
     tool_call_markers: tuple[str, ...] | None = None
     content_wrappers: tuple[TagPair, ...] | None = None
+    chat_mirror_reasoning: bool | None = None
     responses_reasoning_format: ResponsesReasoningFormat | None = None
 
     def __post_init__(self) -> None:
@@ -153,6 +154,10 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     max_event_bytes: int = 1024 * 1024
     max_body_bytes: int = 64 * 1024 * 1024
     chat_reasoning_field: ChatReasoningField = "reasoning_content"
+    chat_mirror_reasoning: bool = True
+    """Chat: reasoning the upstream sent under the other name (``reasoning`` when the field is
+    ``reasoning_content``, and the other way round) is also written under ``chat_reasoning_field``;
+    the upstream's own field stays."""
     responses_reasoning_format: ResponsesReasoningFormat = "both"
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
@@ -394,6 +399,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "max_event_bytes": _parse_positive_int,
     "max_body_bytes": _parse_positive_int,
     "chat_reasoning_field": _choice(ChatReasoningField),
+    "chat_mirror_reasoning": _parse_bool,
     "responses_reasoning_format": _choice(ResponsesReasoningFormat),
     "routes": _parse_routes,
     "profiles": _parse_profiles,

@@ -19,6 +19,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat import ChatStream
 
+from .chatlayouts import LAYOUTS, body, dumps, event
 from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
@@ -33,8 +34,15 @@ class FullPath(ChatStream):
     def _refresh_steady(self) -> None:
         self._steady = None
 
-    def _renamable(self, *args: Any) -> bool:
+    def _edited(self, *args: Any) -> bytes | None:
+        return None
+
+    @staticmethod
+    def _quiet(data: bytes) -> bool:
         return False
+
+    def _without_text(self, *args: Any) -> bytes | None:
+        return None
 
 
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
@@ -164,3 +172,127 @@ def test_the_fast_paths_are_taken(trim: bool | str) -> None:
         assert translator.counts.reasoning_chars == 0  # counted when the choice finishes
         pipeline.finish()
         assert translator.counts.reasoning_chars == (400 if start == b'"<think>"' else 0)
+
+
+# -- every upstream layout, one event per feed ------------------------------------------------------
+
+WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word"])
+DELTAS = st.one_of(WORDS, WORDS, WORDS, TEXT)
+EXTRA = st.sampled_from([None, "", [], {}, 0, False, "x", [1], {"a": None}])
+SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
+
+
+@st.composite
+def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
+    """A whole stream in one server's layout, keys reordered and spaced at random, strings escaped
+    one of several valid ways: the stream and its events one by one."""
+    layout = draw(st.sampled_from(LAYOUTS))
+    rnd = draw(st.randoms(use_true_random=False))
+    comma, colon = draw(st.sampled_from(SPACING))
+    ascii_only = draw(st.booleans())
+    reorder = draw(st.booleans())
+    slash, lt = draw(st.booleans()), draw(st.booleans())
+
+    def text(value: str) -> str:
+        encoded = json.dumps(value, ensure_ascii=ascii_only)
+        if slash:
+            encoded = encoded.replace("/", "\\/")
+        return encoded.replace("<", "\\u003c") if lt else encoded
+
+    def encode(value: Any) -> str:
+        if isinstance(value, dict):
+            items = list(value.items())
+            if reorder:
+                rnd.shuffle(items)
+            return "{" + comma.join(f"{text(k)}{colon}{encode(v)}" for k, v in items) + "}"
+        if isinstance(value, list):
+            return "[" + comma.join(encode(v) for v in value) + "]"
+        return text(value) if isinstance(value, str) else json.dumps(value)
+
+    start = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello"]))
+    deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]
+    docs = [body(layout, "", first=True)] + [body(layout, d) for d in deltas] + [body(layout, None, "stop")]
+    for doc in docs[1:-1]:  # now and then a member that says nothing, or something, anywhere
+        if draw(st.integers(0, 5)) == 0:
+            where = draw(st.sampled_from([doc, doc["choices"][0], doc["choices"][0]["delta"]]))
+            where[draw(st.sampled_from(["extra", "usage", "tool_calls", "role"]))] = draw(EXTRA)
+    events = [b"data: " + encode(doc).encode() + b"\n\n" for doc in docs] + [b"data: [DONE]\n\n"]
+    return b"".join(events), events
+
+
+def run_events(events: list[bytes], full: bool) -> tuple[bytes, tuple[int, ...]]:
+    pipeline = StreamPipeline("chat", CFG)
+    if full:
+        pipeline._translator = FullPath(CFG)
+    out = b"".join(pipeline.feed(event) for event in events) + pipeline.finish()
+    counts = pipeline.counts
+    return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=layout_stream(), piece=st.sampled_from([0, 1500, 1 << 20]))
+def test_every_layout_one_event_per_feed_gives_what_the_full_path_gives(
+    case: tuple[bytes, list[bytes]], piece: int
+) -> None:
+    upstream, events = case
+    if piece:
+        fast, fast_counts = run(upstream, piece, full=False)
+    else:
+        fast, fast_counts = run_events(events, full=False)
+    full, full_counts = run_events(events, full=True)
+    assert events_of(fast) == events_of(full)
+    assert fast_counts == full_counts
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("start", ["Hello", "<think>"])
+def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start: str) -> None:
+    """In steady content and steady reasoning no event of any layout is decoded by the event path,
+    and each goes out as the full path would write it: the same bytes, or its key renamed."""
+    pipeline = StreamPipeline("chat", CFG)
+    head = [event(layout, "", first=True), event(layout, start), event(layout, " first")]
+    for ev in head:
+        pipeline.feed(ev)
+    translator = pipeline._translator
+    calls = 0
+    original = translator.event
+
+    def counting(ev: Any, original: Any = original) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(ev)
+
+    translator.event = counting  # type: ignore[method-assign]
+    words = [event(layout, w) for w in (" step", " by", " step", " é", " 4")]
+    out = [pipeline.feed(ev) for ev in words]
+    assert calls == 0
+    if start == "Hello":
+        assert out == words
+    else:
+        expected = []
+        for word in (" step", " by", " step", " é", " 4"):
+            doc = body(layout, word)
+            delta = doc["choices"][0]["delta"]
+            # SGLang's explicit null reasoning_content trades names with content.
+            names = {"content": "reasoning_content", "reasoning_content": "content"}
+            doc["choices"][0]["delta"] = {names.get(k, k): v for k, v in delta.items()}
+            expected.append(b"data: " + dumps(doc, layout).encode() + b"\n\n")
+        assert out == expected
+
+
+def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
+    """Two events that are JSON only when joined (and a third holding two chunks) are each read
+    alone, as the full path reads them: unreadable, passed as they came, counting nothing."""
+    steady = b'data: {"choices":[{"index":0,"delta":{"content":"word"}}]}\n\n'
+    straddle = b'data: {"choices":[{"index":0,"delta":{"content":"a"\n\ndata: "x":1}}]}\n\n'
+    two = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]},{"choices":[{"index":0,"delta":{"content":"c"}}]}\n\n'
+    )
+    for start in (b'"<think>"', b'"Hello"'):
+        first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
+        feeds = [first, steady, steady * 2 + straddle + two + steady * 3]  # the last offered as one run
+        fast, fast_counts = run_events(feeds, full=False)
+        full, full_counts = run_events(feeds, full=True)
+        assert events_of(fast) == events_of(full)
+        assert fast_counts == full_counts
+        assert straddle + two in fast

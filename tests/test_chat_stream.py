@@ -175,12 +175,14 @@ def test_upstream_reasoning_wins_per_choice() -> None:
     ]
 
 
-def test_native_reasoning_arriving_late_flushes_what_was_held_first() -> None:
+@pytest.mark.parametrize("mirror", [True, False])
+def test_native_reasoning_arriving_late_flushes_what_was_held_first(mirror: bool) -> None:
     stream = sse(chunk("a <thi"), chunk(delta={"reasoning": "native"}), chunk("<think>literal"), "[DONE]")
-    assert translate(stream) == [
+    native = {"reasoning": "native", "reasoning_content": "native"} if mirror else {"reasoning": "native"}
+    assert translate(stream, CFG.replace(chat_mirror_reasoning=mirror)) == [
         chunk("a "),
         {**ENVELOPE, "choices": [choice(0, {"content": "<thi"})]},
-        chunk(delta={"reasoning": "native"}),
+        chunk(delta=native),
         chunk("<think>literal"),
         "[DONE]",
     ]

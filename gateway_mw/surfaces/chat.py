@@ -16,12 +16,13 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ..config import ThinkExtractConfig
-from ..scanner import CONTENT, REASONING, Kind, Scanner, Segment, merge_segments
+from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
 from .rawjson import as_str, obj, raw_list
@@ -36,8 +37,10 @@ _Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
-    reasoning_content: str | None = None
-    reasoning: str | None = None
+    role: msgspec.Raw = msgspec.Raw()  # only whether it says something: empty when absent
+    # UNSET when absent: a steady rename also renames an explicit null (SGLang writes them all).
+    reasoning_content: str | UnsetType | None = UNSET
+    reasoning: str | UnsetType | None = UNSET
     reasoning_details: msgspec.Raw = msgspec.Raw()  # any JSON; empty when absent
 
 
@@ -55,38 +58,52 @@ class _Chunk(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw()
 
 
-class _SteadyDelta(msgspec.Struct, gc=False):
+class _CheckedChoice(msgspec.Struct, gc=False):
+    delta: dict[str, msgspec.Raw] = {}
+
+
+class _RunDelta(msgspec.Struct, gc=False):
     content: Annotated[str, msgspec.Meta(min_length=1)]
-    reasoning_content: None = None
-    reasoning: None = None
+    reasoning_content: Literal[""] | UnsetType | None = UNSET
+    reasoning: Literal[""] | UnsetType | None = UNSET
     reasoning_details: None = None
 
 
-class _SteadyChoice(msgspec.Struct, gc=False):
-    delta: _SteadyDelta
-    index: Annotated[int, msgspec.Meta(ge=0, le=0)] = 0
+class _RunChoice(msgspec.Struct, gc=False):
+    delta: _RunDelta
+    index: Literal[0] = 0
     finish_reason: None = None
 
 
-class _SteadyChunk(msgspec.Struct, gc=False):
-    """A chunk that only continues choice 0's text: the decoder itself refuses anything else."""
+class _RunChunk(msgspec.Struct, gc=False):
+    """A chunk that only continues choice 0's text, as a run of them is decoded: the decoder itself
+    refuses anything else (the full path reads every such chunk so, and a chunk it reads otherwise
+    is refused: the run is declined)."""
 
-    choices: tuple[_SteadyChoice]
+    choices: tuple[_RunChoice]
+
+
+class _Checked(msgspec.Struct, gc=False):
+    """A renamed chunk read back, to prove which ``content`` key the rename hit."""
+
+    choices: tuple[_CheckedChoice]
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
-_decode_steady = msgspec.json.Decoder(list[_SteadyChunk]).decode
+_decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
+_decode_checked = msgspec.json.Decoder(_Checked).decode
+_decode_any = msgspec.json.Decoder().decode
 # Rewrites decode only the objects on the way to the text; every other value stays raw bytes, so
 # it is re-emitted exactly (numbers msgspec would reject, deep nesting, escapes) and cheaply.
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_list = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _encode = msgspec.json.Encoder().encode
 _EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
+_NOTHING_RAW = (b"", b"null", b"[]", b"{}", b'""')  # values that say nothing in a delta or a choice
 _NULL = msgspec.Raw(b"null")
 _NATIVE_MESSAGE_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
-_JSON_ESCAPES = {'"': b'\\"', "\\": b"\\\\", "/": b"\\/", "\b": b"\\b", "\f": b"\\f", "\n": b"\\n", "\r": b"\\r"}
-_JSON_ESCAPES["\t"] = b"\\t"
-_STRUCTURAL = frozenset('{}]:,"')
+_CONTENT_KEY = b'"content"'
+_OTHER_FIELD = {"reasoning_content": "reasoning", "reasoning": "reasoning_content"}
 
 
 def _has_native_reasoning(delta: _Delta) -> bool:
@@ -100,57 +117,162 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
 
 
+def _says_nothing(value: Any) -> bool:
+    """Whether a delta's or a choice's value is absent in all but spelling: null, ``""``, ``[]``, ``{}``."""
+    if value is None or value == "":
+        return True
+    if not isinstance(value, msgspec.Raw):
+        return False
+    raw = bytes(value)
+    return raw in _NOTHING_RAW or (raw[:1] in (b"[", b"{") and not raw[1:-1].strip())
+
+
+def _nothing(value: Any) -> bool:
+    """:func:`_says_nothing` for a decoded value."""
+    return value is None or value == "" or value == [] or value == {}
+
+
+def _role(choice: _Choice) -> msgspec.Raw:
+    return choice.delta.role if choice.delta is not None else msgspec.Raw()
+
+
+def _quiet(data: bytes) -> bool:
+    """Whether a one-choice chunk whose text was all held says nothing else: then it is not sent.
+
+    What :meth:`ChatStream._rewrite` decides, without rebuilding the chunk: every top-level value
+    but the envelope's null, and every value of the choice and its delta but the index and the text
+    saying nothing.
+    """
+    try:
+        doc = _decode_any(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    if not isinstance(doc, dict):
+        return False
+    for key, value in doc.items():
+        if key != "choices" and key not in _ENVELOPE and value is not None:
+            return False
+    choices = doc.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        return False
+    for key, value in choices[0].items():
+        if key == "delta":
+            if value is not None and (
+                not isinstance(value, dict) or not all(_nothing(v) for k, v in value.items() if k != "content")
+            ):
+                return False
+        elif key != "index" and not _nothing(value):
+            return False
+    return True
+
+
 def _delta_of(choice: _Obj) -> _Obj:
     raw = choice.get("delta")
     return _decode_obj(raw) if isinstance(raw, msgspec.Raw) and not _is_null(raw) else {}
 
 
 def _with_text(obj: _Obj, key: str, text: str) -> _Obj:
-    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended)."""
+    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended).
+
+    An explicit empty ``key`` (``null`` or ``""``, as SGLang writes every absent field) trades
+    places with ``content``: ``{"content":"r","reasoning_content":null}`` becomes
+    ``{"reasoning_content":"r","content":null}``, as the server writes reasoning it splits itself.
+    """
     out: _Obj = {}
     placed = False
+    swap = key != "content" and "content" in obj and key in obj and _says_nothing(obj[key])
     for k, v in obj.items():
         if k == "content":
             out[key] = text
             placed = True
         elif k != key:
             out[k] = v
+        elif swap:
+            out["content"] = v
     if not placed:
         out[key] = text
     return out
 
 
-class _RawTriggers:
-    """Which raw bytes may hide a character the scanner must see, for one set of trigger characters.
+def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
+    """``delta`` with ``target`` set to ``source``'s value, right after it (an empty ``target`` replaced)."""
+    out: _Obj = {}
+    for k, v in delta.items():
+        if k == target:
+            continue
+        out[k] = v
+        if k == source:
+            out[target] = v
+    return out
 
-    A character can reach a JSON string as itself (UTF-8; never a control character), as a short
-    escape, or as ``\\uXXXX``: any ``\\u`` counts. ``[`` also opens the ``choices`` array, so it is
-    counted instead.
+
+def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
+    """The text of ``chunk`` when all it does is continue choice 0's steady text with text free of
+    ``triggers`` (no other choice, no finish, no reasoning of its own); else ``None``."""
+    choices = chunk.choices
+    if choices is None or len(choices) != 1:
+        return None
+    choice = choices[0]
+    delta = choice.delta
+    if choice.index or choice.finish_reason is not None or delta is None:
+        return None
+    text = delta.content
+    if not text or delta.reasoning_content or delta.reasoning or not triggers.isdisjoint(text):
+        return None
+    details = delta.reasoning_details
+    if details and bytes(details) not in _EMPTY_RAW:
+        return None
+    return text
+
+
+_RESOLVED: dict[tuple[int, str | None], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
+_RESOLVED_MAX = 1024
+
+
+def _for_model(config: ThinkExtractConfig, model: str | None) -> ThinkExtractConfig:
+    """``config.for_model(model)``, cached: it depends on nothing else, and a stream starts with it.
+
+    Keyed by the config's identity; the entry holds the config, so the identity is not reused.
     """
+    key = (id(config), model)
+    hit = _RESOLVED.get(key)
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    resolved = config.for_model(model)
+    if len(_RESOLVED) >= _RESOLVED_MAX:
+        _RESOLVED.clear()
+    _RESOLVED[key] = (config, resolved)
+    return resolved
 
-    def __init__(self, triggers: frozenset[str]) -> None:
-        self.possible = not (triggers & _STRUCTURAL)
-        self.bracket = "[" in triggers
-        needles = {b"\\u"}
-        for ch in triggers - {"["}:
-            if ch >= " ":  # a control character never stands raw in a JSON string
-                needles.add(ch.encode())
-            if ch in _JSON_ESCAPES:
-                needles.add(_JSON_ESCAPES[ch])
-        # By first byte: a one-byte search runs at memchr speed, a longer one far slower, so the
-        # longer needles are looked for only where their first byte occurs at all.
-        by_first: dict[bytes, list[bytes]] = {}
-        for needle in sorted(needles):
-            by_first.setdefault(needle[:1], []).append(needle)
-        self.needles = tuple((first, tuple(group)) for first, group in by_first.items())
 
-    def absent(self, raw: bytes) -> bool:
-        for first, group in self.needles:
-            if first in raw:
-                for needle in group:
-                    if needle in raw:
-                        return False
-        return not self.bracket or raw.count(b"[") == raw.count(b'"choices":[')
+def _escaped(data: bytes) -> bool:
+    """Whether ``data`` holds a ``\\u`` escape (``find``, not ``in``: a bytes needle given to
+    ``in`` is first tried as an integer, which costs more than the search)."""
+    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
+
+
+def _string_at(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
+    n = len(data)
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 58:  # ":"
+        return None
+    pos += 1
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 34:  # '"'
+        return None
+    start = end = pos
+    while True:
+        end = data.find(b'"', end + 1)
+        if end < 0:
+            return None
+        back = end - 1
+        while data[back] == 92:  # a backslash: an odd run of them escapes the quote
+            back -= 1
+        if (end - 1 - back) % 2 == 0:
+            return start, end + 1
 
 
 class ChatStream:
@@ -162,15 +284,14 @@ class ChatStream:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
         self._field = config.chat_reasoning_field
-        self._rename_from = b'"content":"'
-        self._rename_to = b'"' + self._field.encode() + b'":"'
         self._field_key = b'"' + self._field.encode() + b'"'
+        self._mirror: str | None = None  # the upstream's other name for reasoning, when it is mirrored
         self._scanners: dict[int, Scanner] = {}
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
         self._envelope: _Obj = {}  # from the last rewritten chunk, for synthesized ones
         self._last_raw: bytes | None = None  # the last data chunk not yet decoded for its envelope
-        self._steady: tuple[Kind, _RawTriggers] | None = None  # see _refresh_steady
-        self._triggers: dict[frozenset[str], _RawTriggers] = {}
+        self._steady: tuple[Kind, frozenset[str], Scanner] | None = None  # see _refresh_steady
+        self._read: tuple[bytes, _Chunk] | None = None  # a chunk fast_forward decoded and declined
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -181,17 +302,20 @@ class ChatStream:
             return [event]
         if data == _DONE:
             return [*self._finish_all(), event]
-        steady = self._steady
-        if steady is not None and steady[0] == CONTENT and self._plain(data, steady[1]):
-            return [event]
-        try:
-            chunk = _decode_chunk(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
-            self.counts.unreadable_events += 1
-            return [*self.flush(), event]
+        read = self._read
+        if read is not None and read[0] == data:
+            chunk = read[1]
+            self._read = None
+        else:
+            try:
+                chunk = _decode_chunk(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
+                self.counts.unreadable_events += 1
+                return [*self.flush(), event]
         if self._config is None:
-            self._config = self._base.for_model(chunk.model)
+            self._resolve(chunk.model)
+        assert self._config is not None
         if not self._config.enabled:
             return [event]
         choices = chunk.choices
@@ -200,26 +324,53 @@ class ChatStream:
                 # The usage chunk or an error: the choices are over; every held character goes first.
                 return [*self._finish_all(), event]
             return [*self.flush(), event]  # some other object: it passes, after what was held
+        steady = self._steady
+        if steady is not None:
+            text = _steady_text(chunk, steady[1])
+            if text is not None:
+                if steady[0] == CONTENT:
+                    steady[2].pass_steady(len(text))
+                    self._last_raw = data
+                    return [event]
+                renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
+                if renamed is not None:
+                    steady[2].pass_steady(len(text))
+                    self._last_raw = data
+                    return [encode_event(renamed, fields=event.fields)]
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
+        mirrored: list[int] | None = None  # positions of native choices whose reasoning gets the other name too
         for pos, choice in enumerate(choices):
-            if choice.index in self._native:
-                continue
-            if choice.delta is not None and _has_native_reasoning(choice.delta):
+            delta = choice.delta
+            if choice.index not in self._native:
+                if delta is None or not _has_native_reasoning(delta):
+                    new = self._scan(choice)
+                    if new is not None:
+                        if runs is None:
+                            runs = {}
+                        runs[pos] = new
+                    continue
                 # Upstream reasoning wins: this choice is left as is from here on.
                 self._native.add(choice.index)
                 before += self._finish_all(only=choice.index)
-                continue
-            new = self._scan(choice)
-            if new is not None:
-                if runs is None:
-                    runs = {}
-                runs[pos] = new
+            if self._mirror is not None and delta is not None and self._needs_mirror(delta):
+                if mirrored is None:
+                    mirrored = []
+                mirrored.append(pos)
+        if mirrored is not None:
+            data = self._mirrored(data, mirrored)
+            event = encode_event(data, fields=event.fields)
+            self._last_raw = data
         if runs is None:
             out = [event]
-        elif len(choices) == 1 and self._renamable(choices[0], runs[0], data):
-            out = [encode_event(data.replace(self._rename_from, self._rename_to, 1), fields=event.fields)]
+        elif len(choices) == 1 and not runs[0] and (held := self._all_held(event, data, choices[0])) is not None:
+            out = held
+        elif len(choices) == 1 and len(runs[0]) == 1 and choices[0].delta is not None:
+            # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
+            seg = runs[0][0]
+            edited = self._edited(data, choices[0].delta, seg.kind != CONTENT, seg.text)
+            out = [encode_event(edited, fields=event.fields)] if edited is not None else self._rewrite(event, runs)
         else:
             out = self._rewrite(event, runs)
         self._refresh_steady()
@@ -240,20 +391,72 @@ class ChatStream:
         return piece
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        """The bytes for a run of whole events, when provably exact without decoding them one by one:
-        ``span`` itself in steady content, every ``"content"`` key renamed in steady reasoning."""
+        """The bytes for a run of whole events, when provably exact without handling them one by one.
+
+        The proof is the decoder's: the events are read as one JSON array of chunks (the fields the
+        translator reads, whatever their spelling, order or spacing; the rest skipped), and each must
+        only continue choice 0's steady text with text free of its scanner's triggers. Then the span
+        goes out as it came (steady content), or with each delta's ``content`` key renamed (steady
+        reasoning, see :meth:`_edited`). A declined single event stays decoded for :meth:`event`.
+        """
         config = self._config
         if config is not None and not config.enabled:
             return span  # this stream's model is not translated
         steady = self._steady
-        if steady is None:
+        if steady is None or not span.startswith(b"data: {"):
+            return None  # [DONE] included: a decoder's error costs more than this test
+        end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
+        try:
+            if end == len(span) - 2:  # one event, one line
+                body = span[6:-2]
+                chunk = _decode_chunk(body)
+                text = _steady_text(chunk, steady[1])
+                if text is None:
+                    self._read = (body, chunk)
+                    return None
+                if steady[0] == CONTENT:
+                    out = span
+                else:
+                    renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
+                    if renamed is None:
+                        self._read = (body, chunk)
+                        return None
+                    out = renamed
+                steady[2].pass_steady(len(text))
+                self._last_raw = body
+                return out
+            # Each event alone, as the full path reads it: the pieces between event ends, each
+            # one line (a span with no other newline), each one chunk. Any line but "data: " (a
+            # comment, event:, id:) leaves a piece that is not JSON.
+            bodies = span[6:-2].split(b"\n\ndata: ")
+            if span.count(b"\n") != 2 * len(bodies):
+                return None
+            decode = _decode_run_chunk
+            chunks = [decode(body) for body in bodies]
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        kind, triggers = steady
-        if kind == CONTENT:
-            return span if self._plain(span, triggers) else None
-        return self._rename_all(span, triggers)
+        text = "".join([chunk.choices[0].delta.content for chunk in chunks])
+        if not steady[1].isdisjoint(text):
+            return None
+        chars = len(text)
+        if steady[0] == CONTENT:
+            out = span
+        else:
+            renamed = self._renamed_all(span, bodies, chunks)
+            if renamed is None:
+                return None
+            out = renamed
+        steady[2].pass_steady(chars)
+        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
+        self._last_raw = span[last if last >= 8 else 6 : -2]
+        return out
 
     # -- the fast paths -------------------------------------------------------------------------
+
+    def _resolve(self, model: str | None) -> None:
+        config = self._config = _for_model(self._base, model)
+        other = _OTHER_FIELD[self._field]
+        self._mirror = other if config.chat_mirror_reasoning else None
 
     def _refresh_steady(self) -> None:
         """Note when choice 0 alone is under way with nothing held, so that a text free of its
@@ -266,75 +469,176 @@ class ChatStream:
         if scanner is None:
             return
         kind = scanner.steady
-        if kind is None:
-            return
-        triggers = scanner.triggers
-        raw = self._triggers.get(triggers)
-        if raw is None:
-            raw = self._triggers[triggers] = _RawTriggers(triggers)
-        if raw.possible:
-            self._steady = (kind, raw)
+        if kind is not None:
+            self._steady = (kind, scanner.triggers, scanner)
+
+    def _edited(
+        self, data: bytes, delta: _Delta | _RunDelta, reasoning: bool, text: str, framed: bool = False
+    ) -> bytes | None:
+        """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
+        replaced by ``text`` and, for ``reasoning``, its ``content`` key renamed to the reasoning
+        field (an explicit empty reasoning field of the delta renamed ``content``): what the full
+        rewrite gives, every other byte kept. ``None`` when unproven. ``framed``: ``data`` is the
+        whole event, its ``data: `` and blank line included.
+
+        With no ``\\u`` escape in the chunk every key is spelled as itself, so a ``"content"`` that
+        occurs once is the delta's key (the decoder saw that key), and so is a reasoning field's
+        name that occurs once when the decoder saw the delta carry it. With escapes the edited chunk
+        is read back: the delta must carry ``text`` where it belongs (and no ``content`` beside it).
+        """
+        original = delta.content
+        if not original:
+            return None
+        escaped = _escaped(data)
+        key = self._field_key
+        present = getattr(delta, self._field) is not UNSET  # an explicit empty field: the keys trade names
+        if reasoning and text == original:  # the steady case: one key renamed (or two traded)
+            parts = data.split(_CONTENT_KEY)
+            if len(parts) != 2:
+                return None
+            if not present:
+                out = key.join(parts)
+            elif escaped:
+                return None
+            else:
+                head, tail = parts
+                size = len(key)
+                i = tail.find(key)  # SGLang writes it after the text
+                if i >= 0:
+                    if head.find(key) >= 0 or tail.find(key, i + size) >= 0:
+                        return None
+                    out = b"".join((head, key, tail[:i], _CONTENT_KEY, tail[i + size :]))
+                else:
+                    i = head.find(key)
+                    if i < 0 or head.find(key, i + size) >= 0:
+                        return None
+                    out = b"".join((head[:i], _CONTENT_KEY, head[i + size :], key, tail))
+        else:
+            at = data.find(_CONTENT_KEY)
+            if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+                return None
+            value = _string_at(data, at + 9) if text != original else None
+            if value is None and text != original:
+                return None
+            if not reasoning:  # the text alone
+                assert value is not None
+                out = b"".join((data[: value[0]], _encode(text), data[value[1] :]))
+            elif not present:  # the key and, when it changed, the text
+                if value is None:
+                    out = b"".join((data[:at], key, data[at + 9 :]))
+                else:
+                    out = b"".join((data[:at], key, data[at + 9 : value[0]], _encode(text), data[value[1] :]))
+            else:
+                start = data.find(key)
+                if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
+                    return None
+                size = len(key)
+                if value is None:
+                    middle: tuple[bytes, ...] = (key,)
+                    lo, hi = at, at + 9
+                else:
+                    middle = (key, data[at + 9 : value[0]], _encode(text))
+                    lo, hi = at, value[1]
+                if start < lo:
+                    out = b"".join((data[:start], _CONTENT_KEY, data[start + size : lo], *middle, data[hi:]))
+                elif start >= hi:
+                    out = b"".join((data[:lo], *middle, data[hi:start], _CONTENT_KEY, data[start + size :]))
+                else:
+                    return None
+        if escaped:
+            try:
+                read = _decode_checked(out[6:-2] if framed else out).choices[0].delta
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if reasoning and ("content" in read or as_str(read.get(self._field)) != text):
+                return None
+            if not reasoning and as_str(read.get("content")) != text:
+                return None
+        return out
+
+    def _renamed_all(self, span: bytes, bodies: list[bytes], chunks: list[_RunChunk]) -> bytes | None:
+        """Steady reasoning: ``span`` (``data: `` lines of ``chunks``) with each event renamed."""
+        field = self._field
+        # With no escapes every event holds its delta's key spelled as itself: then one each.
+        if (
+            not _escaped(span)
+            and span.count(_CONTENT_KEY) == len(chunks)
+            and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)
+        ):
+            return span.replace(_CONTENT_KEY, self._field_key)
+        out: list[bytes] = []
+        for body, chunk in zip(bodies, chunks, strict=True):
+            delta = chunk.choices[0].delta
+            renamed = self._edited(body, delta, True, delta.content)
+            if renamed is None:
+                return None
+            out.append(renamed)
+        return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
+
+    def _all_held(self, event: SSEEvent, data: bytes, choice: _Choice) -> list[SSEEvent] | None:
+        """What goes out for a one-choice chunk whose text was all held (a tag, or whitespace held
+        at a block's edge), without the full rewrite: nothing when it says nothing else; with a
+        role (Ollama writes one in every delta), the chunk without its text. ``None``: unproven."""
+        if _says_nothing(_role(choice)):
+            return [] if self._quiet(data) else None
+        bare = self._without_text(data, choice)
+        return None if bare is None else [encode_event(bare, fields=event.fields)]
 
     @staticmethod
-    def _plain(raw: bytes, triggers: _RawTriggers) -> bool:
-        """Whether ``raw`` (data of events) provably only continues choice 0's steady content.
+    def _quiet(data: bytes) -> bool:
+        return _quiet(data)
 
-        Every condition is about bytes that JSON cannot hide inside a string without a backslash:
-        ``"index":`` is always a key, ``"finish_reason"`` a key or a value, ``"reasoning…"``.
-        """
-        if not triggers.absent(raw):
-            return False
-        if raw.count(b'"index":') != raw.count(b'"index":0,'):
-            return False  # another choice (or an index written another way)
-        if raw.count(b'"finish_reason"') != raw.count(b'"finish_reason":null'):
-            return False  # a choice ends: its scanner finishes
-        if b'"error"' in raw or b'"choices":[]' in raw:
-            return False  # the end of the choices
-        native = raw.count(b'"reasoning')
-        return not native or native == raw.count(b'"reasoning_content":null') + raw.count(b'"reasoning":null')
-
-    def _rename_all(self, span: bytes, triggers: _RawTriggers) -> bytes | None:
-        """Steady reasoning: ``span`` with each event's delta ``"content"`` renamed, or ``None``.
-
-        The events must be one ``data: `` line each, so that they decode as one JSON array in one
-        call, into a type that admits only what :meth:`event` would turn into this rename: one
-        choice 0, not finishing, whose delta carries non-empty text, free of triggers, and no
-        reasoning of its own. With no ``\\u`` anywhere a key cannot be
-        spelled another way, so ``k`` events holding ``k`` ``"content"`` keys hold one each.
-        """
-        if not triggers.absent(span) or self._field_key in span:
-            return None
-        events = span.count(b"\n\n")
-        if span.count(b'"content"') != events:
-            return None
-        try:  # any line but "data: " (a comment, event:, id:) makes this invalid JSON
-            chunks = _decode_steady(b"[" + span[6:-2].replace(b"\n\ndata: ", b",") + b"]")
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        if len(chunks) != events:
-            return None  # two JSON values on one line, or blank lines between events
-        self._scanners[0].pass_steady(sum(len(chunk.choices[0].delta.content) for chunk in chunks))
-        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
-        self._last_raw = span[last if last >= 8 else 6 : -2]
-        return span.replace(b'"content"', self._field_key)
-
-    def _renamable(self, choice: _Choice, runs: list[Segment], data: bytes) -> bool:
-        """Whether the rewrite of this one-choice chunk is only ``"content"`` renamed.
-
-        True when the delta's whole text became one reasoning run and the one ``"content"`` key
-        in the bytes is the delta's (no ``\\u`` escapes that could spell a key another way).
-        """
-        if len(runs) != 1 or runs[0].kind != REASONING or choice.finish_reason is not None:
-            return False
+    def _without_text(self, data: bytes, choice: _Choice) -> bytes | None:
+        """``data`` with its one delta's ``content`` member taken out: what the full rewrite sends
+        for a chunk whose text was all held and that has something else to say. ``None`` when
+        unproven (see :meth:`_edited`)."""
         delta = choice.delta
-        if delta is None or runs[0].text != delta.content:
-            return False
-        return (
-            data.count(b'"content"') == 1
-            and data.count(self._rename_from) == 1
-            and self._field_key not in data
-            and b"\\u" not in data
+        if delta is None or delta.content is None:
+            return None
+        at = data.find(_CONTENT_KEY)
+        if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
+            return None
+        value = _string_at(data, at + 9)
+        if value is None:
+            return None
+        end = value[1]
+        after = end
+        while after < len(data) and data[after] in b" \t\r\n":
+            after += 1
+        if after < len(data) and data[after] == 44:  # ",": the member and its comma go
+            out = data[:at] + data[after + 1 :]
+        else:  # the last member: the comma before it goes instead
+            before = len(data[:at].rstrip())
+            if before < 1 or data[before - 1] != 44:
+                return None  # the only member: the full rewrite decides
+            out = data[: before - 1] + data[end:]
+        if _escaped(data):
+            try:
+                read = _decode_checked(out).choices[0].delta
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if "content" in read:
+                return None
+        return out
+
+    # -- native reasoning under the other name ----------------------------------------------------
+
+    def _needs_mirror(self, delta: _Delta) -> bool:
+        """Whether ``delta`` carries reasoning under the other name only."""
+        source = self._mirror
+        return bool(delta.reasoning if source == "reasoning" else delta.reasoning_content) and not getattr(
+            delta, self._field
         )
+
+    def _mirrored(self, data: bytes, positions: list[int]) -> bytes:
+        """``data`` with the reasoning of the choices at ``positions`` also under the client's field."""
+        assert self._mirror is not None
+        chunk: _Obj = _decode_obj(data)
+        choices: list[_Obj] = _decode_list(chunk["choices"])
+        for pos in positions:
+            choices[pos]["delta"] = _with_mirror(_delta_of(choices[pos]), self._mirror, self._field)
+        chunk["choices"] = choices
+        return _encode(chunk)
 
     # -- per choice -----------------------------------------------------------------------------
 
@@ -418,7 +722,10 @@ class ChatStream:
             parts.append(part)
         if not parts:  # everything was held: keep the choice only if it has something else to say
             others = {k: v for k, v in delta.items() if k != "content"}
-            if not others and all(_is_null(v) for k, v in choice.items() if k not in ("index", "delta")):
+            # Explicit nulls and empty strings say nothing (SGLang spells every absent field so).
+            if all(_says_nothing(v) for v in others.values()) and all(
+                _says_nothing(v) for k, v in choice.items() if k not in ("index", "delta")
+            ):
                 return []
             part = dict(choice)
             part["delta"] = others
@@ -478,7 +785,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         model = msgspec.json.decode(doc["model"], type=str) if "model" in doc else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         model = None
-    cfg = config.for_model(model)
+    cfg = _for_model(config, model)
     if not cfg.enabled:
         return None, counts
     changed = False
@@ -500,7 +807,7 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
     if message is None or "content" not in message:
         return False
     if any(k in message and bytes(message[k]) not in _EMPTY_RAW for k in _NATIVE_MESSAGE_KEYS):
-        return False
+        return _mirror_message(choice, message, cfg)  # upstream reasoning wins
     original = as_str(message["content"])
     if original is None:
         parts = _split_parts(message["content"], cfg, counts)  # a list of parts, or not text at all
@@ -521,6 +828,19 @@ def _split_message(choice: _Obj, cfg: ThinkExtractConfig, counts: Counts) -> boo
     if reasoning:
         message[cfg.chat_reasoning_field] = reasoning
     choice["message"] = message
+    return True
+
+
+def _mirror_message(choice: _Obj, message: _Obj, cfg: ThinkExtractConfig) -> bool:
+    """With ``chat_mirror_reasoning``: a message whose reasoning came under the other name gets it
+    under ``chat_reasoning_field`` too, right after it; whether anything changed."""
+    if not cfg.chat_mirror_reasoning:
+        return False
+    field = cfg.chat_reasoning_field
+    source = _OTHER_FIELD[field]
+    if source not in message or as_str(message[source]) in (None, "") or as_str(message.get(field)):
+        return False
+    choice["message"] = _with_mirror(message, source, field)
     return True
 
 

@@ -91,12 +91,12 @@ async def test_sglang_explicit_nulls_send_no_empty_chunk(aiohttp_server: ServerF
     first = {"role": "assistant", "content": "", "reasoning_content": None, "tool_calls": None}
     assert deltas == [
         (first, None),
-        (nulls(reasoning_content="\nOkay"), None),
+        (nulls(reasoning_content="Okay"), None),  # the newline after <think> touches it: trimmed
         (nulls(reasoning_content=","), None),
         (nulls(reasoning_content=" 2+2"), None),
         (nulls(reasoning_content="."), None),
         (nulls(reasoning_content="\n"), None),
-        (nulls(content="\n\nIt"), None),
+        (nulls(content="It"), None),  # the blank lines after </think> too
         (nulls(content=" is"), None),
         (nulls(content=" 4"), None),
         (nulls(content="."), None),
@@ -121,7 +121,7 @@ async def test_empty_string_reasoning_and_empty_tool_calls_say_nothing(aiohttp_s
     ]
     server = await aiohttp_server(upstream(events, {}, ThinkExtractConfig()))
     assert await stream_deltas(server) == [
-        ({"reasoning_content": " r", "content": ""}, None),  # the space held at the start goes with it
+        ({"reasoning_content": "r", "content": ""}, None),  # the space after <think> touched it: trimmed
         ({"content": "a", "reasoning_content": "", "role": "assistant"}, None),
     ]
 

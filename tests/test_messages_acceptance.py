@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 
-from .messageswire import end, message_start, read_sse, signature
+from .messageswire import end, message_start, read_sse, signature, sse
 
 try:  # anthropic ≥ 1 is built on the httpx2 fork, the older generation on httpx
     import httpx2 as httpx
@@ -230,3 +230,23 @@ def test_the_client_gets_what_the_model_wrote(upstream: tuple[Written, bytes, li
     assert "".join(b.text for b in blocks if b.type == "text") == written.answer
     assert [b.input for b in blocks if b.type == "tool_use"] == written.tools
     assert {b.type for b in blocks} <= {"thinking", "redacted_thinking", "text", "tool_use"}
+
+
+def test_an_oversized_delta_after_an_unknown_event_naming_another_block() -> None:
+    """Found by the property above: an unknown event naming a block that never started does not
+    decide where an oversized delta (its index after its text) goes; the one open text block does."""
+    start = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    delta = b'{"delta":{"type":"text_delta","text":"' + b"y" * 1100 + b'"},"index":0,"type":"content_block_delta"}'
+    body = b"".join(
+        [
+            sse(message_start()),
+            b"event: content_block_start\ndata: " + start + b"\n\n",
+            b'event: ping\ndata: {"type":"mystery","index":1.0,"index":2}\n\n',
+            b"event: content_block_delta\ndata: " + delta + b"\n\n",
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+            sse(*end()),
+        ]
+    )
+    pipeline = StreamPipeline("messages", ThinkExtractConfig(messages_policy="unsigned", max_event_bytes=1024))
+    out = pipeline.feed(body[:1427]) + pipeline.feed(body[1427:]) + pipeline.finish()
+    indexes_never_collide(out)

@@ -433,8 +433,8 @@ class MessagesStream:
             if not self._active:  # a profile turns this model off
                 return [event]
         out = self._dispatch(event, ev, lenient)
-        if ev.index is not None:  # the block events, and unknown ones naming a block
-            self._last = ev.index
+        if ev.index is not None and (ev.index in self._channels or ev.index in self._indexes):
+            self._last = ev.index  # the block events, and unknown ones naming a block that started
         if event.event is None:  # a data-only upstream: every frame sent gets its event: line
             return [_named(e, ev.type) if e is event else e for e in out]
         return out
@@ -600,11 +600,11 @@ class MessagesStream:
         writes to: the one the last block event named (reopened if that block had ended: text
         after its stop), if it was a text block."""
         last = self._last
-        if last is None:
-            return None
-        channel = self._channels.get(last)
-        if channel is None and self._may_reopen(last):
+        channel = self._channels.get(last) if last is not None else None
+        if channel is None and last is not None and self._may_reopen(last):
             channel = self._reopen(last)
+        if channel is None and len(self._channels) == 1:
+            channel = next(iter(self._channels.values()))  # the one text block open
         return channel
 
     def _text_block(self, channel: _Channel) -> list[SSEEvent]:

@@ -89,7 +89,6 @@ async def test_no_chunk_without_something_to_say(scripted_proxy: Proxy, scripted
 # -- item 4: Qwen3-style newlines around the tags -----------------------------------------------------
 
 
-
 def test_claude_code_answer_has_no_leading_blank_lines(
     claude: Path, tmp_path: Path, scripted_proxy: Proxy, scripted: ScriptedUpstream
 ) -> None:

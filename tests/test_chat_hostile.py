@@ -24,7 +24,7 @@ from .chatwire import chunk
 CONFIG = ThinkExtractConfig(separator="", max_event_bytes=2048)
 BIG = "x" * 3000  # a chunk over max_event_bytes: streamed through unread
 FRAGMENTS = st.sampled_from(["<think>", "</think>", "<thi", "nk>", "</th", "ink>", "a", "b c", "é", "🙂", "ok."])
-HOSTILE = st.sampled_from(["unreadable", "duplicate_key", "big", "late", None])
+HOSTILE = st.sampled_from(["unreadable", "duplicate_key", "float_index", "big", "late", None])
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:

@@ -16,7 +16,7 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -25,7 +25,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
-from .rawjson import as_str, obj, raw_list
+from .rawjson import as_int, as_str, obj, raw_list
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
 
@@ -45,9 +45,20 @@ class _Delta(msgspec.Struct, gc=False):
 
 
 class _Choice(msgspec.Struct, gc=False):
-    index: int = 0
+    given: int | float | str = msgspec.field(default=0, name="index")  # as written: 0, 0.0 or "0"
     delta: _Delta | None = None
     finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.given) is not int:  # read as the SDKs read it, or not at all
+            index = as_int(msgspec.Raw(msgspec.json.encode(self.given)))
+            if index is None:
+                raise ValueError("a choice index is a whole number")
+            self.given = index
+
+    @property
+    def index(self) -> int:
+        return cast(int, self.given)
 
 
 class _Chunk(msgspec.Struct, gc=False):

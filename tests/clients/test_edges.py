@@ -21,11 +21,6 @@ from .test_codex import Codex, items
 from .test_langchain import ask, make, reasoning_of
 from .test_litellm import complete
 
-
-def item(number: int, why: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"issue 15 item {number}: {why}")
-
-
 # -- item 2: which chat field each client reads (the proxy passes an upstream's own field as it came) ----
 
 
@@ -80,7 +75,6 @@ async def test_null_spelled_deltas_are_translated(scripted_proxy: Proxy, scripte
     assert "".join(d.get("content") or "" for d in deltas) == PLAIN.answer
 
 
-@item(3, "an SGLang-style delta whose text was all held back still goes out as role/reasoning_content/tool_calls nulls")
 async def test_no_chunk_without_something_to_say(scripted_proxy: Proxy, scripted: ScriptedUpstream) -> None:
     chunks = await chat_chunks(scripted_proxy.base, "sglang")
     assert [c for c in chunks if not says_something(c)] == []

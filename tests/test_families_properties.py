@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, Segment, TagPair, ThinkExtractConfig, extract
-from gateway_mw.scanner import _H_HEADER_MAX, HarmonyScanner
+from gateway_mw.harmony import _H_HEADER_MAX, HarmonyScanner
 
 from .scanning import merge, scan
 from .test_scanner_properties import PAYLOAD, chunkings, trim_edges

@@ -115,6 +115,7 @@ def _measure(surface: str, size: int, result: multiprocessing.Queue[tuple[int, i
 
 def measure(surface: str, size: int) -> tuple[int, int]:
     """(peak memory over start, largest upstream event), in bytes, in a fresh process."""
+    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(128 * 1024))  # read by the child at its start
     ctx = multiprocessing.get_context("spawn")
     result: multiprocessing.Queue[tuple[int, int, int]] = ctx.Queue()
     process = ctx.Process(target=_measure, args=(surface, size, result))
@@ -145,7 +146,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 MB only: check that the command works")
     args = parser.parse_args()
     sizes = [2.0] if args.quick else [float(s) for s in args.sizes.split(",")]
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(128 * 1024))  # read by the children at start
     print(table(sizes))
 
 

@@ -56,6 +56,9 @@ DEFAULT_TAG_PAIRS: tuple[TagPair, ...] = (
     TagPair("<|channel>thought\n", "<channel|>"),
 )
 
+_RESOLVED: dict[tuple[int, str], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
+_RESOLVED_MAX = 1024
+
 DEFAULT_ROUTES: dict[str, Surface] = {
     "/chat/completions": "chat",
     "/messages": "messages",
@@ -185,10 +188,22 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         """The effective settings for ``model``: its built-in family preset (when ``families`` is
         on), then the first matching profile's overrides on top, so a profile always wins.
 
-        A global ``enabled=False`` is authoritative: no profile turns extraction back on.
+        A global ``enabled=False`` is authoritative: no profile turns extraction back on. Cached:
+        the result depends on nothing else, and every stream starts with it.
         """
         if model is None:
             return self
+        key = (id(self), model)
+        hit = _RESOLVED.get(key)
+        if hit is not None and hit[0] is self:  # the entry holds the config: its id is not reused
+            return hit[1]
+        resolved = self._resolve(model)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[key] = (self, resolved)
+        return resolved
+
+    def _resolve(self, model: str) -> ThinkExtractConfig:
         config = self
         if self.families:
             from .families import family_for  # imported here: families imports this module

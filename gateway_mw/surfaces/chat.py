@@ -236,26 +236,6 @@ def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
     return text
 
 
-_RESOLVED: dict[tuple[int, str | None], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
-_RESOLVED_MAX = 1024
-
-
-def _for_model(config: ThinkExtractConfig, model: str | None) -> ThinkExtractConfig:
-    """``config.for_model(model)``, cached: it depends on nothing else, and a stream starts with it.
-
-    Keyed by the config's identity; the entry holds the config, so the identity is not reused.
-    """
-    key = (id(config), model)
-    hit = _RESOLVED.get(key)
-    if hit is not None and hit[0] is config:
-        return hit[1]
-    resolved = config.for_model(model)
-    if len(_RESOLVED) >= _RESOLVED_MAX:
-        _RESOLVED.clear()
-    _RESOLVED[key] = (config, resolved)
-    return resolved
-
-
 def _escaped(data: bytes) -> bool:
     """Whether ``data`` holds a ``\\u`` escape (``find``, not ``in``: a bytes needle given to
     ``in`` is first tried as an integer, which costs more than the search)."""
@@ -465,7 +445,7 @@ class ChatStream:
     # -- the fast paths -------------------------------------------------------------------------
 
     def _resolve(self, model: str | None) -> None:
-        config = self._config = _for_model(self._base, model)
+        config = self._config = self._base.for_model(model)
         other = _OTHER_FIELD[self._field]
         self._mirror = other if config.chat_mirror_reasoning else None
 
@@ -796,7 +776,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         model = msgspec.json.decode(doc["model"], type=str) if "model" in doc else None
     except (msgspec.DecodeError, msgspec.ValidationError):
         model = None
-    cfg = _for_model(config, model)
+    cfg = config.for_model(model)
     if not cfg.enabled:
         return None, counts
     changed = False

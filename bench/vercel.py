@@ -232,8 +232,8 @@ def check_split(node: Node, pieces: dict[str, list[str]]) -> dict[str, int]:
 
 
 def run(rounds: int = 5, quick: bool = False) -> dict[str, Any]:
-    """Raises :class:`SplitMismatch` when the splits differ; a string (the reason) when Node or the
-    package is missing."""
+    """Every figure of the table; ``{"unavailable": reason}`` when Node or the package is missing.
+    Raises :class:`SplitMismatch` when the two do not split the corpora alike."""
     found = locate()
     if isinstance(found, str):
         return {"unavailable": found}

@@ -87,6 +87,7 @@ class HarmonyScanner(Scanner):
         self._top_block = False  # the current block is text outside any message
         self._opening = True  # no marker seen yet: text outside messages starts at no tag
         self._steady_kind: Kind = CONTENT
+        self._fresh = None  # see starting
         if self._state == _START:  # the prompt ended inside an analysis body
             self._open_body(REASONING, "")
         self._state = _CONTENT
@@ -94,6 +95,10 @@ class HarmonyScanner(Scanner):
     @property
     def steady(self) -> Kind | None:
         return None if self._fast is None or self._ws else self._steady_kind
+
+    @property
+    def starting(self) -> Kind | None:
+        return None  # a message's first text goes through the scan
 
     def pass_steady(self, chars: int) -> None:
         if self._steady_kind == REASONING:

@@ -72,6 +72,13 @@ class _TagTable:
         self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
         self.opens_by_length = sorted({p.open for p in pairs}, key=lambda t: -len(t))
         self.default = pairs[0]
+        # Open tags that no longer string starts with: a text that is exactly one opens its block
+        # whatever follows (Scanner.feed's whole-tag step).
+        self.whole_opens = {
+            string: pair
+            for string, pair in action.items()
+            if pair is not None and not any(o != string and o.startswith(string) for o in action)
+        }
 
     def match_open(self, buf: str, pos: int, final: bool) -> str | Literal[False] | None:
         """The string (open tag or wrapper) that starts at ``pos``, ``None`` if none does, or
@@ -230,6 +237,44 @@ def _with_whitespace(triggers: frozenset[str]) -> frozenset[str]:
     return triggers | WHITESPACE
 
 
+_Settings = tuple[
+    _TagTable, tuple[str, ...], frozenset[str], bool, str, bool, bool, bool, bool, int, bool, frozenset[str], bool
+]
+_SETTINGS: dict[int, tuple[ThinkExtractConfig, _Settings]] = {}  # id(config) → (config, its settings)
+
+
+def _settings(cfg: ThinkExtractConfig) -> _Settings:
+    """What a scanner takes from its configuration, worked out once per configuration (a scanner
+    is made per channel: per stream, often per event on the Responses and messages surfaces)."""
+    known = _SETTINGS.get(id(cfg))
+    if known is not None and known[0] is cfg:
+        return known[1]
+    tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers, cfg.tool_call_markers)
+    # trim_tag_edges: strip_whitespace, when on, trims every edge already.
+    trim = cfg.trim_tag_edges and not cfg.strip_whitespace
+    settings: _Settings = (
+        tags,
+        cfg.tool_call_markers,  # tool-call markers: each ends a reasoning block
+        frozenset(m[0] for m in cfg.tool_call_markers),
+        cfg.stream_mode == "buffered",
+        cfg.separator,
+        cfg.placement == "leading",
+        cfg.strip_whitespace,
+        trim,
+        # The reasoning's own trailing whitespace waits for a close tag only when asked: holding it
+        # makes whitespace a trigger in reasoning, and a surface's raw fast path then reads every event.
+        trim and cfg.trim_reasoning_tail,
+        cfg.max_buffer_bytes,
+        cfg.code_aware,
+        tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset()),
+        cfg.start_with_reasoning,
+    )
+    if len(_SETTINGS) >= 256:  # configurations made on the fly: keep the cache bounded
+        _SETTINGS.clear()
+    _SETTINGS[id(cfg)] = (cfg, settings)
+    return settings
+
+
 class Scanner:
     """Splits one channel's text into reasoning and content segments as it streams.
 
@@ -249,6 +294,7 @@ class Scanner:
         "_fast",
         "_fast_char",
         "_finished",
+        "_fresh",
         "_held",
         "_kind",
         "_kinds_emitted",
@@ -287,24 +333,23 @@ class Scanner:
         return super().__new__(cls)
 
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
-        cfg = _DEFAULT_CONFIG if config is None else config
-        self._tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers, cfg.tool_call_markers)
-        self._markers = cfg.tool_call_markers  # tool-call markers: each ends a reasoning block
-        self._marker_firsts = frozenset(m[0] for m in self._markers)
-        self._buffered = cfg.stream_mode == "buffered"
-        self._separator = cfg.separator
-        self._leading_only = cfg.placement == "leading"
-        self._strip = cfg.strip_whitespace
-        # trim_tag_edges: strip_whitespace, when on, trims every edge already.
-        self._trim = cfg.trim_tag_edges and not cfg.strip_whitespace
-        # The reasoning's own trailing whitespace waits for a close tag only when asked: holding it
-        # makes whitespace a trigger in reasoning, and a surface's raw fast path then reads every event.
-        self._trim_tail = self._trim and cfg.trim_reasoning_tail
-        self._cap = cfg.max_buffer_bytes
-        self._code = _CodeTracker() if cfg.code_aware else None
-        self._content_triggers = self._tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset())
-
-        self._state = _START if cfg.start_with_reasoning else _CONTENT
+        (
+            self._tags,
+            self._markers,
+            self._marker_firsts,
+            self._buffered,
+            self._separator,
+            self._leading_only,
+            self._strip,
+            self._trim,
+            self._trim_tail,
+            self._cap,
+            code_aware,
+            self._content_triggers,
+            start_with_reasoning,
+        ) = _settings(_DEFAULT_CONFIG if config is None else config)
+        self._code = _CodeTracker() if code_aware else None
+        self._state = _START if start_with_reasoning else _CONTENT
         self._held = ""  # suffix that could still be a tag (rule 2)
         self._lead = ""  # start_with_reasoning: whitespace before a possible open tag (rule 3)
         self._tags_live = True  # False once placement="leading" has seen content
@@ -332,6 +377,8 @@ class Scanner:
         self._out: list[tuple[Kind, str]] = []
         self._fast: frozenset[str] | None = None  # triggers for the no-tag fast path, when it applies
         self._fast_char = ""  # live reasoning: the one character in _fast, if it holds only one
+        # Triggers of a block yet to emit (see starting): the first content block is one.
+        self._fresh = None if self._strip or start_with_reasoning else self._content_triggers
         self._finished = False
 
         self.reasoning_blocks = 0
@@ -365,13 +412,43 @@ class Scanner:
             self.reasoning_chars += chars
 
     @property
+    def starting(self) -> Kind | None:
+        """The kind of a block that has not emitted yet (right after a tag, say) and whose next
+        text, when free of :attr:`triggers`, goes wholly to it; :meth:`take_steady` says what
+        comes out (the block's edges trimmed, the separator). ``None`` otherwise."""
+        if self._fresh is None:
+            return None
+        return CONTENT if self._state == _CONTENT else REASONING
+
+    def take_steady(self, text: str) -> str:
+        """Feed ``text``, free of :attr:`triggers`, while :attr:`steady` or :attr:`starting`: the
+        one segment's text it makes ("" when the block's edge swallowed it all), without the scan."""
+        if self._fast is not None:
+            self.pass_steady(len(text))
+            return text
+        # A block's first text: no tag can start in it, so the scan would hand it to the block whole.
+        if self._state == _CONTENT:
+            self._content(text)
+        else:
+            self._block_text(text)
+        self._refresh_fast()
+        out = self._out
+        if not out:
+            return ""
+        self._out = []
+        return out[0][1]
+
+    @property
     def triggers(self) -> frozenset[str]:
-        """The characters that end a :attr:`steady` run (meaningless while it is ``None``): those
-        that may start a tag or change the code state, and in a reasoning block whose trailing
-        whitespace is held (``trim_tag_edges``) every whitespace character."""
+        """The characters that end a :attr:`steady` run or a :attr:`starting` block's first text
+        (meaningless while both are ``None``): those that may start a tag or change the code state,
+        and in a reasoning block whose trailing whitespace is held (``trim_tag_edges``) every
+        whitespace character."""
         fast = self._fast
         if fast is None:
-            return _NOTHING
+            fast = self._fresh
+            if fast is None:
+                return _NOTHING
         return _with_whitespace(fast) if self._tail_trim else fast
 
     def feed(self, text: str) -> list[Segment]:
@@ -413,9 +490,27 @@ class Scanner:
         if held:
             self._held = ""
             text = held + text
-        self._scan(text)
+        if not self._whole_tag(text):
+            self._scan(text)
         self._refresh_fast()
         return self._take()
+
+    def _whole_tag(self, text: str) -> bool:
+        """Take ``text`` if it is exactly a tag the scan would act on (a model's tag is often a
+        token of its own): the block it opens or closes, without the scan."""
+        state = self._state
+        if state == _CONTENT:
+            pair = self._tags.whole_opens.get(text)
+            if pair is None or not self._tags_live or (self._code is not None and self._code.in_code()):
+                return False
+            self._open(pair, text)
+            return True
+        if state != _REASONING or text != self._close:
+            return False
+        if self._markers and any(m != text and m.startswith(text) for m in self._markers):
+            return False  # a longer tool-call marker may still follow (rule 1)
+        self._close_reasoning()
+        return True
 
     def flush(self) -> list[Segment]:
         """Give up waiting: emit what is held back, and keep scanning what comes next.
@@ -819,6 +914,7 @@ class Scanner:
         """Decide whether the next feed may take the fast path (see :meth:`feed`)."""
         self._fast = None
         self._fast_char = ""
+        self._fresh = None
         if self._held:
             return
         if self._state == _REASONING:
@@ -827,11 +923,16 @@ class Scanner:
             ):
                 self._fast = fast = self._marker_firsts | frozenset(self._close[0])
                 self._fast_char = self._close[0] if len(fast) == 1 and not self._buffered else ""
-        elif self._state == _CONTENT and self._started and not self._strip:
-            if not self._tags_live:
-                self._fast = _NOTHING
-            elif not self._leading_only and (self._code is None or self._code.quiet):
-                self._fast = self._content_triggers
+            elif not self._started and not self._strip and not self._pending and not self._ws:
+                self._fresh = self._marker_firsts | frozenset(self._close[0])
+        elif self._state == _CONTENT and not self._strip:
+            triggers = self._content_triggers if self._tags_live else _NOTHING
+            if not self._started:
+                # take_steady tracks the code state and the leading placement as the scan does.
+                if not self._pending and not self._ws:
+                    self._fresh = triggers
+            elif not self._tags_live or (not self._leading_only and (self._code is None or self._code.quiet)):
+                self._fast = triggers
 
 
 def extract(text: str, config: ThinkExtractConfig | None = None) -> list[Segment]:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.surfaces import chat
 from gateway_mw.surfaces.chat import ChatStream
 
 from .chatlayouts import LAYOUTS, body, dumps, event
@@ -279,6 +280,54 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
         assert out == expected
 
 
+NOTHING = st.sampled_from(["null", '""', "[]", "{}", " [ ] ", "{ }"])
+SOMETHING = st.sampled_from(['"x"', "0", "false", "[null]", '{"a":null}', '"stop"', "1.5"])
+
+
+@st.composite
+def all_held_chunk(draw: st.DrawFn) -> bytes:
+    """A one-choice chunk whose text was all held, with members that say nothing or something
+    anywhere, under the keys servers write and others."""
+    keys = st.sampled_from(
+        [
+            "usage",
+            "extra",
+            "role",
+            "tool_calls",
+            "refusal",
+            "logprobs",
+            "finish_reason",
+            "matched_stop",
+            "stop_reason",
+            "reasoning_content",
+            "reasoning",
+            "index",
+        ]
+    )
+
+    def members(base: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        out = list(base)
+        for _ in range(draw(st.integers(0, 3))):
+            out.insert(draw(st.integers(0, len(out))), (draw(keys), draw(st.one_of(NOTHING, SOMETHING))))
+        return out
+
+    def obj(items: list[tuple[str, str]]) -> str:
+        return "{" + ",".join(f'"{k}":{v}' for k, v in items) + "}"
+
+    delta = obj(members([("content", draw(st.sampled_from(['"<think>"', '"\\u003c/think>"', "null"])))]))
+    choice = obj(members([("index", draw(st.sampled_from(["0", "0.0", '"0"']))), ("delta", delta)]))
+    envelope = [("id", '"c"'), ("object", '"chat.completion.chunk"'), ("created", "1"), ("model", '"m"')]
+    choices = "[" + choice + (draw(st.sampled_from(["", "", ",{}"]))) + "]"
+    return obj(members([*envelope, ("choices", choices)])).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=all_held_chunk())
+def test_the_quiet_chunk_struct_decides_as_reading_the_chunk_whole(data: bytes) -> None:
+    """The struct that spares a tag's chunk a whole read accepts only chunks the whole read calls quiet."""
+    assert chat._quiet(data) == chat._quiet_read(data)
+
+
 def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
     """Two events that are JSON only when joined (and a third holding two chunks) are each read
     alone, as the full path reads them: unreadable, passed as they came, counting nothing."""
@@ -295,3 +344,13 @@ def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
         assert events_of(fast) == events_of(full)
         assert fast_counts == full_counts
         assert straddle + two in fast
+
+
+def test_a_held_character_given_back_at_the_finish_leaves_the_chunk_as_it_came() -> None:
+    """A finish gives back a "<" held as a possible tag: "abc<" is the chunk's own text, unchanged."""
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    first = head + b'"delta":{"content":"Hello"}}]}\n\n'
+    last = head + b'"delta":{"role":"assistant","content":"abc\\u003c"},"finish_reason":"stop"}]}\n\n'
+    pipeline = StreamPipeline("chat", CFG)
+    out = pipeline.feed(first) + pipeline.feed(last) + pipeline.feed(b"data: [DONE]\n\n") + pipeline.finish()
+    assert (out, pipeline.error) == (first + last + b"data: [DONE]\n\n", None)

@@ -104,6 +104,29 @@ def test_the_fast_path_contract_holds(data: st.DataObject, text: str, config: Th
     assert [getattr(skipping, c) for c in counters] == [getattr(fed, c) for c in counters]
 
 
+@settings(max_examples=800, deadline=None)
+@given(data=st.data(), text=SOUP, config=CONFIGS)
+def test_take_steady_is_feed_for_trigger_free_text(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
+    """While ``steady`` or ``starting`` is a kind, a chunk free of ``triggers`` may go through
+    ``take_steady`` instead of ``feed``: one segment of that kind (or nothing, when the block's edge
+    swallows it), and the same result and counters in the end."""
+    pieces = data.draw(chunkings(text))
+    fed, taking = Scanner(config), Scanner(config)
+    expected = [seg for piece in pieces for seg in fed.feed(piece)] + fed.finish()
+    out: list[Segment] = []
+    for piece in pieces:
+        kind = taking.steady or taking.starting
+        if kind is not None and taking.triggers.isdisjoint(piece):
+            taken = taking.take_steady(piece)
+            out += [Segment(kind, taken)] if taken else []
+        else:
+            out += taking.feed(piece)
+    out += taking.finish()
+    assert merge(out) == merge(expected)
+    counters = ("reasoning_blocks", "reasoning_chars", "unclosed", "overflows")
+    assert [getattr(taking, c) for c in counters] == [getattr(fed, c) for c in counters]
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=SOUP, config=CONFIGS)
 def test_holdback_is_bounded(text: str, config: ThinkExtractConfig) -> None:

@@ -100,6 +100,51 @@ class _Checked(msgspec.Struct, gc=False):
     choices: tuple[_CheckedChoice]
 
 
+# A value that says nothing (see _nothing).
+_Nothing = (
+    None
+    | Literal[""]
+    | Annotated[list[Any], msgspec.Meta(max_length=0)]
+    | Annotated[dict[str, Any], msgspec.Meta(max_length=0)]
+)
+
+
+class _QuietDelta(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    content: str | None = None
+    role: _Nothing = None
+    reasoning_content: _Nothing = None
+    reasoning: _Nothing = None
+    reasoning_details: _Nothing = None
+    tool_calls: _Nothing = None
+    function_call: _Nothing = None
+    refusal: _Nothing = None
+
+
+class _QuietChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    index: msgspec.Raw = msgspec.Raw()
+    delta: _QuietDelta | None = None
+    logprobs: _Nothing = None
+    finish_reason: _Nothing = None
+    stop_reason: _Nothing = None
+    matched_stop: _Nothing = None
+
+
+class _QuietChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A chunk that says nothing but its text, in the keys real servers write: it decodes only
+    if every other value is the envelope or says nothing (the decoder refuses any other key)."""
+
+    choices: tuple[_QuietChoice]
+    id: msgspec.Raw = msgspec.Raw()
+    object: msgspec.Raw = msgspec.Raw()
+    created: msgspec.Raw = msgspec.Raw()
+    model: msgspec.Raw = msgspec.Raw()
+    system_fingerprint: msgspec.Raw = msgspec.Raw()
+    service_tier: msgspec.Raw = msgspec.Raw()
+    obfuscation: msgspec.Raw = msgspec.Raw()
+    usage: None = None
+
+
+_decode_quiet = msgspec.json.Decoder(_QuietChunk).decode
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
 _decode_checked = msgspec.json.Decoder(_Checked).decode
@@ -152,8 +197,17 @@ def _quiet(data: bytes) -> bool:
 
     What :meth:`ChatStream._rewrite` decides, without rebuilding the chunk: every top-level value
     but the envelope's null, and every value of the choice and its delta but the index and the text
-    saying nothing.
+    saying nothing. The usual spellings decode as a :class:`_QuietChunk`; anything else is read whole.
     """
+    try:
+        _decode_quiet(data)
+        return True
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _quiet_read(data)
+
+
+def _quiet_read(data: bytes) -> bool:
+    """:func:`_quiet`, the chunk read whole."""
     try:
         doc = _decode_any(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -281,7 +335,9 @@ class ChatStream:
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
         self._envelope: _Obj = {}  # from the last rewritten chunk, for synthesized ones
         self._last_raw: bytes | None = None  # the last data chunk not yet decoded for its envelope
-        self._steady: tuple[Kind, frozenset[str], Scanner] | None = None  # see _refresh_steady
+        # Choice 0 alone under way: its kind, its triggers, its scanner, whether a trigger-free text
+        # passes whole (else it is a block's first text, see Scanner.starting). See _refresh_steady.
+        self._steady: tuple[Kind, frozenset[str], Scanner, bool] | None = None
         self._read: tuple[bytes, _Chunk] | None = None  # a chunk fast_forward decoded and declined
         self.counts = Counts()
 
@@ -319,15 +375,26 @@ class ChatStream:
         if steady is not None:
             text = _steady_text(chunk, steady[1])
             if text is not None:
-                if steady[0] == CONTENT:
-                    steady[2].pass_steady(len(text))
+                kind, _, scanner, whole = steady
+                if whole and kind == CONTENT:
+                    scanner.pass_steady(len(text))
                     self._last_raw = data
                     return [event]
-                renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
-                if renamed is not None:
-                    steady[2].pass_steady(len(text))
+                if whole:
+                    renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
+                    if renamed is not None:
+                        scanner.pass_steady(len(text))
+                        self._last_raw = data
+                        return [encode_event(renamed, fields=event.fields)]
+                else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
                     self._last_raw = data
-                    return [encode_event(renamed, fields=event.fields)]
+                    taken = scanner.take_steady(text)
+                    if kind == CONTENT and taken == text:
+                        out = [event]
+                    else:
+                        out = self._output(event, data, choices, {0: [Segment(kind, taken)] if taken else []})
+                    self._refresh_steady()
+                    return out
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
@@ -353,19 +420,25 @@ class ChatStream:
             data = self._mirrored(data, mirrored)
             event = encode_event(data, fields=event.fields)
             self._last_raw = data
-        if runs is None:
-            out = [event]
-        elif len(choices) == 1 and not runs[0] and (held := self._all_held(event, data, choices[0])) is not None:
-            out = held
-        elif len(choices) == 1 and len(runs[0]) == 1 and choices[0].delta is not None:
-            # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
-            seg = runs[0][0]
-            edited = self._edited(data, choices[0].delta, seg.kind != CONTENT, seg.text)
-            out = [encode_event(edited, fields=event.fields)] if edited is not None else self._rewrite(event, runs)
-        else:
-            out = self._rewrite(event, runs)
+        out = [event] if runs is None else self._output(event, data, choices, runs)
         self._refresh_steady()
         return before + out if before else out
+
+    def _output(
+        self, event: SSEEvent, data: bytes, choices: list[_Choice], runs: dict[int, list[Segment]]
+    ) -> list[SSEEvent]:
+        """What goes out for a chunk whose choices at the positions in ``runs`` come out as those runs."""
+        if len(choices) == 1:
+            choice = choices[0]
+            if not runs[0] and (held := self._all_held(event, data, choice)) is not None:
+                return held
+            if len(runs[0]) == 1 and choice.delta is not None:
+                # One choice, one run: the edit on the bytes, where it is provably the rewrite's.
+                seg = runs[0][0]
+                edited = self._edited(data, choice.delta, seg.kind != CONTENT, seg.text)
+                if edited is not None:
+                    return [encode_event(edited, fields=event.fields)]
+        return self._rewrite(event, runs)
 
     def flush(self) -> list[SSEEvent]:
         """Chunks carrying what every choice's scanner holds; the scanners go on."""
@@ -396,6 +469,8 @@ class ChatStream:
         steady = self._steady
         if steady is None or not span.startswith(b"data: {"):
             return None  # [DONE] included: a decoder's error costs more than this test
+        if not steady[3]:  # a block's first text: event() has the cheap path for it
+            return None
         end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
         try:
             if end == len(span) - 2:  # one event, one line
@@ -451,7 +526,8 @@ class ChatStream:
 
     def _refresh_steady(self) -> None:
         """Note when choice 0 alone is under way with nothing held, so that a text free of its
-        scanner's triggers would go through it unchanged (content) or wholly as reasoning."""
+        scanner's triggers would go through it unchanged (content) or wholly as reasoning, or as
+        the first text of a block that has just begun (its edge trimmed, no scan needed)."""
         self._steady = None
         scanners = self._scanners
         if len(scanners) != 1 or self._native:
@@ -461,7 +537,9 @@ class ChatStream:
             return
         kind = scanner.steady
         if kind is not None:
-            self._steady = (kind, scanner.triggers, scanner)
+            self._steady = (kind, scanner.triggers, scanner, True)
+        elif (kind := scanner.starting) is not None:
+            self._steady = (kind, scanner.triggers, scanner, False)
 
     def _edited(
         self, data: bytes, delta: _Delta | _RunDelta, reasoning: bool, text: str, framed: bool = False
@@ -512,7 +590,8 @@ class ChatStream:
             if value is None and text != original:
                 return None
             if not reasoning:  # the text alone
-                assert value is not None
+                if value is None:
+                    return data  # the same text (a held character given back at the finish, say)
                 out = b"".join((data[: value[0]], _encode(text), data[value[1] :]))
             elif not present:  # the key and, when it changed, the text
                 if value is None:
@@ -639,8 +718,9 @@ class ChatStream:
         text = delta.content if delta is not None else None
         scanner = self._scanners.get(index)
         if scanner is None:
-            if not text:
+            if text is None:
                 return None
+            # Made on the role chunk's empty text already: the first text then finds it starting.
             assert self._config is not None
             scanner = self._scanners[index] = Scanner(self._config)
         out = scanner.feed(text) if text else []

@@ -271,23 +271,29 @@ def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
     return out
 
 
-def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
-    """The text of ``chunk`` when all it does is continue choice 0's steady text with text free of
-    ``triggers`` (no other choice, no finish, no reasoning of its own); else ``None``."""
+def _continued_text(chunk: _Chunk) -> str | None:
+    """The text of ``chunk`` when all it does is continue choice 0's text (no other choice, no
+    finish, no reasoning of its own); else ``None``."""
     choices = chunk.choices
     if choices is None or len(choices) != 1:
         return None
     choice = choices[0]
     delta = choice.delta
-    if choice.index or choice.finish_reason is not None or delta is None:
+    if choice.given or choice.finish_reason is not None or delta is None:
         return None
     text = delta.content
-    if not text or delta.reasoning_content or delta.reasoning or not triggers.isdisjoint(text):
+    if not text or delta.reasoning_content or delta.reasoning:
         return None
     details = delta.reasoning_details
     if details and bytes(details) not in _EMPTY_RAW:
         return None
     return text
+
+
+def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
+    """:func:`_continued_text`, when free of ``triggers``."""
+    text = _continued_text(chunk)
+    return text if text is not None and triggers.isdisjoint(text) else None
 
 
 def _escaped(data: bytes) -> bool:
@@ -373,28 +379,9 @@ class ChatStream:
             return [*self.flush(), event]  # some other object: it passes, after what was held
         steady = self._steady
         if steady is not None:
-            text = _steady_text(chunk, steady[1])
+            text = _continued_text(chunk)
             if text is not None:
-                kind, _, scanner, whole = steady
-                if whole and kind == CONTENT:
-                    scanner.pass_steady(len(text))
-                    self._last_raw = data
-                    return [event]
-                if whole:
-                    renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
-                    if renamed is not None:
-                        scanner.pass_steady(len(text))
-                        self._last_raw = data
-                        return [encode_event(renamed, fields=event.fields)]
-                else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
-                    self._last_raw = data
-                    taken = scanner.take_steady(text)
-                    if kind == CONTENT and taken == text:
-                        out = [event]
-                    else:
-                        out = self._output(event, data, choices, {0: [Segment(kind, taken)] if taken else []})
-                    self._refresh_steady()
-                    return out
+                return self._continued(event, data, choices, text, steady)
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
@@ -423,6 +410,44 @@ class ChatStream:
         out = [event] if runs is None else self._output(event, data, choices, runs)
         self._refresh_steady()
         return before + out if before else out
+
+    def _continued(
+        self,
+        event: SSEEvent,
+        data: bytes,
+        choices: list[_Choice],
+        text: str,
+        steady: tuple[Kind, frozenset[str], Scanner, bool],
+    ) -> list[SSEEvent]:
+        """A chunk that only continues choice 0's text while that choice alone is under way: what
+        the loop over the choices would do, without it."""
+        self._last_raw = data
+        kind, triggers, scanner, whole = steady
+        if triggers.isdisjoint(text):
+            if whole and kind == CONTENT:
+                scanner.pass_steady(len(text))
+                return [event]
+            if whole:
+                scanner.pass_steady(len(text))
+                renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
+                if renamed is not None:
+                    return [encode_event(renamed, fields=event.fields)]
+                runs = [Segment(kind, text)]  # the rename unproven: the rewrite
+            else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
+                taken = scanner.take_steady(text)
+                if kind == CONTENT and taken == text:
+                    self._refresh_steady()
+                    return [event]
+                runs = [Segment(kind, taken)] if taken else []
+        else:
+            runs = scanner.feed(text)
+            if len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text:
+                self._refresh_steady()
+                return [event]
+            runs = merge_segments(runs)
+        out = self._output(event, data, choices, {0: runs})
+        self._refresh_steady()
+        return out
 
     def _output(
         self, event: SSEEvent, data: bytes, choices: list[_Choice], runs: dict[int, list[Segment]]

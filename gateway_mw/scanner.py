@@ -96,13 +96,12 @@ class _TagTable:
 
     @staticmethod
     def _match(candidates: list[str], buf: str, pos: int, final: bool) -> str | Literal[False] | None:
-        rest_len = len(buf) - pos
+        rest = buf[pos : pos + len(candidates[0])]  # as much as the longest candidate needs
         for string in candidates:  # longest first
-            if len(string) <= rest_len:
-                if buf.startswith(string, pos):
-                    return string  # every longer candidate was already ruled out
-            elif not final and string.startswith(buf[pos:]):
-                return False  # a longer string may still complete
+            if rest.startswith(string):
+                return string  # every longer candidate was already ruled out
+            if not final and string.startswith(rest):
+                return False  # a longer string may still complete (rest is all the text there is)
         return None
 
 
@@ -611,7 +610,7 @@ class Scanner:
             if m is None:
                 break
             p = m.start()
-            if code is not None:
+            if code is not None and p > i:
                 code.advance(buf[i:p])
                 i = p
             if self._leading_only and p > pos:

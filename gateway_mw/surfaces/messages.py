@@ -14,11 +14,13 @@ the value of its ``"index"`` keys replaced (all of them: parsers keep the last).
 strict decoder rejects but the SDKs' ``json`` accepts (``"index":0.0``, lone surrogate escapes) are
 read with the standard library and translated alike. Three paths, cheapest first:
 
-* **fast forward** (``fast_forward``, whole runs of events): while the one open text block is steady
-  in one kind, plain ``text_delta`` events free of its scanner's triggers are recognised on their
-  bytes and go out undecoded: as they came, renumbered, or as ``thinking_delta``s;
+* **fast forward** (``fast_forward``, one event or a run of them): while the one open text block is
+  steady in one kind, each event is decoded alone into the fields the translator reads; a
+  ``text_delta`` of that block whose text holds none of its scanner's triggers goes out as it came,
+  renumbered, or renamed into a ``thinking_delta`` on its bytes, without the scanner;
 * **unchanged** (``event``): the few fields read here are decoded into a small struct; answer text
-  the scanner passes through goes out as the same bytes (renumbered if it must be);
+  the scanner passes through goes out as the same bytes (renumbered if it must be), reasoning text
+  it passes whole gets the same rename as on the fast path, where that provably is the rewrite;
 * **rewritten**: the events of the new blocks are written afresh; an upstream event's fields the
   translator does not own ride, as their raw bytes, on the first event written for it.
 
@@ -33,7 +35,7 @@ import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -109,7 +111,11 @@ def _read(data: bytes) -> tuple[_Event | None, bool]:
     try:
         return _decode_event(data), False
     except UNREADABLE:
-        pass
+        return _read_lenient(data)
+
+
+def _read_lenient(data: bytes) -> tuple[_Event | None, bool]:
+    """:func:`_read` for data msgspec's strict decoder rejected."""
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError):
@@ -310,61 +316,174 @@ class _Oversized:
         self.keys: TopLevelKeys | None = None
 
 
-# -- the stream ---------------------------------------------------------------------------------
+# -- the steady fast path: one event decoded alone, passed as it came or edited on its bytes ----
+
+_EVENT_LINE = b"event: content_block_delta\n"
+_NAMED = _EVENT_LINE + b"data: "  # how an event of the usual framing starts, up to its data
+_DATA = b"data: "
+_INDEX_KEY = b'"index"'
+_TEXT_KEY = b'"text"'
+_TEXT_TYPE = b'"text_delta"'
+_THINKING_KEY = b'"thinking"'
+_THINKING_TYPE = b'"thinking_delta"'
 
 
-_DELTA_HEAD = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":'
-_TEXT_HEAD = _DELTA_HEAD + b'"text_delta","text":"'
-_THINKING_HEAD = _DELTA_HEAD + b'"thinking_delta","thinking":"'
-_TAIL = b'"}}\n\n'
+class _IndexRead(msgspec.Struct, gc=False):
+    """An edited event read back (when it holds ``\\u`` escapes): its index."""
+
+    index: int | None = None
 
 
-class _PlainDeltas:
-    """Runs of ``text_delta`` events of one upstream block, recognised on their bytes.
+class _ThinkingDeltaRead(msgspec.Struct, gc=False):
+    type: str = ""
+    thinking: str | None = None
+    text: msgspec.Raw = msgspec.Raw()  # empty when absent
 
-    A plain event is exactly ``_TEXT_HEAD``, a JSON string body without ``"``, ``\\`` or control
-    characters (so without escapes: its bytes are its UTF-8 text), then ``_TAIL``. Such an event
-    decodes to nothing but its type, index and text, and msgspec encodes that text back to the same
-    bytes, so an event rewritten from it differs only in its head.
+
+class _ThinkingRead(msgspec.Struct, gc=False):
+    """A renamed event read back (when it holds ``\\u`` escapes): what the rename must have made."""
+
+    index: int | None = None
+    delta: _ThinkingDeltaRead | None = None
+
+
+_decode_index_read = msgspec.json.Decoder(_IndexRead).decode
+_decode_thinking_read = msgspec.json.Decoder(_ThinkingRead).decode
+
+
+def _escaped(data: bytes) -> bool:
+    """Whether ``data`` holds a ``\\u`` escape: without one, every key and every ASCII value is
+    spelled as itself (no other escape stands for a letter or an underscore)."""
+    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
+
+
+def _steady_text(ev: _Event, upstream: int, triggers: frozenset[str]) -> str | None:
+    """The text of ``ev`` when all it does is continue text block ``upstream`` with text free of
+    ``triggers``: a ``text_delta`` with a non-empty text. ``None`` otherwise."""
+    delta = ev.delta
+    if ev.type != "content_block_delta" or ev.index != upstream or delta is None or delta.type != "text_delta":
+        return None
+    text = delta.text
+    if not text or not triggers.isdisjoint(text):
+        return None
+    return text
+
+
+def _number_at(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the integer that is the value of the key ending at ``pos`` starts and ends."""
+    n = len(data)
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 58:  # ":"
+        return None
+    pos += 1
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    start = pos
+    while pos < n and data[pos] in b"-0123456789":
+        pos += 1
+    return (start, pos) if pos > start else None
+
+
+_INDEX_SPELLED = {space: tuple(b'"index":%s%d' % (space, i) for i in range(64)) for space in (b"", b" ")}
+
+
+def _index_spelled(index: int, space: bytes = b"") -> bytes:
+    """``"index":N`` (or ``"index": N``), made once for the first indexes."""
+    return _INDEX_SPELLED[space][index] if index < 64 else b'"index":%s%d' % (space, index)
+
+
+def _index_replaced(data: bytes, old: int, new: int) -> bytes | None:
+    """``data`` with the value ``old`` of its one ``"index"`` key made ``new``; ``None`` when the key
+    is not there once, or its value is not spelled ``old``."""
+    if data.count(_INDEX_KEY) != 1:
+        return None
+    # Compact or spaced as json.dumps spaces it: the one key, then that number (nothing longer:
+    # the decoder read the value as old).
+    parts = data.split(_index_spelled(old))
+    if len(parts) == 2:
+        return _index_spelled(new).join(parts)
+    parts = data.split(_index_spelled(old, b" "))
+    if len(parts) == 2:
+        return _index_spelled(new, b" ").join(parts)
+    at = data.find(_INDEX_KEY) + 7
+    value = _number_at(data, at)
+    if value is None or data[value[0] : value[1]] != b"%d" % old:
+        return None
+    return b"".join((data[: value[0]], b"%d" % new, data[value[1] :]))
+
+
+def _body(framed: bytes, head: int) -> bytes:
+    """The data of an event: ``framed`` itself (``head`` 0), or its bytes from ``head`` to its blank line."""
+    return framed[head:-2] if head else framed
+
+
+def _renumbered(data: bytes, old: int, new: int, head: int = 0) -> bytes | None:
+    """``data`` (an event the decoder read with top-level ``"index": old``; its data from ``head``,
+    see :func:`_body`) with that value made ``new``, every other byte kept: what
+    :func:`_reindexed` gives. ``None`` when unproven.
+
+    The key found once is the top-level one: with no ``\\u`` escape the decoder's key is spelled
+    as itself, so it is that one occurrence; with escapes the edited event is read back and must
+    carry ``new``, which an edit anywhere else (a nested key, a string) cannot give it.
     """
-
-    def __init__(self, upstream: int) -> None:
-        self.head = _TEXT_HEAD % upstream
-        self.run = re.compile(b"(?:" + re.escape(self.head) + rb'[^"\\\x00-\x1f]*' + re.escape(_TAIL) + b")+")
-        self.frame = self.head + _TAIL
-        self._needles: dict[frozenset[str], tuple[bytes, ...] | None] = {}
-
-    def texts(self, span: bytes, triggers: frozenset[str]) -> bytes | None:
-        """The UTF-8 text of all the events of ``span`` joined, if they are all plain and free of
-        ``triggers``; else ``None``."""
-        if triggers not in self._needles:
-            self._needles[triggers] = self._needles_for(triggers)
-        needles = self._needles[triggers]
-        if needles is None or self.run.fullmatch(span) is None:
-            return None
-        for needle in needles:
-            if needle in span:
+    out = _index_replaced(data, old, new)
+    if out is not None and _escaped(data):
+        try:
+            if _decode_index_read(_body(out, head)).index != new:
                 return None
-        texts = span[len(self.head) : -len(_TAIL)].replace(_TAIL + self.head, b"")
-        if not texts.isascii():
-            try:
-                texts.decode()
-            except UnicodeDecodeError:
-                return None  # not JSON: event() would count it as unreadable
-        return texts
-
-    def _needles_for(self, triggers: frozenset[str]) -> tuple[bytes, ...] | None:
-        """The bytes of the triggers a plain body may hold; ``None`` if the frame itself holds one."""
-        needles = tuple(ch.encode() for ch in triggers if ch not in '"\\' and ord(ch) >= 0x20)
-        if any(needle in self.frame for needle in needles):
+        except UNREADABLE:
             return None
-        return needles
+    return out
 
-    def renumbered(self, span: bytes, index: int) -> bytes:
-        return span.replace(self.head, _TEXT_HEAD % index)
 
-    def as_thinking(self, span: bytes, index: int) -> bytes:
-        return span.replace(self.head, _THINKING_HEAD % index)
+def _as_thinking(data: bytes, old: int, new: int, text: str, head: int = 0) -> bytes | None:
+    """``data`` (a ``text_delta`` event of block ``old`` whose whole text ``text`` is reasoning; its
+    data from ``head``, see :func:`_body`) as the ``thinking_delta`` of block ``new`` the full
+    rewrite gives: the delta's type and its text key renamed, the index replaced, every other byte
+    kept. ``None`` when unproven.
+
+    With no ``\\u`` escape the decoder's keys and the type's value are spelled as themselves, so a
+    ``"text"`` and a ``"text_delta"`` found once each are the delta's. With escapes the renamed event
+    is read back: the delta must carry ``text`` as its thinking, be a ``thinking_delta``, have no
+    ``text`` key left, and the index must be ``new``.
+    """
+    # Each rename adds 4 bytes, and the decoder saw at least one of each: 8 bytes, one of each.
+    out = data.replace(_TEXT_TYPE, _THINKING_TYPE).replace(_TEXT_KEY, _THINKING_KEY)
+    if len(out) != len(data) + 8:
+        return None
+    if new != old:
+        renumbered = _index_replaced(out, old, new)
+        if renumbered is None:
+            return None
+        out = renumbered
+    if _escaped(data):
+        try:
+            read = _decode_thinking_read(_body(out, head))
+        except UNREADABLE:
+            return None
+        delta = read.delta
+        if read.index != new or delta is None or delta.type != "thinking_delta" or delta.thinking != text or delta.text:
+            return None
+    return out
+
+
+def _framed(bodies: list[bytes]) -> bytes:
+    """Events of ``bodies``, each with its ``event:`` line."""
+    return b"".join([b"".join((_NAMED, body, b"\n\n")) for body in bodies])
+
+
+def _with_event_lines(span: bytes, bodies: list[bytes], named: int) -> bytes:
+    """``span`` (events of one data line each, ``named`` of them with an ``event:`` line) with
+    every event given its ``event:`` line, as :meth:`MessagesStream.event` writes them."""
+    if named == len(bodies):
+        return span
+    if not named:  # every "\n\n" ends an event: the one before the next data line gets its name
+        return _EVENT_LINE + span.replace(b"\n\ndata: ", b"\n\n" + _NAMED)
+    return _framed([p[33:] if p.startswith(_NAMED) else p[6:] for p in span[:-2].split(b"\n\n")])
+
+
+# -- the stream ---------------------------------------------------------------------------------
 
 
 class _Channel:
@@ -403,7 +522,9 @@ class MessagesStream:
         self._indexes: dict[int, int] = {}
         self._channels: dict[int, _Channel] = {}  # upstream index → open text channel
         self._closed: dict[int, int] = {}
-        self._plain: dict[int, _PlainDeltas] = {}  # upstream index → its fast path matcher
+        self._read: tuple[bytes, _Event | None] | None = None  # an event fast_forward read and declined
+        self._steady: tuple[_Channel, frozenset[str]] | None = None  # see _steady_channel
+        self._steady_known = False
         self._texts = 0  # text blocks scanned so far: a template's injected <think> opens the first only
         self._big: _Oversized | None = None  # an oversized event under way
         self._before: list[SSEEvent] | None = None  # events to send before its first byte
@@ -421,10 +542,16 @@ class MessagesStream:
     # -- events ---------------------------------------------------------------------------------
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
+        self._steady_known = False
         data = event.data
         if data is None or not self._active:
             return [event]
-        ev, lenient = _read(data)
+        read = self._read
+        if read is not None and read[0] == data:  # fast_forward read it and declined
+            self._read = None
+            ev, lenient = (read[1], False) if read[1] is not None else _read_lenient(data)
+        else:
+            ev, lenient = _read(data)
         if ev is None:
             return self._unreadable(event)
         if self._config is None and ev.type in _RESOLVING:
@@ -460,6 +587,7 @@ class MessagesStream:
         return [*self.flush(), *self._passed(event, kind.encode())]  # a type this translator does not know
 
     def flush(self) -> list[SSEEvent]:
+        self._steady_known = False
         out: list[SSEEvent] = []
         for channel in self._channels.values():
             out += self._emit(channel, channel.scanner.flush())
@@ -468,6 +596,7 @@ class MessagesStream:
         return out
 
     def finish(self) -> list[SSEEvent]:
+        self._steady_known = False
         return self._finish_all()
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
@@ -484,6 +613,7 @@ class MessagesStream:
           it names (:meth:`_likely_channel`): at worst the client sees an empty text block more.
         * Any other index is mapped when known, and left alone when not.
         """
+        self._steady_known = False
         big = self._big
         if big is None:
             if not self._active or not piece:
@@ -543,36 +673,170 @@ class MessagesStream:
         return None if new is None else b"%d" % new
 
     def fast_forward(self, span: bytes) -> bytes | None:
-        """The bytes for ``span`` when every event in it is a plain ``text_delta`` of the one open
-        text block, steady in one kind, whose text holds no trigger of its scanner: then each goes
-        out as :meth:`event` would send it, without being decoded (see :class:`_PlainDeltas`)."""
+        """The bytes for ``span`` (whole events) when provably what :meth:`event` gives for each.
+
+        While the one open text block is steady in one kind, each event is decoded alone into the
+        fields the translator reads (whatever their order, spacing or escapes), and must only
+        continue that block's text, with text free of its scanner's triggers. Then it goes out as
+        it came (answer text), renumbered, or renamed into a ``thinking_delta`` on its bytes
+        (:func:`_renumbered`, :func:`_as_thinking`). A declined single event stays decoded for
+        :meth:`event`.
+        """
         if not self._active:
             return span  # this stream's model is not translated
+        if not self._steady_known:
+            self._steady = self._steady_channel()
+            self._steady_known = True
+        steady = self._steady
+        if steady is None:
+            return None
+        n = len(span)
+        if span.startswith(_NAMED):
+            if span.find(b"\n", 33) == n - 2 and span[-1] == 10:
+                return self._steady_one(steady[0], steady[1], span, 33)
+        elif span.startswith(_DATA) and span.find(b"\n") == n - 2 and span[-1] == 10:
+            out = self._steady_one(steady[0], steady[1], span, 6)
+            return out if not out else _EVENT_LINE + out  # the SDKs skip frames without one
+        return self._steady_run(steady[0], steady[1], span)
+
+    def _steady_channel(self) -> tuple[_Channel, frozenset[str]] | None:
+        """The one open text block and its scanner's triggers, when a text free of them would go
+        through it whole, in the kind of the output block it writes (nothing held, no half
+        character). Known until the next call of :meth:`event`, :meth:`flush`, :meth:`finish` or
+        :meth:`oversized`: only they change what it depends on."""
         if len(self._channels) != 1:
             return None
-        channel = next(iter(self._channels.values()))
-        kind = channel.scanner.steady
-        if kind is None or kind != channel.kind or channel.surrogate:
+        for channel in self._channels.values():
+            kind = channel.scanner.steady
+            if kind is None or kind != channel.kind or channel.surrogate:
+                return None
+            return channel, channel.scanner.triggers
+        return None
+
+    def _steady_one(self, channel: _Channel, triggers: frozenset[str], span: bytes, head: int) -> bytes | None:
+        """One event, its data from ``head`` to its blank line: what :meth:`event` gives for it,
+        but for the ``event:`` line a data-only event gets."""
+        data = span[head:-2]
+        try:
+            ev = _decode_event(data)
+        except UNREADABLE:
+            self._read = (data, None)
             return None
-        plain = self._plain.get(channel.upstream)
-        if plain is None:
-            plain = self._plain[channel.upstream] = _PlainDeltas(channel.upstream)
-        texts = plain.texts(span, channel.scanner.triggers)
-        if texts is None:
+        text = _steady_text(ev, channel.upstream, triggers)
+        if text is None:
+            self._read = (data, ev)
             return None
+        out: bytes | None
+        if channel.kind == CONTENT:
+            out = span if channel.out == channel.upstream else _renumbered(span, channel.upstream, channel.out, head)
+        elif self._redacted:
+            out = b"" if self._held_under_cap(channel, text) else None
+        else:
+            out = self._as_thinking(span, channel.upstream, channel.out, text, head)
+            if out is not None:
+                channel.digest.update(text.encode())
+        if out is None:
+            self._read = (data, ev)
+            return None
+        channel.scanner.pass_steady(len(text))
         self._last = channel.upstream
-        if kind == CONTENT:
-            return span if channel.out == channel.upstream else plain.renumbered(span, channel.out)
-        if self._redacted:
-            assert self._config is not None
-            if channel.held + len(texts) > self._config.max_buffer_bytes:
-                return None  # a block ends in this span: after the event that crosses the cap, as event() does
-            text = texts.decode()
-            channel.scanner.reasoning_chars += len(text)  # what feeding it would have counted
-            return b"".join(e.raw for e in self._hold_redacted(channel, text))  # nothing: under the cap
-        channel.scanner.reasoning_chars += len(texts.decode())
-        channel.digest.update(texts)
-        return plain.as_thinking(span, channel.out)
+        return out
+
+    def _steady_run(self, channel: _Channel, triggers: frozenset[str], span: bytes) -> bytes | None:
+        """Several events, each read alone as :meth:`event` reads it: the pieces between event
+        ends, each one ``data:`` line, after an ``event: content_block_delta`` line or none."""
+        if not span.endswith(b"\n\n"):
+            return None
+        pieces = span[:-2].split(b"\n\n")
+        bodies: list[bytes] = []
+        named = 0
+        for piece in pieces:
+            if piece.startswith(_NAMED):
+                bodies.append(piece[33:])
+                named += 1
+            elif piece.startswith(_DATA):
+                bodies.append(piece[6:])
+            else:
+                return None  # a comment, id:, another event: line, a blank line
+        if span.count(b"\n") != 2 * len(pieces) + named:
+            return None  # a piece of more lines than that
+        upstream = channel.upstream
+        texts: list[str] = []
+        try:
+            for body in bodies:
+                text = _steady_text(_decode_event(body), upstream, triggers)
+                if text is None:
+                    return None
+                texts.append(text)
+        except UNREADABLE:
+            return None
+        joined = "".join(texts)
+        if channel.kind == CONTENT:
+            out = self._content_run(channel, span, bodies, named)
+        elif self._redacted:
+            out = b"" if self._held_under_cap(channel, joined) else None
+        else:
+            out = self._thinking_run(channel, span, bodies, texts, named)
+            if out is not None:
+                channel.digest.update(joined.encode())
+        if out is None:
+            return None
+        channel.scanner.pass_steady(len(joined))
+        self._last = upstream
+        return out
+
+    def _content_run(self, channel: _Channel, span: bytes, bodies: list[bytes], named: int) -> bytes | None:
+        """Answer text: the events as they came, renumbered if they must be, each with its
+        ``event:`` line."""
+        old, new = channel.upstream, channel.out
+        count = len(bodies)
+        if old != new:
+            # With no escape, each event holds its one "index" key spelled as itself: one each.
+            key = b'"index":%d' % old
+            if not _escaped(span) and span.count(_INDEX_KEY) == count and span.count(key) == count:
+                span = span.replace(key, b'"index":%d' % new)
+            else:
+                edited = [_renumbered(body, old, new) for body in bodies]
+                if None in edited:
+                    return None
+                return _framed(cast(list[bytes], edited))
+        return _with_event_lines(span, bodies, named)
+
+    def _thinking_run(
+        self, channel: _Channel, span: bytes, bodies: list[bytes], texts: list[str], named: int
+    ) -> bytes | None:
+        """Steady reasoning: each event renamed into a ``thinking_delta`` (see :func:`_as_thinking`)."""
+        old, new = channel.upstream, channel.out
+        count = len(bodies)
+        key = b'"index":%d' % old
+        if (
+            not _escaped(span)
+            and span.count(_TEXT_KEY) == count
+            and span.count(_TEXT_TYPE) == count
+            and (old == new or (span.count(_INDEX_KEY) == count and span.count(key) == count))
+        ):
+            span = span.replace(_TEXT_TYPE, _THINKING_TYPE).replace(_TEXT_KEY, _THINKING_KEY)
+            if old != new:
+                span = span.replace(key, b'"index":%d' % new)
+            return _with_event_lines(span, bodies, named)
+        edited = [self._as_thinking(body, old, new, text) for body, text in zip(bodies, texts, strict=True)]
+        if None in edited:
+            return None
+        return _framed(cast(list[bytes], edited))
+
+    def _as_thinking(self, data: bytes, old: int, new: int, text: str, head: int = 0) -> bytes | None:
+        return _as_thinking(data, old, new, text, head)
+
+    def _held_under_cap(self, channel: _Channel, text: str) -> bool:
+        """Redacted: hold ``text`` for the block under way, when that leaves it within the cap (a
+        block that outgrows it ends after the event that crosses it, as :meth:`event` ends it)."""
+        assert self._config is not None
+        size = len(text) if text.isascii() else len(text.encode())
+        if channel.held + size > self._config.max_buffer_bytes:
+            return False
+        channel.parts.append(text)
+        channel.held += size
+        return True
 
     # -- the numbering map ------------------------------------------------------------------------
 
@@ -687,17 +951,33 @@ class MessagesStream:
             doc = obj(_one_line(data))
             return self._emit(channel, channel.scanner.feed(text), (event, doc) if doc is not None else None)
         segments = channel.scanner.feed(text)
-        if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
-            # The common case, answer text: the event goes out as it came (renumbered if it must be).
-            out = [] if channel.kind == CONTENT else self._close(channel) + self._open(channel, CONTENT)
-            new = channel.out
-            out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
-            return out
+        if len(segments) == 1 and segments[0].text == text:
+            if segments[0].kind == CONTENT:
+                # The common case, answer text: the event goes out as it came (renumbered if it must be).
+                out = [] if channel.kind == CONTENT else self._close(channel) + self._open(channel, CONTENT)
+                new = channel.out
+                out.append(event if new == upstream else _reindexed(event, "content_block_delta", upstream, new))
+                return out
+            if not self._redacted:
+                # All reasoning: the event renamed into a thinking_delta on its bytes, when provably
+                # what the rewrite below gives.
+                out = [] if channel.kind == REASONING else self._close(channel) + self._open(channel, REASONING)
+                edited = self._as_thinking(data, upstream, channel.out, text)
+                if edited is not None:
+                    channel.digest.update(text.encode())
+                    out.append(encode_event(edited, fields=_fields_for(event, "content_block_delta")))
+                    return out
+                return out + self._emit(channel, segments, self._source(event, data, upstream, text))
+        return self._emit(channel, segments, self._source(event, data, upstream, text))
+
+    @staticmethod
+    def _source(event: SSEEvent, data: bytes, upstream: int, text: str) -> tuple[SSEEvent, Obj] | None:
+        """The upstream event whose fields the translator does not own ride on the first delta
+        written for it; ``None`` when it has none (its bytes are those the translator writes)."""
         if data == _text_delta_prefix(upstream) + encode(text) + b"}}":
-            return self._emit(channel, segments)
-        # Fields this translator does not own ride on the first delta written for this event.
+            return None
         doc = obj(_one_line(data))
-        return self._emit(channel, segments, (event, doc) if doc is not None else None)
+        return (event, doc) if doc is not None else None
 
     def _block_stop(self, event: SSEEvent, ev: _Event) -> list[SSEEvent]:
         upstream = ev.index

@@ -317,19 +317,17 @@ DECOYS = [
 @pytest.mark.parametrize("named", [True, False], ids=["event-lines", "data-only"])
 def test_decoys_give_what_the_full_path_gives(decoy: str, opening: str, named: bool) -> None:
     """Spellings where a byte edit found by its spelling alone would be wrong: each is declined or
-    proven, so the three paths agree, one event per feed and in one read."""
+    proven, so the three paths agree, one event per feed and amid a run in one read."""
     first = [delta_event(0, opening, "anthropic"), delta_event(0, " first", "anthropic")]
-    doc = json.loads(decoy)
-    events = [
-        *head_events("anthropic", named),
-        *(frame(d, dumps(d, "anthropic"), named) for d in first),
-        *[frame(doc, decoy, named)] * 3,
-        *tail_events("anthropic", named, False),
-    ]
-    for piece in (0, 1 << 20):
-        fast, fast_counts = run(events, UNSIGNED, MessagesStream, piece)
-        one_by_one, counts = run(events, UNSIGNED, EventPath, 0)
-        full, full_counts = run(events, UNSIGNED, FullPath, 0)
-        assert fast == one_by_one
+    plain = frame(delta_event(0, " word", "anthropic"), dumps(delta_event(0, " word", "anthropic"), "anthropic"), named)
+    decoys = frame(json.loads(decoy), decoy, named) * 3
+    head = [*head_events("anthropic", named), *(frame(d, dumps(d, "anthropic"), named) for d in first)]
+    tail = tail_events("anthropic", named, False)
+    one_by_one = [*head, plain, *[frame(json.loads(decoy), decoy, named)] * 3, plain, *tail]
+    for feeds in (one_by_one, [*head, plain * 3 + decoys + plain * 3, *tail]):
+        fast, fast_counts = run(feeds, UNSIGNED, MessagesStream, 0)
+        event_path, counts = run(feeds, UNSIGNED, EventPath, 0)
+        full, full_counts = run(feeds, UNSIGNED, FullPath, 0)
+        assert fast == event_path
         assert events_of(fast) == events_of(full)
         assert fast_counts == counts == full_counts

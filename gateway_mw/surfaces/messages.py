@@ -35,7 +35,7 @@ import json
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import lru_cache
-from typing import Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
@@ -95,7 +95,24 @@ class _Event(msgspec.Struct, gc=False):
     message: _Message | None = None
 
 
+class _RunDelta(msgspec.Struct, gc=False):
+    type: Literal["text_delta"]
+    text: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _RunEvent(msgspec.Struct, gc=False):
+    """A ``text_delta`` event as one of a run is decoded: the decoder itself refuses any other event,
+    and anything :class:`_Event` refuses (the same fields, of the same types or narrower)."""
+
+    type: Literal["content_block_delta"]
+    index: int
+    delta: _RunDelta
+    content_block: _Part | None = None
+    message: _Message | None = None
+
+
 _decode_event = msgspec.json.Decoder(_Event).decode
+_decode_run_event = msgspec.json.Decoder(_RunEvent).decode
 _decode_any = msgspec.json.Decoder().decode
 _INDEX = frozenset({b"index"})
 _HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
@@ -468,6 +485,55 @@ def _as_thinking(data: bytes, old: int, new: int, text: str, head: int = 0) -> b
     return out
 
 
+_NAMED_BOUNDARY = b"\n\n" + _NAMED
+_DATA_BOUNDARY = b"\n\ndata: "
+
+
+def _run_bodies(span: bytes) -> tuple[list[bytes], int] | None:
+    """The data of each event of ``span``, when each is one ``data:`` line after an ``event:
+    content_block_delta`` line or none, and how many have that line; ``None`` for anything else
+    (a comment, ``id:``, another ``event:`` line, a blank line, data of several lines)."""
+    if not span.endswith(b"\n\n"):
+        return None
+    lines = span.count(b"\n")
+    # The usual framings, all events alike: each boundary is followed by the next event's head,
+    # and no event holds a line more than its head's (the count tells).
+    if span.startswith(_NAMED):
+        bodies = span[33:-2].split(_NAMED_BOUNDARY)
+        if lines == 3 * len(bodies):
+            return bodies, len(bodies)
+    elif span.startswith(_DATA):
+        bodies = span[6:-2].split(_DATA_BOUNDARY)
+        if lines == 2 * len(bodies):
+            return bodies, 0
+    # Framings mixed: event by event.
+    pieces = span[:-2].split(b"\n\n")
+    bodies = []
+    named = 0
+    for piece in pieces:
+        if piece.startswith(_NAMED):
+            bodies.append(piece[33:])
+            named += 1
+        elif piece.startswith(_DATA):
+            bodies.append(piece[6:])
+        else:
+            return None
+    return (bodies, named) if lines == 2 * len(pieces) + named else None
+
+
+def _run_renumbered(span: bytes, old: int, new: int, count: int) -> bytes | None:
+    """``span`` (``count`` events the decoder read with ``"index": old``, no ``\\u`` escape in any)
+    with each index made ``new``: every event holds its one key spelled as itself, so ``count``
+    keys in all are one each (see :func:`_index_replaced`). ``None`` when unproven."""
+    if span.count(_INDEX_KEY) != count:
+        return None
+    for space in (b"", b" "):
+        parts = span.split(_index_spelled(old, space))
+        if len(parts) == count + 1:
+            return _index_spelled(new, space).join(parts)
+    return None
+
+
 def _framed(bodies: list[bytes]) -> bytes:
     """Events of ``bodies``, each with its ``event:`` line."""
     return b"".join([b"".join((_NAMED, body, b"\n\n")) for body in bodies])
@@ -479,7 +545,7 @@ def _with_event_lines(span: bytes, bodies: list[bytes], named: int) -> bytes:
     if named == len(bodies):
         return span
     if not named:  # every "\n\n" ends an event: the one before the next data line gets its name
-        return _EVENT_LINE + span.replace(b"\n\ndata: ", b"\n\n" + _NAMED)
+        return _EVENT_LINE + span.replace(_DATA_BOUNDARY, _NAMED_BOUNDARY)
     return _framed([p[33:] if p.startswith(_NAMED) else p[6:] for p in span[:-2].split(b"\n\n")])
 
 
@@ -743,34 +809,22 @@ class MessagesStream:
         return out
 
     def _steady_run(self, channel: _Channel, triggers: frozenset[str], span: bytes) -> bytes | None:
-        """Several events, each read alone as :meth:`event` reads it: the pieces between event
-        ends, each one ``data:`` line, after an ``event: content_block_delta`` line or none."""
-        if not span.endswith(b"\n\n"):
+        """Several events, each read alone as :meth:`event` reads it (see :func:`_run_bodies`)."""
+        run = _run_bodies(span)
+        if run is None:
             return None
-        pieces = span[:-2].split(b"\n\n")
-        bodies: list[bytes] = []
-        named = 0
-        for piece in pieces:
-            if piece.startswith(_NAMED):
-                bodies.append(piece[33:])
-                named += 1
-            elif piece.startswith(_DATA):
-                bodies.append(piece[6:])
-            else:
-                return None  # a comment, id:, another event: line, a blank line
-        if span.count(b"\n") != 2 * len(pieces) + named:
-            return None  # a piece of more lines than that
-        upstream = channel.upstream
-        texts: list[str] = []
+        bodies, named = run
         try:
-            for body in bodies:
-                text = _steady_text(_decode_event(body), upstream, triggers)
-                if text is None:
-                    return None
-                texts.append(text)
+            events = [_decode_run_event(body) for body in bodies]
         except UNREADABLE:
             return None
+        upstream = channel.upstream
+        texts = [ev.delta.text for ev in events if ev.index == upstream]
+        if len(texts) != len(events):
+            return None
         joined = "".join(texts)
+        if not triggers.isdisjoint(joined):
+            return None
         if channel.kind == CONTENT:
             out = self._content_run(channel, span, bodies, named)
         elif self._redacted:
@@ -789,17 +843,12 @@ class MessagesStream:
         """Answer text: the events as they came, renumbered if they must be, each with its
         ``event:`` line."""
         old, new = channel.upstream, channel.out
-        count = len(bodies)
         if old != new:
-            # With no escape, each event holds its one "index" key spelled as itself: one each.
-            key = b'"index":%d' % old
-            if not _escaped(span) and span.count(_INDEX_KEY) == count and span.count(key) == count:
-                span = span.replace(key, b'"index":%d' % new)
-            else:
+            renumbered = _run_renumbered(span, old, new, len(bodies)) if not _escaped(span) else None
+            if renumbered is None:
                 edited = [_renumbered(body, old, new) for body in bodies]
-                if None in edited:
-                    return None
-                return _framed(cast(list[bytes], edited))
+                return None if None in edited else _framed(cast(list[bytes], edited))
+            span = renumbered
         return _with_event_lines(span, bodies, named)
 
     def _thinking_run(
@@ -807,22 +856,16 @@ class MessagesStream:
     ) -> bytes | None:
         """Steady reasoning: each event renamed into a ``thinking_delta`` (see :func:`_as_thinking`)."""
         old, new = channel.upstream, channel.out
-        count = len(bodies)
-        key = b'"index":%d' % old
-        if (
-            not _escaped(span)
-            and span.count(_TEXT_KEY) == count
-            and span.count(_TEXT_TYPE) == count
-            and (old == new or (span.count(_INDEX_KEY) == count and span.count(key) == count))
-        ):
-            span = span.replace(_TEXT_TYPE, _THINKING_TYPE).replace(_TEXT_KEY, _THINKING_KEY)
-            if old != new:
-                span = span.replace(key, b'"index":%d' % new)
-            return _with_event_lines(span, bodies, named)
+        if not _escaped(span):
+            # As for one event: each event's two names found once each, when the span grows by
+            # 8 bytes an event (the decoder saw at least one of each in every event).
+            renamed = span.replace(_TEXT_TYPE, _THINKING_TYPE).replace(_TEXT_KEY, _THINKING_KEY)
+            if len(renamed) == len(span) + 8 * len(bodies):
+                out = renamed if old == new else _run_renumbered(renamed, old, new, len(bodies))
+                if out is not None:
+                    return _with_event_lines(out, bodies, named)
         edited = [self._as_thinking(body, old, new, text) for body, text in zip(bodies, texts, strict=True)]
-        if None in edited:
-            return None
-        return _framed(cast(list[bytes], edited))
+        return None if None in edited else _framed(cast(list[bytes], edited))
 
     def _as_thinking(self, data: bytes, old: int, new: int, text: str, head: int = 0) -> bytes | None:
         return _as_thinking(data, old, new, text, head)

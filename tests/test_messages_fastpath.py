@@ -331,3 +331,39 @@ def test_decoys_give_what_the_full_path_gives(decoy: str, opening: str, named: b
         assert fast == event_path
         assert events_of(fast) == events_of(full)
         assert fast_counts == counts == full_counts
+
+
+@pytest.mark.parametrize(
+    ("declined", "named"),
+    [
+        ('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a<think>b"}}', True),
+        ('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a<think>b"}}', False),
+        ('{"type":"content_block_stop","index":0}', False),  # read (data-only), declined
+        ('{"type":"content_block_delta","index":0.0,"delta":{"type":"text_delta","text":"x"}}', True),  # lenient
+    ],
+)
+def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, declined: str, named: bool) -> None:
+    """A single event the fast path declines stays read for the event path: one strict decode in
+    all, so that a decline costs a comparison, not a second decode."""
+    from gateway_mw.surfaces import messages
+
+    pipeline = StreamPipeline("messages", UNSIGNED)
+    first = delta_event(0, "Hello", "anthropic")
+    for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
+        pipeline.feed(ev)
+    reads = [0]
+    decode = messages._decode_event
+
+    def counting(data: bytes) -> Any:
+        reads[0] += 1
+        return decode(data)
+
+    monkeypatch.setattr(messages, "_decode_event", counting)
+    event = frame(json.loads(declined), declined, named)
+    fast = pipeline.feed(event)
+    assert reads == [1]
+    reference = StreamPipeline("messages", UNSIGNED)
+    reference._translator = EventPath(UNSIGNED)
+    for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
+        reference.feed(ev)
+    assert fast == reference.feed(event)

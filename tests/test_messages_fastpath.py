@@ -71,8 +71,11 @@ def dumps(doc: Any, layout: str) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
-def frame(doc: dict[str, Any], encoded: str, named: bool = True) -> bytes:
+def frame(doc: dict[str, Any], encoded: str, named: bool = True, lines: bool = False) -> bytes:
+    """An event; ``lines``: its data in two ``data:`` lines (joined by a line break, whitespace)."""
     head = f"event: {doc['type']}\n" if named else ""
+    if lines:
+        encoded = encoded.replace("{", "{\ndata: ", 1)
     return f"{head}data: {encoded}\n\n".encode()
 
 
@@ -166,7 +169,7 @@ def upstream(draw: st.DrawFn) -> tuple[list[bytes], ThinkExtractConfig]:
         encoded = encode(doc) if mangle else dumps(doc, layout)
         if not mangle and lt:
             encoded = encoded.replace("<", "\\u003c")
-        events.append(frame(doc, encoded, named))
+        events.append(frame(doc, encoded, named, lines=mangle and draw(st.integers(0, 9)) == 0))
         if draw(st.integers(0, 40)) == 0:
             events.append(frame({"type": "ping"}, '{"type":"ping"}', named))
     events += tail_events(layout, named, draw(st.booleans()))

@@ -539,10 +539,10 @@ def _framed(bodies: list[bytes]) -> bytes:
     return b"".join([b"".join((_NAMED, body, b"\n\n")) for body in bodies])
 
 
-def _with_event_lines(span: bytes, bodies: list[bytes], named: int) -> bytes:
-    """``span`` (events of one data line each, ``named`` of them with an ``event:`` line) with
-    every event given its ``event:`` line, as :meth:`MessagesStream.event` writes them."""
-    if named == len(bodies):
+def _with_event_lines(span: bytes, count: int, named: int) -> bytes:
+    """``span`` (``count`` events of one data line each, ``named`` of them with an ``event:`` line)
+    with every event given its ``event:`` line, as :meth:`MessagesStream.event` writes them."""
+    if named == count:
         return span
     if not named:  # every "\n\n" ends an event: the one before the next data line gets its name
         return _EVENT_LINE + span.replace(_DATA_BOUNDARY, _NAMED_BOUNDARY)
@@ -849,7 +849,7 @@ class MessagesStream:
                 edited = [_renumbered(body, old, new) for body in bodies]
                 return None if None in edited else _framed(cast(list[bytes], edited))
             span = renumbered
-        return _with_event_lines(span, bodies, named)
+        return _with_event_lines(span, len(bodies), named)
 
     def _thinking_run(
         self, channel: _Channel, span: bytes, bodies: list[bytes], texts: list[str], named: int
@@ -863,7 +863,7 @@ class MessagesStream:
             if len(renamed) == len(span) + 8 * len(bodies):
                 out = renamed if old == new else _run_renumbered(renamed, old, new, len(bodies))
                 if out is not None:
-                    return _with_event_lines(out, bodies, named)
+                    return _with_event_lines(out, len(bodies), named)
         edited = [self._as_thinking(body, old, new, text) for body, text in zip(bodies, texts, strict=True)]
         return None if None in edited else _framed(cast(list[bytes], edited))
 
@@ -1005,8 +1005,8 @@ class MessagesStream:
                 # All reasoning: the event renamed into a thinking_delta on its bytes, when provably
                 # what the rewrite below gives.
                 out = [] if channel.kind == REASONING else self._close(channel) + self._open(channel, REASONING)
-                edited = self._as_thinking(data, upstream, channel.out, text)
-                if edited is not None:
+                edited = self._as_thinking(data, upstream, channel.out, text) if data.find(b"\n") < 0 else None
+                if edited is not None:  # (data of several lines is written afresh, on one)
                     channel.digest.update(text.encode())
                     out.append(encode_event(edited, fields=_fields_for(event, "content_block_delta")))
                     return out

@@ -348,20 +348,21 @@ def test_decoys_give_what_the_full_path_gives(decoy: str, opening: str, named: b
 def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, declined: str, named: bool) -> None:
     """A single event the fast path declines stays read for the event path: one strict decode in
     all, so that a decline costs a comparison, not a second decode."""
-    from gateway_mw.surfaces import messages
+    from gateway_mw.surfaces.messages import stream, wire
 
     pipeline = StreamPipeline("messages", UNSIGNED)
     first = delta_event(0, "Hello", "anthropic")
     for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
         pipeline.feed(ev)
     reads = [0]
-    decode = messages._decode_event
+    decode = wire.decode_event
 
     def counting(data: bytes) -> Any:
         reads[0] += 1
         return decode(data)
 
-    monkeypatch.setattr(messages, "_decode_event", counting)
+    for module in (stream, wire):  # the fast path's reads, and the event path's
+        monkeypatch.setattr(module, "decode_event", counting)
     event = frame(json.loads(declined), declined, named)
     fast = pipeline.feed(event)
     assert reads == [1]

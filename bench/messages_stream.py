@@ -10,17 +10,23 @@ Each round times the baseline (SSE decoder, events joined back to bytes) and the
 (``StreamPipeline("messages", messages_policy="unsigned")``) one after the other; the figures are
 the medians over the rounds, with their min–max.
 
-    python bench/messages_stream.py [--events 20000] [--rounds 7]
+Then the deployment pattern (:func:`deployment_table`): one event per ``feed``, in the layout of each
+upstream, the steady part of a long text block alone — answer text passed as it came, answer text
+after a thinking block (renumbered), reasoning (renamed into ``thinking_delta``s) — as CPU time added
+per event over split-and-rejoin fed the same way.
+
+    python bench/messages_stream.py [--events 20000] [--rounds 7] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
-from common import Spread, cpu_time, pieces_of, split_and_rejoin
+from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -34,22 +40,24 @@ def frame(event: dict[str, Any]) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
 
 
+MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "bench-model",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 25, "output_tokens": 1},
+    },
+}
+
+
 def message_stream(tokens: list[str]) -> bytes:
     """A whole upstream stream: message_start, one text block streamed as ``tokens``, the end."""
-    start = {
-        "type": "message_start",
-        "message": {
-            "id": "msg_bench",
-            "type": "message",
-            "role": "assistant",
-            "content": [],
-            "model": "bench-model",
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 25, "output_tokens": 1},
-        },
-    }
-    events = [start, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
+    events = [MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}]
     events += [{"type": "ping"}]
     events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}} for t in tokens]
     events += [
@@ -122,12 +130,128 @@ def run(events: int, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
+# -- the deployment pattern: one event per feed, each upstream's layout ----------------------------
+
+LAYOUTS = {
+    "anthropic": "Anthropic (`type`, `index`, `delta`)",
+    "vllm": "vLLM (`delta` before `index`)",
+    "llamacpp": "llama.cpp (keys sorted)",
+    "pyjson": "Python `json.dumps` spacing",
+    "dataonly": "no `event:` lines",
+}
+STEADY = {
+    "content": "answer text",
+    "answer": "answer after a thinking block (renumbered)",
+    "reasoning": "reasoning (renamed)",
+}
+HEAD = {"content": ["The"], "answer": ["<think>", " r", "</think>", "The"], "reasoning": ["<think>", "We"]}
+
+
+def layout_frame(event: dict[str, Any], layout: str) -> bytes:
+    """One event as ``layout``'s server writes it."""
+    if layout == "vllm" and event["type"] == "content_block_delta":
+        event = {"type": event["type"], "delta": event["delta"], "index": event["index"]}
+    if layout == "llamacpp":
+        data = json.dumps(event, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    elif layout == "pyjson":
+        data = json.dumps(event)
+    else:
+        data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    head = "" if layout == "dataonly" else f"event: {event['type']}\n"
+    return f"{head}data: {data}\n\n".encode()
+
+
+def layout_stream(layout: str, kind: str, n: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """A stream's events one by one, in three parts: the head (up to the steady state), ``n`` steady
+    events, the tail."""
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+
+    def delta(text: str) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+
+    head = [MESSAGE_START, block, *(delta(t) for t in HEAD[kind])]
+    body = [delta(WORDS[i % len(WORDS)]) for i in range(n)]
+    tail = [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": n},
+        },
+        {"type": "message_stop"},
+    ]
+    return tuple([layout_frame(e, layout) for e in part] for part in (head, body, tail))  # type: ignore[return-value]
+
+
+def new_pipeline() -> StreamPipeline:
+    return StreamPipeline("messages", CONFIG)
+
+
+def steady_row(
+    layout: str, kind: str, n: int, rounds: int, make: Callable[[], StreamPipeline] = new_pipeline
+) -> dict[str, Spread]:
+    """The steady part alone, one event per feed: CPU µs per event, baseline and added."""
+    head, body, tail = layout_stream(layout, kind, n)
+
+    def timed_body(state: Any, feed: Callable[[Any, bytes], object]) -> float:
+        for ev in head:
+            feed(state, ev)
+        start = time.process_time()
+        for ev in body:
+            feed(state, ev)
+        elapsed = time.process_time() - start
+        for ev in tail:
+            feed(state, ev)
+        return elapsed
+
+    def base_feed(decoder: SSEDecoder, ev: bytes) -> None:
+        b"".join(e.raw for e in decoder.feed(ev))
+
+    def mw_feed(pipeline: StreamPipeline, ev: bytes) -> None:
+        pipeline.feed(ev)
+
+    times = interleaved(
+        {
+            "baseline": lambda: timed_body(SSEDecoder(), base_feed),
+            "middleware": lambda: timed_body(make(), mw_feed),
+        },
+        rounds,
+    )
+    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
+    return {
+        "baseline_us": Spread.of([b / n * 1e6 for b, _ in pairs]),
+        "added_us": Spread.of([(m - b) / n * 1e6 for b, m in pairs]),
+    }
+
+
+def deployment_table(rounds: int, quick: bool = False) -> str:
+    """The deployment pattern as a markdown table: per layout, the baseline per event and the CPU
+    time added per steady event, one event per feed."""
+    n = 400 if quick else 4000
+    out = [
+        f"In process, one event per `feed`: the steady part of a {n:,}-event text block, policy `unsigned`,"
+        f" CPU time added over split-and-rejoin fed the same way, median (min–max) of {rounds} interleaved"
+        " rounds:",
+        "",
+        "| upstream layout | baseline per event | " + " | ".join(f"added: {label}" for label in STEADY.values()) + " |",
+        "|---|---|" + "---|" * len(STEADY),
+    ]
+    for layout, label in LAYOUTS.items():
+        rows = {kind: steady_row(layout, kind, n, rounds) for kind in STEADY}
+        cells = " | ".join(f"{rows[kind]['added_us'].fmt()} µs" for kind in STEADY)
+        out.append(f"| {label} | {rows['content']['baseline_us'].fmt()} µs | {cells} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="short streams, for a smoke run")
     args = parser.parse_args()
-    rows = run(args.events, max(5, args.rounds))
+    print(deployment_table(max(5, args.rounds), args.quick))
+    print()
+    rows = run(args.events if not args.quick else 2000, max(5, args.rounds))
     print(f"messages stream in process, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")
     for row in rows:
         print(

@@ -1,0 +1,330 @@
+"""What the messages translator reads of an upstream event, and how it writes one.
+
+The event decoder reads a handful of fields and skips the rest. It is lenient where the SDKs are:
+an event msgspec's strict decoder rejects but a client's ``json`` accepts (``"index":0.0``, a lone
+surrogate escape) is read with the standard library, so that no character is lost. Events the
+translator writes are compact, with their ``event:`` line; a rewrite of an upstream event keeps
+every value the translator does not own as its raw bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ...sse import SSEEvent, encode_event
+from ..rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode
+
+__all__ = [
+    "EMPTY_TEXT",
+    "HEAD",
+    "INDEX",
+    "NATIVE",
+    "RESOLVING",
+    "SIGNATURE_PREFIX",
+    "TEXT_BLOCK",
+    "THINKING_BLOCK",
+    "Event",
+    "decode_event",
+    "decode_run_event",
+    "delta_event",
+    "fields_for",
+    "gateway_signature",
+    "has_event_line",
+    "last_index",
+    "newline_of",
+    "one_line",
+    "read_event",
+    "read_lenient",
+    "redacted_data",
+    "reindexed",
+    "resent",
+    "signature_of",
+    "start_event",
+    "stop_event",
+    "text_delta",
+    "text_delta_prefix",
+    "thinking_delta",
+    "whole_chars",
+    "with_event_line",
+    "with_indexes",
+]
+
+SIGNATURE_PREFIX = "gw1:"
+"""Every signature this gateway writes starts with this; Anthropic's own never do."""
+
+NATIVE = frozenset({"thinking", "redacted_thinking"})
+# The events that fix the settings of a message when none came before (a ping may come first).
+RESOLVING = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop"})
+
+
+def gateway_signature(thinking: str) -> str:
+    """The signature of a ``thinking`` block: the prefix, then the unpadded base64url SHA-256 of
+    the thinking text (UTF-8). Derived from the text alone: every worker, stream or not, agrees."""
+    return signature_of(hashlib.sha256(thinking.encode()))
+
+
+def signature_of(digest: Any) -> str:
+    """The signature from a SHA-256 fed the thinking text: a stream hashes it as it goes by."""
+    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
+def redacted_data(reasoning: str) -> str:
+    return base64.b64encode(reasoning.encode()).decode()
+
+
+# -- what the translator reads ------------------------------------------------------------------
+
+
+class Part(msgspec.Struct, gc=False):
+    """A content block or a delta: its type, and its text when it has one."""
+
+    type: str = ""
+    text: str | None = None
+
+
+class Message(msgspec.Struct, gc=False):
+    model: str | None = None
+    content: list[Part] = []
+
+
+class Event(msgspec.Struct, gc=False):
+    """The fields of an event the translator reads; everything else is skipped by the decoder."""
+
+    type: str
+    index: int | None = None
+    delta: Part | None = None
+    content_block: Part | None = None
+    message: Message | None = None
+
+
+class _RunDelta(msgspec.Struct, gc=False):
+    type: Literal["text_delta"]
+    text: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _RunEvent(msgspec.Struct, gc=False):
+    """A ``text_delta`` event as one of a run is decoded: the decoder itself refuses any other event,
+    and anything :class:`Event` refuses (the same fields, of the same types or narrower)."""
+
+    type: Literal["content_block_delta"]
+    index: int
+    delta: _RunDelta
+    content_block: Part | None = None
+    message: Message | None = None
+
+
+decode_event = msgspec.json.Decoder(Event).decode
+decode_run_event = msgspec.json.Decoder(_RunEvent).decode
+_decode_any = msgspec.json.Decoder().decode
+INDEX = frozenset({b"index"})
+HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def read_event(data: bytes) -> tuple[Event | None, bool]:
+    """The fields the translator reads, and whether only the lenient reader could read them.
+
+    msgspec's strict decoder comes first; an event it rejects that a client's JSON parser accepts
+    (``"index":0.0``, a lone surrogate escape ``"\\ud83d"``) is read with the standard library, as the
+    SDKs read it. ``None`` when neither can: the event is unreadable."""
+    try:
+        return decode_event(data), False
+    except UNREADABLE:
+        return read_lenient(data)
+
+
+def read_lenient(data: bytes) -> tuple[Event | None, bool]:
+    """:func:`read_event` for data msgspec's strict decoder rejected."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, True
+    return (_lenient_event(doc) if isinstance(doc, dict) else None), True
+
+
+def _lenient_part(value: Any) -> Part | bool | None:
+    """A block or delta from the stdlib's decode; ``False`` when it has the wrong shape (never ``True``)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return False
+    kind, text = value.get("type", ""), value.get("text")
+    if not isinstance(kind, str) or not (text is None or isinstance(text, str)):
+        return False
+    return Part(kind, text)
+
+
+def _lenient_event(doc: dict[str, Any]) -> Event | None:
+    kind, index = doc.get("type"), doc.get("index")
+    if not isinstance(kind, str):
+        return None
+    if index is not None:
+        index = index if isinstance(index, int) and not isinstance(index, bool) else None
+        if index is None and isinstance(doc["index"], float) and doc["index"].is_integer():
+            index = int(doc["index"])
+        if index is None:
+            return None
+    delta, block = _lenient_part(doc.get("delta")), _lenient_part(doc.get("content_block"))
+    if isinstance(delta, bool) or isinstance(block, bool):
+        return None
+    message = doc.get("message")
+    msg: Message | None = None
+    if isinstance(message, dict):
+        model = message.get("model")
+        parts = [_lenient_part(p) for p in message.get("content") or [] if isinstance(p, dict)]
+        msg = Message(model if isinstance(model, str) else None, [p for p in parts if isinstance(p, Part)])
+    return Event(kind, index, delta, block, msg)
+
+
+def whole_chars(pending: str, text: str) -> tuple[str, str]:
+    """``text`` after ``pending`` (a high surrogate held from the delta before), as whole characters,
+    and the high surrogate it ends with, held for the next delta. A surrogate escape pair split
+    across two deltas becomes its character; a lone surrogate becomes U+FFFD, as a UTF-8 decoder
+    would make it."""
+    text = pending + text
+    pending = ""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text, pending = text[:-1], text[-1]
+    if _SURROGATES.search(text) is not None:
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text, pending
+
+
+# -- what the translator writes -----------------------------------------------------------------
+
+
+def _frame(kind: str, data: bytes) -> SSEEvent:
+    return encode_event(data, event=kind)
+
+
+def start_event(index: int, block: bytes) -> SSEEvent:
+    data = b'{"type":"content_block_start","index":%d,"content_block":%s}' % (index, block)
+    return _frame("content_block_start", data)
+
+
+def delta_event(index: int, delta: bytes) -> SSEEvent:
+    return _frame("content_block_delta", b'{"type":"content_block_delta","index":%d,"delta":%s}' % (index, delta))
+
+
+def stop_event(index: int) -> SSEEvent:
+    return _frame("content_block_stop", b'{"type":"content_block_stop","index":%d}' % index)
+
+
+TEXT_BLOCK = b'{"type":"text","text":""}'
+EMPTY_TEXT = Part("text", "")
+THINKING_BLOCK = b'{"type":"thinking","thinking":"","signature":""}'
+
+
+def text_delta(text: str) -> bytes:
+    return b'{"type":"text_delta","text":%s}' % encode(text)
+
+
+def thinking_delta(text: str) -> bytes:
+    return b'{"type":"thinking_delta","thinking":%s}' % encode(text)
+
+
+@lru_cache(maxsize=256)
+def _index_prefix(kind: str, index: int) -> bytes:
+    return b'{"type":"%s","index":%d,' % (kind.encode(), index)
+
+
+@lru_cache(maxsize=256)
+def text_delta_prefix(index: int) -> bytes:
+    """How a ``text_delta`` event with no other field starts, up to its text."""
+    return b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":' % index
+
+
+def fields_for(event: SSEEvent, kind: str) -> bytes:
+    """The non-data lines for a rewrite of ``event`` as a ``kind`` event: its own when they name
+    that event, with an ``event:`` line added when they name none."""
+    if event.event == kind:
+        return event.fields
+    if event.event is None:
+        return b"event: " + kind.encode() + b"\n" + event.fields
+    return b"event: " + kind.encode() + b"\n"
+
+
+def one_line(data: bytes) -> bytes:
+    """``data`` as one line. Data that came in several lines is re-encoded when msgspec can read it;
+    else its line breaks become spaces (between JSON tokens they are whitespace; inside a string
+    they would make it unreadable anyway), every other byte kept."""
+    if b"\n" not in data:
+        return data
+    try:
+        return encode(_decode_any(data))
+    except UNREADABLE:
+        return data.replace(b"\n", b" ")
+
+
+def with_event_line(event: SSEEvent, kind: str) -> SSEEvent:
+    """``event`` as it came, given an ``event:`` line if it has none (the SDKs skip such frames)."""
+    if event.event is not None:
+        return event
+    assert event.data is not None
+    return encode_event(one_line(event.data), fields=b"event: " + kind.encode() + b"\n" + event.fields)
+
+
+def resent(event: SSEEvent, kind: str) -> SSEEvent:
+    """An upstream event sent later than it came, as a new event: written with ``\\n`` line
+    endings like every event the translator writes (the pipeline converts them), with its name."""
+    if event.event is not None and b"\r" not in event.raw:
+        return event
+    assert event.data is not None
+    return encode_event(one_line(event.data), fields=fields_for(event, kind))
+
+
+def with_indexes(data: bytes, value_for: Any) -> bytes:
+    """``data`` with the value of every top-level ``"index"`` key replaced by ``value_for(value)``
+    (bytes, or ``None`` to keep it), every other byte as it came."""
+    keys = TopLevelKeys(INDEX, lambda key, value: value_for(value) if key == b"index" else None)
+    return keys.feed(data) + keys.finish()
+
+
+def last_index(data: bytes) -> tuple[int | None, bytes | None]:
+    """The value of the last top-level ``"index"`` key of ``data`` (what a JSON parser keeps) as an
+    integer (``4.0`` read as the SDKs read it), and the ``type`` the data names, on its bytes."""
+    keys = TopLevelKeys(INDEX, lambda key, value: None)
+    keys.feed(data)
+    index = keys.seen.get(b"index")
+    kind = as_str(msgspec.Raw(keys.seen[b"type"])) if b"type" in keys.seen else None
+    return (as_int(msgspec.Raw(index)) if index is not None else None), (kind.encode() if kind is not None else None)
+
+
+def reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
+    """``event`` with its ``index`` replaced, every other byte of its data kept.
+
+    Every top-level ``"index"`` key gets the new value: with a duplicate key, parsers keep the last
+    one, and so does this translator's reader; rewriting only the first would leave the stale one."""
+    data = event.data
+    assert data is not None
+    prefix = _index_prefix(kind, old)
+    if data.startswith(prefix) and b"\n" not in data and data.find(b'"index"', len(prefix)) < 0:
+        data = _index_prefix(kind, new) + data[len(prefix) :]
+    else:
+        value = b"%d" % new
+        data = with_indexes(one_line(data), lambda _: value)
+    return encode_event(data, fields=fields_for(event, kind))
+
+
+def newline_of(raw: bytes) -> bytes:
+    """The line ending an event's bytes use."""
+    end = raw.find(b"\n")
+    if end < 0:
+        return b"\r" if b"\r" in raw else b"\n"
+    return b"\r\n" if end > 0 and raw[end - 1] == 13 else b"\n"
+
+
+def has_event_line(head: bytes) -> bool:
+    for line in head.splitlines():
+        if line.startswith(b"data"):
+            return False
+        if line.startswith(b"event:"):
+            return True
+    return False

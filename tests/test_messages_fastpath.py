@@ -1,0 +1,373 @@
+"""The messages fast path against the full path: the same bytes, event for event.
+
+While the one open text block is steady, :meth:`MessagesStream.fast_forward` decodes each event
+alone and passes it as it came, renumbered, or renamed into a ``thinking_delta`` on its bytes. It
+must give exactly what :meth:`MessagesStream.event` gives for the same events one by one (the same
+bytes), and what the full rewrite gives with every byte edit off (the same events, key order
+included). Hypothesis writes whole streams as the upstreams do (Anthropic's own layout, vLLM's
+``delta`` before ``index``, llama.cpp's sorted keys, Python's ``json.dumps`` spacing, with or
+without ``event:`` lines), then reorders keys, adds unknown ones, escapes text and keys with
+``\\uXXXX`` (a ``<`` of a tag too), and feeds it one event per feed or in batched reads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.surfaces.messages import MessagesStream
+
+from .messageswire import end, message_start, read_sse, signature
+from .ssecompare import events_of
+
+UNSIGNED = ThinkExtractConfig(messages_policy="unsigned")
+CONFIGS = [
+    UNSIGNED,
+    ThinkExtractConfig(messages_policy="redacted"),
+    ThinkExtractConfig(messages_policy="redacted", max_buffer_bytes=64),
+    UNSIGNED.replace(trim_tag_edges=True),
+    UNSIGNED.replace(trim_tag_edges=True, trim_reasoning_tail=True),
+]
+LAYOUTS = ("anthropic", "vllm", "llamacpp", "pyjson", "pyjson-utf8")
+
+
+class EventPath(MessagesStream):
+    """The translator without its fast path: every event through :meth:`event`."""
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        return None
+
+
+class FullPath(EventPath):
+    """And without the byte edit: a reasoning event is rewritten from its decoded fields."""
+
+    def _as_thinking(self, data: bytes, old: int, new: int, text: str, head: int = 0) -> bytes | None:
+        return None
+
+
+# -- the upstreams' layouts -------------------------------------------------------------------------
+
+
+def delta_event(index: int, text: str, layout: str) -> dict[str, Any]:
+    """A ``text_delta`` event with its keys in ``layout``'s order."""
+    if layout == "vllm":  # pydantic's field order: type, delta, index
+        return {"type": "content_block_delta", "delta": {"type": "text_delta", "text": text}, "index": index}
+    return {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}
+
+
+def dumps(doc: Any, layout: str) -> str:
+    if layout == "llamacpp":  # nlohmann::json keeps its keys sorted
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    if layout == "pyjson":
+        return json.dumps(doc)
+    if layout == "pyjson-utf8":
+        return json.dumps(doc, ensure_ascii=False)
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def frame(doc: dict[str, Any], encoded: str, named: bool = True, lines: bool = False) -> bytes:
+    """An event; ``lines``: its data in two ``data:`` lines (joined by a line break, whitespace)."""
+    head = f"event: {doc['type']}\n" if named else ""
+    if lines:
+        encoded = encoded.replace("{", "{\ndata: ", 1)
+    return f"{head}data: {encoded}\n\n".encode()
+
+
+def head_events(layout: str, named: bool) -> list[bytes]:
+    start = message_start()
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    return [frame(d, dumps(d, layout), named) for d in (start, block)]
+
+
+def tail_events(layout: str, named: bool, tool: bool) -> list[bytes]:
+    docs: list[dict[str, Any]] = [{"type": "content_block_stop", "index": 0}]
+    if tool:  # a block after the text: renumbered after the blocks the text became
+        tool_block = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}
+        docs += [
+            {"type": "content_block_start", "index": 1, "content_block": tool_block},
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+            {"type": "content_block_stop", "index": 1},
+        ]
+    docs += end()
+    return [frame(d, dumps(d, layout), named) for d in docs]
+
+
+# -- streams ------------------------------------------------------------------------------------------
+
+WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word", " \u2028"])
+TAGGY = st.sampled_from(["<think>", "</think>", "<think>r</think>a", "<", "`", "\n", " ", "text", '"index":0'])
+DELTAS = st.one_of(WORDS, WORDS, WORDS, WORDS, TAGGY)
+SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
+EXTRA_VALUES = st.sampled_from(
+    [
+        None,
+        0,
+        "x",
+        [1],
+        {"a": None},
+        {"index": 0},
+        {"index": 3},
+        {"text": "nested"},
+        "text_delta",
+        {"type": "text_delta"},
+    ]
+)
+
+
+def escaped_key(key: str) -> str:
+    """``key`` as a JSON string with its first character a ``\\uXXXX`` escape."""
+    return f'"\\u{ord(key[0]):04x}{key[1:]}"'
+
+
+@st.composite
+def upstream(draw: st.DrawFn) -> tuple[list[bytes], ThinkExtractConfig]:
+    """A whole stream in one server's layout, with the hostile spellings drawn: its events one by one."""
+    layout = draw(st.sampled_from(LAYOUTS))
+    named = draw(st.integers(0, 4)) > 0
+    rnd = draw(st.randoms(use_true_random=False))
+    mangle = draw(st.integers(0, 2)) == 0  # respelled: spacing, key order, escapes, unknown keys
+    comma, colon = draw(st.sampled_from(SPACING)) if mangle else (",", ":")
+    ascii_only, reorder = draw(st.booleans()), mangle and draw(st.booleans())
+    lt, slash, key_escapes = draw(st.booleans()), draw(st.booleans()), mangle and draw(st.booleans())
+
+    def text(value: str, key: bool = False) -> str:
+        if key and key_escapes and rnd.random() < 0.3:
+            return escaped_key(value)
+        encoded = json.dumps(value, ensure_ascii=ascii_only)
+        if slash:
+            encoded = encoded.replace("/", "\\/")
+        return encoded.replace("<", "\\u003c") if lt else encoded
+
+    def encode(value: Any) -> str:
+        if isinstance(value, dict):
+            items = list(value.items())
+            if reorder:
+                rnd.shuffle(items)
+            return "{" + comma.join(f"{text(k, key=True)}{colon}{encode(v)}" for k, v in items) + "}"
+        if isinstance(value, list):
+            return "[" + comma.join(encode(v) for v in value) + "]"
+        return text(value) if isinstance(value, str) else json.dumps(value)
+
+    opening = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello", "<think>r</think>"]))
+    deltas = [opening]
+    for word in draw(st.lists(DELTAS, min_size=1, max_size=30)):  # runs long enough for batched reads
+        deltas += [word] * draw(st.sampled_from([1, 1, 1, 3, 12, 40]))
+    events = head_events(layout, named)
+    for word in deltas:
+        if not word:
+            continue
+        doc = delta_event(0, word, layout)
+        if mangle and draw(st.integers(0, 2)) == 0:  # an unknown member, at the top or in the delta
+            where = draw(st.sampled_from([doc, doc["delta"]]))
+            where[draw(st.sampled_from(["extra", "usage", "citation", "text_hint"]))] = draw(EXTRA_VALUES)
+        encoded = encode(doc) if mangle else dumps(doc, layout)
+        if not mangle and lt:
+            encoded = encoded.replace("<", "\\u003c")
+        events.append(frame(doc, encoded, named, lines=mangle and draw(st.integers(0, 9)) == 0))
+        if draw(st.integers(0, 40)) == 0:
+            events.append(frame({"type": "ping"}, '{"type":"ping"}', named))
+    events += tail_events(layout, named, draw(st.booleans()))
+    return events, draw(st.sampled_from(CONFIGS))
+
+
+def run(events: list[bytes], config: ThinkExtractConfig, translator: type[MessagesStream], piece: int) -> Any:
+    pipeline = StreamPipeline("messages", config)
+    pipeline._translator = translator(config)
+    if piece:
+        stream = b"".join(events)
+        feeds = [stream[i : i + piece] for i in range(0, len(stream), piece)]
+    else:
+        feeds = events
+    out = b"".join(pipeline.feed(f) for f in feeds) + pipeline.finish()
+    counts = pipeline.counts
+    return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=upstream(), piece=st.sampled_from([0, 0, 1500, 2500, 4096, 9000, 1 << 20]))
+def test_the_fast_path_gives_what_the_event_path_and_the_full_path_give(
+    case: tuple[list[bytes], ThinkExtractConfig], piece: int
+) -> None:
+    events, config = case
+    fast, fast_counts = run(events, config, MessagesStream, piece)
+    one_by_one, counts = run(events, config, EventPath, 0)
+    full, full_counts = run(events, config, FullPath, 0)
+    assert fast == one_by_one  # byte for byte
+    assert events_of(fast) == events_of(full)  # every event, its fields and its JSON in key order
+    assert fast_counts == counts == full_counts
+    read_sse(fast)  # and every event is one the SDK reads
+
+
+# -- the fast path is taken ---------------------------------------------------------------------------
+
+
+def counting_events(pipeline: StreamPipeline) -> list[int]:
+    calls = [0]
+    translator = pipeline._translator
+    original = translator.event
+
+    def counting(ev: Any) -> Any:
+        calls[0] += 1
+        return original(ev)
+
+    translator.event = counting  # type: ignore[method-assign]
+    return calls
+
+
+def thinking(doc: dict[str, Any], index: int) -> dict[str, Any]:
+    """``doc`` as the translator writes it in a thinking block: renamed in place, renumbered."""
+    delta = {
+        ("thinking" if k == "text" else k): ("thinking_delta" if k == "type" else v) for k, v in doc["delta"].items()
+    }
+    return {k: (index if k == "index" else delta if k == "delta" else v) for k, v in doc.items()}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("named", [True, False], ids=["event-lines", "data-only"])
+@pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
+def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, named: bool, opening: str) -> None:
+    """Steady answer text (as it came, or renumbered after a thinking block) and steady reasoning:
+    no event of any layout reaches the event path, and each goes out as the full path writes it."""
+    pipeline = StreamPipeline("messages", UNSIGNED)
+    # The block's first text after a tag opens its output block: read by the event path.
+    first = [delta_event(0, opening, layout), delta_event(0, " first", layout)]
+    for ev in [*head_events(layout, named), *(frame(d, dumps(d, layout), named) for d in first)]:
+        pipeline.feed(ev)
+    calls = counting_events(pipeline)
+    words = [" step", " by", " é", " 数", " 4"]
+    docs = [delta_event(0, w, layout) for w in words]
+    out = [pipeline.feed(frame(d, dumps(d, layout), named)) for d in docs]
+    assert calls == [0]
+    if opening == "Hello":
+        expected = [frame(d, dumps(d, layout)) for d in docs]
+    elif opening == "<think>":
+        expected = [frame(d, dumps(thinking(d, 0), layout)) for d in docs]
+    else:  # the answer after a thinking block: block 1
+        expected = [frame(d, dumps({**d, "index": 1}, layout)) for d in docs]
+    assert out == expected
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
+def test_batched_reads_take_the_fast_path(layout: str, opening: str) -> None:
+    """Runs of events in one read go through whole, as they came or edited alike."""
+    pipeline = StreamPipeline("messages", UNSIGNED)
+    first = [delta_event(0, opening, layout), delta_event(0, " first", layout)]
+    pipeline.feed(b"".join([*head_events(layout, True), *(frame(d, dumps(d, layout)) for d in first)]))
+    calls = counting_events(pipeline)
+    docs = [delta_event(0, w, layout) for w in [" step", " by", " é"] * 20]
+    out = pipeline.feed(b"".join(frame(d, dumps(d, layout)) for d in docs))
+    assert calls == [0]
+    if opening == "Hello":
+        expected = [frame(d, dumps(d, layout)) for d in docs]
+    elif opening == "<think>":
+        expected = [frame(d, dumps(thinking(d, 0), layout)) for d in docs]
+    else:
+        expected = [frame(d, dumps({**d, "index": 1}, layout)) for d in docs]
+    assert out == b"".join(expected)
+
+
+def test_a_trigger_behind_an_escape_is_seen() -> None:
+    """``\\u003c`` spells ``<``: the fast path reads the decoded text, so the tag is found."""
+    pipeline = StreamPipeline("messages", UNSIGNED)
+    for ev in head_events("anthropic", True):
+        pipeline.feed(ev)
+    pipeline.feed(frame(delta_event(0, "Hi", "anthropic"), dumps(delta_event(0, "Hi", "anthropic"), "anthropic")))
+    hidden = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u003cthink>r"}}'
+    closing = dumps(delta_event(0, "</think>ok", "anthropic"), "anthropic")
+    out = pipeline.feed(frame(json.loads(hidden), hidden)) + pipeline.feed(frame(json.loads(closing), closing))
+    assert read_sse(out) == [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "thinking_delta", "thinking": "r"}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "signature_delta", "signature": signature("r")}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "text_delta", "text": "\nok"},
+        },  # after the separator
+    ]
+
+
+DECOYS = [
+    # the decoder's key escaped, its plain spelling elsewhere: the edit would hit the wrong one
+    '{"type":"content_block_delta","\\u0069ndex":0,"delta":{"type":"text_delta","text":"x"},"extra":{"index":0}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","\\u0074ext":"x"},"extra":{"text":"y"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text\\u005fdelta","text":"x"},"extra":"text_delta"}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","text":"y"}}',
+    '{"type":"content_block_delta","index":0,"index":0,"delta":{"type":"text_delta","text":"x"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\"index"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"a\\"index":0}',
+    '{"type":"content_block_delta","index":-0,"delta":{"type":"text_delta","text":"x"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u00e9\\ud83d\\ude42"}}',
+]
+
+
+@pytest.mark.parametrize("decoy", DECOYS)
+@pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
+@pytest.mark.parametrize("named", [True, False], ids=["event-lines", "data-only"])
+def test_decoys_give_what_the_full_path_gives(decoy: str, opening: str, named: bool) -> None:
+    """Spellings where a byte edit found by its spelling alone would be wrong: each is declined or
+    proven, so the three paths agree, one event per feed and amid a run in one read."""
+    first = [delta_event(0, opening, "anthropic"), delta_event(0, " first", "anthropic")]
+    plain = frame(delta_event(0, " word", "anthropic"), dumps(delta_event(0, " word", "anthropic"), "anthropic"), named)
+    decoys = frame(json.loads(decoy), decoy, named) * 3
+    head = [*head_events("anthropic", named), *(frame(d, dumps(d, "anthropic"), named) for d in first)]
+    tail = tail_events("anthropic", named, False)
+    one_by_one = [*head, plain, *[frame(json.loads(decoy), decoy, named)] * 3, plain, *tail]
+    for feeds in (one_by_one, [*head, plain * 3 + decoys + plain * 3, *tail]):
+        fast, fast_counts = run(feeds, UNSIGNED, MessagesStream, 0)
+        event_path, counts = run(feeds, UNSIGNED, EventPath, 0)
+        full, full_counts = run(feeds, UNSIGNED, FullPath, 0)
+        assert fast == event_path
+        assert events_of(fast) == events_of(full)
+        assert fast_counts == counts == full_counts
+
+
+@pytest.mark.parametrize(
+    ("declined", "named"),
+    [
+        ('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a<think>b"}}', True),
+        ('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a<think>b"}}', False),
+        ('{"type":"content_block_stop","index":0}', False),  # read (data-only), declined
+        ('{"type":"content_block_delta","index":0.0,"delta":{"type":"text_delta","text":"x"}}', True),  # lenient
+    ],
+)
+def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, declined: str, named: bool) -> None:
+    """A single event the fast path declines stays read for the event path: one strict decode in
+    all, so that a decline costs a comparison, not a second decode."""
+    from gateway_mw.surfaces.messages import stream, wire
+
+    pipeline = StreamPipeline("messages", UNSIGNED)
+    first = delta_event(0, "Hello", "anthropic")
+    for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
+        pipeline.feed(ev)
+    reads = [0]
+    decode = wire.decode_event
+
+    def counting(data: bytes) -> Any:
+        reads[0] += 1
+        return decode(data)
+
+    for module in (stream, wire):  # the fast path's reads, and the event path's
+        monkeypatch.setattr(module, "decode_event", counting)
+    event = frame(json.loads(declined), declined, named)
+    fast = pipeline.feed(event)
+    assert reads == [1]
+    reference = StreamPipeline("messages", UNSIGNED)
+    reference._translator = EventPath(UNSIGNED)
+    for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
+        reference.feed(ev)
+    assert fast == reference.feed(event)

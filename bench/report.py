@@ -25,6 +25,7 @@ import peer_litellm
 import proxy
 import responses_stream
 import scanner
+import vercel
 from common import machine
 
 FIGURES = "## Figures\n\n"
@@ -64,6 +65,10 @@ def main() -> None:
         "",
         scanner.table(rounds),
         "",
+        "#### Next to the Vercel AI SDK's reasoning extraction",
+        "",
+        vercel.table(rounds, args.quick),
+        "",
         "### Chat completions stream, batched reads",
         "",
         chat_stream.tables(rounds, args.quick),
@@ -79,6 +84,8 @@ def main() -> None:
         f"In process, CPU time, median (min–max) of {rounds} interleaved rounds:",
         "",
         in_process_table(messages_stream.run(events, rounds)),
+        "",
+        messages_stream.deployment_table(rounds, args.quick),
         "",
         "### OpenAI Responses stream",
         "",

@@ -68,10 +68,10 @@ class StreamPipeline:
                     fast = None
                 if fast is not None:
                     return fast
-                if chunk.startswith(b"data: "):
+                if chunk.startswith(b"data: ") and decoder.newline == b"\n":
                     # What the decoder would make of it, made here: at a boundary a one-line
                     # event changes none of its state.
-                    return self._translate([SSEEvent(raw=chunk, data=chunk[6:-2])])
+                    return self._translate_one(SSEEvent(raw=chunk, data=chunk[6:-2]))
                 return self._translate(decoder.feed(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
@@ -173,6 +173,17 @@ class StreamPipeline:
             else:
                 out.extend(e.raw if e is event else e.raw.replace(b"\n", newline) for e in produced)
         return b"".join(out)
+
+    def _translate_one(self, event: SSEEvent) -> bytes:
+        """:meth:`_translate` for one ordinary event of a ``\n`` stream."""
+        try:
+            produced = self._translator.event(event)
+        except Exception as exc:
+            self._fault(exc)
+            return b"".join(self._flush()) + event.raw
+        if len(produced) == 1:
+            return produced[0].raw
+        return b"".join([e.raw for e in produced])
 
     def _oversized(self, piece: SSEEvent) -> bytes:
         """A piece of an event over the cap, through the translator (as it came after a fault)."""

@@ -290,12 +290,6 @@ def _continued_text(chunk: _Chunk) -> str | None:
     return text
 
 
-def _steady_text(chunk: _Chunk, triggers: frozenset[str]) -> str | None:
-    """:func:`_continued_text`, when free of ``triggers``."""
-    text = _continued_text(chunk)
-    return text if text is not None and triggers.isdisjoint(text) else None
-
-
 def _escaped(data: bytes) -> bool:
     """Whether ``data`` holds a ``\\u`` escape (``find``, not ``in``: a bytes needle given to
     ``in`` is first tried as an integer, which costs more than the search)."""
@@ -482,9 +476,9 @@ class ChatStream:
     def fast_forward(self, span: bytes) -> bytes | None:
         """The bytes for a run of whole events, when provably exact without handling them one by one.
 
-        The proof is the decoder's: the events are read as one JSON array of chunks (the fields the
-        translator reads, whatever their spelling, order or spacing; the rest skipped), and each must
-        only continue choice 0's steady text with text free of its scanner's triggers. Then the span
+        The proof is the decoder's: each event is decoded alone into the fields the translator reads
+        (whatever their spelling, order or spacing; the rest skipped), and each must only continue
+        choice 0's steady text with text free of its scanner's triggers. Then the span
         goes out as it came (steady content), or with each delta's ``content`` key renamed (steady
         reasoning, see :meth:`_edited`). A declined single event stays decoded for :meth:`event`.
         """
@@ -501,21 +495,19 @@ class ChatStream:
             if end == len(span) - 2:  # one event, one line
                 body = span[6:-2]
                 chunk = _decode_chunk(body)
-                text = _steady_text(chunk, steady[1])
-                if text is None:
+                text = _continued_text(chunk)
+                if text is None or not steady[1].isdisjoint(text):
                     self._read = (body, chunk)
                     return None
-                if steady[0] == CONTENT:
-                    out = span
-                else:
-                    renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
-                    if renamed is None:
-                        self._read = (body, chunk)
-                        return None
-                    out = renamed
-                steady[2].pass_steady(len(text))
                 self._last_raw = body
-                return out
+                if steady[0] == CONTENT:
+                    return span  # nothing to count: pass_steady counts reasoning only
+                renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
+                if renamed is None:
+                    self._read = (body, chunk)
+                    return None
+                steady[2].pass_steady(len(text))
+                return renamed
             # Each event alone, as the full path reads it: the pieces between event ends, each
             # one line (a span with no other newline), each one chunk. Any line but "data: " (a
             # comment, event:, id:) leaves a piece that is not JSON.

@@ -171,8 +171,16 @@ def _run(stream: ResponsesStream, span: bytes) -> bytes | None:
 
 
 def _answers(steady: Steady, span: bytes, datas: list[bytes], heads: list[Head], seq: int, named: int) -> bytes | None:
-    """Steady answer text: the run as it came, or each event as :func:`_step` writes it."""
+    """Steady answer text: the run as it came, renumbered on its bytes, or each event as
+    :func:`_step` writes it."""
     item_id, index, part = steady.item_id, steady.index, steady.part
+    first = heads[0]
+    if first.sequence_number != seq or first.output_index != index:
+        # The usual run after a reasoning item: every event renumbered and moved. (Exact for the
+        # events already numbered right too: their values are written again as they are.)
+        renumbered = _renumbered_run(span, heads, steady, seq)
+        if renumbered is not None:
+            return renumbered
     edits = [
         i
         for i, head in enumerate(heads)
@@ -183,13 +191,10 @@ def _answers(steady: Steady, span: bytes, datas: list[bytes], heads: list[Head],
             and head.item_id == item_id
             and head.logprobs is not None
         )
+        and not _as_it_came(head, item_id, index, part, seq + i)
     ]
-    edits = [i for i in edits if not _as_it_came(heads[i], item_id, index, part, seq + i)]
     if not edits:
         return span
-    renumbered = _renumbered_run(span, heads, steady, seq)
-    if renumbered is not None:
-        return renumbered
     if 0 < named < len(datas):
         return None  # each event's own lines are not known: they differ
     prefix = _NAMED if named else _DATA

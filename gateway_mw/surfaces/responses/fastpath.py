@@ -56,7 +56,6 @@ class Steady:
 
     __slots__ = (
         "ch",
-        "heads",
         "index",
         "item",
         "item_id",
@@ -65,7 +64,9 @@ class Steady:
         "part",
         "reasoning",
         "scanner",
+        "template",
         "triggers",
+        "written",
     )
 
     def __init__(self, ordinal: int, ch: Channel, scanner: Scanner, item: ClientItem, reasoning: bool) -> None:
@@ -78,8 +79,9 @@ class Steady:
         self.item_id = item.id
         self.index = item.index
         self.part = len(item.parts)  # the message's content_index
-        self.named = False  # reasoning: whether the heads carry event: lines
-        self.heads: tuple[bytes, ...] = ()  # reasoning: each delta event up to its text
+        self.named = False  # reasoning: whether its events carry event: lines
+        self.template = b""  # reasoning: its delta events, text and number left to fill in
+        self.written = 0  # reasoning: events written per delta (one per reasoning format)
 
 
 def fast_forward(stream: ResponsesStream, span: bytes) -> bytes | None:
@@ -150,12 +152,11 @@ def _run(stream: ResponsesStream, span: bytes) -> bytes | None:
     seq = numbering.seq
     if steady.reasoning:
         named_now = writer.named or named > 0
-        if steady.named != named_now or not steady.heads:
-            steady.heads = _heads(writer, steady.item, named_now)
-            steady.named = named_now
-        out = _reasoning_deltas(steady.heads, texts, seq)
+        if steady.named != named_now or not steady.written:
+            _write_as(steady, writer, named_now)
+        out = _reasoning_deltas(steady, texts, seq)
         steady.ch.produced = True
-        numbering.seq = seq + n * len(steady.heads)
+        numbering.seq = seq + n * steady.written
     else:
         answers = _answers(steady, span, datas, heads, seq, named)
         if answers is None:
@@ -257,17 +258,6 @@ def _only_steady(stream: ResponsesStream) -> Steady | None:
     return _steady(stream, next(iter(channels))) if len(channels) == 1 else None
 
 
-def _reasoning_deltas(heads: tuple[bytes, ...], texts: list[str], seq: int) -> bytes:
-    """The reasoning delta events of ``texts``, numbered from ``seq``, as ``Writer.send`` writes them."""
-    out = []
-    for text in texts:
-        delta = encode(text)
-        for head in heads:
-            out.append(b'%s%s,"sequence_number":%d}\n\n' % (head, delta, seq))
-            seq += 1
-    return b"".join(out)
-
-
 def _step(
     stream: ResponsesStream, head: Head, event: bytes, data: bytes, named: bool, seq: int
 ) -> tuple[Steady, str, bytes] | None:
@@ -288,15 +278,9 @@ def _step(
         return None
     if steady.reasoning:
         named = named or stream.writer.named
-        if steady.named != named or not steady.heads:
-            steady.heads = _heads(stream.writer, steady.item, named)
-            steady.named = named
-        delta = encode(text)
-        return (
-            steady,
-            text,
-            b"".join([b'%s%s,"sequence_number":%d}\n\n' % (h, delta, seq + i) for i, h in enumerate(steady.heads)]),
-        )
+        if steady.named != named or not steady.written:
+            _write_as(steady, stream.writer, named)
+        return steady, text, _reasoning_deltas(steady, [text], seq)
     item_id, index, part = steady.item_id, steady.index, steady.part
     if (
         head.sequence_number == seq
@@ -343,7 +327,7 @@ def _commit(stream: ResponsesStream, steady: Steady, text: str, named: bool) -> 
         stream.writer.named = True
     if steady.reasoning:
         steady.ch.produced = True
-        stream.numbering.seq += len(steady.heads)
+        stream.numbering.seq += steady.written
     else:
         stream.numbering.seq += 1
 
@@ -403,17 +387,38 @@ def _retargeted(data: bytes, head: Head, item_id: str, index: int, part: int, se
 # -- reasoning: the reasoning deltas, built ---------------------------------------------------------
 
 
-def _heads(writer: Writer, rs: ClientItem, named: bool) -> tuple[bytes, ...]:
-    """Each reasoning delta event of ``rs`` up to its text, as ``Writer.send`` encodes it."""
-    out = []
+def _write_as(steady: Steady, writer: Writer, named: bool) -> None:
+    """The reasoning delta events of ``steady``'s item as ``Writer.send`` encodes them, their
+    text and number left as ``%s`` and ``%d``: one event per reasoning format."""
+    rs = steady.item
+    events = []
     for on, kind, where in (
         (writer.content, b"response.reasoning_text.delta", b"content_index"),
         (writer.summary, b"response.reasoning_summary_text.delta", b"summary_index"),
     ):
         if on:
             line = b"event: " + kind + b"\n" if named else b""
-            out.append(
-                b'%sdata: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":'
-                % (line, kind, encode(rs.id), rs.index, where)
+            head = b'%sdata: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":' % (
+                line,
+                kind,
+                encode(rs.id),
+                rs.index,
+                where,
             )
-    return tuple(out)
+            events.append(head.replace(b"%", b"%%") + b'%s,"sequence_number":%d}\n\n')
+    steady.template = b"".join(events)
+    steady.written = len(events)
+    steady.named = named
+
+
+def _reasoning_deltas(steady: Steady, texts: list[str], seq: int) -> bytes:
+    """The reasoning delta events of ``texts``, numbered from ``seq``, as ``Writer.send`` writes them."""
+    template = steady.template
+    if steady.written == 1:
+        return b"".join([template % (encode(text), seq + i) for i, text in enumerate(texts)])
+    return b"".join(
+        [
+            template % (delta, number, delta, number + 1)
+            for delta, number in zip(map(encode, texts), range(seq, seq + 2 * len(texts), 2), strict=True)
+        ]
+    )

@@ -280,7 +280,9 @@ def _step(
         named = named or stream.writer.named
         if steady.named != named or not steady.written:
             _write_as(steady, stream.writer, named)
-        return steady, text, _reasoning_deltas(steady, [text], seq)
+        delta = encode(text)
+        values = (delta, seq) if steady.written == 1 else (delta, seq, delta, seq + 1)
+        return steady, text, steady.template % values
     item_id, index, part = steady.item_id, steady.index, steady.part
     if (
         head.sequence_number == seq

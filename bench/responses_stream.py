@@ -10,19 +10,27 @@ shared machine), and the figures are medians with their min–max.
 (a) typical: a reasoning block of N/2 deltas, then an answer of N/2 deltas;
 (b) tag-free: N answer deltas, no tags at all.
 
-    python bench/responses_stream.py [--events 20000] [--rounds 7]
+Then the deployment pattern (``deployment_table``): one event per ``feed``, the steady part of a long
+stream (the events after its first few), next to split-and-rejoin fed the same way, in the layouts
+real servers write (``LAYOUTS``): steady answer text as it came, steady answer text after a reasoning
+item (renumbered and moved), and steady reasoning.
+
+    python bench/responses_stream.py [--events 20000] [--rounds 7] [--deployment] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.sse import SSEDecoder
 
 MSG_ID = "msg_67ccd3a9da748190baa7f1570fe91ac6"
 WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
@@ -125,11 +133,125 @@ def run(events: int = 20000, rounds: int = 7) -> list[dict[str, Any]]:
     return rows
 
 
+# -- the deployment pattern: one event per feed, each server's layout -------------------------------
+
+LAYOUTS = {
+    "openai": "OpenAI (`obfuscation`, `sequence_number` second)",
+    "vllm": "vLLM (keys in alphabetical order)",
+    "llamacpp": "llama.cpp (no indexes, no `sequence_number`)",
+    "pyjson": "Python `json.dumps` spacing, no `event:` lines",
+}
+STEADY = {
+    "content": "Hello",  # answer text from the start: passed as it came
+    "answer": "<think>r</think>Hello",  # answer text after a reasoning item: renumbered and moved
+    "reasoning": "<think>r",  # reasoning: written as reasoning deltas
+}
+
+
+def layout_event(layout: str, body: dict[str, Any]) -> bytes:
+    """One event as ``layout``'s server writes it (``body`` in OpenAI's key order)."""
+    if layout == "llamacpp":  # nlohmann::json: keys sorted, no indexes or numbers, event: lines
+        body = {k: v for k, v in sorted(body.items()) if k not in ("output_index", "content_index", "sequence_number")}
+        body.pop("logprobs", None)
+        return (
+            f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
+        )
+    if layout == "vllm":  # pydantic's model_dump_json: the fields in the SDK's (alphabetical) order
+        data = json.dumps(dict(sorted(body.items())), separators=(",", ":"), ensure_ascii=False)
+        return f"event: {body['type']}\ndata: {data}\n\n".encode()
+    if layout == "pyjson":
+        return f"data: {json.dumps(body)}\n\n".encode()
+    if body["type"] == "response.output_text.delta":  # OpenAI's own: the number second, obfuscation
+        body = {"type": body["type"], "sequence_number": body["sequence_number"], **body, "obfuscation": "k2Zr"}
+    return f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode()
+
+
+def layout_stream(layout: str, deltas: list[str]) -> list[bytes]:
+    """The events of a whole upstream stream whose one message's text arrives as ``deltas``."""
+    text = "".join(deltas)
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    item = {"id": MSG_ID, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    done_item = {**item, "status": "completed", "content": [{**part, "text": text}]}
+    at = {"item_id": MSG_ID, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _response("in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", **at, "part": part},
+        *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
+        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+        {"type": "response.completed", "response": _response("completed", [done_item])},
+    ]
+    return [layout_event(layout, {**e, "sequence_number": i}) for i, e in enumerate(events)]
+
+
+def steady_row(layout: str, kind: str, n: int, rounds: int, config: ThinkExtractConfig) -> dict[str, Spread]:
+    """The steady cost alone: the events of an ``n``-delta stream after its first few, one per feed,
+    next to split-and-rejoin fed the same way."""
+    events = layout_stream(layout, [STEADY[kind], *(WORDS[i % len(WORDS)] for i in range(n))])
+    head, body, tail = events[:4], events[4:-4], events[-4:]
+
+    def run(make: Callable[[], Any], feed: Callable[[Any, bytes], object]) -> float:
+        state = make()
+        for ev in head:
+            feed(state, ev)
+        start = time.process_time()
+        for ev in body:
+            feed(state, ev)
+        elapsed = time.process_time() - start
+        for ev in tail:
+            feed(state, ev)
+        return elapsed
+
+    def base_feed(decoder: SSEDecoder, ev: bytes) -> None:
+        b"".join(e.raw for e in decoder.feed(ev))
+
+    times = interleaved(
+        {
+            "baseline": lambda: run(SSEDecoder, base_feed),
+            "middleware": lambda: run(lambda: StreamPipeline("responses", config), StreamPipeline.feed),
+        },
+        rounds,
+    )
+    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
+    return {
+        "baseline_us": Spread.of([b / len(body) * 1e6 for b, _ in pairs]),
+        "added_us": Spread.of([(m - b) / len(body) * 1e6 for b, m in pairs]),
+    }
+
+
+def deployment_table(rounds: int, quick: bool = False) -> str:
+    """The deployment pattern on the Responses surface, as a markdown table (with its caption)."""
+    n = 2000 if not quick else 300
+    rounds = max(5, rounds) if not quick else 3
+    config = ThinkExtractConfig()
+    out = [
+        f"Responses in process, one event per `feed`: the steady part of a {n:,}-delta stream (events after"
+        " the fourth), CPU time added over split-and-rejoin fed the same way, median (min–max) of"
+        f" {rounds} interleaved rounds:",
+        "",
+        "| upstream layout | baseline per event | added: answer text | added: answer after reasoning"
+        " (renumbered) | added: steady reasoning |",
+        "|---|---|---|---|---|",
+    ]
+    for layout, label in LAYOUTS.items():
+        rows = {kind: steady_row(layout, kind, n, rounds, config) for kind in STEADY}
+        cells = " | ".join(f"{rows[kind]['added_us'].fmt()} µs" for kind in STEADY)
+        out.append(f"| {label} | {rows['content']['baseline_us'].fmt()} µs | {cells} |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--deployment", action="store_true", help="the one-event-per-feed table only")
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    if args.deployment:
+        print(deployment_table(args.rounds, args.quick))
+        return
     rows = run(args.events, args.rounds)
     print(
         f"Responses stream in process, {args.events:,} output_text.delta events, 4 KiB pieces, CPU time,"

@@ -1,10 +1,14 @@
 """The Responses fast path against the full decode/encode path: same events, same fields, same order.
 
-The fast path passes runs of ``output_text.delta`` events undecoded, edits their numbers on their
-bytes, or writes them as reasoning deltas; it must give exactly what reading every event and
-rebuilding it gives, or decline. Hypothesis builds hostile streams: escapes (``\\u003c`` spelling
-``<``, ``\\/``), unicode, spaced JSON, other key orders, duplicate keys, logprobs, missing or jumping
-sequence numbers, unknown events, comments, blank lines, bad JSON, function calls, several parts.
+The fast path passes steady ``output_text.delta`` events as they came, gives them the client's
+numbers (on their bytes, or rewritten as the full path rewrites them), or writes them as reasoning
+deltas; one event per feed or in runs, it must give exactly what reading every event and answering
+it gives, or decline. Hypothesis builds hostile streams (escapes, ``\\u003c`` spelling ``<``,
+``\\/``, escaped keys, unicode, spaced JSON, reordered keys, duplicate and nested keys, logprobs,
+missing or jumping sequence numbers, numbers spelled ``"4"`` or ``4.0``, unknown events, comments,
+blank lines, bad JSON, function calls, several parts) in the layouts of real servers: OpenAI
+(``obfuscation``), vLLM (keys in alphabetical order), llama-server (no indexes, no numbers) and
+Python's ``json.dumps`` spacing, with and without ``event:`` lines.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -395,3 +400,276 @@ def test_hostile_events_in_steady_runs() -> None:
                         c = pipeline.counts
                         outs.append((events_of(normalize(out)), c.reasoning_chars, c.unreadable_events))
                     assert outs[0] == outs[1], (start, hostile)
+
+
+# -- every upstream layout, one event per feed ------------------------------------------------------
+
+WORDS = st.sampled_from([" step", " by", "the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", "tab\t", "word", "\n", " "])
+TAGGED = st.sampled_from(["<think>", "</think>", "a<think>b", "c</think>d", "<", "`", "[THINK]", "\u2028"])
+DELTAS = st.one_of(WORDS, WORDS, WORDS, WORDS, TAGGED)
+EXTRA = st.sampled_from(
+    [
+        None,
+        "",
+        [],
+        {},
+        0,
+        "x",
+        '"output_index":5',
+        {"sequence_number": 3},
+        {"output_index": 0},
+        {"output_index": 9, "delta": "<think>"},
+    ]
+)
+SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
+OWNED = ["item_id", "output_index", "content_index", "sequence_number"]
+LAYOUT_CONFIGS = [
+    CFG,
+    CONTENT,
+    ThinkExtractConfig(responses_reasoning_format="summary"),
+    ThinkExtractConfig(trim_tag_edges=True, trim_reasoning_tail=True),
+]
+
+
+def layout_body(layout: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (in OpenAI's key order) with the members and order ``layout``'s server writes."""
+    if layout == "llamacpp":  # nlohmann::json: keys sorted; no indexes, numbers or delta logprobs
+        body = {k: v for k, v in body.items() if k not in ("output_index", "content_index", "sequence_number")}
+        if body["type"] == "response.output_text.delta":
+            body.pop("logprobs", None)
+        return dict(sorted(body.items()))
+    if layout == "vllm":  # pydantic's model_dump_json: the SDK's (alphabetical) field order
+        return dict(sorted(body.items()))
+    if layout == "openai" and body["type"] == "response.output_text.delta":
+        return {"type": body["type"], "sequence_number": body["sequence_number"], **body, "obfuscation": "Zq3x"}
+    return body
+
+
+@st.composite
+def layout_stream(draw: st.DrawFn) -> tuple[list[bytes], bool]:
+    """A whole stream in one server's layout, keys reordered, spaced and escaped at random, now and
+    then an unknown member: its events one by one, and whether it is spelled compactly, keys in
+    place and unescaped (then the fast path's bytes are the full path's, byte for byte)."""
+    layout = draw(st.sampled_from(["openai", "vllm", "llamacpp", "pyjson"]))
+    rnd = draw(st.randoms(use_true_random=False))
+    comma, colon = (", ", ": ") if layout == "pyjson" else draw(st.sampled_from(SPACING))
+    ascii_only = layout == "pyjson" or draw(st.booleans())
+    reorder, slash, lt, key_escapes = (draw(st.integers(0, 3)) == 0 for _ in range(4))
+    named = draw(st.sampled_from(["all", "none", "some"])) if layout != "pyjson" else "none"
+    logprobs = draw(st.integers(0, 3)) > 0  # some servers send no logprobs with a delta
+
+    def text(value: str, key: bool = False) -> str:
+        encoded = json.dumps(value, ensure_ascii=ascii_only)
+        if key:
+            return encoded.replace("_", "\\u005f") if key_escapes and rnd.random() < 0.5 else encoded
+        if slash:
+            encoded = encoded.replace("/", "\\/")
+        return encoded.replace("<", "\\u003c") if lt else encoded
+
+    def encode(value: Any) -> str:
+        if isinstance(value, dict):
+            items = list(value.items())
+            if reorder:
+                rnd.shuffle(items)
+            return "{" + comma.join(f"{text(k, True)}{colon}{encode(v)}" for k, v in items) + "}"
+        if isinstance(value, list):
+            return "[" + comma.join(encode(v) for v in value) + "]"
+        return text(value) if isinstance(value, str) else json.dumps(value)
+
+    start = draw(st.sampled_from(["", "Hello", "<think>", "<think>\n", "<think>r</think>", "<think>r</think>Hi"]))
+    deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]
+    msg = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "resp_1", "object": "response", "model": "m", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": msg},
+        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+        | {"part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}},
+    ]
+    for d in deltas:
+        at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        events.append({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []})
+        if not logprobs:
+            del events[-1]["logprobs"]
+        if draw(st.integers(0, 9)) == 0:  # numbers as some servers spell them: the SDKs read 4, 4.0, "4" alike
+            spell = draw(st.sampled_from([str, float]))
+            events[-1]["output_index"] = spell(0)
+            events[-1]["content_index"] = spell(0)
+            events[-1]["spelled"] = True
+        if draw(st.integers(0, 5)) == 0:  # a member that says nothing, or something; or none
+            key = draw(st.sampled_from([*["extra", "obfuscation", "logprobs"] * 3, *OWNED, "-logprobs"]))
+            if key == "-logprobs":
+                events[-1].pop("logprobs", None)
+            else:
+                events[-1][key] = None if key in OWNED and draw(st.booleans()) else draw(EXTRA)
+    full = "".join(deltas)
+    done = {**msg, "status": "completed", "content": [{"type": "output_text", "text": full, "annotations": []}]}
+    events += [
+        {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+        | {"text": full, "logprobs": []},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "resp_1", "object": "response", "output": [done]}},
+    ]
+    first = draw(st.sampled_from([0, 0, 3]))
+    out = []
+    for seq, body in enumerate(events, start=first):
+        spelled = body.pop("spelled", False)
+        doc = layout_body(
+            layout,
+            {**body, "sequence_number": str(seq) if spelled and isinstance(body.get("output_index"), str) else seq},
+        )
+        line = f"event: {body['type']}\n" if named == "all" or (named == "some" and draw(st.booleans())) else ""
+        out.append(f"{line}data: {encode(doc)}\n".encode() + b"\n")
+    exact = comma == "," and not (reorder or slash or lt or key_escapes or ascii_only)
+    return out, exact
+
+
+def run_events(
+    events: list[bytes], group: int, config: ThinkExtractConfig, full: bool
+) -> tuple[bytes, tuple[int, ...]]:
+    """``events`` through a pipeline ``group`` whole events per feed (1: one per feed), or (``group``
+    0) as one stream cut in 4 KiB pieces."""
+    pipeline = StreamPipeline("responses", config)
+    if full:
+        pipeline._translator = FullPath(config)
+    if group:
+        feeds = [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
+    else:
+        stream = b"".join(events)
+        feeds = [stream[i : i + 4096] for i in range(0, len(stream), 4096)]
+    out = b"".join(pipeline.feed(f) for f in feeds) + pipeline.finish()
+    assert pipeline.error is None
+    c = pipeline.counts
+    return out, (c.reasoning_blocks, c.reasoning_chars, c.unclosed, c.overflows, c.unreadable_events)
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=layout_stream(), group=st.sampled_from([1, 1, 2, 5, 16, 0]), config=st.sampled_from(LAYOUT_CONFIGS))
+def test_every_layout_gives_what_the_full_path_gives(
+    case: tuple[list[bytes], bool], group: int, config: ThinkExtractConfig
+) -> None:
+    """One event per feed and batched, steady content, steady reasoning and the tags between: the
+    same events, fields and key order as the full path; byte for byte when the upstream writes
+    compact, unescaped JSON."""
+    events, exact = case
+    fast, fast_counts = run_events(events, group, config, full=False)
+    full, full_counts = run_events(events, 1, config, full=True)
+    assert events_of(normalize(fast)) == events_of(normalize(full))
+    if exact:
+        assert normalize(fast) == normalize(full)
+    assert fast_counts == full_counts
+
+
+FAKES = [
+    ',"extra":{"output_index":0,"sequence_number":7}',  # the owned keys nested: not the event's
+    ',"extra":"sequence_number"',  # an owned key's name as a string value
+    ',"output_index":0',  # a duplicate: the last one counts
+    ',"sequence_number":null',
+    ',"logprobs":null',
+    ',"extra":"a\\"sequence_number\\":1"',
+    ',"item_id":"msg_1"',
+    "",
+]
+
+
+@pytest.mark.parametrize("fake", FAKES)
+@pytest.mark.parametrize("layout", ["openai", "vllm", "llamacpp"])
+@pytest.mark.parametrize("start", ["Hello", "<think>r</think>Hi", "<think>r"])
+@pytest.mark.parametrize("group", [1, 4, 64])
+def test_keys_that_look_like_the_owned_ones(fake: str, layout: str, start: str, group: int) -> None:
+    """Events whose bytes hold an owned key's name elsewhere than as that key, or twice: the
+    output is the full path's, byte for byte, one event per feed and in runs."""
+    words = [start, *([" step", " by"] * 12)]
+    events: list[bytes] = []
+    for seq, body in enumerate(_events(layout, words)):
+        if body.get("delta") in (" step", " by") and seq % 3 == 0:
+            data = json.dumps(body, separators=(",", ":"))
+            events.append(f"event: {body['type']}\ndata: {data[:-1]}{fake}}}\n\n".encode())
+        else:
+            events.append(f"event: {body['type']}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n".encode())
+    for config in (CFG, CONTENT):
+        fast, fast_counts = run_events(events, group, config, full=False)
+        full, full_counts = run_events(events, 1, config, full=True)
+        assert normalize(fast) == normalize(full)
+        assert fast_counts == full_counts
+
+
+def _events(layout: str, deltas: list[str]) -> list[dict[str, Any]]:
+    msg = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "resp_1", "object": "response", "model": "m", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": msg},
+        {"type": "response.content_part.added", **at, "part": {"type": "output_text", "text": ""}},
+        *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
+        {"type": "response.output_text.done", **at, "text": "".join(deltas), "logprobs": []},
+    ]
+    return [layout_body(layout, {**e, "sequence_number": i}) for i, e in enumerate(events)]
+
+
+@pytest.mark.parametrize("layout", ["openai", "vllm", "llamacpp", "pyjson"])
+@pytest.mark.parametrize("start", ["Hello", "<think>r</think>Hi", "<think>r"])
+def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start: str) -> None:
+    """In steady answer text (as it came, or renumbered after a reasoning item) and in steady
+    reasoning, no event of any layout reaches the full path, and each goes out as it would write it."""
+    words = [start, " first", *([" step", " by", " é", " 4"] * 5)]
+    bodies = _events(layout, words)
+    if layout == "pyjson":
+        events = [f"data: {json.dumps(b)}\n\n".encode() for b in bodies]
+    else:
+        events = [f"event: {b['type']}\ndata: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in bodies]
+    head, steady = events[:5], events[5:-1]
+    for config in (CFG, CONTENT):
+        pipeline = StreamPipeline("responses", config)
+        reference = StreamPipeline("responses", config)
+        reference._translator = FullPath(config, new_id=lambda prefix: prefix + "1" * 32)
+        pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
+        for ev in head:
+            assert pipeline.feed(ev) == reference.feed(ev)
+        calls = _counting(pipeline)
+        assert [pipeline.feed(ev) for ev in steady] == [reference.feed(ev) for ev in steady]
+        assert calls[0] == 0
+
+
+def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A single event the fast path reads and declines (a tag in steady text) is not read again by
+    the full path: a decline costs a comparison, not a second decode."""
+    from gateway_mw.surfaces.responses import wire
+
+    reads = []
+    decode = wire._decode_head
+
+    def counting(data: bytes) -> Any:
+        reads.append(data)
+        return decode(data)
+
+    monkeypatch.setattr(wire, "_decode_head", counting)
+    events = [f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in _events("openai", ["Hello"] * 4)]
+    pipeline = StreamPipeline("responses", CFG)
+    for ev in events[:5]:
+        pipeline.feed(ev)
+    for text in ("a<think>", "r", "</think>b", " c"):
+        body = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+        ev = f"data: {json.dumps({**body, 'delta': text, 'sequence_number': 9})}\n\n".encode()
+        reads.clear()
+        pipeline.feed(ev)
+        assert reads == [ev[6:-2]]
+
+
+@pytest.mark.parametrize("word", ["step", " step"])
+def test_trim_reasoning_tail_reads_whitespace_in_the_full_path(word: str) -> None:
+    """With ``trim_reasoning_tail`` whitespace is a trigger in reasoning: a reasoning delta without
+    any takes the fast path, one with some is read by the full path; both as the full path writes."""
+    config = ThinkExtractConfig(trim_tag_edges=True, trim_reasoning_tail=True)
+    events = [
+        f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in _events("vllm", ["<think>r", *[word] * 6])
+    ]
+    pipeline = StreamPipeline("responses", config)
+    reference = StreamPipeline("responses", config)
+    reference._translator = FullPath(config, new_id=lambda prefix: prefix + "1" * 32)
+    pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
+    for ev in events[:5]:
+        assert pipeline.feed(ev) == reference.feed(ev)
+    calls = _counting(pipeline)
+    assert [pipeline.feed(ev) for ev in events[5:]] == [reference.feed(ev) for ev in events[5:]]
+    assert pipeline.finish() == reference.finish()
+    assert calls[0] == (0 if word == "step" else len(events) - 5 - 1) + 1  # the done event: always read

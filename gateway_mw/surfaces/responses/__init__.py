@@ -13,7 +13,7 @@ One idea per module:
   every event that goes out, translated, forwarded or passed on unread;
 * ``items`` — the client items of a channel and the events that write them;
 * ``stream`` — the translator: which upstream event touches which channel;
-* ``fastpath`` — runs of steady text deltas without a per-event rebuild;
+* ``fastpath`` — steady text deltas, one or a run, without the per-event rebuild;
 * ``rebuild`` — whole ``output`` lists through the same step logic: the non-stream body, and the
   output ``response.completed`` repeats.
 """

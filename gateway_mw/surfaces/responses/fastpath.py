@@ -1,213 +1,426 @@
-"""The Responses fast path: runs of steady ``output_text.delta`` events without a per-event rebuild.
+"""The Responses fast path: steady ``output_text.delta`` events without the per-event rebuild.
 
-While the message item a run of deltas belongs to is steady in one kind (its scanner holds nothing
-and the texts hold none of its triggers), the run is validated in one batch decode and written: as
-it came (content, nothing to renumber), with its ``output_index`` and ``sequence_number`` replaced
-on its bytes (content, when those bytes provably are the encoding the full path would write), or as
-reasoning deltas of the open reasoning item. Anything else declines, and the full path decides.
+While the message item an event belongs to is steady (its scanner holds nothing and sits in answer
+text or in a reasoning block), a text delta whose text is free of the scanner's triggers does
+nothing but continue that text. Such an event, offered alone or in a run of whole events, is
+decoded alone into the head the full path reads (``wire.Head``: msgspec skips every other value,
+whatever its key order, spacing or escapes), and goes out as the full path would write it:
+
+* answer text: the event's bytes as they came when its numbers and ids are already the client's;
+  else the full path's rewrite of it: the members it adds (llama-server sends no indexes or
+  numbers) appended on the bytes where they provably lack those keys, or else the event decoded one
+  level and encoded again with those values set, as the full path does (see :func:`_retargeted`);
+* reasoning: the reasoning delta(s) of the open reasoning item, which the full path builds from the
+  decoded text alone (nothing of the upstream event survives there), built the same way.
+
+Anything else declines (``None``) and the full path decides; a declined single event stays decoded
+for ``ResponsesStream.event``, so that a decline costs a comparison, not a second decode.
+
+With ``trim_reasoning_tail`` a reasoning block's trailing whitespace is held until the next text, so
+whitespace is a trigger there: a reasoning delta holding any (most do) takes the full path; one
+without any takes this one. Answer text is not affected.
 """
 
 from __future__ import annotations
 
-import re
-import types
-from collections.abc import Callable
-from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING
 
-import msgspec
-
-from ...scanner import CONTENT
-from ..rawjson import UNREADABLE, encode
-from .items import Channel
+from ...scanner import CONTENT, Scanner
+from ..rawjson import UNREADABLE, encode, obj
+from .items import Channel, ClientItem, Writer
+from .wire import Head, decode_head, encode_body, item_id_of, whole
+from .wire import decode_head_strict as _decode_head
 
 if TYPE_CHECKING:
     from .stream import ResponsesStream
 
-__all__ = ["fast_forward"]
+__all__ = ["Read", "Steady", "fast_forward"]
 
-# The fast path's events: ``output_text.delta`` objects of these keys only, every key once, with
-# these values (a non-empty text, no logprobs). A layout is the order of the keys: one struct type
-# per layout, every field required, so that it decodes only objects of exactly those keys and
-# encodes back in that order, as msgspec encodes the object as a dict.
-_FIELDS: dict[bytes, Any] = {
-    b"type": Literal["response.output_text.delta"],
-    b"item_id": str,
-    b"output_index": int,
-    b"content_index": int,
-    b"delta": Annotated[str, msgspec.Meta(min_length=1)],
-    b"logprobs": Annotated[list[None], msgspec.Meta(max_length=0)],
-    b"sequence_number": int,
-    b"obfuscation": str,
-}
-_REQUIRED = frozenset(_FIELDS) - {b"obfuscation"}
-# A key of the first event of a run: only a guess at the run's layout, which the decoder then holds
-# every event to.
-_KEY = re.compile(rb'[{,]"([a-z_]+)":')
-_DELTA_LINE = b"event: response.output_text.delta\n"
-_NAMED = _DELTA_LINE + b"data: "
-_NEXT = b"\n\ndata: "
+Read = tuple[bytes, "tuple[Head, bool] | None"]  # an event's data, and what decode_head made of it
+
+_DATA = b"data: "
+_NAMED = b"event: response.output_text.delta\ndata: "  # the only event: line a fast event may have
+_DELTA = "response.output_text.delta"
+_LINE = len(_NAMED) - len(_DATA)  # the event: line
+_NEXT = b"\n\n" + _DATA  # between two events of a run
 _NEXT_NAMED = b"\n\n" + _NAMED
-_SEQ_KEY = b'"sequence_number":'
-_SHORT_ESCAPES = {"\b": b"\\b", "\t": b"\\t", "\n": b"\\n", "\f": b"\\f", "\r": b"\\r"}
+_OUTPUT_INDEX = b'"output_index"'
+_SEQ = b'"sequence_number"'
+_KEPT = (b'"item_id"', b'"content_index"', b'"logprobs"')
 
 
-@lru_cache(maxsize=64)
-def _needles(triggers: frozenset[str]) -> tuple[bytes, ...]:
-    """Bytes whose presence shows a trigger in a run's texts, as they are usually spelled: a cheap
-    early refusal, before any decoding (the texts decoded are what decides)."""
-    needles = {_SHORT_ESCAPES[ch] for ch in triggers if ch in _SHORT_ESCAPES}
-    needles.update(ch.encode() for ch in triggers if ch >= " " and ch not in '"\\[')
-    return tuple(sorted(needles))
+class Steady:
+    """The one channel steady events continue, as the full path left it: what an event must say
+    to continue its text, and what goes out for it. Valid until the full path runs again (the
+    stream drops it then, see ``ResponsesStream.event``): a steady event changes none of it."""
 
+    __slots__ = (
+        "ch",
+        "index",
+        "item",
+        "item_id",
+        "named",
+        "ordinal",
+        "part",
+        "reasoning",
+        "scanner",
+        "template",
+        "triggers",
+        "written",
+    )
 
-@lru_cache(maxsize=64)
-def _layout_decoder(keys: tuple[bytes, ...]) -> Callable[[bytes], list[Any]] | None:
-    """A decoder of a JSON array of delta events of exactly these keys (``None``: not a layout
-    the fast path takes)."""
-    if len(set(keys)) != len(keys) or not _REQUIRED <= set(keys) <= set(_FIELDS):
-        return None
-    fields = [(key.decode(), _FIELDS[key]) for key in keys]
-    struct = msgspec.defstruct("_PlainDelta", fields, forbid_unknown_fields=True, gc=False)
-    decode: Callable[[bytes], list[Any]] = msgspec.json.Decoder(types.GenericAlias(list, (struct,))).decode
-    return decode
+    def __init__(self, ordinal: int, ch: Channel, scanner: Scanner, item: ClientItem, reasoning: bool) -> None:
+        self.ordinal = ordinal  # the upstream item, as numbering.ordinal reads it
+        self.ch = ch
+        self.scanner = scanner
+        self.triggers = scanner.triggers
+        self.item = item  # the client item its text goes into: the message, or the reasoning item
+        self.reasoning = reasoning
+        self.item_id = item.id
+        self.index = item.index
+        self.part = len(item.parts)  # the message's content_index
+        self.named = False  # reasoning: whether its events carry event: lines
+        self.template = b""  # reasoning: its delta events, text and number left to fill in
+        self.written = 0  # reasoning: events written per delta (one per reasoning format)
 
 
 def fast_forward(stream: ResponsesStream, span: bytes) -> bytes | None:
-    """The bytes for a run of whole events, when provably exactly what ``stream.event`` gives them;
-    ``None`` otherwise."""
-    channels = stream.channels
-    if not channels:
+    """The bytes for ``span`` (whole events), when provably exactly what ``stream.event`` gives
+    them one by one; ``None`` otherwise."""
+    named = span.startswith(_NAMED)
+    start = len(_NAMED) if named else 6
+    if not named and not span.startswith(_DATA):
         return None
-    if len(channels) == 1:  # the usual case: refuse early what cannot be steady
-        scanner = next(iter(channels.values())).scanner
-        if scanner is None or scanner.steady is None:
-            return None
-        for needle in _needles(scanner.triggers):
-            if needle[:1] in span and needle in span:  # one byte first: a memchr
-                return None
-    # One data line per event, named or not, nothing else: a JSON array once the frames are cut.
-    # (Counting on the lengths: bytes.count of a short pattern costs as much as the decoding.)
+    if span.find(b"\n", start) != len(span) - 2 or span[-1] != 10:
+        return _run(stream, span)
+    # One event, one data line: the deployment pattern.
+    data = span[start:-2]
+    read = decode_head(data)
+    if read is not None and read[1]:
+        numbering = stream.numbering
+        seq = numbering.seq
+        step = _step(stream, read[0], span, data, named, seq)
+        if step is not None:
+            steady, text, out = step
+            _commit(stream, steady, text, named)
+            return out
+    stream.declined = (data, read)
+    return None
+
+
+def _run(stream: ResponsesStream, span: bytes) -> bytes | None:
+    """A run of whole events, as :func:`fast_forward` would take each alone, or ``None``.
+
+    The run is cut into its events' data (each event one ``data:`` line, named or not), each
+    decoded alone, in one pass; all must continue the one steady channel, with text free of its
+    triggers. The stream's state changes only once all qualify."""
+    steady = stream.steady
+    if steady is None:
+        steady = stream.steady = _only_steady(stream)
+        if steady is None:
+            return None  # nothing can be steady: refused before any decoding
     body = span.replace(_NEXT_NAMED, _NEXT)
-    named = (len(span) - len(body)) // len(_DELTA_LINE)  # event: lines that start an event
+    named = (len(span) - len(body)) // _LINE  # events after the first with the event: line
     if body.startswith(_NAMED):
-        body = body[len(_DELTA_LINE) :]
+        body = body[_LINE:]
         named += 1
-    if not body.startswith(b"data: "):
+    if not body.startswith(_DATA) or not body.endswith(b"\n\n"):
         return None
-    joined = body[6:-2].replace(_NEXT, b",")
-    if b"\n" in joined:
-        return None  # an event of several lines, a comment, a blank line, a stray event: line
-    events = (len(body) - 8 - len(joined)) // (len(_NEXT) - 1) + 1  # each "\n\ndata: " became ","
-    writer = stream.writer
-    if named and named != events and not writer.named:
+    datas = body[6:-2].split(_NEXT)
+    n = len(datas)
+    if body.count(b"\n") != 2 * n:
+        return None  # an event of another line (a comment, id:, another event: name): not ours
+    writer, numbering = stream.writer, stream.numbering
+    if 0 < named < n and not writer.named:
         return None  # the first events would be answered unnamed, the later ones named
-    decode = _layout_decoder(tuple(_KEY.findall(body[6 : body.find(b"\n")])))
-    if decode is None:
-        return None
-    array = b"[" + joined + b"]"
     try:
-        deltas = decode(array)
-    except UNREADABLE:
+        if not span.isascii():
+            span.decode()  # as decode_head: invalid UTF-8 in a value skipped is unreadable too
+        heads = [_decode_head(data) for data in datas]
+    except (UnicodeDecodeError, *UNREADABLE):
         return None
-    if len(deltas) != events:
-        return None  # two JSON values on one line
-    first = deltas[0]
-    up, part = first.output_index, first.content_index
-    ch = channels.get(up)
-    scanner = ch.scanner if ch is not None else None
-    if ch is None or scanner is None or ch.up_part != part or ch.high or ch.other_part:
-        return None
-    kind = scanner.steady
-    if kind is None:
-        return None
-    texts = [d.delta for d in deltas]
-    if not scanner.triggers.isdisjoint("".join(texts)):
-        return None
-    for d in deltas:
-        if d.output_index != up or d.content_index != part:
+    ordinal = steady.ordinal
+    texts = []
+    for head in heads:
+        text, up = head.delta, head.output_index
+        if head.type != _DELTA or not text or (up if type(up) is int else numbering.ordinal(head)) != ordinal:
             return None
-    if kind == CONTENT:
-        out = _plain_content(stream, ch, span, array, deltas, texts)
-    else:
-        out = _plain_reasoning(stream, ch, texts, writer.named or named > 0)
-    if out is None:
+        texts.append(text)
+    chars = "".join(texts)
+    if not steady.triggers.isdisjoint(chars):
         return None
+    seq = numbering.seq
+    if steady.reasoning:
+        named_now = writer.named or named > 0
+        if steady.named != named_now or not steady.written:
+            _write_as(steady, writer, named_now)
+        out = _reasoning_deltas(steady, texts, seq)
+        steady.ch.produced = True
+        numbering.seq = seq + n * steady.written
+    else:
+        answers = _answers(steady, span, datas, heads, seq, named)
+        if answers is None:
+            return None
+        out = answers
+        numbering.seq = seq + n
     if named:
         writer.named = True
-    scanner.pass_steady(sum(map(len, texts)))
-    ch.fed += sum(map(len, texts))
+    steady.scanner.pass_steady(len(chars))
+    steady.ch.fed += len(chars)
+    steady.item.text.extend(texts)
     return out
 
 
-def _plain_content(
-    stream: ResponsesStream, ch: Channel, span: bytes, array: bytes, deltas: list[Any], texts: list[str]
-) -> bytes | None:
-    """Steady answer text: each event as it came, renumbered and pointed at its client item."""
-    msg = ch.msg
-    if ch.rs is not None or msg is None or msg.part is None or msg.text_done:
-        return None
-    if len(msg.parts) != deltas[0].content_index:
-        return None
-    item_id = msg.id
-    seq = stream.numbering.seq
-    renumber = False
-    for i, d in enumerate(deltas):
-        if d.item_id != item_id:
-            return None
-        if d.sequence_number != seq + i:
-            renumber = True
-    up = deltas[0].output_index
-    moved = msg.index != up
-    out = span
-    if moved or renumber:
-        # The full path re-encodes each event with these two numbers changed. Its bytes are exactly
-        # that encoding but for the numbers when they are exactly the encoding of what they decode
-        # to: msgspec writes a dict of these keys in their order as it writes the struct. In that
-        # form a '"' inside a string is escaped, so '"output_index":' is only ever the key, once
-        # per event.
-        if encode(deltas) != array:
-            return None
-        if moved:
-            out = out.replace(b'"output_index":%d' % up, b'"output_index":%d' % msg.index)
-        if renumber:
-            pieces = out.split(_SEQ_KEY)  # one key per event
-            rebuilt = [pieces[0]]
-            for i, d in enumerate(deltas):
-                rebuilt.append(b"%d" % (seq + i) + pieces[i + 1][len(str(d.sequence_number)) :])
-            out = _SEQ_KEY.join(rebuilt)
-    msg.text.extend(texts)
-    stream.numbering.seq = seq + len(deltas)
-    return out
+def _answers(steady: Steady, span: bytes, datas: list[bytes], heads: list[Head], seq: int, named: int) -> bytes | None:
+    """Steady answer text: the run as it came, renumbered on its bytes, or each event as
+    :func:`_step` writes it."""
+    item_id, index, part = steady.item_id, steady.index, steady.part
+    first = heads[0]
+    if first.sequence_number != seq or first.output_index != index:
+        # The usual run after a reasoning item: every event renumbered and moved. (Exact for the
+        # events already numbered right too: their values are written again as they are.)
+        renumbered = _renumbered_run(span, heads, steady, seq)
+        if renumbered is not None:
+            return renumbered
+    edits = [
+        i
+        for i, head in enumerate(heads)
+        if not (
+            head.sequence_number == seq + i
+            and head.output_index == index
+            and head.content_index == part
+            and head.item_id == item_id
+            and head.logprobs is not None
+        )
+        and not _as_it_came(head, item_id, index, part, seq + i)
+    ]
+    if not edits:
+        return span
+    if 0 < named < len(datas):
+        return None  # each event's own lines are not known: they differ
+    prefix = _NAMED if named else _DATA
+    out = [prefix + data + b"\n\n" for data in datas]
+    for i in edits:
+        out[i] = b"".join((prefix, _retargeted(datas[i], heads[i], item_id, index, part, seq + i), b"\n\n"))
+    return b"".join(out)
 
 
-def _plain_reasoning(stream: ResponsesStream, ch: Channel, texts: list[str], lines: bool) -> bytes | None:
-    """Steady reasoning: each event becomes the reasoning delta(s) of the open reasoning item."""
-    rs = ch.rs
-    if ch.msg is not None or rs is None:
+def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) -> bytes | None:
+    """A run of answer deltas that differ from the client's only in their ``output_index`` and
+    ``sequence_number`` (the usual run after a reasoning item), both replaced on the run's bytes;
+    ``None`` when unproven.
+
+    With no backslash in the run every ``"`` delimits a string, so each event holds each key the
+    decoder saw (a value, not null) spelled as itself, at least once: when a quoted name occurs as
+    many times in the run as it has events, each event holds it exactly once, as that key. Each
+    such key's value is then the whole number the decoder read, written right after ``":"``."""
+    if span.find(b"\\") >= 0:
         return None
-    writer = stream.writer
-    heads: list[bytes] = []
+    n = len(heads)
+    up = heads[0].output_index
+    if type(up) is not int:
+        return None
+    numbers: list[int] = []
+    for head in heads:
+        number = head.sequence_number
+        if (
+            type(number) is not int
+            or head.output_index != up
+            or head.content_index != steady.part
+            or head.item_id != steady.item_id
+            or head.logprobs is None
+        ):
+            return None
+        numbers.append(number)
+    for key in _KEPT:  # the full path writes them again: once each, so that it writes them as they are
+        if span.count(key) != n:
+            return None
+    if up != steady.index:
+        needle = b'"output_index":%d' % up
+        if span.count(_OUTPUT_INDEX) != n or span.count(needle) != n:
+            return None
+        span = span.replace(needle, b'"output_index":%d' % steady.index)
+    pieces = span.split(_SEQ)
+    if len(pieces) != n + 1:
+        return None
+    for i, number in enumerate(numbers, start=1):
+        written = b":%d" % number
+        piece = pieces[i]
+        if not piece.startswith(written):
+            return None
+        pieces[i] = b":%d" % (seq + i - 1) + piece[len(written) :]
+    return _SEQ.join(pieces)
+
+
+def _only_steady(stream: ResponsesStream) -> Steady | None:
+    """The one open channel, when it is steady."""
+    channels = stream.channels
+    return _steady(stream, next(iter(channels))) if len(channels) == 1 else None
+
+
+def _step(
+    stream: ResponsesStream, head: Head, event: bytes, data: bytes, named: bool, seq: int
+) -> tuple[Steady, str, bytes] | None:
+    """What the full path writes for one ``event`` (its data ``data``), numbered from ``seq``,
+    ``named`` when it has an ``event:`` line: the steady channel whose text it continues, that
+    text, and the bytes; ``None`` when it is not such an event."""
+    text = head.delta
+    if head.type != _DELTA or not text:
+        return None
+    up = head.output_index
+    ordinal = up if type(up) is int else stream.numbering.ordinal(head)
+    steady = stream.steady
+    if steady is None or steady.ordinal != ordinal:
+        steady = stream.steady = _steady(stream, ordinal)
+        if steady is None:
+            return None
+    if not steady.triggers.isdisjoint(text):
+        return None
+    if steady.reasoning:
+        named = named or stream.writer.named
+        if steady.named != named or not steady.written:
+            _write_as(steady, stream.writer, named)
+        delta = encode(text)
+        values = (delta, seq) if steady.written == 1 else (delta, seq, delta, seq + 1)
+        return steady, text, steady.template % values
+    item_id, index, part = steady.item_id, steady.index, steady.part
+    if (
+        head.sequence_number == seq
+        and up == index
+        and head.content_index == part
+        and head.item_id == item_id
+        and head.logprobs is not None
+    ):
+        return steady, text, event  # as it came
+    if _as_it_came(head, item_id, index, part, seq):
+        return steady, text, event
+    edited = _retargeted(data, head, item_id, index, part, seq)
+    return steady, text, b"".join((_NAMED if event.startswith(_NAMED) else _DATA, edited, b"\n\n"))
+
+
+def _steady(stream: ResponsesStream, ordinal: int | None) -> Steady | None:
+    """The channel of upstream item ``ordinal`` when it is steady and its text goes where the
+    full path's steady step puts it; else ``None``."""
+    if ordinal is None:
+        return None
+    ch = stream.channels.get(ordinal)
+    if ch is None or ch.other_part or ch.high:
+        return None
+    scanner = ch.scanner
+    kind = scanner.steady if scanner is not None else None
+    if scanner is None or kind is None:
+        return None
+    msg, rs = ch.msg, ch.rs
+    if kind == CONTENT:  # _text_delta's common case: the event into the open part, as it came
+        if rs is not None or msg is None or msg.part is None or msg.text_done:
+            return None
+        return Steady(ordinal, ch, scanner, msg, False)
+    if msg is not None or rs is None:  # Writer.runs: reasoning deltas of the open reasoning item
+        return None
+    return Steady(ordinal, ch, scanner, rs, True)
+
+
+def _commit(stream: ResponsesStream, steady: Steady, text: str, named: bool) -> None:
+    """The state the full path leaves after one steady event carrying ``text``."""
+    steady.scanner.pass_steady(len(text))
+    steady.ch.fed += len(text)
+    steady.item.text.add(text)
+    if named:
+        stream.writer.named = True
+    if steady.reasoning:
+        steady.ch.produced = True
+        stream.numbering.seq += steady.written
+    else:
+        stream.numbering.seq += 1
+
+
+# -- answer text: the client's numbers and ids ---------------------------------------------------
+
+
+def _as_it_came(head: Head, item_id: str, index: int, part: int, seq: int) -> bool:
+    """Whether the full path sends this delta as it came (``_forward_delta``): its numbers read as
+    the SDKs read them (``4``, ``4.0``, ``"4"``) are the client's already. The fast checks compare
+    the decoded values directly; this decides when they find a difference."""
+    return (
+        whole(head.sequence_number) == seq
+        and whole(head.output_index) == index
+        and whole(head.content_index) == part
+        and item_id_of(head) == item_id
+        and head.logprobs is not None
+    )
+
+
+def _retargeted(data: bytes, head: Head, item_id: str, index: int, part: int, seq: int) -> bytes:
+    """``data`` as the full path rewrites it (``ResponsesStream._forward_delta``): ``item_id``,
+    ``output_index``, ``content_index`` and ``sequence_number`` set to the client's, ``logprobs``
+    added when missing, every other value as its raw bytes."""
+    if (
+        head.output_index is None
+        and head.content_index is None
+        and head.sequence_number is None
+        and head.logprobs is None
+        and head.item_id == item_id
+        and data.find(b"\\") < 0
+        and data.count(b'"') == 12
+    ):
+        # llama-server's delta: type, item_id and delta, nothing else. With no backslash every
+        # '"' delimits a string, and those three keys and their string values are twelve: the
+        # event holds no other key. The full path appends the four it lacks, in this order.
+        return b'%s,"output_index":%d,"content_index":%d,"logprobs":[],"sequence_number":%d}' % (
+            data[: data.rindex(b"}")],
+            index,
+            part,
+            seq,
+        )
+    # Values to replace: the full path's own rewrite, on the head already read. (Replacing them on
+    # the bytes, each key found twice to prove it is there once, costs as much in Python as
+    # msgspec's decoding of the event one level and encoding it again.)
+    body = obj(data)
+    assert body is not None  # the head was read from it: a JSON object
+    body["item_id"] = item_id
+    body["output_index"] = index
+    body["content_index"] = part
+    if "logprobs" not in body:
+        body["logprobs"] = []
+    body["sequence_number"] = seq
+    return encode_body(body)
+
+
+# -- reasoning: the reasoning deltas, built ---------------------------------------------------------
+
+
+def _write_as(steady: Steady, writer: Writer, named: bool) -> None:
+    """The reasoning delta events of ``steady``'s item as ``Writer.send`` encodes them, their
+    text and number left as ``%s`` and ``%d``: one event per reasoning format."""
+    rs = steady.item
+    events = []
     for on, kind, where in (
         (writer.content, b"response.reasoning_text.delta", b"content_index"),
         (writer.summary, b"response.reasoning_summary_text.delta", b"summary_index"),
     ):
         if on:
-            head = b'data: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":' % (
+            line = b"event: " + kind + b"\n" if named else b""
+            head = b'%sdata: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":' % (
+                line,
                 kind,
                 encode(rs.id),
                 rs.index,
                 where,
             )
-            heads.append(b"event: " + kind + b"\n" + head if lines else head)
-    seq = stream.numbering.seq
-    out = []
-    for text in texts:
-        delta = encode(text)
-        for head in heads:
-            out.append(head + delta + b',"sequence_number":%d}\n\n' % seq)
-            seq += 1
-    rs.text.extend(texts)
-    ch.produced = True
-    stream.numbering.seq = seq
-    return b"".join(out)
+            events.append(head.replace(b"%", b"%%") + b'%s,"sequence_number":%d}\n\n')
+    steady.template = b"".join(events)
+    steady.written = len(events)
+    steady.named = named
+
+
+def _reasoning_deltas(steady: Steady, texts: list[str], seq: int) -> bytes:
+    """The reasoning delta events of ``texts``, numbered from ``seq``, as ``Writer.send`` writes them."""
+    template = steady.template
+    if steady.written == 1:
+        return b"".join([template % (encode(text), seq + i) for i, text in enumerate(texts)])
+    return b"".join(
+        [
+            template % (delta, number, delta, number + 1)
+            for delta, number in zip(map(encode, texts), range(seq, seq + 2 * len(texts), 2), strict=True)
+        ]
+    )

@@ -64,6 +64,8 @@ class ResponsesStream:
         self._records: list[Record] = []
         self._texts = 0  # message items scanned so far (see after_first_channel)
         self._oversized: TopLevelKeys | None = None
+        self.declined: fastpath.Read | None = None  # an event the fast path read and declined
+        self.steady: fastpath.Steady | None = None  # the fast path's channel, while no other path runs
         self.counts = Counts()
 
     def _new_id(self, prefix: str) -> str:
@@ -74,12 +76,18 @@ class ResponsesStream:
     # -- the translator protocol ----------------------------------------------------------------
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
+        self.steady = None  # whatever this event does, the fast path looks again
         data = event.data
         if data is None or self._terminated or self._off:
             return [event]
         if data == DONE:
             return [*self.flush(), event]
-        read = decode_head(data)
+        declined = self.declined
+        if declined is not None and declined[0] == data:
+            read = declined[1]  # the fast path read this event already
+            self.declined = None
+        else:
+            read = decode_head(data)
         if read is None or not read[0].type:
             self.counts.unreadable_events += 1
             return [*self.flush(), self._unread(event)]
@@ -94,6 +102,7 @@ class ResponsesStream:
 
     def flush(self) -> list[SSEEvent]:
         """Every channel's held text, as deltas of the items it belongs to (opened if need be)."""
+        self.steady = None
         if self._terminated or self._off:
             return []
         out: list[SSEEvent] = []
@@ -108,6 +117,7 @@ class ResponsesStream:
     def finish(self) -> list[SSEEvent]:
         """End of stream without a terminal event: held text goes out, reasoning items close; a
         message stays open as the upstream left it."""
+        self.steady = None
         if self._terminated or self._off:
             return []
         out: list[SSEEvent] = []
@@ -122,6 +132,7 @@ class ResponsesStream:
     def oversized(self, piece: bytes, more: bool) -> bytes:
         """An event too large to hold, renumbered on its bytes as they go by. A text delta of an open
         message item goes into its client part (its text is not scanned)."""
+        self.steady = None
         if self._terminated or self._off:
             return piece
         out = b""
@@ -165,6 +176,7 @@ class ResponsesStream:
 
     def replaying(self, config: ThinkExtractConfig) -> None:
         """Settings already resolved for the response's model (a replay of its output)."""
+        self.steady = None
         self._resolved = True
         self.config = config
         self.writer = Writer(self.numbering, self._new_id, formats(config))

@@ -93,6 +93,8 @@ def main() -> None:
         "",
         in_process_table(responses_stream.run(events, rounds)),
         "",
+        responses_stream.deployment_table(rounds, args.quick),
+        "",
         "### Peak memory: Responses next to messages",
         "",
         "The same text streamed on both surfaces in deltas of 200 characters, each surface in a fresh process:",

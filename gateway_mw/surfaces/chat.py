@@ -514,14 +514,20 @@ class ChatStream:
             bodies = span[6:-2].split(b"\n\ndata: ")
             if span.count(b"\n") != 2 * len(bodies):
                 return None
-            decode = _decode_run_chunk
-            chunks = [decode(body) for body in bodies]
+            # One by one, stopping at the first event that does not qualify: a declined window
+            # (a tag a few events in) costs the decodes up to it, not the whole window's.
+            decode, triggers = _decode_run_chunk, steady[1]
+            chunks: list[_RunChunk] = []
+            chars = 0
+            for body in bodies:
+                run_chunk = decode(body)
+                run_text = run_chunk.choices[0].delta.content
+                if not triggers.isdisjoint(run_text):
+                    return None
+                chars += len(run_text)
+                chunks.append(run_chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        text = "".join([chunk.choices[0].delta.content for chunk in chunks])
-        if not steady[1].isdisjoint(text):
-            return None
-        chars = len(text)
         if steady[0] == CONTENT:
             out = span
         else:

@@ -45,6 +45,7 @@ from .wire import (
     fields_for,
     has_event_line,
     last_index,
+    may_spell_index,
     newline_of,
     one_line,
     read_event,
@@ -451,7 +452,7 @@ class MessagesStream:
         parser keeps (the last) decides, and every top-level ``"index"`` key gets its new value."""
         data = event.data
         assert data is not None
-        if b'"index"' not in data:
+        if b'"index"' not in data and not may_spell_index(data):
             return [event]
         upstream, named = last_index(data)
         if upstream is None:

@@ -203,3 +203,81 @@ def test_an_oversized_event_with_an_escaped_index_key_is_renumbered() -> None:
             stop(2),
             *end(),
         ]
+
+
+# -- a text delta's own "thinking" member --------------------------------------------------------------
+
+MEMBERS = ["null", '"zzz"', '""', "0", "{}", '{"a":1}']
+
+
+@st.composite
+def member_stream(draw: st.DrawFn) -> tuple[list[bytes], list[bytes], ThinkExtractConfig, bool]:
+    """The same events plain, and with a ``thinking`` member (before or after the text, its key
+    escaped or not) in some text deltas, as a serializer that writes every field of a union does."""
+    opening = draw(st.sampled_from(["<think>r", "<think>", "<think>r</think>a"]))
+    named = draw(st.booleans())
+    plain: list[bytes] = []
+    hostile: list[bytes] = []
+    for doc in upstream_docs(opening):
+        compact = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        plain.append(frame(doc, compact, named))
+        if doc.get("delta", {}).get("type") == "text_delta" and draw(st.integers(0, 3)) > 0:
+            key = draw(st.sampled_from(['"thinking"', '"thinking"', '"\\u0074hinking"']))
+            member = f"{key}:{draw(st.sampled_from(MEMBERS))}"
+            text_member = '"text":' + json.dumps(doc["delta"]["text"], ensure_ascii=False)
+            where = draw(st.sampled_from([f"{member},{text_member}", f"{text_member},{member}"]))
+            compact = compact.replace(text_member, where, 1)
+        hostile.append(frame(doc, compact, named))
+    return plain, hostile, draw(st.sampled_from(CONFIGS)), draw(st.booleans())
+
+
+def without_member(events: list[Any]) -> list[Any]:
+    """The events with the ``thinking`` member of every text delta taken out (it rides on as it came)."""
+    out = []
+    for item in events:
+        delta = item.get("delta") if isinstance(item, dict) else None
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            item = {**item, "delta": {k: v for k, v in delta.items() if k != "thinking"}}
+        out.append(item)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=member_stream())
+def test_a_text_deltas_thinking_member_never_replaces_the_reasoning(
+    case: tuple[list[bytes], list[bytes], ThinkExtractConfig, bool],
+) -> None:
+    """A ``thinking_delta`` made of a text delta carries its text as the thinking, once: the SDK
+    accepts it (a ``null`` beside it would be the one a parser keeps) and no character is lost."""
+    plain, hostile, config, batched = case
+    expected = read_sse(translate(plain, config, MessagesStream, batched))
+    fast = translate(hostile, config, MessagesStream, batched)
+    assert without_member(read_sse(fast)) == expected
+    assert fast == translate(hostile, config, EventPath, False)
+    assert events_of(fast) == events_of(translate(hostile, config, FullPath, False))
+
+
+def test_a_null_thinking_member_is_not_sent_beside_the_thinking() -> None:
+    """The whole stream a client reads, for text deltas written with every field of a union."""
+    docs = [message_start(), start(0), text(0, "<think>"), text(0, "r1"), text(0, "r2"), text(0, "</think>ok")]
+    events = []
+    for doc in docs:
+        data = json.dumps(doc, separators=(",", ":"))
+        events.append(frame(doc, data.replace('"}}', '","thinking":null}}') if doc in docs[2:] else data, True))
+    for batched in (False, True):
+        out = translate([*events, frame(stop(0), json.dumps(stop(0)), True)], UNSIGNED, MessagesStream, batched)
+        assert read_sse(out) == [
+            message_start(),
+            thinking_start(0),
+            thinking(0, "r1"),
+            thinking(0, "r2"),
+            sig(0, "r1r2"),
+            stop(0),
+            start(1),
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "text_delta", "text": "ok", "thinking": None},
+            },
+            stop(1),
+        ]

@@ -160,8 +160,13 @@ def as_thinking(data: bytes, old: int, new: int, text: str, head: int = 0) -> by
     With no ``\\u`` escape the decoder's keys and the type's value are spelled as themselves, so a
     ``"text"`` and a ``"text_delta"`` found once each are the delta's. With escapes the renamed event
     is read back: the delta must carry ``text`` as its thinking, be a ``thinking_delta``, have no
-    ``text`` key left, and the index must be ``new``.
+    ``text`` key left, and the index must be ``new``. A ``"thinking"`` already in the event (a
+    member of the text delta, or in its text) is declined: the rewrite drops such a member.
     """
+    # A "thinking" member of the text delta would stand beside the renamed key, and a parser keeps
+    # the last of two: the rewrite drops it (the text is the thinking), so no rename here.
+    if data.find(THINKING_KEY) >= 0:
+        return None
     # Each rename adds 4 bytes, and the decoder saw at least one of each: 8 bytes, one of each.
     out = data.replace(TEXT_TYPE, THINKING_TYPE).replace(TEXT_KEY, THINKING_KEY)
     if len(out) != len(data) + 8:

@@ -45,6 +45,7 @@ from .wire import (
     fields_for,
     has_event_line,
     last_index,
+    may_spell_index,
     newline_of,
     one_line,
     read_event,
@@ -386,7 +387,7 @@ class MessagesStream:
             # As for one event: each event's two names found once each, when the span grows by
             # 8 bytes an event (the decoder saw at least one of each in every event).
             renamed = span.replace(TEXT_TYPE, THINKING_TYPE).replace(TEXT_KEY, THINKING_KEY)
-            if len(renamed) == len(span) + 8 * len(bodies):
+            if len(renamed) == len(span) + 8 * len(bodies) and span.find(THINKING_KEY) < 0:
                 out = renamed if old == new else run_renumbered(renamed, old, new, len(bodies))
                 if out is not None:
                     return with_event_lines(out, len(bodies), named)
@@ -451,7 +452,7 @@ class MessagesStream:
         parser keeps (the last) decides, and every top-level ``"index"`` key gets its new value."""
         data = event.data
         assert data is not None
-        if b'"index"' not in data:
+        if b'"index"' not in data and not may_spell_index(data):
             return [event]
         upstream, named = last_index(data)
         if upstream is None:
@@ -633,7 +634,7 @@ class MessagesStream:
                         delta[k] = "thinking_delta" if reasoning else "text_delta"
                     elif k == "text":
                         delta["thinking" if reasoning else "text"] = seg.text
-                    else:
+                    elif not (reasoning and k == "thinking"):  # the text is the thinking: no other
                         delta[k] = v
                 body[key] = delta
             else:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ...sse import SSEEvent, encode_event
-from ..rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode
+from ..rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode, obj
 
 __all__ = [
     "EMPTY_TEXT",
@@ -38,6 +38,7 @@ __all__ = [
     "gateway_signature",
     "has_event_line",
     "last_index",
+    "may_spell_index",
     "newline_of",
     "one_line",
     "read_event",
@@ -282,9 +283,42 @@ def resent(event: SSEEvent, kind: str) -> SSEEvent:
 
 def with_indexes(data: bytes, value_for: Any) -> bytes:
     """``data`` with the value of every top-level ``"index"`` key replaced by ``value_for(value)``
-    (bytes, or ``None`` to keep it), every other byte as it came."""
+    (bytes, or ``None`` to keep it), every other byte as it came.
+
+    A key spelled with escapes (``"\\u0069ndex"``) is the same key to a JSON parser, but not to
+    the byte scan: when the data holds an escape and a parser would still read another value than
+    the one written, the object is written afresh from its raw values (one ``index`` key, where
+    the parser finds it), as a parser reads it."""
     keys = TopLevelKeys(INDEX, lambda key, value: value_for(value) if key == b"index" else None)
-    return keys.feed(data) + keys.finish()
+    out = keys.feed(data) + keys.finish()
+    if not may_spell_index(out):
+        return out
+    doc = obj(out)
+    if doc is None or "index" not in doc:
+        return out
+    value = value_for(bytes(doc["index"]))
+    if value is None or bytes(doc["index"]) == value:
+        return out
+    doc["index"] = msgspec.Raw(value)
+    return encode(doc)
+
+
+_INDEX_LETTER_ESCAPE = re.compile(rb"\\u00(?:6[459eE]|78)")  # d, e, i, n or x written as an escape
+
+
+def may_spell_index(data: bytes) -> bool:
+    """Whether ``data`` may hold a key that is ``index`` to a parser but not on its bytes: one of
+    the key's letters written as a ``\\u`` escape (a cheap test; a false positive costs a read)."""
+    return data.find(b"\\u00") >= 0 and _INDEX_LETTER_ESCAPE.search(data) is not None
+
+
+def _index_read(data: bytes) -> tuple[int | None, bool]:
+    """The top-level ``index`` a parser reads in ``data`` (the last key, however spelled) as an
+    integer, and whether ``data`` has such a key at all."""
+    doc = obj(data)
+    if doc is None or "index" not in doc:
+        return None, False
+    return as_int(doc["index"]), True
 
 
 def last_index(data: bytes) -> tuple[int | None, bytes | None]:
@@ -294,7 +328,12 @@ def last_index(data: bytes) -> tuple[int | None, bytes | None]:
     keys.feed(data)
     index = keys.seen.get(b"index")
     kind = as_str(msgspec.Raw(keys.seen[b"type"])) if b"type" in keys.seen else None
-    return (as_int(msgspec.Raw(index)) if index is not None else None), (kind.encode() if kind is not None else None)
+    number = as_int(msgspec.Raw(index)) if index is not None else None
+    if may_spell_index(data):  # a key spelled with escapes: read as a parser reads it
+        read, found = _index_read(data)
+        if found:
+            number = read
+    return number, (kind.encode() if kind is not None else None)
 
 
 def reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
@@ -305,7 +344,12 @@ def reindexed(event: SSEEvent, kind: str, old: int, new: int) -> SSEEvent:
     data = event.data
     assert data is not None
     prefix = _index_prefix(kind, old)
-    if data.startswith(prefix) and b"\n" not in data and data.find(b'"index"', len(prefix)) < 0:
+    if (
+        data.startswith(prefix)
+        and b"\n" not in data
+        and data.find(b'"index"', len(prefix)) < 0
+        and not may_spell_index(data)
+    ):
         data = _index_prefix(kind, new) + data[len(prefix) :]
     else:
         value = b"%d" % new

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,12 +162,6 @@ def test_the_answer_after_reasoning_and_a_tool_block_keep_their_blocks() -> None
         ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="oversized events are renumbered by rawjson.TopLevelKeys, which matches keys on their raw bytes: "
-    "an escaped index key keeps the upstream value (fix proposed in TopLevelKeys: compare a key holding "
-    "a backslash decoded)",
-)
 def test_an_oversized_event_with_an_escaped_index_key_is_renumbered() -> None:
     """Events over ``max_event_bytes`` go through on their bytes: their escaped key too must be mapped."""
     config = UNSIGNED.replace(max_event_bytes=300)

@@ -11,6 +11,7 @@ Two tools, for the two sizes of event:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -166,6 +167,9 @@ class TopLevelKeys:
                     emitted = self._value_done(buf, pos, out, emitted)
                 elif self._key_start >= 0 and self._key is None:
                     key = buf[self._key_start + 1 : end]
+                    if b"\\" in key:  # spelled with escapes: the key a parser reads
+                        with contextlib.suppress(*UNREADABLE):
+                            key = _decode_str(buf[self._key_start : end + 1]).encode()
                     if key in self._keys:
                         self._key = key
                     else:

@@ -25,7 +25,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted
-from .rawjson import as_int, as_str, obj, raw_list
+from .rawjson import as_int, as_str, escaped, obj, raw_list, string_at
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
 
@@ -290,36 +290,6 @@ def _continued_text(chunk: _Chunk) -> str | None:
     return text
 
 
-def _escaped(data: bytes) -> bool:
-    """Whether ``data`` holds a ``\\u`` escape (``find``, not ``in``: a bytes needle given to
-    ``in`` is first tried as an integer, which costs more than the search)."""
-    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
-
-
-def _string_at(data: bytes, pos: int) -> tuple[int, int] | None:
-    """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
-    n = len(data)
-    while pos < n and data[pos] in b" \t\r\n":
-        pos += 1
-    if pos >= n or data[pos] != 58:  # ":"
-        return None
-    pos += 1
-    while pos < n and data[pos] in b" \t\r\n":
-        pos += 1
-    if pos >= n or data[pos] != 34:  # '"'
-        return None
-    start = end = pos
-    while True:
-        end = data.find(b'"', end + 1)
-        if end < 0:
-            return None
-        back = end - 1
-        while data[back] == 92:  # a backslash: an odd run of them escapes the quote
-            back -= 1
-        if (end - 1 - back) % 2 == 0:
-            return start, end + 1
-
-
 class ChatStream:
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
@@ -581,7 +551,7 @@ class ChatStream:
         original = delta.content
         if not original:
             return None
-        escaped = _escaped(data)
+        has_escape = escaped(data)
         key = self._field_key
         present = getattr(delta, self._field) is not UNSET  # an explicit empty field: the keys trade names
         if reasoning and text == original:  # the steady case: one key renamed (or two traded)
@@ -590,7 +560,7 @@ class ChatStream:
                 return None
             if not present:
                 out = key.join(parts)
-            elif escaped:
+            elif has_escape:
                 return None
             else:
                 head, tail = parts
@@ -609,7 +579,7 @@ class ChatStream:
             at = data.find(_CONTENT_KEY)
             if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
                 return None
-            value = _string_at(data, at + 9) if text != original else None
+            value = string_at(data, at + 9) if text != original else None
             if value is None and text != original:
                 return None
             if not reasoning:  # the text alone
@@ -623,7 +593,7 @@ class ChatStream:
                     out = b"".join((data[:at], key, data[at + 9 : value[0]], _encode(text), data[value[1] :]))
             else:
                 start = data.find(key)
-                if escaped or start < 0 or data.find(key, start + len(key)) >= 0:
+                if has_escape or start < 0 or data.find(key, start + len(key)) >= 0:
                     return None
                 size = len(key)
                 if value is None:
@@ -638,7 +608,7 @@ class ChatStream:
                     out = b"".join((data[:lo], *middle, data[hi:start], _CONTENT_KEY, data[start + size :]))
                 else:
                     return None
-        if escaped:
+        if has_escape:
             try:
                 read = _decode_checked(out[6:-2] if framed else out).choices[0].delta
             except (msgspec.DecodeError, msgspec.ValidationError):
@@ -654,7 +624,7 @@ class ChatStream:
         field = self._field
         # With no escapes every event holds its delta's key spelled as itself: then one each.
         if (
-            not _escaped(span)
+            not escaped(span)
             and span.count(_CONTENT_KEY) == len(chunks)
             and all(getattr(c.choices[0].delta, field) is UNSET for c in chunks)
         ):
@@ -691,7 +661,7 @@ class ChatStream:
         at = data.find(_CONTENT_KEY)
         if at < 0 or data.find(_CONTENT_KEY, at + 9) >= 0:
             return None
-        value = _string_at(data, at + 9)
+        value = string_at(data, at + 9)
         if value is None:
             return None
         end = value[1]
@@ -705,7 +675,7 @@ class ChatStream:
             if before < 1 or data[before - 1] != 44:
                 return None  # the only member: the full rewrite decides
             out = data[: before - 1] + data[end:]
-        if _escaped(data):
+        if escaped(data):
             try:
                 read = _decode_checked(out).choices[0].delta
             except (msgspec.DecodeError, msgspec.ValidationError):

@@ -26,10 +26,13 @@ __all__ = [
     "as_str",
     "edit",
     "encode",
+    "escaped",
     "is_null",
     "obj",
     "obj_list",
     "raw_list",
+    "string_at",
+    "value_at",
 ]
 
 Obj = dict[str, Any]
@@ -102,6 +105,44 @@ def as_int(value: Any) -> int | None:
 
 def is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in _NULLS)
+
+
+def escaped(data: bytes) -> bool:
+    """Whether ``data`` holds a ``\\u`` escape: without one, every key and every ASCII value is
+    spelled as itself (no other escape stands for a letter or an underscore). ``find``, not ``in``:
+    a bytes needle given to ``in`` is first tried as an integer, which costs more than the search."""
+    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
+
+
+def value_at(data: bytes, pos: int) -> int | None:
+    """Where the value of the key whose closing quote ends at ``pos`` starts (past the colon and
+    any whitespace); ``None`` if no colon follows."""
+    n = len(data)
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    if pos >= n or data[pos] != 58:  # ":"
+        return None
+    pos += 1
+    while pos < n and data[pos] in b" \t\r\n":
+        pos += 1
+    return pos if pos < n else None
+
+
+def string_at(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
+    start = value_at(data, pos)
+    if start is None or data[start] != 34:  # '"'
+        return None
+    end = start
+    while True:
+        end = data.find(b'"', end + 1)
+        if end < 0:
+            return None
+        back = end - 1
+        while data[back] == 92:  # a backslash: an odd run of them escapes the quote
+            back -= 1
+        if (end - 1 - back) % 2 == 0:
+            return start, end + 1
 
 
 def edit(raw: msgspec.Raw | bytes, changes: dict[str, Any], after: Iterable[str] = ()) -> bytes | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..rawjson import UNREADABLE
+from ..rawjson import UNREADABLE, escaped, value_at
 from .wire import Event
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "THINKING_KEY",
     "THINKING_TYPE",
     "as_thinking",
-    "escaped",
     "named_events",
     "renumber",
     "run_bodies",
@@ -65,12 +64,6 @@ _decode_index_read = msgspec.json.Decoder(_IndexRead).decode
 _decode_thinking_read = msgspec.json.Decoder(_ThinkingRead).decode
 
 
-def escaped(data: bytes) -> bool:
-    """Whether ``data`` holds a ``\\u`` escape: without one, every key and every ASCII value is
-    spelled as itself (no other escape stands for a letter or an underscore)."""
-    return data.find(b"\\") >= 0 and data.find(b"\\u") >= 0
-
-
 def steady_text(ev: Event, upstream: int, triggers: frozenset[str]) -> str | None:
     """The text of ``ev`` when all it does is continue text block ``upstream`` with text free of
     ``triggers``: a ``text_delta`` with a non-empty text. ``None`` otherwise."""
@@ -85,18 +78,13 @@ def steady_text(ev: Event, upstream: int, triggers: frozenset[str]) -> str | Non
 
 def _number_at(data: bytes, pos: int) -> tuple[int, int] | None:
     """Where the integer that is the value of the key ending at ``pos`` starts and ends."""
-    n = len(data)
-    while pos < n and data[pos] in b" \t\r\n":
-        pos += 1
-    if pos >= n or data[pos] != 58:  # ":"
+    start = value_at(data, pos)
+    if start is None:
         return None
-    pos += 1
-    while pos < n and data[pos] in b" \t\r\n":
-        pos += 1
-    start = pos
-    while pos < n and data[pos] in b"-0123456789":
-        pos += 1
-    return (start, pos) if pos > start else None
+    end, n = start, len(data)
+    while end < n and data[end] in b"-0123456789":
+        end += 1
+    return (start, end) if end > start else None
 
 
 _INDEX_SPELLED = {space: tuple(b'"index":%s%d' % (space, i) for i in range(64)) for space in (b"", b" ")}

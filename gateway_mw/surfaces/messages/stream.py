@@ -12,7 +12,7 @@ from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ...sse import SSEEvent, encode_event, event_type
 from ..base import Counts, after_first_channel
-from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, obj
+from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, obj
 from .fastpath import (
     DATA,
     EVENT_LINE,
@@ -22,7 +22,6 @@ from .fastpath import (
     THINKING_KEY,
     THINKING_TYPE,
     as_thinking,
-    escaped,
     named_events,
     renumber,
     run_bodies,

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 
 
@@ -93,3 +94,29 @@ async def wait_ready(port: int) -> None:
         except OSError:
             await asyncio.sleep(0.05)
     raise RuntimeError(f"port {port} never opened")
+
+
+def steady_cost(
+    head: list[bytes], body: list[bytes], tail: list[bytes], make: Callable[[], StreamPipeline], rounds: int
+) -> dict[str, Spread]:
+    """The cost of ``body``'s events alone, one event per ``feed``, after ``head`` set the stream
+    up: CPU µs per event of split-and-rejoin fed the same way, and what the pipeline adds to it."""
+
+    def run(state: SSEDecoder | StreamPipeline) -> float:
+        feed = state.feed if isinstance(state, StreamPipeline) else lambda ev: b"".join(e.raw for e in state.feed(ev))
+        for ev in head:
+            feed(ev)
+        start = time.process_time()
+        for ev in body:
+            feed(ev)
+        elapsed = time.process_time() - start
+        for ev in tail:
+            feed(ev)
+        return elapsed
+
+    times = interleaved({"baseline": lambda: run(SSEDecoder()), "middleware": lambda: run(make())}, rounds)
+    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
+    return {
+        "baseline_us": Spread.of([b / len(body) * 1e6 for b, _ in pairs]),
+        "added_us": Spread.of([(m - b) / len(body) * 1e6 for b, m in pairs]),
+    }

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import aiohttp
 import layouts
 from aiohttp import web
-from common import Spread, cpu_time, free_port, interleaved
+from common import Spread, cpu_time, free_port, interleaved, steady_cost
 
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
@@ -76,38 +76,7 @@ def in_process_row(layout: str, kind: str, n: int, streams: int, rounds: int) ->
 def steady_row(layout: str, kind: str, n: int, rounds: int) -> dict[str, Any]:
     """The steady cost alone: a long stream's events past its first few, one event per feed."""
     events = layouts.stream(layout, kind, n)
-    head, body, tail = events[:4], events[4:-2], events[-2:]
-
-    def run(make: Any, feed: Any) -> float:
-        states = make()
-        for ev in head:
-            feed(states, ev)
-        start = time.process_time()
-        for ev in body:
-            feed(states, ev)
-        elapsed = time.process_time() - start
-        for ev in tail:
-            feed(states, ev)
-        return elapsed
-
-    def base_feed(decoder: SSEDecoder, ev: bytes) -> None:
-        b"".join(e.raw for e in decoder.feed(ev))
-
-    def mw_feed(pipeline: StreamPipeline, ev: bytes) -> None:
-        pipeline.feed(ev)
-
-    times = interleaved(
-        {
-            "baseline": lambda: run(SSEDecoder, base_feed),
-            "middleware": lambda: run(lambda: StreamPipeline("chat", CONFIG), mw_feed),
-        },
-        rounds,
-    )
-    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
-    return {
-        "baseline_us": Spread.of([b / len(body) * 1e6 for b, _ in pairs]),
-        "added_us": Spread.of([(m - b) / len(body) * 1e6 for b, m in pairs]),
-    }
+    return steady_cost(events[:4], events[4:-2], events[-2:], lambda: StreamPipeline("chat", CONFIG), rounds)
 
 
 def in_process_tables(rounds: int, quick: bool = False, goals: list[str] | None = None) -> str:

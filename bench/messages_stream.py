@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
-from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin
+from common import Spread, cpu_time, pieces_of, split_and_rejoin, steady_cost
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
@@ -193,35 +192,7 @@ def steady_row(
     """The steady part alone, one event per feed: CPU µs per event, baseline and added."""
     head, body, tail = layout_stream(layout, kind, n)
 
-    def timed_body(state: Any, feed: Callable[[Any, bytes], object]) -> float:
-        for ev in head:
-            feed(state, ev)
-        start = time.process_time()
-        for ev in body:
-            feed(state, ev)
-        elapsed = time.process_time() - start
-        for ev in tail:
-            feed(state, ev)
-        return elapsed
-
-    def base_feed(decoder: SSEDecoder, ev: bytes) -> None:
-        b"".join(e.raw for e in decoder.feed(ev))
-
-    def mw_feed(pipeline: StreamPipeline, ev: bytes) -> None:
-        pipeline.feed(ev)
-
-    times = interleaved(
-        {
-            "baseline": lambda: timed_body(SSEDecoder(), base_feed),
-            "middleware": lambda: timed_body(make(), mw_feed),
-        },
-        rounds,
-    )
-    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
-    return {
-        "baseline_us": Spread.of([b / n * 1e6 for b, _ in pairs]),
-        "added_us": Spread.of([(m - b) / n * 1e6 for b, m in pairs]),
-    }
+    return steady_cost(head, body, tail, make, rounds)
 
 
 def deployment_table(rounds: int, quick: bool = False) -> str:

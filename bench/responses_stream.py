@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
-from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin
+from common import Spread, cpu_time, interleaved, pieces_of, split_and_rejoin, steady_cost
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.sse import SSEDecoder
 
 MSG_ID = "msg_67ccd3a9da748190baa7f1570fe91ac6"
 WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
@@ -192,33 +189,7 @@ def steady_row(layout: str, kind: str, n: int, rounds: int, config: ThinkExtract
     events = layout_stream(layout, [STEADY[kind], *(WORDS[i % len(WORDS)] for i in range(n))])
     head, body, tail = events[:4], events[4:-4], events[-4:]
 
-    def run(make: Callable[[], Any], feed: Callable[[Any, bytes], object]) -> float:
-        state = make()
-        for ev in head:
-            feed(state, ev)
-        start = time.process_time()
-        for ev in body:
-            feed(state, ev)
-        elapsed = time.process_time() - start
-        for ev in tail:
-            feed(state, ev)
-        return elapsed
-
-    def base_feed(decoder: SSEDecoder, ev: bytes) -> None:
-        b"".join(e.raw for e in decoder.feed(ev))
-
-    times = interleaved(
-        {
-            "baseline": lambda: run(SSEDecoder, base_feed),
-            "middleware": lambda: run(lambda: StreamPipeline("responses", config), StreamPipeline.feed),
-        },
-        rounds,
-    )
-    pairs = list(zip(times["baseline"], times["middleware"], strict=True))
-    return {
-        "baseline_us": Spread.of([b / len(body) * 1e6 for b, _ in pairs]),
-        "added_us": Spread.of([(m - b) / len(body) * 1e6 for b, m in pairs]),
-    }
+    return steady_cost(head, body, tail, lambda: StreamPipeline("responses", config), rounds)
 
 
 def deployment_table(rounds: int, quick: bool = False) -> str:

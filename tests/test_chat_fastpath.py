@@ -21,6 +21,7 @@ from gateway_mw.surfaces import chat
 from gateway_mw.surfaces.chat import ChatStream
 
 from .chatlayouts import LAYOUTS, body, dumps, event
+from .spelling import SPACING, Spelling
 from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
@@ -179,7 +180,6 @@ def test_the_fast_paths_are_taken(trim: bool | str) -> None:
 WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word"])
 DELTAS = st.one_of(WORDS, WORDS, WORDS, TEXT)
 EXTRA = st.sampled_from([None, "", [], {}, 0, False, "x", [1], {"a": None}])
-SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
 
 
 @st.composite
@@ -193,21 +193,8 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     reorder = draw(st.booleans())
     slash, lt = draw(st.booleans()), draw(st.booleans())
 
-    def text(value: str) -> str:
-        encoded = json.dumps(value, ensure_ascii=ascii_only)
-        if slash:
-            encoded = encoded.replace("/", "\\/")
-        return encoded.replace("<", "\\u003c") if lt else encoded
-
-    def encode(value: Any) -> str:
-        if isinstance(value, dict):
-            items = list(value.items())
-            if reorder:
-                rnd.shuffle(items)
-            return "{" + comma.join(f"{text(k)}{colon}{encode(v)}" for k, v in items) + "}"
-        if isinstance(value, list):
-            return "[" + comma.join(encode(v) for v in value) + "]"
-        return text(value) if isinstance(value, str) else json.dumps(value)
+    spelling = Spelling(comma, colon, ascii_only, slash, lt, rnd if reorder else None)
+    encode = spelling.encode
 
     start = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello"]))
     deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]

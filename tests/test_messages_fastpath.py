@@ -24,6 +24,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages import MessagesStream
 
 from .messageswire import end, message_start, read_sse, signature
+from .spelling import SPACING, Spelling
 from .ssecompare import events_of
 
 UNSIGNED = ThinkExtractConfig(messages_policy="unsigned")
@@ -103,7 +104,6 @@ def tail_events(layout: str, named: bool, tool: bool) -> list[bytes]:
 WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word", " \u2028"])
 TAGGY = st.sampled_from(["<think>", "</think>", "<think>r</think>a", "<", "`", "\n", " ", "text", '"index":0'])
 DELTAS = st.one_of(WORDS, WORDS, WORDS, WORDS, TAGGY)
-SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
 EXTRA_VALUES = st.sampled_from(
     [
         None,
@@ -136,23 +136,10 @@ def upstream(draw: st.DrawFn) -> tuple[list[bytes], ThinkExtractConfig]:
     ascii_only, reorder = draw(st.booleans()), mangle and draw(st.booleans())
     lt, slash, key_escapes = draw(st.booleans()), draw(st.booleans()), mangle and draw(st.booleans())
 
-    def text(value: str, key: bool = False) -> str:
-        if key and key_escapes and rnd.random() < 0.3:
-            return escaped_key(value)
-        encoded = json.dumps(value, ensure_ascii=ascii_only)
-        if slash:
-            encoded = encoded.replace("/", "\\/")
-        return encoded.replace("<", "\\u003c") if lt else encoded
+    def key(value: str) -> str | None:
+        return escaped_key(value) if key_escapes and rnd.random() < 0.3 else None
 
-    def encode(value: Any) -> str:
-        if isinstance(value, dict):
-            items = list(value.items())
-            if reorder:
-                rnd.shuffle(items)
-            return "{" + comma.join(f"{text(k, key=True)}{colon}{encode(v)}" for k, v in items) + "}"
-        if isinstance(value, list):
-            return "[" + comma.join(encode(v) for v in value) + "]"
-        return text(value) if isinstance(value, str) else json.dumps(value)
+    encode = Spelling(comma, colon, ascii_only, slash, lt, rnd if reorder else None, key).encode
 
     opening = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello", "<think>r</think>"]))
     deltas = [opening]

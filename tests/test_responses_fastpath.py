@@ -26,6 +26,7 @@ from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
 
 from .responseswire import normalize
+from .spelling import SPACING, Spelling
 from .ssecompare import events_of
 
 CFG = ThinkExtractConfig()
@@ -421,7 +422,6 @@ EXTRA = st.sampled_from(
         {"output_index": 9, "delta": "<think>"},
     ]
 )
-SPACING = [(",", ":"), (", ", ": "), (" , ", " : "), (",\t", ":\t")]
 OWNED = ["item_id", "output_index", "content_index", "sequence_number"]
 LAYOUT_CONFIGS = [
     CFG,
@@ -458,23 +458,12 @@ def layout_stream(draw: st.DrawFn) -> tuple[list[bytes], bool]:
     named = draw(st.sampled_from(["all", "none", "some"])) if layout != "pyjson" else "none"
     logprobs = draw(st.integers(0, 3)) > 0  # some servers send no logprobs with a delta
 
-    def text(value: str, key: bool = False) -> str:
-        encoded = json.dumps(value, ensure_ascii=ascii_only)
-        if key:
-            return encoded.replace("_", "\\u005f") if key_escapes and rnd.random() < 0.5 else encoded
-        if slash:
-            encoded = encoded.replace("/", "\\/")
-        return encoded.replace("<", "\\u003c") if lt else encoded
+    def key(value: str) -> str | None:
+        if not key_escapes or rnd.random() >= 0.5:
+            return None
+        return json.dumps(value, ensure_ascii=ascii_only).replace("_", "\\u005f")
 
-    def encode(value: Any) -> str:
-        if isinstance(value, dict):
-            items = list(value.items())
-            if reorder:
-                rnd.shuffle(items)
-            return "{" + comma.join(f"{text(k, True)}{colon}{encode(v)}" for k, v in items) + "}"
-        if isinstance(value, list):
-            return "[" + comma.join(encode(v) for v in value) + "]"
-        return text(value) if isinstance(value, str) else json.dumps(value)
+    encode = Spelling(comma, colon, ascii_only, slash, lt, rnd if reorder else None, key).encode
 
     start = draw(st.sampled_from(["", "Hello", "<think>", "<think>\n", "<think>r</think>", "<think>r</think>Hi"]))
     deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]

@@ -11,9 +11,6 @@ event per feed, cut in pieces, or in one read.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +18,9 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 
 from .chatlayouts import LAYOUTS, body
+from .spelling import SPACING, Spelling
 from .ssecompare import events_of
-from .test_chat_fastpath import EXTRA, SPACING, TEXT, WORDS, FullPath
+from .test_chat_fastpath import EXTRA, TEXT, WORDS, FullPath
 
 HARMONY = st.sampled_from(
     [
@@ -71,24 +69,13 @@ def hostile_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     slash, lt = draw(st.booleans()), draw(st.booleans())
     key_escapes = draw(st.sampled_from([0.0, 0.2, 0.5]))
 
-    def string(value: str, key: bool = False) -> str:
-        if key and value and rnd.random() < key_escapes:  # one letter of the key as an escape
-            i = rnd.randrange(len(value))
-            return '"' + value[:i] + f"\\u{ord(value[i]):04x}" + value[i + 1 :] + '"'
-        encoded = json.dumps(value, ensure_ascii=ascii_only)
-        if slash:
-            encoded = encoded.replace("/", "\\/")
-        return encoded.replace("<", "\\u003c") if lt else encoded
+    def key(value: str) -> str | None:
+        if not value or rnd.random() >= key_escapes:
+            return None
+        i = rnd.randrange(len(value))  # one letter of the key as an escape
+        return '"' + value[:i] + f"\\u{ord(value[i]):04x}" + value[i + 1 :] + '"'
 
-    def encode(value: Any) -> str:
-        if isinstance(value, dict):
-            items = list(value.items())
-            if reorder:
-                rnd.shuffle(items)
-            return "{" + comma.join(f"{string(k, key=True)}{colon}{encode(v)}" for k, v in items) + "}"
-        if isinstance(value, list):
-            return "[" + comma.join(encode(v) for v in value) + "]"
-        return string(value) if isinstance(value, str) else json.dumps(value)
+    encode = Spelling(comma, colon, ascii_only, slash, lt, rnd if reorder else None, key).encode
 
     start = draw(st.sampled_from(["", "<think>", "<think>\n", "Hello", "<think>r</think>", "<|channel|>analysis"]))
     deltas = [start, *draw(st.lists(DELTAS, min_size=1, max_size=40))]

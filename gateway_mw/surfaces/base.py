@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Protocol
 
 from ..config import ThinkExtractConfig
 from ..scanner import Scanner, Segment, merge_segments
+from ..sse import SSEEvent
 
-__all__ = ["Counts", "NewId", "after_first_channel", "extract_counted", "random_id"]
+__all__ = ["Counts", "NewId", "after_first_channel", "extract_counted", "random_id", "translated"]
 
 NewId = Callable[[str], str]
 """The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
@@ -59,3 +61,18 @@ def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:
     per turn, before its first text, so a later text block or message item does not start inside
     reasoning."""
     return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+
+
+class _Translating(Protocol):
+    def event(self, event: SSEEvent) -> list[SSEEvent]: ...
+
+    def finish(self) -> list[SSEEvent]: ...
+
+
+async def translated(stream: _Translating, events: AsyncIterable[SSEEvent]) -> AsyncIterator[SSEEvent]:
+    """A surface's async generator form: upstream events in, client events out."""
+    async for event in events:
+        for out in stream.event(event):
+            yield out
+    for out in stream.finish():
+        yield out

@@ -24,7 +24,7 @@ from msgspec import UNSET, UnsetType
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
-from .base import Counts, extract_counted
+from .base import Counts, extract_counted, translated
 from .rawjson import as_int, as_str, escaped, obj, raw_list, string_at
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
@@ -941,11 +941,6 @@ def _split_parts(raw: Any, cfg: ThinkExtractConfig, counts: Counts) -> tuple[lis
     return new, "".join(reasoning)
 
 
-async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream events in, client events out."""
-    stream = ChatStream(config)
-    async for event in events:
-        for out in stream.event(event):
-            yield out
-    for out in stream.finish():
-        yield out
+    return translated(ChatStream(config), events)

@@ -11,7 +11,7 @@ import msgspec
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ...sse import SSEEvent, encode_event, event_type
-from ..base import Counts, after_first_channel
+from ..base import Counts, after_first_channel, translated
 from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, obj
 from .fastpath import (
     DATA,
@@ -703,11 +703,6 @@ class MessagesStream:
         return index
 
 
-async def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream events in, client events out."""
-    stream = MessagesStream(config)
-    async for event in events:
-        for out in stream.event(event):
-            yield out
-    for out in stream.finish():
-        yield out
+    return translated(MessagesStream(config), events)

@@ -14,7 +14,7 @@ import msgspec
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
-from ..base import Counts, NewId, after_first_channel, random_id
+from ..base import Counts, NewId, after_first_channel, random_id, translated
 from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, obj, raw_list
 from . import fastpath, rebuild
 from .items import Channel, ClientItem, Record, Source, Text, Writer
@@ -510,13 +510,8 @@ class ResponsesStream:
         return ({**response, **missing}, True) if missing else (response, False)
 
 
-async def translate_stream(
+def translate_stream(
     events: AsyncIterable[SSEEvent], config: ThinkExtractConfig, *, new_id: NewId = random_id
 ) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream events in, client events out."""
-    stream = ResponsesStream(config, new_id=new_id)
-    async for event in events:
-        for out in stream.event(event):
-            yield out
-    for out in stream.finish():
-        yield out
+    return translated(ResponsesStream(config, new_id=new_id), events)

@@ -266,7 +266,7 @@ def end_to_end(
 
 def end_to_end_table(rounds: int, quick: bool = False, goals: list[str] | None = None) -> str:
     streams, n = (50, 40) if quick else (200, 100)
-    rounds = min(rounds, 5)  # a paced round is long: five alternating rounds per cell
+    rounds = min(rounds, 7)  # a paced round is long: seven alternating rounds per cell at most
     kinds = ("typical", "content")
     paced = end_to_end(streams, n, rounds, kinds)
     burst = end_to_end(streams, n, rounds, kinds, pause=0)

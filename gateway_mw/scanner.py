@@ -489,7 +489,7 @@ class Scanner:
         if held:
             self._held = ""
             text = held + text
-        if not self._whole_tag(text):
+        if not ((text == self._close or text in self._tags.whole_opens) and self._whole_tag(text)):
             self._scan(text)
         self._refresh_fast()
         return self._take()

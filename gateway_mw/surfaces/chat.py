@@ -290,6 +290,27 @@ def _continued_text(chunk: _Chunk) -> str | None:
     return text
 
 
+def _only_finishes(chunk: _Chunk) -> bool:
+    """Whether ``chunk`` only finishes choice 0: one choice, index 0, a finish reason, no text and
+    no reasoning of its own."""
+    choices = chunk.choices
+    if choices is None or len(choices) != 1:
+        return False
+    choice = choices[0]
+    delta = choice.delta
+    if choice.given or choice.finish_reason is None:
+        return False
+    if delta is None:
+        return True
+    details = delta.reasoning_details
+    return (
+        not delta.content
+        and not delta.reasoning_content
+        and not delta.reasoning
+        and (not details or bytes(details) in _EMPTY_RAW)
+    )
+
+
 class ChatStream:
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
@@ -346,6 +367,12 @@ class ChatStream:
             text = _continued_text(chunk)
             if text is not None:
                 return self._continued(event, data, choices, text, steady)
+            if _only_finishes(chunk):  # choice 0's finish chunk: its scanner finishes, nothing else
+                self._last_raw = data
+                held = merge_segments(self._finish_choice(0, steady[2]))
+                out = self._output(event, data, choices, {0: held}) if held else [event]
+                self._refresh_steady()
+                return out
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change

@@ -86,7 +86,8 @@ class StreamPipeline:
         if self._raw:
             return b""
         try:
-            events, tail = self._decoder.finish()
+            # At a boundary the decoder holds nothing: no event, no tail (the usual end).
+            events, tail = ([], b"") if self._decoder.at_boundary else self._decoder.finish()
             last = self._translate(events)
         except Exception as exc:
             return self._give_up(exc, b"")

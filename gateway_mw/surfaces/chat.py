@@ -760,6 +760,9 @@ class ChatStream:
 
     def _finish_all(self, only: int | None = None) -> list[SSEEvent]:
         """Chunks carrying what the scanners hold, which finish: all choices, or choice ``only``."""
+        if not self._scanners:  # every choice finished already (as at [DONE] after the finish chunks)
+            self._steady = None
+            return []
         indexes = sorted(self._scanners) if only is None else [only] if only in self._scanners else []
         out = self._held_chunks([(i, self._finish_choice(i, self._scanners[i])) for i in indexes])
         self._refresh_steady()

@@ -213,7 +213,9 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
     With no backslash in the run every ``"`` delimits a string, so each event holds each key the
     decoder saw (a value, not null) spelled as itself, at least once: when a quoted name occurs as
     many times in the run as it has events, each event holds it exactly once, as that key. Each
-    such key's value is then the whole number the decoder read, written right after ``":"``."""
+    such key's value is then the whole number the decoder read, written right after ``":"``, when
+    the decoder read an ``int``: a float equal to it (``0.0``, ``0e5``) starts with the same digits,
+    and the full path writes the client's number in its place."""
     if span.find(b"\\") >= 0:
         return None
     n = len(heads)
@@ -225,7 +227,9 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
         number = head.sequence_number
         if (
             type(number) is not int
+            or type(head.output_index) is not int  # 0.0 == 0, but 0.0 or 0e5 is not the bytes of 0
             or head.output_index != up
+            or type(head.content_index) is not int
             or head.content_index != steady.part
             or head.item_id != steady.item_id
             or head.logprobs is None

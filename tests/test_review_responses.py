@@ -31,27 +31,32 @@ def _frames(bodies: list[dict[str, Any]], spell: dict[int, dict[str, str]], name
     return out
 
 
-# A whole number 0 as JSON may spell it: msgspec reads a float equal to the int 0.
-ZERO = st.sampled_from(["0.0", "0e5", "0E+2", "0e-1", "-0.0", "0.00e9"])
+# The number 0 as JSON may spell it: msgspec reads a float equal to it, or the int 0 for -0.
+ZERO = st.sampled_from(["0.0", "0e5", "0E+2", "0e-1", "-0.0", "0.00e9", "-0"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     which=st.integers(1, 11),
     key=st.sampled_from(["output_index", "content_index"]),
     zero=ZERO,
+    moved=st.booleans(),
     group=st.sampled_from([2, 4, 16]),
     named=st.booleans(),
     config=st.sampled_from([CFG, CONTENT]),
 )
-def test_a_float_index_in_a_renumbered_run(
-    which: int, key: str, zero: str, group: int, named: bool, config: ThinkExtractConfig
+def test_a_zero_index_spelled_otherwise_in_a_renumbered_run(
+    which: int, key: str, zero: str, moved: bool, group: int, named: bool, config: ThinkExtractConfig
 ) -> None:
-    """After a reasoning item every answer delta is moved to output_index 1 and renumbered on the
-    run's bytes. A later event of the run spelling its index 0 as a float (``0e5``) is read as 0, so
-    the run qualifies; replacing ``"output_index":0`` on its bytes made ``1e5`` (100000) of it. The
-    full path writes 1; the output must be its, byte for byte."""
-    bodies = _events("openai", ["<think>r</think>Hi", *[" step"] * 12])
+    """A run of answer deltas is renumbered on its bytes when the client's numbers differ from the
+    upstream's: after a reasoning item (every delta moved to output_index 1), or when the upstream
+    numbers its events from 5. A later event of the run spelling its index 0 as ``0e5`` (read as 0,
+    so the run qualified) became ``1e5`` (100000) when ``"output_index":0`` was replaced on its
+    bytes; ``0.0`` and ``-0`` went out as they came where the full path writes the client's
+    number. The output must be the full path's, byte for byte."""
+    bodies = _events("openai", ["<think>r</think>Hi" if moved else "Hello", *[" step"] * 12])
+    if not moved:
+        bodies = [{**body, "sequence_number": body["sequence_number"] + 5} for body in bodies]
     delta = 3 + which  # an answer delta after the first one
     assert bodies[delta]["type"] == "response.output_text.delta"
     events = _frames(bodies, {delta: {key: zero}}, named)
@@ -60,7 +65,7 @@ def test_a_float_index_in_a_renumbered_run(
     assert normalize(fast) == normalize(full)
     assert events_of(normalize(fast)) == events_of(normalize(full))
     assert fast_counts == full_counts
-    moved = [json.loads(line[6:]) for line in normalize(fast).split(b"\n") if line.startswith(b"data: {")]
-    answer = [e for e in moved if e["type"] == "response.output_text.delta"]
-    assert [(e["output_index"], e["content_index"]) for e in answer] == [(1, 0)] * 13
-    assert [type(e["output_index"]) for e in answer] == [int] * 13
+    out = [json.loads(line[6:]) for line in normalize(fast).split(b"\n") if line.startswith(b"data: {")]
+    answer = [(e["output_index"], e["content_index"]) for e in out if e["type"] == "response.output_text.delta"]
+    assert answer == [(1 if moved else 0, 0)] * 13
+    assert {type(v) for pair in answer for v in pair} == {int}

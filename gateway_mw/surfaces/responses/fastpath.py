@@ -239,10 +239,14 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
     for key in _KEPT:  # the full path writes them again: once each, so that it writes them as they are
         if span.count(key) != n:
             return None
+    # An int index is written as its digits, or (0) as -0, which the full path writes 0: each event
+    # holds the digits the full path writes only when the run holds them n times.
+    needle = b'"output_index":%d' % up
+    if span.count(_OUTPUT_INDEX) != n or span.count(needle) != n:
+        return None
+    if span.count(b'"content_index":%d' % steady.part) != n:
+        return None
     if up != steady.index:
-        needle = b'"output_index":%d' % up
-        if span.count(_OUTPUT_INDEX) != n or span.count(needle) != n:
-            return None
         span = span.replace(needle, b'"output_index":%d' % steady.index)
     pieces = span.split(_SEQ)
     if len(pieces) != n + 1:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import openai
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai.lib.streaming.responses._responses import ResponseStreamState
+from openai.types.responses import ResponseStreamEvent
+from pydantic import TypeAdapter
 
 from gateway_mw import ThinkExtractConfig
+from gateway_mw.sse import SSEDecoder
 
 from .responseswire import normalize
 from .ssecompare import events_of
@@ -17,6 +22,20 @@ from .test_responses_fastpath import _events, run_events
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")
+EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+
+
+def sdk_texts(stream: bytes) -> dict[int, str]:
+    """The text of each message item as the official SDK's stream accumulator builds it (it raises
+    on an event about an item it was not told of), by output index."""
+    state: ResponseStreamState[Any] = ResponseStreamState(input_tools=openai.omit, text_format=openai.omit)
+    texts: dict[int, str] = {}
+    for frame in SSEDecoder().feed(stream):
+        assert frame.data is not None
+        for event in state.handle_event(EVENT.validate_python(json.loads(frame.data))):
+            if event.type == "response.output_text.delta":
+                texts[event.output_index] = event.snapshot
+    return texts
 
 
 def _frames(bodies: list[dict[str, Any]], spell: dict[int, dict[str, str]], named: bool) -> list[bytes]:
@@ -54,7 +73,8 @@ def test_a_zero_index_spelled_otherwise_in_a_renumbered_run(
     so the run qualified) became ``1e5`` (100000) when ``"output_index":0`` was replaced on its
     bytes; ``0.0`` and ``-0`` went out as they came where the full path writes the client's
     number. The output must be the full path's, byte for byte."""
-    bodies = _events("openai", ["<think>r</think>Hi" if moved else "Hello", *[" step"] * 12])
+    first = "Hi" if moved else "Hello"
+    bodies = _events("openai", ["<think>r</think>Hi" if moved else first, *[" step"] * 12])
     if not moved:
         bodies = [{**body, "sequence_number": body["sequence_number"] + 5} for body in bodies]
     delta = 3 + which  # an answer delta after the first one
@@ -69,3 +89,4 @@ def test_a_zero_index_spelled_otherwise_in_a_renumbered_run(
     answer = [(e["output_index"], e["content_index"]) for e in out if e["type"] == "response.output_text.delta"]
     assert answer == [(1 if moved else 0, 0)] * 13
     assert {type(v) for pair in answer for v in pair} == {int}
+    assert sdk_texts(fast) == sdk_texts(full) == {(1 if moved else 0): first + " step" * 12}

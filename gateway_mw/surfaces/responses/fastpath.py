@@ -213,7 +213,9 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
     With no backslash in the run every ``"`` delimits a string, so each event holds each key the
     decoder saw (a value, not null) spelled as itself, at least once: when a quoted name occurs as
     many times in the run as it has events, each event holds it exactly once, as that key. Each
-    such key's value is then the whole number the decoder read, written right after ``":"``."""
+    such key's value is then the whole number the decoder read, written right after ``":"``, when
+    the decoder read an ``int``: a float equal to it (``0.0``, ``0e5``) starts with the same digits,
+    and the full path writes the client's number in its place."""
     if span.find(b"\\") >= 0:
         return None
     n = len(heads)
@@ -225,7 +227,9 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
         number = head.sequence_number
         if (
             type(number) is not int
+            or type(head.output_index) is not int  # 0.0 == 0, but 0.0 or 0e5 is not the bytes of 0
             or head.output_index != up
+            or type(head.content_index) is not int
             or head.content_index != steady.part
             or head.item_id != steady.item_id
             or head.logprobs is None
@@ -235,10 +239,14 @@ def _renumbered_run(span: bytes, heads: list[Head], steady: Steady, seq: int) ->
     for key in _KEPT:  # the full path writes them again: once each, so that it writes them as they are
         if span.count(key) != n:
             return None
+    # An int index is written as its digits, or (0) as -0, which the full path writes 0: each event
+    # holds the digits the full path writes only when the run holds them n times.
+    needle = b'"output_index":%d' % up
+    if span.count(_OUTPUT_INDEX) != n or span.count(needle) != n:
+        return None
+    if span.count(b'"content_index":%d' % steady.part) != n:
+        return None
     if up != steady.index:
-        needle = b'"output_index":%d' % up
-        if span.count(_OUTPUT_INDEX) != n or span.count(needle) != n:
-            return None
         span = span.replace(needle, b'"output_index":%d' % steady.index)
     pieces = span.split(_SEQ)
     if len(pieces) != n + 1:

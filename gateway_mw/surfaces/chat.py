@@ -589,17 +589,17 @@ class ChatStream:
                 out = key.join(parts)
             elif has_escape:
                 return None
+            elif data.count(key) != 1:
+                return None  # the reasoning field's name must be the delta's key alone
             else:
                 head, tail = parts
                 size = len(key)
                 i = tail.find(key)  # SGLang writes it after the text
                 if i >= 0:
-                    if head.find(key) >= 0 or tail.find(key, i + size) >= 0:
-                        return None
                     out = b"".join((head, key, tail[:i], _CONTENT_KEY, tail[i + size :]))
                 else:
                     i = head.find(key)
-                    if i < 0 or head.find(key, i + size) >= 0:
+                    if i < 0:
                         return None
                     out = b"".join((head[:i], _CONTENT_KEY, head[i + size :], key, tail))
         else:

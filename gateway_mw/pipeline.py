@@ -58,14 +58,15 @@ class StreamPipeline:
             at_boundary = decoder.at_boundary
             n = len(chunk)
             one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1:] == b"\n"
-            if at_boundary and one and chunk.find(b"\r") < 0:
+            if one and chunk.find(b"\r") < 0 and (at_boundary or decoder.open_plain(chunk)):
                 # One event on one line, as most upstreams write tokens: offered once, whole (a
-                # one-byte search runs at memchr speed; no window is cut), else decoded.
+                # one-byte search runs at memchr speed; no window is cut), else decoded. The
+                # translator may have begun to handle it: a fault is the event's own, as in event().
                 try:
                     fast = self._translator.fast_forward(chunk)
                 except Exception as exc:
                     self._fault(exc)
-                    fast = None
+                    return b"".join(self._flush()) + chunk
                 if fast is not None:
                     return fast
                 if chunk.startswith(b"data: ") and decoder.newline == b"\n":

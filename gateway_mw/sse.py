@@ -140,6 +140,19 @@ class SSEDecoder:
         end = chunk.find(b"\n\n", start)
         return end + 2 if end >= 0 else -1
 
+    def open_plain(self, chunk: bytes) -> bool:
+        """At the very start of the stream, for a first ``chunk`` that opens with no BOM and holds
+        no ``\r`` but a ``\n``: note what feeding it would (no BOM, ``\n`` line endings), so that
+        the caller may handle its whole events itself. ``False``, nothing noted, otherwise."""
+        if not self._at_start or self._buf or chunk[:1] in (b"", BOM[:1]) or chunk.find(b"\r") >= 0:
+            return False
+        if chunk.find(b"\n") < 0:
+            return False
+        self._at_start = False
+        self.newline = b"\n"
+        self._newline_known = True
+        return True
+
     def take_pending(self) -> bytes:
         """Give up decoding: the bytes of the unfinished event, which the decoder forgets."""
         pending = bytes(self._buf)

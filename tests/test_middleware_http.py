@@ -314,17 +314,17 @@ async def test_sub_app_config_overrides_and_env_is_the_fallback(
 async def test_translator_error_fails_open_without_losing_bytes(
     aiohttp_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = chat_surface.ChatStream.event
+    original = chat_surface.Scanner.feed
     calls = 0
 
-    def flaky(self: chat_surface.ChatStream, event: Any) -> Any:
+    def flaky(self: chat_surface.Scanner, text: str) -> Any:  # the scanner fails on its third text
         nonlocal calls
         calls += 1
-        if calls == 4:
+        if calls == 3:
             raise RuntimeError("boom")
-        return original(self, event)
+        return original(self, text)
 
-    monkeypatch.setattr(chat_surface.ChatStream, "event", flaky)
+    monkeypatch.setattr(chat_surface.Scanner, "feed", flaky)
     client = await aiohttp_client(make_app(hand_written_stream))
     resp = await client.post(ROUTE)
     events = read_sse(await resp.read())

@@ -235,3 +235,25 @@ def test_events_that_are_whole_documents_may_grow_to_their_own_cap(piece: int) -
     assert b"".join(e.raw for e in events) == stream
     assert [e.data[:1] for e in events if not e.oversized] == [b"x"]  # the terminal event, decoded whole
     assert decoder.oversized_events == 2  # the delta over 100 bytes, the terminal event over 1,000
+
+
+@given(
+    first=st.sampled_from(
+        [b'data: {"a":1}\n\n', b"data: x\n\n", b": ping\n\n", BOM + b"data: x\n\n", b"data: x\r\n\r\n", b"\n\n", b"\xef"]
+    ),
+    rest=st.lists(st.sampled_from([b"data: y\n\n", b"data: z", b"\n\n", b"\r\n", b"event: e\n"]), max_size=4),
+)
+def test_open_plain_notes_what_feeding_the_first_piece_would(first: bytes, rest: list[bytes]) -> None:
+    """The pipeline handles a first one-line piece itself when open_plain says it may: the decoder
+    must then go on exactly as if it had been fed that piece (its events taken by the caller)."""
+    fed, opened = SSEDecoder(), SSEDecoder()
+    first_events = fed.feed(first)
+    if opened.open_plain(first):
+        assert not first.startswith(BOM[:1]) and b"\r" not in first
+        assert (opened.at_boundary, opened.newline) == (fed.at_boundary, fed.newline) == (True, b"\n")
+    else:
+        assert first.startswith(BOM[:1]) or b"\r" in first or b"\n" not in first
+        assert opened.feed(first) == first_events
+    for piece in rest:
+        assert opened.feed(piece) == fed.feed(piece)
+    assert opened.finish() == fed.finish()

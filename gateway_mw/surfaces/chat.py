@@ -329,7 +329,6 @@ class ChatStream:
         # Choice 0 alone under way: its kind, its triggers, its scanner, whether a trigger-free text
         # passes whole (else it is a block's first text, see Scanner.starting). See _refresh_steady.
         self._steady: tuple[Kind, frozenset[str], Scanner, bool] | None = None
-        self._read: tuple[bytes, _Chunk] | None = None  # a chunk fast_forward decoded and declined
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -340,17 +339,16 @@ class ChatStream:
             return [event]
         if data == _DONE:
             return [*self._finish_all(), event]
-        read = self._read
-        if read is not None and read[0] == data:
-            chunk = read[1]
-            self._read = None
-        else:
-            try:
-                chunk = _decode_chunk(data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
-                self.counts.unreadable_events += 1
-                return [*self.flush(), event]
+        try:
+            chunk = _decode_chunk(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
+            self.counts.unreadable_events += 1
+            return [*self.flush(), event]
+        return self._chunk_event(event, data, chunk)
+
+    def _chunk_event(self, event: SSEEvent, data: bytes, chunk: _Chunk) -> list[SSEEvent]:
+        """:meth:`event` for a chunk already decoded (``data``, its bytes)."""
         if self._config is None:
             self._resolve(chunk.model)
         assert self._config is not None
@@ -426,12 +424,18 @@ class ChatStream:
                 runs = [Segment(kind, text)]  # the rename unproven: the rewrite
             else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
                 taken = scanner.take_steady(text)
+                self._refresh_steady()
                 if kind == CONTENT and taken == text:
-                    self._refresh_steady()
                     return [event]
-                runs = [Segment(kind, taken)] if taken else []
+                if taken and (edited := self._edited(data, choices[0].delta, kind != CONTENT, taken)) is not None:  # type: ignore[arg-type]
+                    return [encode_event(edited, fields=event.fields)]
+                return self._output(event, data, choices, {0: [Segment(kind, taken)] if taken else []})
         else:
             runs = scanner.feed(text)
+            if not runs:  # all held: a tag, say
+                self._refresh_steady()
+                held = self._all_held(event, data, choices[0])
+                return held if held is not None else self._rewrite(event, {0: runs})
             if len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text:
                 self._refresh_steady()
                 return [event]
@@ -477,7 +481,8 @@ class ChatStream:
         (whatever their spelling, order or spacing; the rest skipped), and each must only continue
         choice 0's steady text with text free of its scanner's triggers. Then the span
         goes out as it came (steady content), or with each delta's ``content`` key renamed (steady
-        reasoning, see :meth:`_edited`). A declined single event stays decoded for :meth:`event`.
+        reasoning, see :meth:`_edited`). A single event that does anything else is translated here
+        as :meth:`event` translates it, from the chunk already decoded.
         """
         config = self._config
         if config is not None and not config.enabled:
@@ -485,26 +490,29 @@ class ChatStream:
         steady = self._steady
         if steady is None or not span.startswith(b"data: {"):
             return None  # [DONE] included: a decoder's error costs more than this test
-        if not steady[3]:  # a block's first text: event() has the cheap path for it
-            return None
         end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
         try:
             if end == len(span) - 2:  # one event, one line
                 body = span[6:-2]
                 chunk = _decode_chunk(body)
                 text = _continued_text(chunk)
-                if text is None or not steady[1].isdisjoint(text):
-                    self._read = (body, chunk)
-                    return None
-                self._last_raw = body
-                if steady[0] == CONTENT:
-                    return span  # nothing to count: pass_steady counts reasoning only
-                renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
-                if renamed is None:
-                    self._read = (body, chunk)
-                    return None
-                steady[2].pass_steady(len(text))
-                return renamed
+                if text is not None and steady[3] and steady[1].isdisjoint(text):
+                    self._last_raw = body
+                    if steady[0] == CONTENT:
+                        return span  # nothing to count: pass_steady counts reasoning only
+                    renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
+                    if renamed is not None:
+                        steady[2].pass_steady(len(text))
+                        return renamed
+                # Whatever else it does, it is decoded: what event() sends for it, from here.
+                event = SSEEvent(raw=span, data=body)
+                if text is not None:  # steady: event() would go straight to _continued
+                    produced = self._continued(event, body, chunk.choices, text, steady)  # type: ignore[arg-type]
+                else:
+                    produced = self._chunk_event(event, body, chunk)
+                return produced[0].raw if len(produced) == 1 else b"".join([e.raw for e in produced])
+            if not steady[3]:  # a block's first text: one event at a time
+                return None
             # Each event alone, as the full path reads it: the pieces between event ends, each
             # one line (a span with no other newline), each one chunk. Any line but "data: " (a
             # comment, event:, id:) leaves a piece that is not JSON.

@@ -130,19 +130,24 @@ def value_at(data: bytes, pos: int) -> int | None:
 
 def string_at(data: bytes, pos: int) -> tuple[int, int] | None:
     """Where the JSON string that is the value of the key ending at ``pos`` starts and ends."""
-    start = value_at(data, pos)
-    if start is None or data[start] != 34:  # '"'
-        return None
-    end = start
-    while True:
-        end = data.find(b'"', end + 1)
-        if end < 0:
+    if data.startswith(b':"', pos):  # compact JSON: no whitespace to step over
+        start = pos + 1
+    else:
+        found = value_at(data, pos)
+        if found is None or data[found] != 34:  # '"'
             return None
-        back = end - 1
-        while data[back] == 92:  # a backslash: an odd run of them escapes the quote
+        start = found
+    end = data.find(b'"', start + 1)
+    while end >= 0:
+        if data[end - 1] != 92:  # no backslash before it: the closing quote
+            return start, end + 1
+        back = end - 2
+        while data[back] == 92:  # a run of backslashes: an odd one escapes the quote
             back -= 1
         if (end - 1 - back) % 2 == 0:
             return start, end + 1
+        end = data.find(b'"', end + 1)
+    return None
 
 
 def edit(raw: msgspec.Raw | bytes, changes: dict[str, Any], after: Iterable[str] = ()) -> bytes | None:

@@ -234,12 +234,12 @@ def test_every_layout_one_event_per_feed_gives_what_the_full_path_gives(
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("start", ["Hello", "<think>"])
 def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start: str) -> None:
-    """In steady content and steady reasoning no event of any layout is decoded by the event path,
-    and each goes out as the full path would write it: the same bytes, or its key renamed."""
+    """After the role chunk no event of any layout is decoded twice (the fast path translates the
+    tag, the block's first text and the finish from its own decode), and in steady content and
+    steady reasoning each goes out as the full path would write it: the same bytes, or its key
+    renamed."""
     pipeline = StreamPipeline("chat", CFG)
-    head = [event(layout, "", first=True), event(layout, start), event(layout, " first")]
-    for ev in head:
-        pipeline.feed(ev)
+    pipeline.feed(event(layout, "", first=True))
     translator = pipeline._translator
     calls = 0
     original = translator.event
@@ -250,8 +250,11 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
         return original(ev)
 
     translator.event = counting  # type: ignore[method-assign]
+    pipeline.feed(event(layout, start))
+    pipeline.feed(event(layout, " first"))
     words = [event(layout, w) for w in (" step", " by", " step", " é", " 4")]
     out = [pipeline.feed(ev) for ev in words]
+    pipeline.feed(event(layout, None, "stop"))
     assert calls == 0
     if start == "Hello":
         assert out == words

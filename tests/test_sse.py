@@ -239,7 +239,15 @@ def test_events_that_are_whole_documents_may_grow_to_their_own_cap(piece: int) -
 
 @given(
     first=st.sampled_from(
-        [b'data: {"a":1}\n\n', b"data: x\n\n", b": ping\n\n", BOM + b"data: x\n\n", b"data: x\r\n\r\n", b"\n\n", b"\xef"]
+        [
+            b'data: {"a":1}\n\n',
+            b"data: x\n\n",
+            b": ping\n\n",
+            BOM + b"data: x\n\n",
+            b"data: x\r\n\r\n",
+            b"\n\n",
+            b"\xef",
+        ]
     ),
     rest=st.lists(st.sampled_from([b"data: y\n\n", b"data: z", b"\n\n", b"\r\n", b"event: e\n"]), max_size=4),
 )

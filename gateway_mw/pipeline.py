@@ -98,7 +98,7 @@ class StreamPipeline:
         except Exception as exc:
             self._fault(exc)
             held = []
-        return last + rest + self._join(held) + tail
+        return last + rest + self._join(held) + tail if held else last + rest + tail
 
     # -- internals ------------------------------------------------------------------------------
 

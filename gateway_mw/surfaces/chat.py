@@ -160,6 +160,7 @@ _NULL = msgspec.Raw(b"null")
 _NATIVE_MESSAGE_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
 _CONTENT_KEY = b'"content"'
 _OTHER_FIELD = {"reasoning_content": "reasoning", "reasoning": "reasoning_content"}
+_FIELD_KEYS = {field: b'"' + field.encode() + b'"' for field in _OTHER_FIELD}
 
 
 def _has_native_reasoning(delta: _Delta) -> bool:
@@ -320,7 +321,7 @@ class ChatStream:
         self._base = config
         self._config: ThinkExtractConfig | None = None  # resolved for the model on the first chunk
         self._field = config.chat_reasoning_field
-        self._field_key = b'"' + self._field.encode() + b'"'
+        self._field_key = _FIELD_KEYS[self._field]
         self._mirror: str | None = None  # the upstream's other name for reasoning, when it is mirrored
         self._scanners: dict[int, Scanner] = {}
         self._native: set[int] = set()  # choices that carry upstream reasoning: left alone
@@ -365,12 +366,8 @@ class ChatStream:
             text = _continued_text(chunk)
             if text is not None:
                 return self._continued(event, data, choices, text, steady)
-            if _only_finishes(chunk):  # choice 0's finish chunk: its scanner finishes, nothing else
-                self._last_raw = data
-                held = merge_segments(self._finish_choice(0, steady[2]))
-                out = self._output(event, data, choices, {0: held}) if held else [event]
-                self._refresh_steady()
-                return out
+            if _only_finishes(chunk):
+                return self._finished(event, data, choices, steady[2])
         self._last_raw = data
         before: list[SSEEvent] = []  # flushes of choices that turned native, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
@@ -444,6 +441,15 @@ class ChatStream:
         self._refresh_steady()
         return out
 
+    def _finished(self, event: SSEEvent, data: bytes, choices: list[_Choice], scanner: Scanner) -> list[SSEEvent]:
+        """Choice 0's finish chunk, while that choice alone is under way: its scanner finishes,
+        nothing else changes."""
+        self._last_raw = data
+        held = merge_segments(self._finish_choice(0, scanner))
+        out = self._output(event, data, choices, {0: held}) if held else [event]
+        self._refresh_steady()
+        return out
+
     def _output(
         self, event: SSEEvent, data: bytes, choices: list[_Choice], runs: dict[int, list[Segment]]
     ) -> list[SSEEvent]:
@@ -508,6 +514,8 @@ class ChatStream:
                 event = SSEEvent(raw=span, data=body)
                 if text is not None:  # steady: event() would go straight to _continued
                     produced = self._continued(event, body, chunk.choices, text, steady)  # type: ignore[arg-type]
+                elif _only_finishes(chunk):  # and to _finished
+                    produced = self._finished(event, body, chunk.choices, steady[2])  # type: ignore[arg-type]
                 else:
                     produced = self._chunk_event(event, body, chunk)
                 return produced[0].raw if len(produced) == 1 else b"".join([e.raw for e in produced])

@@ -15,7 +15,7 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Annotated, Any, Literal, cast
 
 import msgspec
@@ -75,6 +75,7 @@ class _CheckedChoice(msgspec.Struct, gc=False):
 
 class _RunDelta(msgspec.Struct, gc=False):
     content: Annotated[str, msgspec.Meta(min_length=1)]
+    role: msgspec.Raw = msgspec.Raw()  # as in _Delta
     reasoning_content: Literal[""] | UnsetType | None = UNSET
     reasoning: Literal[""] | UnsetType | None = UNSET
     reasoning_details: None = None
@@ -92,6 +93,9 @@ class _RunChunk(msgspec.Struct, gc=False):
     is refused: the run is declined)."""
 
     choices: tuple[_RunChoice]
+
+
+_OneChoice = _Choice | _RunChoice  # a choice as the full path or a run reads it
 
 
 class _Checked(msgspec.Struct, gc=False):
@@ -189,7 +193,7 @@ def _nothing(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
-def _role(choice: _Choice) -> msgspec.Raw:
+def _role(choice: _OneChoice) -> msgspec.Raw:
     return choice.delta.role if choice.delta is not None else msgspec.Raw()
 
 
@@ -330,6 +334,9 @@ class ChatStream:
         # Choice 0 alone under way: its kind, its triggers, its scanner, whether a trigger-free text
         # passes whole (else it is a block's first text, see Scanner.starting). See _refresh_steady.
         self._steady: tuple[Kind, frozenset[str], Scanner, bool] | None = None
+        # Whether a lone event is first read as a plain continuation (see fast_forward): until one
+        # is not, then again once one is.
+        self._strict = True
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -401,7 +408,7 @@ class ChatStream:
         self,
         event: SSEEvent,
         data: bytes,
-        choices: list[_Choice],
+        choices: Sequence[_OneChoice],
         text: str,
         steady: tuple[Kind, frozenset[str], Scanner, bool],
     ) -> list[SSEEvent]:
@@ -451,7 +458,7 @@ class ChatStream:
         return out
 
     def _output(
-        self, event: SSEEvent, data: bytes, choices: list[_Choice], runs: dict[int, list[Segment]]
+        self, event: SSEEvent, data: bytes, choices: Sequence[_OneChoice], runs: dict[int, list[Segment]]
     ) -> list[SSEEvent]:
         """What goes out for a chunk whose choices at the positions in ``runs`` come out as those runs."""
         if len(choices) == 1:
@@ -500,23 +507,40 @@ class ChatStream:
         try:
             if end == len(span) - 2:  # one event, one line
                 body = span[6:-2]
-                chunk = _decode_chunk(body)
-                text = _continued_text(chunk)
+                # Most events only continue the text: the strict run struct says so in the decoder
+                # itself (no Python check, nothing else kept). After one that does not, read them
+                # leniently (a decline costs an exception) until one does again.
+                run: _RunChunk | None = None
+                if self._strict:
+                    try:
+                        run = _decode_run_chunk(body)
+                    except msgspec.ValidationError:
+                        self._strict = False
+                chunk: _Chunk | None = None
+                choices: Sequence[_OneChoice] | None
+                text: str | None
+                if run is not None:
+                    choices, text = run.choices, run.choices[0].delta.content
+                else:
+                    chunk = _decode_chunk(body)
+                    choices, text = chunk.choices, _continued_text(chunk)
+                    self._strict = text is not None
                 if text is not None and steady[3] and steady[1].isdisjoint(text):
                     self._last_raw = body
                     if steady[0] == CONTENT:
                         return span  # nothing to count: pass_steady counts reasoning only
-                    renamed = self._edited(span, chunk.choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
+                    renamed = self._edited(span, choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
                     if renamed is not None:
                         steady[2].pass_steady(len(text))
                         return renamed
                 # Whatever else it does, it is decoded: what event() sends for it, from here.
                 event = SSEEvent(raw=span, data=body)
                 if text is not None:  # steady: event() would go straight to _continued
-                    produced = self._continued(event, body, chunk.choices, text, steady)  # type: ignore[arg-type]
-                elif _only_finishes(chunk):  # and to _finished
+                    produced = self._continued(event, body, choices, text, steady)  # type: ignore[arg-type]
+                elif chunk is not None and _only_finishes(chunk):  # and to _finished
                     produced = self._finished(event, body, chunk.choices, steady[2])  # type: ignore[arg-type]
                 else:
+                    assert chunk is not None  # a strict read always has a text
                     produced = self._chunk_event(event, body, chunk)
                 return produced[0].raw if len(produced) == 1 else b"".join([e.raw for e in produced])
             if not steady[3]:  # a block's first text: one event at a time
@@ -681,7 +705,7 @@ class ChatStream:
             out.append(renamed)
         return b"data: " + b"\n\ndata: ".join(out) + b"\n\n"
 
-    def _all_held(self, event: SSEEvent, data: bytes, choice: _Choice) -> list[SSEEvent] | None:
+    def _all_held(self, event: SSEEvent, data: bytes, choice: _OneChoice) -> list[SSEEvent] | None:
         """What goes out for a one-choice chunk whose text was all held (a tag, or whitespace held
         at a block's edge), without the full rewrite: nothing when it says nothing else; with a
         role (Ollama writes one in every delta), the chunk without its text. ``None``: unproven."""
@@ -694,7 +718,7 @@ class ChatStream:
     def _quiet(data: bytes) -> bool:
         return _quiet(data)
 
-    def _without_text(self, data: bytes, choice: _Choice) -> bytes | None:
+    def _without_text(self, data: bytes, choice: _OneChoice) -> bytes | None:
         """``data`` with its one delta's ``content`` member taken out: what the full rewrite sends
         for a chunk whose text was all held and that has something else to say. ``None`` when
         unproven (see :meth:`_edited`)."""

@@ -7,7 +7,8 @@ chunk layout of each upstream server (``layouts.py``), short (20-event) and long
 2. End to end in one process: an upstream writing one event per write (pausing between writes so
    that the gateway reads each event on its own, as when tokens trickle in; and, for comparison,
    without the pause), a proxying gateway (``ClientSession`` → ``StreamResponse``) with and without
-   the middleware, and a client, 200 concurrent streams; rounds alternate between the two gateways.
+   the middleware, and a client, 200 concurrent streams; rounds alternate between the two gateways,
+   each going first in every other round. A control row puts two gateways without it side by side.
    The ratio is throughput with the middleware over throughput without, from CPU time.
 
     python bench/deployment.py [--rounds 5] [--quick]
@@ -228,14 +229,16 @@ def end_to_end(
     config: ThinkExtractConfig = CONFIG,
     which: tuple[str, ...] = tuple(layouts.LAYOUTS),
     pause: int = PACED,
+    control: bool = False,
 ) -> dict[tuple[str, str], EndToEnd]:
     """Per (layout, kind): the throughput ratio, from the CPU time of the whole process (upstream,
-    gateway and clients share it), and how many events each gateway read held."""
+    gateway and clients share it), and how many events each gateway read held. ``control``: the
+    second gateway has no middleware either, so that the ratio shows the harness's own spread."""
     specs = [(layout, kind, n) for layout in which for kind in kinds]
 
     async def main() -> dict[tuple[str, str], EndToEnd]:
         up_runner, up_port = await _start(upstream_app({s: layouts.stream(*s) for s in specs}, pause))
-        plain_app, mw_app = gateway_app(up_port, False), gateway_app(up_port, True, config)
+        plain_app, mw_app = gateway_app(up_port, False), gateway_app(up_port, not control, config)
         plain_runner, plain_port = await _start(plain_app)
         mw_runner, mw_port = await _start(mw_app)
         results: dict[tuple[str, str], EndToEnd] = {}
@@ -248,8 +251,10 @@ def end_to_end(
                     await _read(session, mw_port, params, streams)
                     times: dict[str, list[float]] = {"without": [], "with": []}
                     mw_app[READS][0] = 0
+                    order = [("without", plain_port), ("with", mw_port)]
                     for _ in range(rounds):
-                        for name, port in (("without", plain_port), ("with", mw_port)):
+                        order.reverse()  # each gateway goes first in every other round
+                        for name, port in order:
                             t0 = time.process_time()
                             await _read(session, port, params, streams)
                             times[name].append(time.process_time() - t0)
@@ -300,14 +305,18 @@ def end_to_end_table(rounds: int, quick: bool = False, goals: list[str] | None =
         out.append(f"| {label} | {burst[layout, 'typical'].ratio.fmt()} | {burst[layout, 'content'].ratio.fmt()} |")
     out += [
         "",
-        "Where the end-to-end difference lies, one event per read, vLLM layout, tag-free, same harness: the"
-        " middleware installed but the route not one of its own; the route its own but chat translation off"
-        " (the request is looked at, the response passes); translating. The gateway without the middleware"
-        " does no per-event work at all, so this ratio also carries the cost of reading SSE at all:",
+        "Where the end-to-end difference lies, one event per read, vLLM layout, tag-free, same harness: first a"
+        " control, the same gateway without the middleware on both sides (what the harness itself reads as a"
+        " difference: a cell within this spread of 1 is no measurable cost); the middleware installed but the"
+        " route not one of its own; the route its own but chat translation off (the request is looked at, the"
+        " response passes); translating. The gateway without the middleware does no per-event work at all, so"
+        " this ratio also carries the cost of reading SSE at all:",
         "",
         "| gateway with the middleware | throughput ratio |",
         "|---|---|",
     ]
+    control = end_to_end(streams, n, rounds, ("content",), CONFIG, ("vllm",), control=True)["vllm", "content"]
+    out.append(f"| control: no middleware on either side | {control.ratio.fmt()} |")
     variants = (
         ("installed, route not its own", ThinkExtractConfig(routes={"/v1/other": "chat"})),
         ("route its own, chat translation off", ThinkExtractConfig(chat_enabled=False)),

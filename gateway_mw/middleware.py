@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import cache
 from typing import Any, Final, TypeVar
 
@@ -295,21 +295,25 @@ class _TranslatingWriter(AbstractStreamWriter):
         if self._held_headers is None:
             self._inner.send_headers()
 
-    async def write(self, chunk: bytes | bytearray | memoryview) -> None:
+    def write(self, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
+        # Not a coroutine itself: an SSE event hands on the real writer's coroutine, one frame
+        # fewer for every event the handler writes.
         if self._mode == _SSE:
             assert self._pipeline is not None
             out = self._pipeline.feed(bytes(chunk))
             if out:
-                await self._inner.write(out)
-            else:
-                self._check_open()
-        elif self._mode == _JSON:
+                return self._inner.write(out)
             self._check_open()
-            self._body += chunk
-            if len(self._body) > self._session.config.max_body_bytes:
-                await self._give_up_json()
-        else:
-            await self._inner.write(chunk)
+            return _nothing()
+        if self._mode == _JSON:
+            return self._collect(chunk)
+        return self._inner.write(chunk)
+
+    async def _collect(self, chunk: bytes | bytearray | memoryview) -> None:
+        self._check_open()
+        self._body += chunk
+        if len(self._body) > self._session.config.max_body_bytes:
+            await self._give_up_json()
 
     def _check_open(self) -> None:
         """Fail like aiohttp's writer when the client is gone, though nothing is written now."""
@@ -419,6 +423,10 @@ class _TranslatingWriter(AbstractStreamWriter):
                 await self._inner.write(out)
         except Exception:
             log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)
+
+
+async def _nothing() -> None:
+    """What :meth:`_TranslatingWriter.write` awaits for a write that sends nothing now."""
 
 
 def _client_opted_out(values: Any) -> bool:

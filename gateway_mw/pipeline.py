@@ -55,10 +55,11 @@ class StreamPipeline:
             return chunk
         decoder = self._decoder
         try:
-            at_boundary = decoder.at_boundary
             n = len(chunk)
-            one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1:] == b"\n"
-            if one and chunk.find(b"\r") < 0 and (at_boundary or decoder.open_plain(chunk)):
+            # One line and its blank line: the first newline is the last but one byte, and so the
+            # last is one too (a chunk shorter than two bytes finds none where it looks).
+            one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1] == 10
+            if one and chunk.find(b"\r") < 0 and (decoder.at_boundary or decoder.open_plain(chunk)):
                 # One event on one line, as most upstreams write tokens: offered once, whole (a
                 # one-byte search runs at memchr speed; no window is cut), else decoded. The
                 # translator may have begun to handle it: a fault is the event's own, as in event().
@@ -76,7 +77,7 @@ class StreamPipeline:
                 return self._translate(decoder.feed(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
-            if (at_boundary or n >= _SMALL) and decoder.plain and chunk.find(b"\r") < 0:
+            if (n >= _SMALL or decoder.at_boundary) and decoder.plain and chunk.find(b"\r") < 0:
                 return self._feed_plain(chunk)
             return self._translate(decoder.feed(chunk))
         except Exception as exc:  # a fault in the framing: give up on this response

@@ -202,7 +202,7 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     for doc in docs[1:-1]:  # now and then a member that says nothing, or something, anywhere
         if draw(st.integers(0, 5)) == 0:
             where = draw(st.sampled_from([doc, doc["choices"][0], doc["choices"][0]["delta"]]))
-            where[draw(st.sampled_from(["extra", "usage", "tool_calls", "role"]))] = draw(EXTRA)
+            where[draw(st.sampled_from(["extra", "usage", "tool_calls", "role", "reasoning_details"]))] = draw(EXTRA)
     events = [b"data: " + encode(doc).encode() + b"\n\n" for doc in docs] + [b"data: [DONE]\n\n"]
     return b"".join(events), events
 
@@ -344,3 +344,41 @@ def test_a_held_character_given_back_at_the_finish_leaves_the_chunk_as_it_came()
     pipeline = StreamPipeline("chat", CFG)
     out = pipeline.feed(first) + pipeline.feed(last) + pipeline.feed(b"data: [DONE]\n\n") + pipeline.finish()
     assert (out, pipeline.error) == (first + last + b"data: [DONE]\n\n", None)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_lone_event_is_read_strictly_while_the_upstream_fits_and_leniently_once_it_does_not(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strict read is tried on each lone event while continuations fit it; a finish or a tool
+    call makes the next events lenient until text continues; an upstream whose continuations do
+    not fit (an empty reasoning_details list in every delta) is read leniently for good. The bytes
+    are the full path's all along."""
+    strict_reads = 0
+    original = chat._decode_run_chunk
+
+    def counting(data: bytes) -> Any:
+        nonlocal strict_reads
+        strict_reads += 1
+        return original(data)
+
+    monkeypatch.setattr(chat, "_decode_run_chunk", counting)
+
+    def events(words: list[str | None], details: bool) -> list[bytes]:
+        docs = [body(layout, "", first=True)] + [body(layout, w) for w in words] + [body(layout, None, "stop")]
+        for doc in docs[1:]:
+            if details:
+                doc["choices"][0]["delta"]["reasoning_details"] = []
+        return [b"data: " + dumps(doc, layout).encode() + b"\n\n" for doc in docs] + [b"data: [DONE]\n\n"]
+
+    plain = events(["Hi", " there", None, None, " again", " and"], details=False)
+    fitting = events(["Hi", " there", " again", " and", " more"], details=True)
+    for stream, expected_strict in ((plain, 5), (fitting, 1)):
+        strict_reads = 0
+        fast, _ = run_events(stream, full=False)
+        full, _ = run_events(stream, full=True)
+        assert events_of(fast) == events_of(full)
+        # plain: "Hi", " there", the first empty delta (declined), " and", the finish (declined);
+        # the second empty delta and " again" (which makes the next read strict) leniently.
+        # fitting: "Hi" declined while it continues the text, then all leniently.
+        assert strict_reads == expected_strict

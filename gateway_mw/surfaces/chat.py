@@ -276,6 +276,10 @@ def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
     return out
 
 
+def _joined(events: list[SSEEvent]) -> bytes:
+    return events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
+
+
 def _continued_text(chunk: _Chunk) -> str | None:
     """The text of ``chunk`` when all it does is continue choice 0's text (no other choice, no
     finish, no reasoning of its own); else ``None``."""
@@ -334,9 +338,11 @@ class ChatStream:
         # Choice 0 alone under way: its kind, its triggers, its scanner, whether a trigger-free text
         # passes whole (else it is a block's first text, see Scanner.starting). See _refresh_steady.
         self._steady: tuple[Kind, frozenset[str], Scanner, bool] | None = None
-        # Whether a lone event is first read as a plain continuation (see fast_forward): until one
-        # is not, then again once one is.
+        # Whether a lone event is first read as a plain continuation (see _one): until one is not,
+        # then again once one is; never again once a continuation did not fit (an upstream that
+        # writes, say, an empty reasoning_details list in every delta).
         self._strict = True
+        self._strict_fits = True
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -497,52 +503,16 @@ class ChatStream:
         reasoning, see :meth:`_edited`). A single event that does anything else is translated here
         as :meth:`event` translates it, from the chunk already decoded.
         """
-        config = self._config
-        if config is not None and not config.enabled:
-            return span  # this stream's model is not translated
         steady = self._steady
-        if steady is None or not span.startswith(b"data: {"):
+        if steady is None:
+            config = self._config  # this stream's model may not be translated: then all passes
+            return span if config is not None and not config.enabled else None
+        if not span.startswith(b"data: {"):
             return None  # [DONE] included: a decoder's error costs more than this test
         end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
         try:
             if end == len(span) - 2:  # one event, one line
-                body = span[6:-2]
-                # Most events only continue the text: the strict run struct says so in the decoder
-                # itself (no Python check, nothing else kept). After one that does not, read them
-                # leniently (a decline costs an exception) until one does again.
-                run: _RunChunk | None = None
-                if self._strict:
-                    try:
-                        run = _decode_run_chunk(body)
-                    except msgspec.ValidationError:
-                        self._strict = False
-                chunk: _Chunk | None = None
-                choices: Sequence[_OneChoice] | None
-                text: str | None
-                if run is not None:
-                    choices, text = run.choices, run.choices[0].delta.content
-                else:
-                    chunk = _decode_chunk(body)
-                    choices, text = chunk.choices, _continued_text(chunk)
-                    self._strict = text is not None
-                if text is not None and steady[3] and steady[1].isdisjoint(text):
-                    self._last_raw = body
-                    if steady[0] == CONTENT:
-                        return span  # nothing to count: pass_steady counts reasoning only
-                    renamed = self._edited(span, choices[0].delta, True, text, framed=True)  # type: ignore[index, arg-type]
-                    if renamed is not None:
-                        steady[2].pass_steady(len(text))
-                        return renamed
-                # Whatever else it does, it is decoded: what event() sends for it, from here.
-                event = SSEEvent(raw=span, data=body)
-                if text is not None:  # steady: event() would go straight to _continued
-                    produced = self._continued(event, body, choices, text, steady)  # type: ignore[arg-type]
-                elif chunk is not None and _only_finishes(chunk):  # and to _finished
-                    produced = self._finished(event, body, chunk.choices, steady[2])  # type: ignore[arg-type]
-                else:
-                    assert chunk is not None  # a strict read always has a text
-                    produced = self._chunk_event(event, body, chunk)
-                return produced[0].raw if len(produced) == 1 else b"".join([e.raw for e in produced])
+                return self._one(span, steady)
             if not steady[3]:  # a block's first text: one event at a time
                 return None
             # Each event alone, as the full path reads it: the pieces between event ends, each
@@ -576,6 +546,44 @@ class ChatStream:
         last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
         self._last_raw = span[last if last >= 8 else 6 : -2]
         return out
+
+    def _one(self, span: bytes, steady: tuple[Kind, frozenset[str], Scanner, bool]) -> bytes:
+        """:meth:`fast_forward` for one event on one line: whatever it does, what :meth:`event`
+        would send for it, decoded once.
+
+        Most events only continue the text: the strict run struct says so in the decoder itself
+        (no Python check, nothing else kept). After one that does not, events are read leniently
+        (a strict decline costs an exception) until one continues the text again; for good when a
+        continuation itself did not fit."""
+        body = span[6:-2]
+        declined = False
+        if self._strict:
+            try:
+                run = _decode_run_chunk(body)
+            except msgspec.ValidationError:
+                self._strict, declined = False, True
+            else:
+                text = run.choices[0].delta.content
+                if steady[3] and steady[1].isdisjoint(text):
+                    self._last_raw = body
+                    if steady[0] == CONTENT:
+                        return span  # nothing to count: pass_steady counts reasoning only
+                    renamed = self._edited(span, run.choices[0].delta, True, text, framed=True)
+                    if renamed is not None:
+                        steady[2].pass_steady(len(text))
+                        return renamed
+                return _joined(self._continued(SSEEvent(raw=span, data=body), body, run.choices, text, steady))
+        chunk = _decode_chunk(body)
+        event = SSEEvent(raw=span, data=body)
+        lenient = _continued_text(chunk)
+        if lenient is not None:  # what event() does with it, from the chunk decoded
+            if declined:
+                self._strict_fits = False
+            self._strict = self._strict_fits
+            return _joined(self._continued(event, body, chunk.choices, lenient, steady))  # type: ignore[arg-type]
+        if _only_finishes(chunk):
+            return _joined(self._finished(event, body, chunk.choices, steady[2]))  # type: ignore[arg-type]
+        return _joined(self._chunk_event(event, body, chunk))
 
     # -- the fast paths -------------------------------------------------------------------------
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import platform
 import socket
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from gateway_mw.pipeline import StreamPipeline
@@ -40,11 +42,28 @@ def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[s
     return results
 
 
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """Garbage collected before, and not during, a timed run in process (as ``timeit`` does): a
+    collection walks the whole process's heap, the benchmark's own data included, and would land
+    on whichever variant happened to trigger it. End-to-end runs keep the collector on."""
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def cpu_time(fn: Callable[[], object]) -> float:
-    """CPU seconds this process spent in ``fn`` (steadier than wall time on a shared machine)."""
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
+    """CPU seconds this process spent in ``fn`` (steadier than wall time on a shared machine),
+    with no garbage collection meanwhile."""
+    with no_collection():
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
 
 
 def machine() -> str:
@@ -106,10 +125,11 @@ def steady_cost(
         feed = state.feed if isinstance(state, StreamPipeline) else lambda ev: b"".join(e.raw for e in state.feed(ev))
         for ev in head:
             feed(ev)
-        start = time.process_time()
-        for ev in body:
-            feed(ev)
-        elapsed = time.process_time() - start
+        with no_collection():
+            start = time.process_time()
+            for ev in body:
+                feed(ev)
+            elapsed = time.process_time() - start
         for ev in tail:
             feed(ev)
         return elapsed

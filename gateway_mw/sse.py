@@ -142,7 +142,7 @@ class SSEDecoder:
 
     def open_plain(self, chunk: bytes) -> bool:
         """At the very start of the stream, for a first ``chunk`` that opens with no BOM and holds
-        no ``\r`` but a ``\n``: note what feeding it would (no BOM, ``\n`` line endings), so that
+        no ``\\r`` but a ``\\n``: note what feeding it would (no BOM, ``\\n`` line endings), so that
         the caller may handle its whole events itself. ``False``, nothing noted, otherwise."""
         if not self._at_start or self._buf or chunk[:1] in (b"", BOM[:1]) or chunk.find(b"\r") >= 0:
             return False

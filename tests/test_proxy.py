@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -475,6 +475,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A port that refuses connections for as long as the block runs: bound and never listening,
+    so that no server started meanwhile (on port 0) can be given it, as a freed port can."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
 UNREACHABLE = {
     "/v1/chat/completions": {
         "error": {
@@ -493,22 +502,24 @@ UNREACHABLE = {
 
 @pytest.mark.parametrize("path", list(UNREACHABLE))
 async def test_upstream_down_is_a_502_in_the_surfaces_shape(path: str) -> None:
-    s = settings(upstream=f"http://127.0.0.1:{free_port()}")
-    async with (
-        running(proxy.build_app(s)) as base,
-        aiohttp.ClientSession() as session,
-        session.post(base + path, json={"model": "m"}) as resp,
-    ):
-        assert (resp.status, await resp.json()) == (502, UNREACHABLE[path])
+    with refused_port() as port:
+        s = settings(upstream=f"http://127.0.0.1:{port}")
+        async with (
+            running(proxy.build_app(s)) as base,
+            aiohttp.ClientSession() as session,
+            session.post(base + path, json={"model": "m"}) as resp,
+        ):
+            assert (resp.status, await resp.json()) == (502, UNREACHABLE[path])
 
 
 async def test_upstream_down_reaches_the_sdks_as_their_own_errors() -> None:
-    s = settings(upstream=f"http://127.0.0.1:{free_port()}")
-    async with running(proxy.build_app(s)) as base, oai(base) as client, claude(base) as ant:
-        with pytest.raises(openai.APIStatusError) as oe:
-            await client.chat.completions.create(model="m", messages=USER)
-        with pytest.raises(anthropic.APIStatusError) as ae:
-            await ant.messages.create(model="m", max_tokens=5, messages=USER)
+    with refused_port() as port:
+        s = settings(upstream=f"http://127.0.0.1:{port}")
+        async with running(proxy.build_app(s)) as base, oai(base) as client, claude(base) as ant:
+            with pytest.raises(openai.APIStatusError) as oe:
+                await client.chat.completions.create(model="m", messages=USER)
+            with pytest.raises(anthropic.APIStatusError) as ae:
+                await ant.messages.create(model="m", max_tokens=5, messages=USER)
     assert (oe.value.status_code, oe.value.code) == (502, "upstream_unreachable")
     assert (ae.value.status_code, ae.value.body) == (502, UNREACHABLE["/v1/messages"])
 

@@ -36,7 +36,7 @@ from gateway_mw.proxy.auth import ClientKeys
 from gateway_mw.proxy.demo_model import QUESTION, model_text
 from gateway_mw.proxy.serving import make_runner
 
-from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, split, sse_chunk
+from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, refused_port, split, sse_chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -212,32 +212,36 @@ async def test_connect_timeout_is_a_502_and_a_warning(
 
 async def test_refused_is_a_502_and_read_timeout_a_504_each_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    down_port = free_port()
-    down = f"http://127.0.0.1:{down_port}"
+    with refused_port() as down_port:
+        down = f"http://127.0.0.1:{down_port}"
 
-    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
-        await up.wait_closed_by_peer(writer)  # never answers
+        async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+            await up.wait_closed_by_peer(writer)  # never answers
 
-    async with RawUpstream(respond) as up:
-        refused, silent = build_app(settings(upstream=down)), build_app(settings(upstream=up.url, read_timeout=0.3))
-        async with serving(settings(), refused) as a, serving(settings(), silent) as b, aiohttp.ClientSession() as s:
-            async with s.post(a + "/v1/responses", json={}, headers={"X-Request-Id": "r-502"}) as resp:
-                assert (resp.status, (await resp.json())["error"]["code"]) == (502, "upstream_unreachable")
-                assert resp.headers["X-Request-Id"] == "r-502"
-            async with s.post(b + "/v1/responses", json={}) as resp:
-                assert (resp.status, (await resp.json())["error"]["code"]) == (504, "upstream_timeout")
-                generated = resp.headers["X-Request-Id"]
-    assert records(caplog, "gateway_mw.proxy") == [
-        (
-            "gateway_mw.proxy",
-            logging.WARNING,
-            f"request r-502: upstream {down} unreachable: Connect call failed ('127.0.0.1', {down_port})",
-        ),
-        ("gateway_mw.proxy", logging.WARNING, f"request {generated}: upstream {up.url}: no answer within 0.3s"),
-    ]
-    access = [text.rsplit(" ", 1)[1] for _, _, text in records(caplog, "aiohttp.access")]
-    assert access == ["request_id=r-502", f"request_id={generated}"]
-    assert (refused[PROXY].counters.upstream_connect_errors, silent[PROXY].counters.upstream_timeouts) == (1, 1)
+        async with RawUpstream(respond) as up:
+            refused, silent = build_app(settings(upstream=down)), build_app(settings(upstream=up.url, read_timeout=0.3))
+            async with (
+                serving(settings(), refused) as a,
+                serving(settings(), silent) as b,
+                aiohttp.ClientSession() as s,
+            ):
+                async with s.post(a + "/v1/responses", json={}, headers={"X-Request-Id": "r-502"}) as resp:
+                    assert (resp.status, (await resp.json())["error"]["code"]) == (502, "upstream_unreachable")
+                    assert resp.headers["X-Request-Id"] == "r-502"
+                async with s.post(b + "/v1/responses", json={}) as resp:
+                    assert (resp.status, (await resp.json())["error"]["code"]) == (504, "upstream_timeout")
+                    generated = resp.headers["X-Request-Id"]
+        assert records(caplog, "gateway_mw.proxy") == [
+            (
+                "gateway_mw.proxy",
+                logging.WARNING,
+                f"request r-502: upstream {down} unreachable: Connect call failed ('127.0.0.1', {down_port})",
+            ),
+            ("gateway_mw.proxy", logging.WARNING, f"request {generated}: upstream {up.url}: no answer within 0.3s"),
+        ]
+        access = [text.rsplit(" ", 1)[1] for _, _, text in records(caplog, "aiohttp.access")]
+        assert access == ["request_id=r-502", f"request_id={generated}"]
+        assert (refused[PROXY].counters.upstream_connect_errors, silent[PROXY].counters.upstream_timeouts) == (1, 1)
 
 
 # -- forwarded headers --------------------------------------------------------------------------------

@@ -64,16 +64,18 @@ def _response(status: str, output: list[Any]) -> dict[str, Any]:
     }
 
 
-def upstream_stream(deltas: list[str]) -> bytes:
-    """The whole upstream stream of one message item whose text arrives as ``deltas``."""
+def message_events(deltas: list[str], in_progress: bool = True) -> list[dict[str, Any]]:
+    """The events of a whole upstream stream of one message item whose text arrives as ``deltas``,
+    numbered; ``in_progress``: with the ``response.in_progress`` event OpenAI sends second."""
     text = "".join(deltas)
     part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     item = {"id": MSG_ID, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
     done_item = {**item, "status": "completed", "content": [{**part, "text": text}]}
     at = {"item_id": MSG_ID, "output_index": 0, "content_index": 0}
+    started = {"type": "response.in_progress", "response": _response("in_progress", [])}
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": _response("in_progress", [])},
-        {"type": "response.in_progress", "response": _response("in_progress", [])},
+        *([started] if in_progress else []),
         {"type": "response.output_item.added", "output_index": 0, "item": item},
         {"type": "response.content_part.added", **at, "part": part},
         *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
@@ -82,7 +84,12 @@ def upstream_stream(deltas: list[str]) -> bytes:
         {"type": "response.output_item.done", "output_index": 0, "item": done_item},
         {"type": "response.completed", "response": _response("completed", [done_item])},
     ]
-    return b"".join(_frame({**e, "sequence_number": i}) for i, e in enumerate(events))
+    return [{**e, "sequence_number": i} for i, e in enumerate(events)]
+
+
+def upstream_stream(deltas: list[str]) -> bytes:
+    """The whole upstream stream of one message item whose text arrives as ``deltas``."""
+    return b"".join(_frame(e) for e in message_events(deltas))
 
 
 def typical_deltas(n: int) -> list[str]:
@@ -165,22 +172,7 @@ def layout_event(layout: str, body: dict[str, Any]) -> bytes:
 
 def layout_stream(layout: str, deltas: list[str]) -> list[bytes]:
     """The events of a whole upstream stream whose one message's text arrives as ``deltas``."""
-    text = "".join(deltas)
-    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-    item = {"id": MSG_ID, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-    done_item = {**item, "status": "completed", "content": [{**part, "text": text}]}
-    at = {"item_id": MSG_ID, "output_index": 0, "content_index": 0}
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": _response("in_progress", [])},
-        {"type": "response.output_item.added", "output_index": 0, "item": item},
-        {"type": "response.content_part.added", **at, "part": part},
-        *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
-        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
-        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
-        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
-        {"type": "response.completed", "response": _response("completed", [done_item])},
-    ]
-    return [layout_event(layout, {**e, "sequence_number": i}) for i, e in enumerate(events)]
+    return [layout_event(layout, e) for e in message_events(deltas, in_progress=False)]
 
 
 def steady_row(layout: str, kind: str, n: int, rounds: int, config: ThinkExtractConfig) -> dict[str, Spread]:

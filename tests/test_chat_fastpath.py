@@ -207,10 +207,11 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return b"".join(events), events
 
 
-def run_events(events: list[bytes], full: bool) -> tuple[bytes, tuple[int, ...]]:
-    pipeline = StreamPipeline("chat", CFG)
+def run_events(events: list[bytes], full: bool, config: ThinkExtractConfig = CFG) -> tuple[bytes, tuple[int, ...]]:
+    """``events`` fed one by one (each may be any piece of the stream): the bytes out, and the counts."""
+    pipeline = StreamPipeline("chat", config)
     if full:
-        pipeline._translator = FullPath(CFG)
+        pipeline._translator = FullPath(config)
     out = b"".join(pipeline.feed(event) for event in events) + pipeline.finish()
     counts = pipeline.counts
     return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)

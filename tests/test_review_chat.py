@@ -15,12 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
-from gateway_mw.pipeline import StreamPipeline
 
 from .chatlayouts import LAYOUTS, body
 from .spelling import SPACING, Spelling
 from .ssecompare import events_of
-from .test_chat_fastpath import EXTRA, TEXT, WORDS, FullPath
+from .test_chat_fastpath import EXTRA, TEXT, WORDS, run_events
 
 HARMONY = st.sampled_from(
     [
@@ -89,15 +88,6 @@ def hostile_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return b"".join(events), events
 
 
-def run(feeds: list[bytes], config: ThinkExtractConfig, full: bool) -> tuple[bytes, tuple[int, ...]]:
-    pipeline = StreamPipeline("chat", config)
-    if full:
-        pipeline._translator = FullPath(config)
-    out = b"".join(pipeline.feed(f) for f in feeds) + pipeline.finish()
-    counts = pipeline.counts
-    return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
-
-
 @settings(max_examples=400, deadline=None)
 @given(case=hostile_stream(), config=CONFIGS, piece=st.sampled_from([0, 0, 1, 700, 1500, 1 << 20]))
 def test_every_setting_and_spelling_gives_what_the_full_path_gives(
@@ -105,7 +95,7 @@ def test_every_setting_and_spelling_gives_what_the_full_path_gives(
 ) -> None:
     upstream, events = case
     feeds = events if not piece else [upstream[i : i + piece] for i in range(0, len(upstream), piece)]
-    fast, fast_counts = run(feeds, config, full=False)
-    full, full_counts = run(events, config, full=True)
+    fast, fast_counts = run_events(feeds, False, config)
+    full, full_counts = run_events(events, True, config)
     assert events_of(fast) == events_of(full)
     assert fast_counts == full_counts

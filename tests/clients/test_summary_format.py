@@ -50,9 +50,9 @@ def test_ai_sdk(mode: str, node_modules: Path, summary_proxy: Proxy, scripted: S
 
 @pytest.mark.parametrize("mode", ["invoke", "stream"])
 def test_langchain(mode: str, summary_proxy: Proxy, scripted: ScriptedUpstream) -> None:
-    from langchain_core.messages import HumanMessage, ToolMessage
-
     model = make("ChatOpenAI(responses)", summary_proxy.base, "scripted").bind_tools([_weather()])
+    from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
+
     question = [HumanMessage("What is the weather in Paris?")]
     first = ask(model, mode, question)
     second = ask(model, mode, [*question, first, ToolMessage("sunny", tool_call_id=first.tool_calls[0]["id"])])

@@ -40,14 +40,21 @@ class SSEEvent(msgspec.Struct, gc=False):
 
 
 def encode_event(data: bytes, event: str | None = None, fields: bytes | None = None) -> SSEEvent:
-    """A new event carrying ``data`` (one line: JSON from msgspec never holds a raw newline).
+    """A new event carrying ``data``.
 
     ``fields`` (the non-data lines of the event this one replaces) takes precedence over ``event``.
     Lines end in ``\\n``; the pipeline rewrites them for a stream that uses another line ending.
+    ``data`` holding line breaks (values kept as an upstream wrote them over several ``data:``
+    lines) is written one ``data:`` line per line, which every reader joins back with ``\\n``: a
+    raw line break inside one ``data:`` line would end it, and the rest of the event would be lost.
     """
     if fields is None:
         fields = b"event: " + event.encode() + b"\n" if event is not None else b""
-    raw = b"".join((fields, b"data: ", data, b"\n\n"))  # one copy of data, however large
+    if b"\n" in data or b"\r" in data:
+        lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        raw = b"".join((fields, b"data: ", b"\ndata: ".join(lines), b"\n\n"))
+    else:
+        raw = b"".join((fields, b"data: ", data, b"\n\n"))  # one copy of data, however large
     return SSEEvent(raw=raw, data=data, event=event, fields=fields)
 
 
@@ -94,7 +101,7 @@ class SSEDecoder:
         self.max_event_bytes = max_event_bytes
         # Event types that are a whole document by nature (a Responses terminal event repeats every
         # text): recognised in an event's first bytes, they may grow to max_large_event_bytes.
-        self._large_events = frozenset(large_events)
+        self.large_events = frozenset(large_events)
         self._max_large = max(max_large_event_bytes, max_event_bytes)
         self.newline = b"\n"
         """The stream's line ending, from its first line: the one events written into it use."""
@@ -355,9 +362,9 @@ class SSEDecoder:
 
     def _too_large(self, raw: bytes | bytearray) -> bool:
         """Whether ``raw`` (an event, whole or begun, over ``max_event_bytes``) is over its cap."""
-        if len(raw) > self._max_large or not self._large_events:
+        if len(raw) > self._max_large or not self.large_events:
             return True
-        return event_type(bytes(raw[:_HEAD])) not in self._large_events
+        return event_type(bytes(raw[:_HEAD])) not in self.large_events
 
     def _overflow(self, events: list[SSEEvent]) -> None:
         """The pending event outgrew the cap: hand its bytes on and stream the rest of it raw."""

@@ -71,6 +71,20 @@ def test_split_inside_crlf_and_inside_a_utf8_character() -> None:
         assert b"".join(e.raw for e in events) == stream
 
 
+@given(
+    data=st.binary(max_size=64).filter(lambda b: b"\r" not in b)
+    | st.lists(st.sampled_from([b"{", b"}", b"\n", b"\r\n", b"\r", b" ", b'"a"', b":"])).map(b"".join)
+)
+def test_encoded_event_decodes_to_its_data_whatever_its_line_breaks(data: bytes) -> None:
+    # A line break in data never ends the data: line early; readers get the data back, each line
+    # break as the "\n" readers join lines with.
+    event = encode_event(data, event="x")
+    decoder = SSEDecoder()
+    (decoded,) = decoder.feed(event.raw)
+    assert decoded.data == data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    assert decoded.event == "x" and decoder.finish() == ([], b"")
+
+
 def test_encode_event_keeps_the_replaced_event_fields() -> None:
     assert encode_event(b'{"x":1}').raw == b'data: {"x":1}\n\n'
     assert encode_event(b"{}", event="ping").raw == b"event: ping\ndata: {}\n\n"

@@ -15,6 +15,7 @@ Stream: one Scanner per choice. Three ways through, cheapest first:
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Annotated, Any, Literal, cast
 
@@ -25,7 +26,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, extract_counted, translated
-from .rawjson import as_int, as_str, escaped, obj, raw_list, string_at
+from .rawjson import as_int, as_str, escaped, join_surrogates, obj, raw_list, string_at
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
 
@@ -276,6 +277,26 @@ def _with_mirror(delta: _Obj, source: str, target: str) -> _Obj:
     return out
 
 
+class _ChoiceAt(msgspec.Struct, gc=False):
+    index: msgspec.Raw = msgspec.Raw(b"0")
+
+
+class _ChoicesAt(msgspec.Struct, gc=False):
+    choices: list[_ChoiceAt] | None = None
+
+
+_decode_choices_at = msgspec.json.Decoder(_ChoicesAt).decode
+
+
+def _indexes(data: bytes) -> list[int]:
+    """The choice indexes a chunk carries, as the SDKs read them ([] for anything else)."""
+    try:
+        choices = _decode_choices_at(data).choices or []
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return []
+    return [i for i in (as_int(c.index) for c in choices) if i is not None]
+
+
 def _joined(events: list[SSEEvent]) -> bytes:
     return events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
 
@@ -343,6 +364,12 @@ class ChatStream:
         # writes, say, an empty reasoning_details list in every delta).
         self._strict = True
         self._strict_fits = True
+        # The order in which the client first sees each choice: the SDKs' accumulators file choices
+        # by first appearance, so a choice whose first chunks were all held (a bare tag) is
+        # announced, with an empty delta, before a later choice is first shown (see _keep_order).
+        self._shown: set[int] = set()
+        self._unshown: dict[int, bytes] = {}  # choice index → its first chunk's data, for the envelope
+        self._high: dict[int, str] = {}  # choice index → the high surrogate its last delta ended with
         self.counts = Counts()
 
     # -- events ---------------------------------------------------------------------------------
@@ -356,10 +383,46 @@ class ChatStream:
         try:
             chunk = _decode_chunk(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
-            self.counts.unreadable_events += 1
-            return [*self.flush(), event]
+            joined = self._whole_characters(data)
+            try:
+                if joined is None:
+                    raise ValueError("not a chunk")
+                chunk = _decode_chunk(joined)
+            except (ValueError, msgspec.ValidationError):
+                # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
+                self.counts.unreadable_events += 1
+                return [*self.flush(), event]
+            event, data = encode_event(joined, fields=event.fields), joined
+        else:
+            if self._high:  # a half character that the next delta did not complete: no character
+                for choice in chunk.choices or ():
+                    self._high.pop(choice.index, None)
         return self._chunk_event(event, data, chunk)
+
+    def _whole_characters(self, data: bytes) -> bytes | None:
+        """A chunk msgspec cannot read because a delta holds half a surrogate pair (a server that
+        cut an escaped ``\\ud83d\\ude00`` between two deltas), as the SDKs' parser reads it, with
+        each choice's halves joined (see :func:`join_surrogates`; a high one is held for the next
+        delta), encoded again. ``None`` when it is not that."""
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict) or not isinstance(choices := doc.get("choices"), list):
+            return None
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            text = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(delta, dict) and isinstance(text, str):
+                index = choice.get("index", 0)
+                held = self._high.pop(index, "") if isinstance(index, int) else ""
+                delta["content"], held = join_surrogates(held, text)
+                if held and isinstance(index, int):
+                    self._high[index] = held
+        try:
+            return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:
+            return None  # half a character somewhere else: unreadable
 
     def _chunk_event(self, event: SSEEvent, data: bytes, chunk: _Chunk) -> list[SSEEvent]:
         """:meth:`event` for a chunk already decoded (``data``, its bytes)."""
@@ -407,8 +470,12 @@ class ChatStream:
             event = encode_event(data, fields=event.fields)
             self._last_raw = data
         out = [event] if runs is None else self._output(event, data, choices, runs)
+        if before:
+            out = before + out
+        if self._unshown or len(choices) > 1 or choices[0].index not in self._shown:
+            out = self._keep_order(choices, out, data)
         self._refresh_steady()
-        return before + out if before else out
+        return out
 
     def _continued(
         self,
@@ -598,7 +665,7 @@ class ChatStream:
         the first text of a block that has just begun (its edge trimmed, no scan needed)."""
         self._steady = None
         scanners = self._scanners
-        if len(scanners) != 1 or self._native:
+        if len(scanners) != 1 or self._native or self._unshown or self._high:
             return
         scanner = scanners.get(0)
         if scanner is None:
@@ -778,6 +845,40 @@ class ChatStream:
         chunk["choices"] = choices
         return _encode(chunk)
 
+    # -- the order in which choices first appear ---------------------------------------------------
+
+    def _keep_order(self, choices: Sequence[_OneChoice], out: list[SSEEvent], data: bytes) -> list[SSEEvent]:
+        """``out`` (what goes out for a chunk of ``choices``) with every choice that the upstream
+        showed before and the client has not seen announced ahead of the first chunk of a choice
+        with a higher index, so that the client first sees the choices in the upstream's order."""
+        sent: list[list[int]] = [_indexes(e.data) if e.data is not None else [] for e in out]
+        shown, unshown = self._shown, self._unshown
+        for choice in choices:  # dropped from this chunk and never seen: held back, to be announced
+            index = choice.index
+            if index not in shown and index not in unshown and not any(index in ids for ids in sent):
+                unshown[index] = data
+        result: list[SSEEvent] = []
+        for event, ids in zip(out, sent, strict=True):
+            for index in ids:
+                if index not in shown:
+                    result += self._announce_before(index)
+                    shown.add(index)
+                    unshown.pop(index, None)
+            result.append(event)
+        return result
+
+    def _announce_before(self, index: int) -> list[SSEEvent]:
+        """A chunk with an empty delta for each choice below ``index`` the client has not seen yet."""
+        out: list[SSEEvent] = []
+        for earlier in sorted(k for k in self._unshown if k < index):
+            envelope = {k: v for k, v in _decode_obj(self._unshown.pop(earlier)).items() if k in _ENVELOPE}
+            choice = {"index": earlier, "delta": {}, "logprobs": None, "finish_reason": None}
+            body = {**envelope, "choices": [choice]}
+            body.setdefault("object", "chat.completion.chunk")
+            out.append(encode_event(_encode(body)))
+            self._shown.add(earlier)
+        return out
+
     # -- per choice -----------------------------------------------------------------------------
 
     def _scan(self, choice: _Choice) -> list[Segment] | None:
@@ -899,6 +1000,9 @@ class ChatStream:
                 continue
             if self._last_raw is not None:
                 self._remember_envelope(_decode_obj(self._last_raw))
+            if index not in self._shown:
+                out += self._announce_before(index)
+                self._shown.add(index)
             for seg in merge_segments(segments):
                 field = "content" if seg.kind == CONTENT else self._field
                 choice = {"index": index, "delta": {field: seg.text}, "logprobs": None, "finish_reason": None}

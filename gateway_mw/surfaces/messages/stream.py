@@ -12,7 +12,7 @@ from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ...sse import SSEEvent, encode_event, event_type
 from ..base import Counts, after_first_channel, translated
-from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, obj
+from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, join_surrogates, obj
 from .fastpath import (
     DATA,
     EVENT_LINE,
@@ -58,7 +58,6 @@ from .wire import (
     text_delta,
     text_delta_prefix,
     thinking_delta,
-    whole_chars,
     with_event_line,
     with_indexes,
 )
@@ -168,8 +167,14 @@ class MessagesStream:
             return self._block_stop(event, ev)
         if kind == "message_start":
             self._ended = False
-            if ev.message is not None and any(part.type in NATIVE for part in ev.message.content):
-                self._native = True
+            if ev.message is not None:
+                if any(part.type in NATIVE for part in ev.message.content):
+                    self._native = True
+                if not (self._indexes or self._channels or self._closed):
+                    # Blocks the message starts with hold the first indexes, as they are: the
+                    # streamed blocks are numbered after them, as the upstream numbers them.
+                    self._next = len(ev.message.content)
+                    self._indexes = {i: i for i in range(self._next)}
             return [event]
         if kind == "ping":
             return [event]  # carries no model text; flushing here would make results timing-dependent
@@ -482,7 +487,7 @@ class MessagesStream:
             self._texts += 1
             channel = self._channels[upstream] = _Channel(scanner, upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
-                text, channel.surrogate = whole_chars("", block.text)
+                text, channel.surrogate = join_surrogates("", block.text)
                 return self._emit(channel, channel.scanner.feed(text))
             return []  # held until the first run is known
         new = self._indexes[upstream] = self._next
@@ -516,7 +521,7 @@ class MessagesStream:
         assert data is not None
         if lenient or channel.surrogate:
             # Written afresh: the text as whole characters, the index as an integer.
-            text, channel.surrogate = whole_chars(channel.surrogate, text)
+            text, channel.surrogate = join_surrogates(channel.surrogate, text)
             doc = obj(one_line(data))
             return self._emit(channel, channel.scanner.feed(text), (event, doc) if doc is not None else None)
         segments = channel.scanner.feed(text)

@@ -52,7 +52,6 @@ __all__ = [
     "text_delta",
     "text_delta_prefix",
     "thinking_delta",
-    "whole_chars",
     "with_event_line",
     "with_indexes",
 ]
@@ -126,7 +125,6 @@ decode_run_event = msgspec.json.Decoder(_RunEvent).decode
 _decode_any = msgspec.json.Decoder().decode
 INDEX = frozenset({b"index"})
 HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def read_event(data: bytes) -> tuple[Event | None, bool]:
@@ -182,20 +180,6 @@ def _lenient_event(doc: dict[str, Any]) -> Event | None:
         parts = [_lenient_part(p) for p in message.get("content") or [] if isinstance(p, dict)]
         msg = Message(model if isinstance(model, str) else None, [p for p in parts if isinstance(p, Part)])
     return Event(kind, index, delta, block, msg)
-
-
-def whole_chars(pending: str, text: str) -> tuple[str, str]:
-    """``text`` after ``pending`` (a high surrogate held from the delta before), as whole characters,
-    and the high surrogate it ends with, held for the next delta. A surrogate escape pair split
-    across two deltas becomes its character; a lone surrogate becomes U+FFFD, as a UTF-8 decoder
-    would make it."""
-    text = pending + text
-    pending = ""
-    if text and "\ud800" <= text[-1] <= "\udbff":
-        text, pending = text[:-1], text[-1]
-    if _SURROGATES.search(text) is not None:
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text, pending
 
 
 # -- what the translator writes -----------------------------------------------------------------

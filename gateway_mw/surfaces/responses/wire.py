@@ -26,7 +26,6 @@ __all__ = [
     "decode_head_strict",
     "encode_body",
     "event_of",
-    "join_surrogates",
     "whole",
 ]
 
@@ -34,15 +33,14 @@ DONE = b"[DONE]"
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 CREATED = frozenset({"response.created", "response.in_progress", "response.queued"})
 # Events held and read up to max_body_bytes (not max_event_bytes): those that repeat a whole item,
-# part or response, so that they are translated and renumbered however long the text they repeat,
-# and the text deltas, so that a long one is scanned (its text is held for its item's done events
-# anyway). Only past max_body_bytes is an event streamed through unread, renumbered on its bytes.
+# part or response, so that they are translated and renumbered however long the text they repeat
+# (text the gateway holds anyway, having streamed it). Any other event, a text delta included, streams
+# through past max_event_bytes, renumbered on its bytes: one delta never costs more than the cap.
 LARGE = frozenset(
     name.encode()
     for name in (
         *CREATED,
         *TERMINAL,
-        "response.output_text.delta",
         "response.output_item.added",
         "response.output_item.done",
         "response.content_part.added",
@@ -158,17 +156,3 @@ def event_of(body: Obj, fields: bytes | None, name: str | None) -> SSEEvent:
     if fields is not None:
         return encode_event(encode_body(body), fields=fields)
     return encode_event(encode_body(body), event=name)
-
-
-_HIGH = range(0xD800, 0xDC00)
-
-
-def join_surrogates(held: str, text: str) -> tuple[str, str]:
-    """``text`` (after ``held``, a high surrogate kept from the last delta) with surrogate pairs
-    joined into their characters; a trailing high surrogate is kept for the next delta. A surrogate
-    with no partner is no character: it becomes U+FFFD."""
-    text = held + text
-    keep = ""
-    if text and ord(text[-1]) in _HIGH:
-        text, keep = text[:-1], text[-1]
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), keep

@@ -192,10 +192,12 @@ class StreamPipeline:
         """A piece of an event over the cap, through the translator (as it came after a fault)."""
         self._in_oversized = piece.more
         try:
-            return self._translator.oversized(piece.raw, piece.more)
+            out = self._translator.oversized(piece.raw, piece.more)
         except Exception as exc:
             self._fault(exc)
             return piece.raw
+        self._decoder.large_events = self._translator.large_events  # a translator may stop holding any
+        return out
 
     def _flush(self) -> list[bytes]:
         """What every channel holds, as events in the stream's line ending ([] after a fault)."""

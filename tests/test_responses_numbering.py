@@ -174,7 +174,9 @@ async def test_an_oversized_opening_event_on_a_tag_free_stream_is_counted(aiohtt
 
 
 async def test_an_oversized_delta_is_renumbered_on_its_bytes(aiohttp_server: ServerFactory) -> None:
-    """An event too large to hold even under the body cap goes through raw, renumbered as it goes."""
+    """A delta over the event cap goes through raw (not held up to the body cap), renumbered as it
+    goes, into the client's part. The events that repeat its text are over the cap too: the done
+    events of the item are the gateway's own, the terminal event goes on as the upstream wrote it."""
     big = "z" * 80_000
     events = numbered(
         [
@@ -186,8 +188,10 @@ async def test_an_oversized_delta_is_renumbered_on_its_bytes(aiohttp_server: Ser
     )
     got, final = await client_view(aiohttp_server, each(events), max_event_bytes=4096, max_body_bytes=300_000)
     check_numbering(got)
-    assert final == [reasoning("rs_1", "r"), message("msg_1", ["a" + big + "b"])]
+    done = [e["item"] for e in got if e["type"] == "response.output_item.done"]
+    assert [d["type"] for d in done] == ["reasoning", "message"] and done[0] == reasoning("rs_1", "r")
     assert "".join(e["delta"] for e in got if e["type"] == "response.output_text.delta") == "a" + big + "b"
+    assert final == [message("msg_1", ["<think>r</think>a" + big + "b"])]
 
 
 async def test_numbers_written_as_floats_and_split_surrogate_pairs(aiohttp_server: ServerFactory) -> None:

@@ -352,18 +352,9 @@ def test_the_terminal_replay_flushes_where_the_stream_did_after_an_unread_delta(
 # -- done events over max_body_bytes, passed on unread ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a message the translator split into message + reasoning + message (m1, rs_1, m1_1), whose "
-        "done events repeat more than max_body_bytes of text (every delta is small): the done events "
-        "pass on unread, renumbered on their bytes to the last client item of the upstream item "
-        "(output_index 2, m1_1) but keeping item_id / item.id 'm1'; the strict SDK raises 'Completed "
-        "output item identity changed' (numbering.raw_rewriter rewrites output_index and "
-        "sequence_number only, not the ids that go with the index)"
-    ),
-)
 def test_done_events_over_the_body_cap_name_the_item_they_are_numbered_for() -> None:
+    # A message the translator split into m1, rs_1, m1_1 whose done events repeat more than
+    # max_body_bytes of text: the gateway closes its own items (it holds their text), each by its id.
     deltas = ["A", *["y" * 1000] * 4, "<think>q</think>B"]
     text = "".join(deltas)
     events = [created(), in_progress(), *whole_message("m1", 0, deltas), completed([message("m1", [text])])]

@@ -15,11 +15,11 @@ from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
 from ..base import Counts, NewId, after_first_channel, random_id, translated
-from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, obj, raw_list
+from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, join_surrogates, obj, raw_list
 from . import fastpath, rebuild
 from .items import Channel, ClientItem, Record, Source, Text, Writer
 from .numbering import Numbering
-from .wire import CREATED, DONE, LARGE, TERMINAL, Head, body_of, decode_head, item_id_of, join_surrogates, whole
+from .wire import CREATED, DONE, LARGE, TERMINAL, Head, body_of, decode_head, item_id_of, whole
 
 __all__ = ["ResponsesStream", "formats", "translate_stream"]
 
@@ -37,6 +37,30 @@ _RESPONSE_DEFAULTS: Obj = {
 }
 
 
+# The oversized events that name a message channel the translator follows.
+_READ_WHEN_OVERSIZED = frozenset(
+    {
+        b"response.output_text.delta",
+        b"response.output_text.done",
+        b"response.content_part.done",
+        b"response.output_item.done",
+    }
+)
+
+
+class _Dropped:
+    """The bytes of an oversized event that the gateway answered itself: none go on."""
+
+    def feed(self, piece: bytes) -> bytes:
+        return b""
+
+    def finish(self) -> bytes:
+        return b""
+
+
+_DROPPED = _Dropped()
+
+
 def formats(config: ThinkExtractConfig) -> frozenset[str]:
     """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both."""
     fmt = config.responses_reasoning_format
@@ -46,7 +70,7 @@ def formats(config: ThinkExtractConfig) -> frozenset[str]:
 class ResponsesStream:
     """Translate a Responses event stream, one event at a time."""
 
-    large_events = LARGE
+    large_events: frozenset[bytes] = LARGE
 
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
         self._base = config
@@ -63,7 +87,7 @@ class ResponsesStream:
         self._reasoning_only: dict[int, Channel] = {}  # closed items that became reasoning alone
         self._records: list[Record] = []
         self._texts = 0  # message items scanned so far (see after_first_channel)
-        self._oversized: TopLevelKeys | None = None
+        self._oversized: TopLevelKeys | _Dropped | None = None
         self.declined: fastpath.Read | None = None  # an event the fast path read and declined
         self.steady: fastpath.Steady | None = None  # the fast path's channel, while no other path runs
         self.counts = Counts()
@@ -133,13 +157,25 @@ class ResponsesStream:
         """An event too large to hold, renumbered on its bytes as they go by. A text delta of an open
         message item goes into its client part (its text is not scanned)."""
         self.steady = None
-        if self._terminated or self._off:
+        if (self._terminated and self._oversized is None) or self._off:
             return piece
         out = b""
-        if self._oversized is None:
-            ch = self._oversized_channel(piece) if event_type(piece) == b"response.output_text.delta" else None
-            if ch is not None:
+        if self._oversized is None:  # the first piece of the event
+            kind = event_type(piece)
+            delta = kind == b"response.output_text.delta"
+            ch = self._oversized_channel(piece, guess=delta) if kind in _READ_WHEN_OVERSIZED else None
+            if ch is not None and delta:
                 out = b"".join(e.raw for e in self._raw_text(ch))
+            elif ch is not None:
+                out = self._done_unread(ch, kind)
+            elif kind is not None and kind.decode() in TERMINAL:
+                # Every item the client has open is done before the terminal event, which goes on
+                # as it came but for its number (a client checks that each item it was given is
+                # done; the output of a terminal event it cannot read is the upstream's).
+                for open_channel in list(self.channels.values()):
+                    out += b"".join(e.raw for e in self._close_channel(open_channel, None))
+                self._terminated = True
+                self._oversized = self.numbering.raw_rewriter()
             else:
                 self._oversized = self.numbering.raw_rewriter()
         rewriter = self._oversized
@@ -150,10 +186,63 @@ class ResponsesStream:
             self._oversized = None
         return out
 
-    def _oversized_channel(self, head: bytes) -> Channel | None:
-        """The open message item an oversized text delta belongs to, by the ``output_index`` or
-        ``item_id`` its first bytes hold; when they hold neither (a layout that writes them after
-        the text), the one item open, if only one is."""
+    def _done_unread(self, ch: Channel, kind: bytes | None) -> bytes:
+        """A done event of ``ch`` too large to read, which repeats its text: what goes out before
+        its bytes, and how they go (``self._oversized``).
+
+        When a delta of the client's open part went through unread, only the upstream's bytes hold
+        that part's whole text: a done event of the part (or of the item, when the client knows it
+        by the upstream's id) goes on retargeted to it, as that delta did. Otherwise the gateway
+        holds the text the client was given, and closes the client's items itself; the upstream's
+        repetition goes no further."""
+        msg = ch.msg
+        if ch.raw_text and msg is not None and not ch.other_part:
+            if kind in (b"response.output_text.done", b"response.content_part.done") and msg.part is not None:
+                held = ch.scanner.flush() if ch.scanner is not None else []  # as _text_done does
+                out = b"".join(e.raw for e in self.writer.runs(ch, held, None)) if held else b""
+                if ch.msg is msg and msg.part is not None:
+                    self._oversized = self._retargeted(msg, part=True)
+                    if kind == b"response.content_part.done":
+                        msg.parts.append({**msg.part, "text": ""})  # its text: the upstream's, unread
+                        msg.part = None
+                    msg.text_done = True
+                    return out
+                return out + self._closed_by(ch, kind)
+            if kind == b"response.output_item.done" and msg.part is None and msg.id == ch.up_id:
+                self._oversized = self._retargeted(msg, part=False)
+                ch.msg = None
+                del self.channels[ch.ordinal]
+                return b""
+        return self._closed_by(ch, kind)
+
+    def _closed_by(self, ch: Channel, kind: bytes | None) -> bytes:
+        """The gateway's own done events for ``ch``, for an upstream one it does not read."""
+        self._oversized = _DROPPED
+        unread = SSEEvent(raw=b"")
+        if kind == b"response.output_text.done":
+            events = self._text_done(ch, unread)
+        elif kind == b"response.content_part.done" and not ch.other_part:
+            events = self._part_done(ch, unread)
+        else:
+            events = self._close_channel(ch, None)
+        return b"".join(e.raw for e in events)
+
+    def _retargeted(self, msg: ClientItem, part: bool) -> TopLevelKeys:
+        """A rewriter that points an event passed on unread at the client's item ``msg`` (and, for
+        ``part``, at its open part), numbered in the stream."""
+        targets = {
+            b"sequence_number": lambda: b"%d" % self.numbering.take_seq(),
+            b"output_index": lambda: b"%d" % msg.index,
+        }
+        if part:
+            targets[b"content_index"] = lambda: b"%d" % len(msg.parts)
+            targets[b"item_id"] = lambda: encode(msg.id)
+        return TopLevelKeys(frozenset(targets), lambda key, _: targets[key]() if key in targets else None)
+
+    def _oversized_channel(self, head: bytes, guess: bool) -> Channel | None:
+        """The open message item an oversized event names by the ``output_index`` or ``item_id``
+        its first bytes hold; when they hold neither (a layout that writes them after the text) and
+        ``guess`` (a text delta, which only a message item takes), the one item open, if only one is."""
         seen = TopLevelKeys(frozenset({b"output_index", b"item_id"}), lambda key, value: None)
         seen.feed(head)
         index = as_int(msgspec.Raw(seen.seen[b"output_index"])) if b"output_index" in seen.seen else None
@@ -162,7 +251,7 @@ class ResponsesStream:
             return self.channels.get(index)
         if item_id is not None:
             return next((ch for ch in self.channels.values() if ch.up_id == item_id), None)
-        return next(iter(self.channels.values())) if len(self.channels) == 1 else None
+        return next(iter(self.channels.values())) if guess and len(self.channels) == 1 else None
 
     def fast_forward(self, span: bytes) -> bytes | None:
         if self._terminated or self._off:
@@ -249,10 +338,19 @@ class ResponsesStream:
                     if "annotations" not in part:  # required of an output_text part by a strict client
                         ch.part_template["annotations"] = []
                         body["part"] = ch.part_template
+                    elif as_str(part.get("text")):
+                        body["part"] = ch.part_template  # its text goes out as deltas (below)
                 ch.held_part = (body, event.fields)
                 ch.up_part = whole(head.content_index)
                 ch.begin_text()
-                return []
+                # A part that opens with text (some servers send the first token here): that text is
+                # the part's first delta, scanned like the others; the client part opens empty.
+                text = as_str(part.get("text")) if part is not None else None
+                if not text:
+                    return []
+                text, ch.high = join_surrogates(ch.high, text)
+                segments = ch.feed(text)
+                return self.writer.runs(ch, segments, None) if segments else []
         # Another kind of part (a refusal): content, forwarded into the open message item.
         out = self._end_text(ch)
         if ch.msg is None:
@@ -422,8 +520,13 @@ class ResponsesStream:
         return out
 
     def _raw_text(self, ch: Channel) -> list[SSEEvent]:
-        """Before an oversized text delta of ``ch`` (passed on unscanned): its client part is opened."""
+        """Before an oversized text delta of ``ch`` (passed on unscanned): its client part is opened.
+
+        From here on no event is held past ``max_event_bytes``: the events that repeat this text
+        (its done events, the terminal event) would hold it whole, which is what streaming the
+        delta through avoids; they stream through too, renumbered on their bytes."""
         ch.raw_text = True
+        self.large_events = frozenset()
         out = self.writer.close_reasoning(ch)
         if ch.msg is None:
             out += self.writer.open_message(ch)
@@ -431,13 +534,7 @@ class ResponsesStream:
         assert msg is not None
         if msg.part is None:
             out += self.writer.open_part(ch)
-        targets = {
-            b"sequence_number": lambda: b"%d" % self.numbering.take_seq(),
-            b"output_index": lambda: b"%d" % msg.index,
-            b"content_index": lambda: b"%d" % len(msg.parts),
-            b"item_id": lambda: encode(msg.id),
-        }
-        self._oversized = TopLevelKeys(frozenset(targets), lambda key, _: targets[key]() if key in targets else None)
+        self._oversized = self._retargeted(msg, part=True)
         return out
 
     # -- writing ----------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
+from .families import family_for
+from .tags import DEFAULT_TAG_PAIRS, TagPair
+
 __all__ = [
     "DEFAULT_TAG_PAIRS",
     "ModelProfile",
@@ -26,35 +29,6 @@ ChatReasoningField = Literal["reasoning_content", "reasoning"]
 ResponsesReasoningFormat = Literal["both", "content", "summary"]
 Protocol = Literal["tags", "harmony"]
 
-
-class TagPair(msgspec.Struct, frozen=True):
-    """An open/close delimiter pair, matched literally and case-sensitively."""
-
-    open: str
-    close: str
-
-    def __post_init__(self) -> None:
-        if not self.open or not self.close:
-            raise ValueError(f"tag pair needs a non-empty open and close string, got {self!r}")
-
-
-DEFAULT_TAG_PAIRS: tuple[TagPair, ...] = (
-    TagPair("<think>", "</think>"),
-    TagPair("<thinking>", "</thinking>"),
-    TagPair("<reasoning>", "</reasoning>"),
-    TagPair("<reason>", "</reason>"),
-    TagPair("<thought>", "</thought>"),
-    TagPair("<|begin_of_thought|>", "<|end_of_thought|>"),
-    TagPair("◁think▷", "◁/think▷"),
-    TagPair("[THINK]", "[/THINK]"),
-    # gpt-oss harmony: the analysis channel, ended by the header of the final channel.
-    TagPair(
-        "<|channel|>analysis<|message|>",
-        "<|end|><|start|>assistant<|channel|>final<|message|>",
-    ),
-    # Gemma 4 thought channel.
-    TagPair("<|channel>thought\n", "<channel|>"),
-)
 
 _RESOLVED: dict[tuple[int, str], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
 _RESOLVED_MAX = 1024
@@ -206,8 +180,6 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     def _resolve(self, model: str) -> ThinkExtractConfig:
         config = self
         if self.families:
-            from .families import family_for  # imported here: families imports this module
-
             family = family_for(model)
             if family is not None:
                 config = family.apply(self)

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .config import TagPair, ThinkExtractConfig
+from .tags import TagPair
+
+if TYPE_CHECKING:
+    from .config import ThinkExtractConfig
 
 __all__ = ["FAMILIES", "Family", "family_for", "model_key"]
 

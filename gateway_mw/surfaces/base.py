@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Protocol
 
 from ..config import ThinkExtractConfig
+from ..marks import random_id
 from ..scanner import Scanner, Segment, merge_segments
 from ..sse import SSEEvent
 
@@ -14,11 +14,6 @@ __all__ = ["Counts", "NewId", "after_first_channel", "extract_counted", "random_
 
 NewId = Callable[[str], str]
 """The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
-
-
-def random_id(prefix: str) -> str:
-    """The default id source: the prefix and 128 random bits in hex, as the real APIs' ids look."""
-    return prefix + os.urandom(16).hex()
 
 
 class Counts:

@@ -9,8 +9,6 @@ every value the translator does not own as its raw bytes.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import re
 from functools import lru_cache
@@ -18,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ...marks import SIGNATURE_PREFIX, gateway_signature, redacted_data, signature_of
 from ...sse import SSEEvent, encode_event
 from ..rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode, obj
 
@@ -56,27 +55,9 @@ __all__ = [
     "with_indexes",
 ]
 
-SIGNATURE_PREFIX = "gw1:"
-"""Every signature this gateway writes starts with this; Anthropic's own never do."""
-
 NATIVE = frozenset({"thinking", "redacted_thinking"})
 # The events that fix the settings of a message when none came before (a ping may come first).
 RESOLVING = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop"})
-
-
-def gateway_signature(thinking: str) -> str:
-    """The signature of a ``thinking`` block: the prefix, then the unpadded base64url SHA-256 of
-    the thinking text (UTF-8). Derived from the text alone: every worker, stream or not, agrees."""
-    return signature_of(hashlib.sha256(thinking.encode()))
-
-
-def signature_of(digest: Any) -> str:
-    """The signature from a SHA-256 fed the thinking text: a stream hashes it as it goes by."""
-    return SIGNATURE_PREFIX + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
-
-
-def redacted_data(reasoning: str) -> str:
-    return base64.b64encode(reasoning.encode()).decode()
 
 
 # -- what the translator reads ------------------------------------------------------------------

@@ -28,6 +28,9 @@ Placement = Literal["anywhere", "leading"]
 ChatReasoningField = Literal["reasoning_content", "reasoning"]
 ResponsesReasoningFormat = Literal["both", "content", "summary"]
 Protocol = Literal["tags", "harmony"]
+HistoryReasoning = Literal["auto", "pass", "field", "inline", "strip"]
+HistoryScope = Literal["auto", "all", "current_turn", "tool_turns"]
+UpstreamServer = Literal["auto", "vllm", "sglang", "llamacpp", "ollama", "openai", "anthropic", "generic"]
 
 
 _RESOLVED: dict[tuple[int, str], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
@@ -52,6 +55,8 @@ def _check_scanner_fields(owner: ModelProfile | ThinkExtractConfig) -> None:
         ("stream_mode", StreamMode),
         ("placement", Placement),
         ("responses_reasoning_format", ResponsesReasoningFormat),
+        ("history_reasoning", HistoryReasoning),
+        ("history_scope", HistoryScope),
     ):
         value = getattr(owner, name)
         if value is not None:
@@ -93,6 +98,8 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     content_wrappers: tuple[TagPair, ...] | None = None
     chat_mirror_reasoning: bool | None = None
     responses_reasoning_format: ResponsesReasoningFormat | None = None
+    history_reasoning: HistoryReasoning | None = None
+    history_scope: HistoryScope | None = None
 
     def __post_init__(self) -> None:
         _check_scanner_fields(self)
@@ -136,6 +143,18 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     ``reasoning_content``, and the other way round) is also written under ``chat_reasoning_field``;
     the upstream's own field stays."""
     responses_reasoning_format: ResponsesReasoningFormat = "both"
+    responses_encrypted_content: bool = False
+    """Responses: reasoning items carry an ``encrypted_content`` the gateway made (``gw1:``…) and reads
+    back. Set per request when a client asks for ``include: ["reasoning.encrypted_content"]``."""
+    history_reasoning: HistoryReasoning = "auto"
+    """The way back in: the form in which the reasoning of earlier assistant turns reaches the
+    upstream (``auto``: the model family's; ``pass``: request bodies are never changed)."""
+    history_scope: HistoryScope = "auto"
+    """Which assistant turns keep their reasoning (the others lose it): ``auto`` (the family's with
+    ``history_reasoning=auto``, else ``all``), ``all``, ``current_turn``, ``tool_turns``."""
+    upstream_server: UpstreamServer = "auto"
+    """The server behind the gateway, for where it reads replayed reasoning (``auto``: the
+    standalone gateway asks the upstream; the middleware alone takes ``generic``)."""
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
     families: bool = True
@@ -148,6 +167,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         _check_choice("messages_policy", self.messages_policy, MessagesPolicy)
         _check_choice("chat_reasoning_field", self.chat_reasoning_field, ChatReasoningField)
+        _check_choice("upstream_server", self.upstream_server, UpstreamServer)
         for suffix, surface in self.routes.items():
             if not suffix:
                 raise ValueError("routes: a route suffix must not be empty")
@@ -388,6 +408,10 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "chat_reasoning_field": _choice(ChatReasoningField),
     "chat_mirror_reasoning": _parse_bool,
     "responses_reasoning_format": _choice(ResponsesReasoningFormat),
+    "responses_encrypted_content": _parse_bool,
+    "history_reasoning": _choice(HistoryReasoning),
+    "history_scope": _choice(HistoryScope),
+    "upstream_server": _choice(UpstreamServer),
     "routes": _parse_routes,
     "profiles": _parse_profiles,
     "families": _parse_bool,

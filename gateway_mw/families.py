@@ -37,6 +37,10 @@ class Family(msgspec.Struct, frozen=True, kw_only=True):
     ``overrides`` replace config fields; ``tag_pairs``, ``tool_call_markers`` and
     ``content_wrappers`` are put in front of the configured ones (so a family's own pair is the
     first, the one ``start_with_reasoning`` closes), keeping whatever the operator configured.
+    ``history`` is what ``history_reasoning="auto"`` (and ``history_scope="auto"``) mean for it:
+    the form in which its earlier turns' reasoning reaches the upstream, and which turns keep it,
+    as its chat template reads them (``inline``, what clients send without a gateway, where the
+    template is not known to read a field).
     """
 
     name: str
@@ -45,6 +49,7 @@ class Family(msgspec.Struct, frozen=True, kw_only=True):
     tool_call_markers: tuple[str, ...] = ()
     content_wrappers: tuple[TagPair, ...] = ()
     overrides: dict[str, Any] = msgspec.field(default_factory=dict)
+    history: tuple[str, str] = ("inline", "all")
 
     def matches(self, key: str) -> bool:
         return any(fnmatchcase(key, pattern) for pattern in self.patterns)
@@ -67,19 +72,30 @@ def _union(first: tuple[Any, ...], then: tuple[Any, ...]) -> tuple[Any, ...]:
 _THINK = TagPair("<think>", "</think>")
 
 FAMILIES: tuple[Family, ...] = (
-    Family(name="gpt-oss", patterns=("gpt-oss*",), overrides={"protocol": "harmony"}),
+    # Its template reads the analysis channel of tool-call turns only (and rejects both content and
+    # reasoning there: the request side drops reasoning from a tool turn that has content).
+    Family(name="gpt-oss", patterns=("gpt-oss*",), overrides={"protocol": "harmony"}, history=("field", "tool_turns")),
     Family(
         name="DeepSeek-R1 and its distills",
         patterns=("deepseek-r1*", "deepseek-reasoner*"),
         tag_pairs=(_THINK,),
         tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
         overrides={"start_with_reasoning": True},
+        history=("strip", "all"),  # its template drops what comes before </think> anyway
     ),
     Family(
-        name="DeepSeek V3.1 / V3.2 (hybrid)",
-        patterns=("deepseek-v3.1*", "deepseek-v3.2*", "deepseek-v3p1*", "deepseek-v3p2*"),
+        name="DeepSeek V3.1 (hybrid)",
+        patterns=("deepseek-v3.1*", "deepseek-v3p1*"),
         tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
         overrides={"start_with_reasoning": False},
+        history=("strip", "all"),  # its template writes a tool turn's content raw: no tags there
+    ),
+    Family(
+        name="DeepSeek V3.2 (hybrid)",
+        patterns=("deepseek-v3.2*", "deepseek-v3p2*"),
+        tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
+        overrides={"start_with_reasoning": False},
+        history=("field", "current_turn"),  # its encoders consume the reasoning of the current turn
     ),
     Family(
         name="QwQ-32B-Preview (no tags)",
@@ -92,6 +108,7 @@ FAMILIES: tuple[Family, ...] = (
         tag_pairs=(_THINK,),
         tool_call_markers=(QWEN_TOOL_CALL,),
         overrides={"start_with_reasoning": True},
+        history=("strip", "all"),
     ),
     Family(
         name="Qwen3 thinking-only (2507)",
@@ -99,24 +116,28 @@ FAMILIES: tuple[Family, ...] = (
         tag_pairs=(_THINK,),
         tool_call_markers=(QWEN_TOOL_CALL,),
         overrides={"start_with_reasoning": True},
+        history=("field", "current_turn"),
     ),
     Family(
         name="Qwen3 hybrid",
         patterns=("qwen3*",),
         tool_call_markers=(QWEN_TOOL_CALL,),
         overrides={"start_with_reasoning": False},
+        history=("field", "current_turn"),
     ),
     Family(
         name="GLM-4.5 / 4.6 / 4.7",
         patterns=("glm-4.5*", "glm-4.6*", "glm-4.7*", "glm-z1*"),
         tool_call_markers=(QWEN_TOOL_CALL,),
         overrides={"start_with_reasoning": False},
+        history=("field", "current_turn"),
     ),
     Family(
         name="Kimi K2",
         patterns=("kimi-k2*",),
         tool_call_markers=(KIMI_TOOL_CALLS,),
         overrides={"start_with_reasoning": False},
+        history=("field", "current_turn"),
     ),
     Family(
         name="Hunyuan A13B",
@@ -175,6 +196,7 @@ FAMILIES: tuple[Family, ...] = (
         tag_pairs=(_THINK,),
         tool_call_markers=("<minimax:tool_call>",),
         overrides={"start_with_reasoning": True},
+        history=("field", "current_turn"),
     ),
     Family(
         name="MiniMax M3",

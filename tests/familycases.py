@@ -194,6 +194,13 @@ CASES: list[Case] = [
         "It is 4.",
     ),
     Case("deepseek-v3.1-hybrid", "deepseek-ai/DeepSeek-V3.1", "Paris." + DS_CALL, "", "Paris." + DS_CALL),
+    Case(
+        "deepseek-v3.2-hybrid",
+        "deepseek-ai/DeepSeek-V3.2",
+        "<think>Look it up." + DS_CALL,
+        "Look it up.",
+        DS_CALL,
+    ),
 ]
 
 # Plain models: the other families' markers are text; the default tags still work.

@@ -1,0 +1,81 @@
+"""The way back in: the reasoning of the earlier turns a client sends back, given to the upstream in
+the place its server reads it (sans-I/O; the middleware hands the handler the rewritten body).
+
+One request transform per surface, chosen from a table, each ``(body, plan, recall) -> bytes | None``
+(``None``: forward the body as it came). :func:`transform_request` picks the plan for the request's
+model; :func:`record_keys` names what the reasoning record is asked for first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from ..config import Surface, ThinkExtractConfig
+from . import chat, messages, responses
+from .plan import Plan, Server, plan_for
+from .recall import NOTHING, Recall, Recalled
+
+__all__ = [
+    "NOTHING",
+    "Plan",
+    "Recall",
+    "Recalled",
+    "asks_for_blobs",
+    "plan_for",
+    "record_keys",
+    "request_model",
+    "server_of",
+    "transform_request",
+]
+
+RequestTransform = Callable[[bytes, Plan, Recall], "bytes | None"]
+
+TRANSFORMS: dict[Surface, RequestTransform] = {
+    "chat": chat.transform,
+    "messages": messages.transform,
+    "responses": responses.transform,
+}
+KEYS: dict[Surface, Callable[[bytes], list[str]]] = {
+    "chat": chat.keys,
+    "messages": messages.keys,
+    "responses": responses.keys,
+}
+asks_for_blobs = responses.asks_for_blobs
+
+
+class _Model(msgspec.Struct, gc=False):
+    model: object = None
+
+
+_decode_model = msgspec.json.Decoder(_Model).decode
+
+
+def request_model(body: bytes) -> str | None:
+    """The ``model`` a request names (``None``: none, or not JSON)."""
+    try:
+        model = _decode_model(body).model
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+def server_of(config: ThinkExtractConfig) -> Server:
+    """The server to write for: ``auto`` (nothing asked the upstream) writes for any (``generic``)."""
+    server = config.upstream_server
+    return "generic" if server == "auto" else server
+
+
+def record_keys(surface: Surface, body: bytes) -> list[str]:
+    """The keys the reasoning record is asked for before :func:`transform_request` runs."""
+    return KEYS[surface](body)
+
+
+def transform_request(
+    surface: Surface, body: bytes, config: ThinkExtractConfig, recall: Recall = NOTHING
+) -> bytes | None:
+    """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
+    nothing changes."""
+    plan = plan_for(config, request_model(body), server_of(config))
+    return TRANSFORMS[surface](body, plan, recall)

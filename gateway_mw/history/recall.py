@@ -1,0 +1,51 @@
+"""What the reasoning record gives back for a replayed turn, and the keys it is found by.
+
+The request side is sans-I/O: it first names the keys it would look up (:func:`keys` per surface),
+the adapter fetches what the record holds for them, and the transform then reads that mapping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+__all__ = ["NOTHING", "Recall", "Recalled", "call_key", "conversation_lines", "item_key", "turn_key"]
+
+
+class Recalled(msgspec.Struct, frozen=True, kw_only=True):
+    """One assistant turn the gateway translated: the reasoning it moved out of the text, and the
+    text exactly as the model wrote it (tags included), when known."""
+
+    reasoning: str
+    original: str | None = None
+
+
+Recall = Mapping[str, Recalled]
+NOTHING: Recall = {}
+
+
+def call_key(call_id: str) -> str:
+    """A tool call's id (chat ``tool_calls[].id``, Responses ``call_id``, messages ``tool_use.id``)."""
+    return "call:" + call_id
+
+
+def item_key(item_id: str) -> str:
+    """An item id the gateway made (``rs_…``, ``msg_…``)."""
+    return "item:" + item_id
+
+
+def conversation_lines(messages: Iterable[tuple[str, str, list[str], str]]) -> list[str]:
+    """One line per message, (role, text, tool call ids, tool call ids answered), as the turn key
+    digests them: what a client reproduces exactly when it replays the conversation."""
+    return ["\x1f".join((role, text, ",".join(calls), answered)) for role, text, calls, answered in messages]
+
+
+def turn_key(lines: Iterable[str]) -> str:
+    """A plain turn (no tool call, no id): the digest of the conversation up to and including it,
+    one line per message as :func:`conversation_lines` writes them."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest())
+    return "turn:" + digest.hexdigest()

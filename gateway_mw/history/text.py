@@ -1,0 +1,36 @@
+"""Reasoning written inline in a replayed text: found with the model's own tags, and written back."""
+
+from __future__ import annotations
+
+from ..config import ThinkExtractConfig
+from ..scanner import CONTENT, extract
+from ..tags import TagPair
+
+__all__ = ["inline", "split_inline"]
+
+
+def _reading(config: ThinkExtractConfig) -> ThinkExtractConfig:
+    # A replayed text holds the model's tags as written: an answer that starts without an open tag
+    # is answer, whatever a template injects in front of a live one.
+    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+
+
+def split_inline(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
+    """``text`` as (reasoning, answer): the reasoning it holds in the model's tags, and the rest."""
+    if not text:
+        return "", text
+    segments = extract(text, _reading(config).replace(separator="\n"))
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    if not reasoning:
+        return "", text
+    return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
+
+
+_HARMONY = TagPair("<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>")
+
+
+def inline(reasoning: str, answer: str, config: ThinkExtractConfig) -> str:
+    """The reasoning in the model's own tags (its first pair; gpt-oss: the analysis channel), in
+    front of the answer."""
+    pair = _HARMONY if config.protocol == "harmony" else config.tag_pairs[0]
+    return pair.open + reasoning + pair.close + answer

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - older aiohttp
     _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
 
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
+from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER, rewrite_request
 from .pipeline import StreamPipeline, transform_body
 from .stats import ThinkExtractStats
 from .surfaces import Counts
@@ -33,6 +34,8 @@ from .surfaces.base import NewId, random_id
 __all__ = [
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_IDS",
+    "THINKEXTRACT_REQUEST_BODY",
+    "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
     "setup",
@@ -122,6 +125,11 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         session.passed(reason)
         return await handler(request)
 
+    outcome, blobs = await rewrite_request(request, surface, config)
+    session.history(outcome)
+    if blobs:  # the client keeps reasoning it can send back only as encrypted_content
+        session.config = config.replace(responses_encrypted_content=True)
+
     inner = request._payload_writer
     writer = _TranslatingWriter(inner, session)
     request._payload_writer = writer
@@ -186,6 +194,11 @@ class _Session:
     def passed(self, reason: str) -> None:
         if self.stats is not None:
             self.stats.passed(self.surface, reason)
+
+    def history(self, outcome: str) -> None:
+        if self.stats is not None:
+            counter = self.stats.surface(self.surface).history
+            counter[outcome] = counter.get(outcome, 0) + 1
 
     def translated(self, counts: Counts, error: BaseException | None) -> None:
         if self.stats is None:

@@ -32,6 +32,9 @@ class SurfaceStats(msgspec.Struct):
     """Events over ``max_event_bytes``, streamed through raw as their bytes arrived."""
     translation_errors: int = 0
     """Responses in which a translator failed (the failing event passed as it came)."""
+    history: dict[str, int] = msgspec.field(default_factory=dict)
+    """Requests by what the way back in did with their earlier turns: ``rewritten``, ``unchanged``,
+    or why the body was not read (``too_large``, ``chunked``, ``content_encoding``, ``pass``…)."""
 
     def add(self, counts: Counts) -> None:
         self.reasoning_blocks += counts.reasoning_blocks

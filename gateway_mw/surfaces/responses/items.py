@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...config import ThinkExtractConfig
+from ...marks import encode_blob
 from ...scanner import CONTENT, Scanner, Segment, merge_segments
 from ...sse import SSEEvent
 from ..base import NewId
@@ -152,6 +153,7 @@ class Writer:
         self.new_id = new_id
         self.content = "content" in formats  # reasoning as reasoning_text content
         self.summary = "summary" in formats  # reasoning as a summary_text summary
+        self.blob = "encrypted_content" in formats  # and as the gateway's own encrypted_content
         self.named = False  # the upstream names its events: new ones are named too
 
     def send(self, body: Obj, fields: bytes | None = None) -> SSEEvent:
@@ -339,6 +341,8 @@ class Writer:
             kind = "response.reasoning_summary_part.done"
             out.append(self.send({"type": kind, **where, "summary_index": 0, "part": summary}))
             item["summary"] = [dict(summary)]
+        if self.blob:
+            item["encrypted_content"] = encode_blob(text)
         item["status"] = "completed"
         out.append(self.send({"type": "response.output_item.done", "output_index": rs.index, "item": item}))
         return out

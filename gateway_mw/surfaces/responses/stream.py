@@ -62,9 +62,11 @@ _DROPPED = _Dropped()
 
 
 def formats(config: ThinkExtractConfig) -> frozenset[str]:
-    """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both."""
+    """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both; and, when
+    the client asked for it, an ``encrypted_content`` the gateway reads back."""
     fmt = config.responses_reasoning_format
-    return frozenset(("content", "summary")) if fmt == "both" else frozenset((fmt,))
+    out = frozenset(("content", "summary")) if fmt == "both" else frozenset((fmt,))
+    return out | {"encrypted_content"} if config.responses_encrypted_content else out
 
 
 class ResponsesStream:

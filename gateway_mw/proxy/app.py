@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ..middleware import THINKEXTRACT_STATS, setup
+from ..middleware import THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, request_id
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
 from .settings import Settings, load_settings
@@ -57,6 +57,8 @@ async def gateway_middleware(
         guarded = route == _FORWARD or (route == _METRICS and proxy.settings.metrics_key)
         if guarded and not proxy.keys.allows(request):
             return _unauthorized(proxy, request, route)
+        if route == _FORWARD:
+            request[THINKEXTRACT_SERVER] = await proxy.upstream_server()
         try:
             response = await handler(request)
         except UpstreamDropped as exc:

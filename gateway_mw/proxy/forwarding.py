@@ -24,8 +24,10 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
+from ..incoming import THINKEXTRACT_REQUEST_BODY
 from . import demo_model
 from .auth import ClientKeys
+from .detect import detect_server
 from .metrics import Counters, GatewayMetrics
 from .settings import Settings
 
@@ -59,6 +61,8 @@ _NOT_FORWARDED = frozenset({"host", "expect", "accept-encoding"})
 _AUTH = ("authorization", "x-api-key")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.IGNORECASE)
 REQUEST_ID_HEADER = "X-Request-Id"
+DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
+DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
 """What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
@@ -132,6 +136,10 @@ class Proxy:
         self.origin = ""
         self.base_path = ""
         self._inflight: dict[asyncio.Task[Any], web.Request] = {}
+        configured = settings.think_extract.upstream_server
+        # The upstream's server, for the request side; asked of the upstream when set to auto.
+        self.server: str | None = None if configured == "auto" else configured
+        self._asked_at = -DETECT_RETRY
 
     def set_upstream(self, upstream: str) -> None:
         url = URL(upstream)
@@ -160,6 +168,7 @@ class Proxy:
                     skip_auto_headers=(hdrs.USER_AGENT,),
                 )
             )
+            await self.upstream_server()
             watcher = asyncio.create_task(self._watch_disconnects())
             try:
                 yield
@@ -167,6 +176,28 @@ class Proxy:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
+
+    async def upstream_server(self) -> str:
+        """The server the upstream is (``settings.think_extract.upstream_server``, or asked of it once
+        with ``GET /v1/models``; until it answers, ``generic``, asked again every so often)."""
+        if self.server is not None:
+            return self.server
+        now = time.monotonic()
+        if self.settings.upstream is None or self.session is None:
+            self.server = "generic"  # the embedded demo model
+            return self.server
+        if now - self._asked_at < DETECT_RETRY:
+            return "generic"
+        self._asked_at = now
+        headers = {}
+        key = self.settings.upstream_key
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key.value}"
+        found = await detect_server(self.session, self.upstream, headers, DETECT_TIMEOUT)
+        if found is not None:
+            self.server = found
+            log.info("upstream %s is %s: replayed reasoning is written where it reads it", self.upstream, found)
+        return found or "generic"
 
     async def _watch_disconnects(self) -> None:
         """Cancel handlers whose client is gone, even while their upstream sends nothing.
@@ -223,12 +254,16 @@ class Proxy:
     async def _exchange(self, request: web.Request, url: URL, surface: str, start: float) -> web.StreamResponse:
         assert self.session is not None
         rid = request_id(request)
+        headers = self._upstream_headers(request, rid)
+        rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
+        if rewritten is not None:
+            headers.popall(hdrs.CONTENT_LENGTH, None)  # the client's length was its own body's
         try:
             upstream = await self.session.request(
                 request.method,
                 url,
-                headers=self._upstream_headers(request, rid),
-                data=request.content if request.body_exists else None,
+                headers=headers,
+                data=rewritten if rewritten is not None else request.content if request.body_exists else None,
                 allow_redirects=False,
             )
         except aiohttp.ConnectionTimeoutError:

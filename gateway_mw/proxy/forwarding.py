@@ -179,9 +179,17 @@ class Proxy:
             for task, request in list(self._inflight.items()):
                 transport = request.transport
                 if transport is None or transport.is_closing():
-                    self._inflight.pop(task, None)
-                    self.counters.client_disconnects += 1
+                    self._client_left(task, request)
                     task.cancel()
+
+    def _client_left(self, task: asyncio.Task[Any], request: web.Request) -> None:
+        """Count a client that went away before its answer's end, once: the watcher and a failed
+        write may both see it."""
+        if self._inflight.pop(task, None) is None:
+            return
+        self.counters.client_disconnects += 1
+        rid = request_id(request)
+        log.debug("request %s: %s %s: the client left before the end of the answer", rid, request.method, request.path)
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
         headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
@@ -275,14 +283,15 @@ class Proxy:
                     self.metrics.ttfb.labels(surface=surface).observe(time.monotonic() - start)
                 if not piece:
                     break
-                try:
-                    await resp.write(piece)  # waits while the client's socket buffer is full
-                except ConnectionResetError:
-                    self.counters.client_disconnects += 1
-                    return resp  # the client left: aiohttp's write_eof fails quietly
+                await resp.write(piece)  # waits while the client's socket buffer is full
             complete = True
-            await resp.write_eof()
+            await resp.write_eof()  # the stream's end (and what the middleware held) can find the client gone too
             return resp
+        except ConnectionResetError:  # any write to a client that left, the last one included
+            task = asyncio.current_task()
+            assert task is not None
+            self._client_left(task, request)
+            return resp  # aiohttp's own write_eof then fails quietly
         finally:
             if complete:
                 upstream.release()

@@ -6,13 +6,14 @@ the prefix, connections that never send a request, and a stop that must keep to 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
 
 from gateway_mw.proxy import PROXY, build_app
 
-from .test_proxy import SSE_HEAD, RawUpstream, chunked, sse_chunk
+from .test_proxy import SSE_HEAD, RawUpstream, chunked, raw_request, sse_chunk
 from .test_proxy_operator import records, serving, settings
 
 GATEWAY_LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
@@ -76,3 +77,56 @@ async def test_a_client_leaving_after_done_before_the_upstreams_end_is_one_count
         )
     ]
     assert [r.exc_info for r in caplog.records if r.name in GATEWAY_LOGGERS] == [None]
+
+
+# -- paths that try to leave the prefix ---------------------------------------------------------------
+
+DOT_SEGMENTS = {"message": "dot segments are not allowed in the path"}
+SEPARATORS = {"message": "encoded slashes and backslashes are not allowed in the path"}
+NOT_UTF8 = {"message": "the path is not UTF-8 once percent-decoded"}
+REFUSED_PATHS = [
+    ("/v1/..%2fadmin", SEPARATORS),
+    ("/v1/%2e%2e%2fadmin", SEPARATORS),
+    ("/v1/..%5cadmin", SEPARATORS),
+    ("/v1/..%5Cadmin", SEPARATORS),
+    ("/v1/..\\admin", SEPARATORS),
+    ("/v1/models%2Fother", SEPARATORS),
+    ("/v1/%252fadmin", SEPARATORS),
+    ("/v1/%255cadmin", SEPARATORS),
+    ("/v1/%252e%252e/admin", DOT_SEGMENTS),
+    ("/v1/models/%252E", DOT_SEGMENTS),
+    ("/v1/a%252eb", DOT_SEGMENTS),
+    ("/v1/.%2e/admin", DOT_SEGMENTS),
+    ("/v1/%2E./admin", DOT_SEGMENTS),
+    ("/v1/..;x=1/admin", DOT_SEGMENTS),
+    ("/v1/%2e%2e;/admin", DOT_SEGMENTS),
+    ("/v1/models/.", DOT_SEGMENTS),
+    ("/v1/models/%2e", DOT_SEGMENTS),
+    ("/v1/%c0%ae%c0%ae/admin", NOT_UTF8),
+]
+FORWARDED_PATHS = [
+    "/v1/files/a%20b",
+    "/v1/models/org%40name",
+    "/v1/x.y/..z/...",
+    "/v1/models/.hidden",
+    "/v1/caf%C3%A9",
+    "/v1/a%25b",
+]
+
+
+async def test_a_path_whose_decoded_form_leaves_its_segment_is_refused_the_rest_forwarded_as_sent() -> None:
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+    async with RawUpstream(respond) as up, serving(settings(upstream=up.url)) as base:
+        answers = {path: await raw_request(base, f"GET {path} HTTP/1.1\nHost: x") for path, _ in REFUSED_PATHS}
+        forwarded = {path: await raw_request(base, f"GET {path} HTTP/1.1\nHost: x") for path in FORWARDED_PATHS}
+    got = {}
+    for path, answer in answers.items():
+        head, _, body = answer.partition(b"\r\n\r\n")
+        got[path] = (head.split(b"\r\n")[0], json.loads(body))
+    error = {"type": "invalid_request_error", "param": None, "code": "invalid_request"}
+    refused = b"HTTP/1.1 400 Bad Request"
+    assert got == {path: (refused, {"error": {**refusal, **error}}) for path, refusal in REFUSED_PATHS}
+    assert [line for line, _, _ in up.requests] == [f"GET {path} HTTP/1.1" for path in FORWARDED_PATHS]
+    assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in forwarded.values())

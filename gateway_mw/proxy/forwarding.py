@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import aiohttp
 from aiohttp import hdrs, web
@@ -57,7 +58,8 @@ HOP_BY_HOP = frozenset(
 """RFC 9110 §7.6.1 connection-specific fields, plus those a ``Connection`` header names."""
 _NOT_FORWARDED = frozenset({"host", "expect", "accept-encoding"})
 _AUTH = ("authorization", "x-api-key")
-_DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\\|%(?:25)?(?:2f|5c)", re.IGNORECASE)
+_DOUBLE_ENCODED_DOT = re.compile(r"%252e", re.IGNORECASE)
 REQUEST_ID_HEADER = "X-Request-Id"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
@@ -74,6 +76,29 @@ def request_id(request: web.Request) -> str:
     rid = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
     request[REQUEST_ID] = rid
     return rid
+
+
+def path_refusal(raw_path: str) -> str | None:
+    """Why a path (as sent, percent-encoded) must not be forwarded, or ``None``.
+
+    The upstream decodes the path again, and maybe normalises it: a dot segment, in any spelling,
+    could take the request out of the prefix there, and so could a slash or backslash that is one only
+    once decoded (or decoded twice: ``%252f``). Each segment is decoded once, as the upstream does;
+    ``%25`` followed by an encoded dot, slash or backslash is refused wherever it stands, as is a path
+    that is not UTF-8 once decoded (an overlong ``%c0%ae`` is a dot to some decoders).
+    """
+    if _SEPARATOR.search(raw_path):
+        return "encoded slashes and backslashes are not allowed in the path"
+    if _DOUBLE_ENCODED_DOT.search(raw_path):
+        return "dot segments are not allowed in the path"
+    try:
+        segments = [unquote_to_bytes(segment).decode("utf-8") for segment in raw_path.split("/")]
+    except UnicodeDecodeError:
+        return "the path is not UTF-8 once percent-decoded"
+    # A segment's ";" parameters are dropped by servlet containers before they resolve dot segments.
+    if any(segment.partition(";")[0] in (".", "..") for segment in segments):
+        return "dot segments are not allowed in the path"
+    return None
 
 
 def _strip_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict[str]:
@@ -215,8 +240,9 @@ class Proxy:
         start = time.monotonic()
         surface = self.settings.think_extract.surface_for_path(request.path)
         raw_path = request.rel_url.raw_path  # the origin form, even for an absolute-form target
-        if _DOT_SEGMENT.search(raw_path):
-            return error_response(surface, 400, "invalid_request", "dot segments are not allowed in the path")
+        refusal = path_refusal(raw_path)
+        if refusal is not None:
+            return error_response(surface, 400, "invalid_request", refusal)
         query = request.rel_url.raw_query_string
         url = URL(self.origin + self.base_path + raw_path + ("?" + query if query else ""), encoded=True)
         task = asyncio.current_task()

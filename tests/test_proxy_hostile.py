@@ -6,17 +6,94 @@ the prefix, connections that never send a request, and a stop that must keep to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_mw.proxy import PROXY, build_app
+from gateway_mw.proxy.logsafe import printable
 
 from .test_proxy import SSE_HEAD, RawUpstream, chunked, raw_request, sse_chunk
 from .test_proxy_operator import records, serving, settings
 
 GATEWAY_LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+class Gateway:
+    """``python -m gateway_mw`` as a process on a free loopback port; its stderr kept in a file."""
+
+    def __init__(self, process: subprocess.Popen[bytes], base: str, log: Path) -> None:
+        self.process, self.base, self.log = process, base, log
+        self.port = int(base.rsplit(":", 1)[1])
+
+    def lines(self) -> list[str]:
+        """The log so far, split at newlines only (a U+2028 in a line must not end it here)."""
+        return self.log.read_bytes().decode("utf-8", "surrogateescape").split("\n")[:-1]
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+
+@contextlib.contextmanager
+def gateway(tmp_path: Path, *args: str, env: dict[str, str] | None = None, preexec: object = None) -> Iterator[Gateway]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "AIOHTTP_"))}
+    log = tmp_path / f"gateway-{len(list(tmp_path.iterdir()))}.log"
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway_mw", "--port", "0", "--pace", "0", *args],
+            cwd=tmp_path,
+            env=clean | (env or {}),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            preexec_fn=preexec,  # type: ignore[arg-type]
+        )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().decode()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, (first, log.read_text())
+        yield Gateway(process, found.group(0), log)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(5)
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+async def exchange(port: int, raw: bytes, seconds: float = 5.0) -> bytes:
+    """Send ``raw`` as it is; everything the gateway answers until it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(raw)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), seconds)
+    finally:
+        writer.close()
+
+
+def logged(lines: list[str], name: str) -> list[tuple[str, str]]:
+    """(level, message) of each line of logger ``name`` in the gateway's log format."""
+    found = []
+    for line in lines:
+        parts = line.split(" ", 3)
+        if len(parts) == 4 and parts[3].startswith(name + ": "):
+            found.append((parts[2], parts[3][len(name) + 2 :]))
+    return found
 
 
 async def until(check: object, seconds: float = 5.0) -> None:
@@ -130,3 +207,77 @@ async def test_a_path_whose_decoded_form_leaves_its_segment_is_refused_the_rest_
     assert got == {path: (refused, {"error": {**refusal, **error}}) for path, refusal in REFUSED_PATHS}
     assert [line for line, _, _ in up.requests] == [f"GET {path} HTTP/1.1" for path in FORWARDED_PATHS]
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in forwarded.values())
+
+
+# -- control characters in log lines ------------------------------------------------------------------
+
+KEY = "sk-gw-hostile"
+NEED_KEY = "refused: an API key is required: send Authorization: Bearer KEY or x-api-key: KEY"
+ENCODED = ["/v1/%1b[31mred", "/v1/a%0dInjected", "/v1/%c2%85x", "/v1/%e2%80%a8x"]
+
+
+@pytest.mark.parametrize("parser", ["c", "python"])
+async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(parser: str, tmp_path: Path) -> None:
+    """The refusal, the upstream's failure and the access log: each request is one printable line.
+    aiohttp's C parser refuses raw control bytes in the request target; its pure-Python one (no C
+    extension, or AIOHTTP_NO_EXTENSIONS) lets them through to the handler."""
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + chunked(sse_chunk("<think>partial")))
+        await writer.drain()
+        writer.transport.abort()
+
+    env = {"CK": KEY} | ({"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {})
+    async with RawUpstream(respond) as up:
+        with gateway(tmp_path, "--upstream", up.url, "--client-keys-env", "CK", env=env) as gw:
+            for i, path in enumerate(ENCODED):
+                answer = await exchange(
+                    gw.port,
+                    f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Request-Id: esc-{i}\r\n\r\n".encode(),
+                )
+                assert answer.startswith(b"HTTP/1.1 401 ")
+            raw_path = b"/v1/\xe2\x80\xa8\xc2\x85x"
+            answer = await exchange(
+                gw.port, b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Request-Id: esc-raw\r\n\r\n" % raw_path
+            )
+            assert answer.startswith(b"HTTP/1.1 401 " if parser == "python" else b"HTTP/1.0 400 ")
+            body = b'{"model":"m","stream":true}'
+            answer = await exchange(
+                gw.port,
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer %s\r\n"
+                b"User-Agent: probe\xc2\x85\xe2\x80\xa8\xe2\x80\xae/1\r\nX-Request-Id: esc-drop\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (KEY.encode(), len(body), body),
+            )
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+            await until(lambda: len(logged(gw.lines(), "aiohttp.access")) == 6)
+            assert gw.stop() == 0
+        lines = gw.lines()
+    assert [line for line in lines if UNPRINTABLE.search(line)] == []
+    refused = [("INFO", f"request esc-{i}: GET {path} {NEED_KEY}") for i, path in enumerate(ENCODED)]
+    if parser == "python":
+        refused.append(("INFO", f"request esc-raw: GET /v1/\\u2028\\x85x {NEED_KEY}"))
+    failed = (
+        f"request esc-drop: POST /v1/chat/completions: upstream {up.url} failed mid-response: "
+        "ClientPayloadError: Response payload is not completed: "
+        "<TransferEncodingError: 400, message='Not enough data to satisfy transfer length header.'>"
+    )
+    assert logged(lines, "gateway_mw.proxy") == [
+        *refused,
+        ("WARNING", failed),
+        ("INFO", "stopping: open requests get 30s"),
+    ]
+    access = [message.split('" ', 1)[1].split(" ") for _, message in logged(lines, "aiohttp.access")]
+    assert [(fields[0], fields[-2:]) for fields in access] == [
+        *[("401", ['"-"', f"request_id=esc-{i}"]) for i in range(len(ENCODED))],
+        ("401", ['"-"', "request_id=esc-raw"]) if parser == "python" else ("400", ['"-"', "request_id=-"]),
+        ("200", ['"probe\\x85\\u2028\\u202e/1"', "request_id=esc-drop"]),
+    ]
+
+
+@given(st.text())
+def test_printable_text_holds_no_character_that_breaks_a_line_and_keeps_the_rest(text: str) -> None:
+    shown = printable(text)
+    assert UNPRINTABLE.search(shown) is None
+    shown.encode("utf-8")  # no lone surrogate left: a UTF-8 log stream can write it
+    if not UNPRINTABLE.search(text) and "\\" not in text:
+        assert shown == text

@@ -27,6 +27,7 @@ from yarl import URL
 
 from . import demo_model
 from .auth import ClientKeys
+from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
 from .settings import Settings
 
@@ -214,7 +215,7 @@ class Proxy:
             return
         self.counters.client_disconnects += 1
         rid = request_id(request)
-        log.debug("request %s: %s %s: the client left before the end of the answer", rid, request.method, request.path)
+        log.debug("request %s: %s: the client left before the end of the answer", rid, request_line(request))
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
         headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
@@ -326,7 +327,7 @@ class Proxy:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    text = printable(str(exc))  # it may quote what the upstream sent
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

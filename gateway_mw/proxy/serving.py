@@ -16,6 +16,7 @@ from aiohttp import web
 
 from . import demo_model
 from .app import build_app
+from .logsafe import GatewayAccessLogger
 from .settings import Settings, SettingsError, load_settings
 
 __all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
@@ -108,6 +109,7 @@ def make_runner(settings: Settings, app: web.Application | None = None) -> web.A
     return web.AppRunner(
         build_app(settings) if app is None else app,
         access_log=logging.getLogger("aiohttp.access") if settings.access_log else None,
+        access_log_class=GatewayAccessLogger,
         access_log_format=ACCESS_LOG_FORMAT,
         shutdown_timeout=settings.shutdown_timeout,
     )

@@ -1,0 +1,55 @@
+"""What the gateway's log lines may carry of a request: client-sent text with its control characters
+escaped, so that one request is one line whatever it holds.
+
+A client chooses its path, query and headers; the upstream chooses its own headers and error texts. A
+log line that carries any of them raw can be split, overwritten (``\\r``, ANSI escapes) or reordered
+(bidirectional overrides) on the operator's terminal, or in a log store that breaks lines at NEL,
+LINE SEPARATOR or PARAGRAPH SEPARATOR.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from aiohttp import web
+from aiohttp.web_log import AccessLogger
+from aiohttp.web_request import BaseRequest
+
+__all__ = ["GatewayAccessLogger", "printable", "request_line"]
+
+_UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""Escaped in a log line: C0, DEL and C1 controls, the line and paragraph separators, bidirectional
+marks and overrides, lone surrogates (bytes a parser could not decode, which a UTF-8 log stream would
+fail to write), and the backslash, so that an escape in the log is never the client's own text."""
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    if char == "\\":
+        return "\\\\"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that could break or disguise a log line escaped (``\\x1b``,
+    ``\\u2028``, ``\\\\``); other text, non-ASCII letters included, as it is."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def request_line(request: web.BaseRequest) -> str:
+    """Method and path as the client sent them (percent-encoded, no query), printable."""
+    return printable(f"{request.method} {request.rel_url.raw_path}")
+
+
+class GatewayAccessLogger(AccessLogger):
+    """aiohttp's access log, same format, every value printable."""
+
+    def _format_line(
+        self, request: BaseRequest, response: web.StreamResponse, time: float
+    ) -> Iterable[tuple[str | tuple[str, str], str]]:
+        return [
+            (key, printable(value) if isinstance(value, str) else value)
+            for key, value in super()._format_line(request, response, time)
+        ]

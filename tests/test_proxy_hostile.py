@@ -256,6 +256,8 @@ async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(p
     refused = [("INFO", f"request esc-{i}: GET {path} {NEED_KEY}") for i, path in enumerate(ENCODED)]
     if parser == "python":
         refused.append(("INFO", f"request esc-raw: GET /v1/\\u2028\\x85x {NEED_KEY}"))
+    else:
+        refused.append(("INFO", "a request from 127.0.0.1 refused: 400 InvalidURLError; what it sent is not logged"))
     failed = (
         f"request esc-drop: POST /v1/chat/completions: upstream {up.url} failed mid-response: "
         "ClientPayloadError: Response payload is not completed: "
@@ -281,3 +283,65 @@ def test_printable_text_holds_no_character_that_breaks_a_line_and_keeps_the_rest
     shown.encode("utf-8")  # no lone surrogate left: a UTF-8 log stream can write it
     if not UNPRINTABLE.search(text) and "\\" not in text:
         assert shown == text
+
+
+# -- client keys never reach the log ------------------------------------------------------------------
+
+SECRET = "sk-gw-never-logged"
+
+
+@pytest.mark.parametrize("parser", ["c", "python"])
+async def test_a_request_the_parser_refuses_gets_a_plain_400_and_one_line_without_its_bytes(
+    parser: str, tmp_path: Path
+) -> None:
+    """aiohttp's parser quotes the offending header line in its error, which aiohttp logged with a
+    traceback and sent back as the 400's body."""
+    env = {"CK": KEY} | ({"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {})
+    bad = [
+        b"x-api-key: " + SECRET.encode() + b"\x01\r\n",
+        b"Authorization: Bearer " + SECRET.encode() + b"\x7f\r\n",
+        b"x-api-key: " + SECRET.encode() + b"x" * 9000 + b"\r\n",  # past aiohttp's 8190-byte field limit
+    ]
+    with gateway(tmp_path, "--client-keys-env", "CK", env=env) as gw:
+        answers = [await exchange(gw.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + line + b"\r\n") for line in bad]
+        await until(lambda: len(logged(gw.lines(), "aiohttp.access")) == len(bad))
+        assert gw.stop() == 0
+    lines = gw.lines()
+    assert [answer.split(b"\r\n")[0] + answer.partition(b"\r\n\r\n")[2] for answer in answers] == [
+        b"HTTP/1.0 400 Bad Request400: Bad Request"
+    ] * len(bad)
+    assert not any(SECRET in line for line in lines)
+    classes = {
+        "c": ["BadHttpMessage", "BadHttpMessage", "LineTooLong"],
+        "python": ["InvalidHeader", "InvalidHeader", "LineTooLong"],
+    }[parser]
+    assert logged(lines, "gateway_mw.proxy") == [
+        *[("INFO", f"a request from 127.0.0.1 refused: 400 {name}; what it sent is not logged") for name in classes],
+        ("INFO", "stopping: open requests get 30s"),
+    ]
+    assert logged(lines, "aiohttp.server") == []
+    assert [message.split(" ")[1:5] for _, message in logged(lines, "aiohttp.access")] == [
+        ['"UNKNOWN', "/", 'HTTP/1.0"', "400"]
+    ] * len(bad)
+
+
+async def test_keys_in_the_query_are_not_accepted_and_the_access_log_shows_them_redacted(tmp_path: Path) -> None:
+    query = "api_key=sk-q1&x=1&Key=sk-q2&ACCESS%5FTOKEN=sk-q3;token=sk-q4&keys=kept&sig"
+    with gateway(tmp_path, "--client-keys-env", "CK", env={"CK": KEY}) as gw:
+        alone = await exchange(
+            gw.port, f"GET /v1/models?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+        )
+        keyed = await exchange(
+            gw.port,
+            f"GET /v1/models?{query} HTTP/1.1\r\nHost: x\r\nx-api-key: {KEY}\r\nConnection: close\r\n\r\n".encode(),
+        )
+        await until(lambda: len(logged(gw.lines(), "aiohttp.access")) == 2)
+        assert gw.stop() == 0
+    lines = gw.lines()
+    assert (alone.split(b"\r\n")[0], keyed.split(b"\r\n")[0]) == (b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 200 OK")
+    redacted = "api_key=***&x=1&Key=***&ACCESS%5FTOKEN=***;token=***&keys=kept&sig"
+    assert [message.split('"')[1] for _, message in logged(lines, "aiohttp.access")] == [
+        f"GET /v1/models?{redacted} HTTP/1.1"
+    ] * 2
+    assert not any(f"sk-q{i}" in line for line in lines for i in range(1, 5))
+    assert not any(KEY in line for line in lines)

@@ -1,5 +1,5 @@
 """What the gateway's log lines may carry of a request: client-sent text with its control characters
-escaped, so that one request is one line whatever it holds.
+escaped, so that one request is one line whatever it holds, and no credential.
 
 A client chooses its path, query and headers; the upstream chooses its own headers and error texts. A
 log line that carries any of them raw can be split, overwritten (``\\r``, ANSI escapes) or reordered
@@ -11,12 +11,47 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote_plus
 
 from aiohttp import web
 from aiohttp.web_log import AccessLogger
 from aiohttp.web_request import BaseRequest
 
-__all__ = ["GatewayAccessLogger", "printable", "request_line"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_PARAMS",
+    "GatewayAccessLogger",
+    "printable",
+    "redact_query",
+    "request_line",
+]
+
+CREDENTIAL_PARAMS = frozenset(
+    {
+        "apikey",
+        "key",
+        "token",
+        "accesstoken",
+        "authtoken",
+        "idtoken",
+        "refreshtoken",
+        "auth",
+        "authorization",
+        "xapikey",
+        "password",
+        "secret",
+        "clientsecret",
+        "signature",
+        "sig",
+    }
+)
+"""Query parameters whose value the access log never shows, compared decoded, case-insensitively and
+without ``-``, ``_`` or ``.`` (``api_key``, ``API-Key`` and ``apikey`` are one name)."""
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
+"""Request headers whose value the access log never shows, should its format name them."""
+
+REDACTED = "***"
 
 _UNPRINTABLE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 """Escaped in a log line: C0, DEL and C1 controls, the line and paragraph separators, bidirectional
@@ -38,18 +73,44 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+def _is_credential(name: str) -> bool:
+    return re.sub(r"[-_.]", "", unquote_plus(name)).lower() in CREDENTIAL_PARAMS
+
+
+def redact_query(query: str) -> str:
+    """``query`` (as sent) with the value of each credential parameter replaced by ``***``."""
+    parts = re.split(r"([&;])", query)  # some servers split at ";" too
+    for i in range(0, len(parts), 2):
+        name, eq, _ = parts[i].partition("=")
+        if eq and _is_credential(name):
+            parts[i] = f"{name}={REDACTED}"
+    return "".join(parts)
+
+
 def request_line(request: web.BaseRequest) -> str:
     """Method and path as the client sent them (percent-encoded, no query), printable."""
     return printable(f"{request.method} {request.rel_url.raw_path}")
 
 
 class GatewayAccessLogger(AccessLogger):
-    """aiohttp's access log, same format, every value printable."""
+    """aiohttp's access log, same format, every value printable; the request line's credential query
+    parameters and any credential header the format names show ``***``."""
 
     def _format_line(
         self, request: BaseRequest, response: web.StreamResponse, time: float
     ) -> Iterable[tuple[str | tuple[str, str], str]]:
-        return [
-            (key, printable(value) if isinstance(value, str) else value)
-            for key, value in super()._format_line(request, response, time)
-        ]
+        line = []
+        for key, value in super()._format_line(request, response, time):
+            if key == "first_request_line" and request is not None:
+                value = _first_line(request)
+            elif isinstance(key, tuple) and key[0] == "request_header" and key[1].lower() in CREDENTIAL_HEADERS:
+                value = value if value == "-" else REDACTED
+            line.append((key, printable(value) if isinstance(value, str) else value))
+        return line
+
+
+def _first_line(request: BaseRequest) -> str:
+    """aiohttp's ``%r`` with the query redacted."""
+    url = request.rel_url
+    target = url.raw_path + (f"?{redact_query(url.raw_query_string)}" if url.raw_query_string else "")
+    return f"{request.method} {target} HTTP/{request.version.major}.{request.version.minor}"

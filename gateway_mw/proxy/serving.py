@@ -16,6 +16,7 @@ from aiohttp import web
 
 from . import demo_model
 from .app import build_app
+from .connections import GatewayRunner
 from .logsafe import GatewayAccessLogger
 from .settings import Settings, SettingsError, load_settings
 
@@ -25,7 +26,8 @@ QUESTION = demo_model.QUESTION
 
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
 """aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id.
-(No header that could carry a credential is logged.)"""
+(No header that could carry a credential is logged; :class:`.logsafe.GatewayAccessLogger` writes it,
+with the request line's credential query parameters as ``***`` and every value printable.)"""
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -105,8 +107,9 @@ def banner(base: str, settings: Settings) -> str:
 
 
 def make_runner(settings: Settings, app: web.Application | None = None) -> web.AppRunner:
-    """The runner ``serve()`` uses: the access log as configured, ``shutdown_timeout`` for open requests."""
-    return web.AppRunner(
+    """The runner ``serve()`` uses: the gateway's connections (:mod:`.connections`), the access log as
+    configured, ``shutdown_timeout`` for open requests."""
+    return GatewayRunner(
         build_app(settings) if app is None else app,
         access_log=logging.getLogger("aiohttp.access") if settings.access_log else None,
         access_log_class=GatewayAccessLogger,

@@ -11,9 +11,11 @@ import json
 import logging
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -345,3 +347,100 @@ async def test_keys_in_the_query_are_not_accepted_and_the_access_log_shows_them_
     ] * 2
     assert not any(f"sk-q{i}" in line for line in lines for i in range(1, 5))
     assert not any(KEY in line for line in lines)
+
+
+# -- connections that never send their request ---------------------------------------------------------
+
+
+async def held_for(port: int, first: bytes, drip: bool = False) -> tuple[float, bytes]:
+    """Open a connection, send ``first`` (then, with ``drip``, one more byte every 0.1 s): the seconds
+    until the gateway closes it, and what it answered (at most 5 s)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    start = time.monotonic()
+    writer.write(first)
+
+    async def dripping() -> None:
+        with contextlib.suppress(ConnectionError):
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                writer.write(b"X")
+                await writer.drain()
+
+    dripper = asyncio.create_task(dripping()) if drip else None
+    try:
+        answer = await asyncio.wait_for(reader.read(), 5)
+        return time.monotonic() - start, answer
+    finally:
+        if dripper is not None:
+            dripper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await dripper
+        writer.close()
+
+
+async def read_response(reader: asyncio.StreamReader) -> bytes:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+    return head + await reader.readexactly(length)
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+async def test_a_connection_that_does_not_send_its_request_head_in_time_is_closed(tmp_path: Path) -> None:
+    with gateway(tmp_path, "--header-timeout", "0.5") as gw:
+        silent, half, dripping = await asyncio.gather(
+            held_for(gw.port, b""),
+            held_for(gw.port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"),
+            held_for(gw.port, b"GET /v1/models HTTP/1.1\r\nX-Slow: ", drip=True),
+        )
+        # A kept-alive connection may stay idle between two requests (aiohttp's keep-alive timeout);
+        # the next request's head is then timed from its first byte.
+        reader, writer = await asyncio.open_connection("127.0.0.1", gw.port)
+        writer.write(HEALTHZ)
+        first = await read_response(reader)
+        await asyncio.sleep(1.0)
+        writer.write(HEALTHZ)
+        second = await read_response(reader)
+        writer.write(b"GET /healthz HTTP/1.1\r\n")
+        start = time.monotonic()
+        rest = await asyncio.wait_for(reader.read(), 5)
+        later = time.monotonic() - start
+        writer.close()
+        assert gw.stop() == 0
+    assert [answer for _, answer in (silent, half, dripping)] == [b"", b"", b""]
+    assert all(0.45 <= seconds < 1.5 for seconds in (silent[0], half[0], dripping[0], later)), (
+        silent,
+        half,
+        dripping,
+        later,
+    )
+    assert [first.split(b"\r\n")[0], second.split(b"\r\n")[0], rest] == [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK", b""]
+    assert [r for r in logged(gw.lines(), "gateway_mw.proxy") if r[0] != "INFO"] == []
+
+
+def low_descriptor_limit() -> None:
+    """In the gateway's process: a soft limit of 64 open files."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+
+
+async def test_out_of_descriptors_silent_connections_are_shed_healthz_answers_and_the_log_stays_short(
+    tmp_path: Path,
+) -> None:
+    with gateway(tmp_path, "--header-timeout", "1", preexec=low_descriptor_limit) as gw:
+        silent = [await asyncio.open_connection("127.0.0.1", gw.port) for _ in range(100)]
+        await asyncio.sleep(0.3)
+        start = time.monotonic()
+        answer = await exchange(gw.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10)
+        waited = time.monotonic() - start
+        for _, writer in silent:
+            writer.close()
+        assert gw.stop() == 0
+    lines = gw.lines()
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b'{"status": "ok"}')
+    assert waited < 6
+    assert [r for r in logged(lines, "gateway_mw.proxy") if r[0] != "INFO"] == [
+        ("WARNING", "cannot accept connections: Too many open files; retrying every second")
+    ]
+    assert [line for line in lines if "Traceback" in line or " ERROR " in line] == []

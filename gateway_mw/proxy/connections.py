@@ -1,6 +1,12 @@
 """The gateway's HTTP connections: aiohttp's, with what a server that faces clients it does not know
 needs on top.
 
+* A connection must send a complete request head within ``header_timeout`` seconds of opening, and
+  each later request within ``header_timeout`` of its first byte, or it is closed: aiohttp keeps a
+  connection that sends nothing, or half a head, until its keep-alive timeout (an hour by default;
+  forever in aiohttp 3.14.0, which starts that timer only after a first response), so a few hundred
+  of them exhaust the process's file descriptors. An idle keep-alive connection between two requests
+  is left to aiohttp's keep-alive timeout, which a load balancer in front expects to be long.
 * A request that aiohttp's parser refuses is answered with a plain ``400: Bad Request`` and logged
   in one line without what it sent: aiohttp's own answer and log quote the offending bytes, and a
   header line with one bad byte is the whole header, key included.
@@ -18,17 +24,73 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-__all__ = ["GatewayRunner"]
+__all__ = ["AcceptErrors", "GatewayRunner"]
 
 log = logging.getLogger("gateway_mw.proxy")
 
 
 class _Connection(RequestHandler):
     """One client connection."""
+
+    __slots__ = ("_busy", "_head_timer", "_header_timeout")
+
+    def __init__(self, manager: web.Server, *, header_timeout: float | None, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._header_timeout = header_timeout
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._busy = False  # from a complete request head to the end of its response
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._expect_head()
+
+    def data_received(self, data: bytes) -> None:
+        if data and not self._busy and self._head_timer is None:
+            self._expect_head()  # the first bytes of a later request on a kept-alive connection
+        super().data_received(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._head_arrived()
+        super().connection_lost(exc)
+
+    def request_started(self) -> None:
+        """A complete request head was read: its handling starts."""
+        self._busy = True
+        self._head_arrived()
+
+    async def finish_response(
+        self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
+    ) -> tuple[web.StreamResponse, bool]:
+        try:
+            return await super().finish_response(request, resp, start_time)
+        finally:
+            self._busy = False
+
+    def _expect_head(self) -> None:
+        if self._header_timeout is not None:
+            self._head_timer = asyncio.get_running_loop().call_later(self._header_timeout, self._head_late)
+
+    def _head_arrived(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self._busy or self.transport is None:
+            return
+        peer = self.transport.get_extra_info("peername")
+        log.debug(
+            "a connection from %s closed: no complete request head within %gs", peer and peer[0], self._header_timeout
+        )
+        self.force_close()
 
     def handle_error(
         self,
@@ -56,24 +118,69 @@ class _Connection(RequestHandler):
 class _Server(web.Server):
     """The application's aiohttp ``Server``, whose connections are :class:`_Connection` s."""
 
-    def __init__(self, plain: web.Server) -> None:
+    def __init__(self, plain: web.Server, header_timeout: float | None) -> None:
+        self._app_request = plain.request_factory
+        self._header_timeout = header_timeout
         super().__init__(
             plain.request_handler,
-            request_factory=plain.request_factory,
+            request_factory=self._request,
             handler_cancellation=plain.handler_cancellation,
             loop=asyncio.get_running_loop(),
             **plain._kwargs,  # the handler's arguments: the runner's, the application's handler_args
         )
 
     def __call__(self) -> RequestHandler:
-        return _Connection(self, loop=self._loop, **self._kwargs)
+        return _Connection(self, loop=self._loop, header_timeout=self._header_timeout, **self._kwargs)
+
+    def _request(
+        self,
+        message: RawRequestMessage,
+        payload: StreamReader,
+        protocol: RequestHandler,
+        writer: AbstractStreamWriter,
+        task: asyncio.Task[None],
+    ) -> BaseRequest:
+        """aiohttp makes the request once its head is complete (a refused one included)."""
+        if isinstance(protocol, _Connection):
+            protocol.request_started()
+        return self._app_request(message, payload, protocol, writer, task)
 
 
 class GatewayRunner(web.AppRunner):
-    """``web.AppRunner`` (same arguments) whose connections are the gateway's."""
+    """``web.AppRunner`` (same arguments) whose connections are the gateway's; ``header_timeout``:
+    seconds for a request head (``None``: no bound, as aiohttp)."""
 
-    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+    def __init__(self, app: web.Application, *, header_timeout: float | None = None, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
+        self.header_timeout = header_timeout
 
     async def _make_server(self) -> web.Server:
-        return _Server(await super()._make_server())
+        return _Server(await super()._make_server(), self.header_timeout)
+
+
+class AcceptErrors:
+    """An event loop exception handler: a failed ``accept()`` for want of file descriptors is one
+    WARNING line per ``every`` seconds, without traceback; anything else goes to the loop's default.
+
+    asyncio reports each failed accept with a traceback, up to the listen backlog of them at a time,
+    and retries every second: thousands of lines while the process is out of descriptors.
+    """
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self._last: float | None = None
+        self._missed = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        now = loop.time()
+        if self._last is not None and now - self._last < self.every:
+            self._missed += 1
+            return
+        exc = context.get("exception")
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        more = f" ({self._missed} more since the last line)" if self._missed else ""
+        log.warning("cannot accept connections: %s%s; retrying every second", why, more)
+        self._last, self._missed = now, 0

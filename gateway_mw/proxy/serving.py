@@ -16,7 +16,7 @@ from aiohttp import web
 
 from . import demo_model
 from .app import build_app
-from .connections import GatewayRunner
+from .connections import AcceptErrors, GatewayRunner
 from .logsafe import GatewayAccessLogger
 from .settings import Settings, SettingsError, load_settings
 
@@ -115,6 +115,7 @@ def make_runner(settings: Settings, app: web.Application | None = None) -> web.A
         access_log_class=GatewayAccessLogger,
         access_log_format=ACCESS_LOG_FORMAT,
         shutdown_timeout=settings.shutdown_timeout,
+        header_timeout=settings.header_timeout,
     )
 
 
@@ -126,6 +127,7 @@ async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
     is not used because it cannot tell the port it bound before serving, which ``--port 0`` and the
     banner need.)
     """
+    asyncio.get_running_loop().set_exception_handler(AcceptErrors())
     runner = make_runner(settings)
     await runner.setup()
     try:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -444,3 +445,35 @@ async def test_out_of_descriptors_silent_connections_are_shed_healthz_answers_an
         ("WARNING", "cannot accept connections: Too many open files; retrying every second")
     ]
     assert [line for line in lines if "Traceback" in line or " ERROR " in line] == []
+
+
+# -- a stop keeps to its bound -------------------------------------------------------------------------
+
+
+async def test_sigterm_with_a_stream_that_never_ends_exits_within_shutdown_timeout(tmp_path: Path) -> None:
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD)
+        await up.wait_closed_by_peer(writer, chunked(sse_chunk("more ")))  # until the gateway lets go
+
+    async with RawUpstream(respond) as up:
+        with gateway(tmp_path, "--upstream", up.url, "--shutdown-timeout", "1.5") as gw:
+            async with aiohttp.ClientSession() as session:
+                body = {"model": "m", "stream": True}
+                resp = await session.post(gw.base + "/v1/chat/completions", json=body)
+                assert resp.status == 200
+                await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+                gw.process.send_signal(signal.SIGTERM)
+                start = time.monotonic()
+                with pytest.raises(aiohttp.ClientPayloadError):  # cut, not ended: the client knows
+                    await asyncio.wait_for(resp.read(), 10)
+                status = await asyncio.to_thread(gw.process.wait, 10)
+                took = time.monotonic() - start
+            await asyncio.wait_for(up.closed.wait(), 2)  # the upstream was let go too
+    assert status == 0
+    assert 1.5 <= took < 2.5, took
+    lines = gw.lines()
+    assert [r for r in logged(lines, "gateway_mw.proxy") if r[1].startswith("stopping")] == [
+        ("INFO", "stopping: open requests get 1.5s"),
+        ("INFO", "stopping: 1 open request cancelled after 1.5s"),
+    ]
+    assert [line for line in lines if "Traceback" in line or " ERROR " in line or " WARNING " in line] == []

@@ -7,6 +7,10 @@ needs on top.
   forever in aiohttp 3.14.0, which starts that timer only after a first response), so a few hundred
   of them exhaust the process's file descriptors. An idle keep-alive connection between two requests
   is left to aiohttp's keep-alive timeout, which a load balancer in front expects to be long.
+* On shutdown, requests still open after ``shutdown_timeout`` are cancelled, so that the stop takes
+  that long and not twice as long: aiohttp waits ``shutdown_timeout`` for them, then cancels only
+  their request bodies and waits as long again for handlers that read no body any more (a stream
+  being relayed), before it cancels them.
 * A request that aiohttp's parser refuses is answered with a plain ``400: Bad Request`` and logged
   in one line without what it sent: aiohttp's own answer and log quote the offending bytes, and a
   header line with one bad byte is the whole header, key included.
@@ -39,13 +43,14 @@ log = logging.getLogger("gateway_mw.proxy")
 class _Connection(RequestHandler):
     """One client connection."""
 
-    __slots__ = ("_busy", "_head_timer", "_header_timeout")
+    __slots__ = ("_busy", "_head_timer", "_header_timeout", "_request_task")
 
     def __init__(self, manager: web.Server, *, header_timeout: float | None, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
         self._header_timeout = header_timeout
         self._head_timer: asyncio.TimerHandle | None = None
         self._busy = False  # from a complete request head to the end of its response
+        self._request_task: asyncio.Task[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -60,10 +65,18 @@ class _Connection(RequestHandler):
         self._head_arrived()
         super().connection_lost(exc)
 
-    def request_started(self) -> None:
-        """A complete request head was read: its handling starts."""
+    def request_started(self, task: asyncio.Task[None]) -> None:
+        """A complete request head was read: its handling starts, under ``task`` (the connection's)."""
         self._busy = True
+        self._request_task = task
         self._head_arrived()
+
+    def cancel_request(self) -> bool:
+        """Cancel the request being handled, if one is; whether one was."""
+        if not self._busy or self._request_task is None or self._request_task.done():
+            return False
+        self._request_task.cancel()  # and so the handler's task, which it awaits
+        return True
 
     async def finish_response(
         self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
@@ -142,20 +155,59 @@ class _Server(web.Server):
     ) -> BaseRequest:
         """aiohttp makes the request once its head is complete (a refused one included)."""
         if isinstance(protocol, _Connection):
-            protocol.request_started()
+            protocol.request_started(task)
         return self._app_request(message, payload, protocol, writer, task)
+
+
+_BACKSTOP = 5.0
+"""Seconds aiohttp's wait for open requests goes on past the runner's ``shutdown_timeout``, for a
+handler that does not end when cancelled."""
 
 
 class GatewayRunner(web.AppRunner):
     """``web.AppRunner`` (same arguments) whose connections are the gateway's; ``header_timeout``:
-    seconds for a request head (``None``: no bound, as aiohttp)."""
+    seconds for a request head (``None``: no bound, as aiohttp); ``shutdown_timeout``: how long open
+    requests may go on once ``cleanup()`` starts, after which they are cancelled."""
 
-    def __init__(self, app: web.Application, *, header_timeout: float | None = None, **kwargs: Any) -> None:
-        super().__init__(app, **kwargs)
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        header_timeout: float | None = None,
+        shutdown_timeout: float = 60.0,
+        **kwargs: Any,
+    ) -> None:
+        # aiohttp's own wait is only a backstop, kept clear of this runner's deadline: the two firing in
+        # one loop iteration leave aiohttp setting the result of a future its timeout just cancelled.
+        super().__init__(app, shutdown_timeout=shutdown_timeout + _BACKSTOP, **kwargs)
         self.header_timeout = header_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self._deadline: asyncio.TimerHandle | None = None
 
     async def _make_server(self) -> web.Server:
         return _Server(await super()._make_server(), self.header_timeout)
+
+    async def shutdown(self) -> None:
+        """Called by ``cleanup()`` once the sites are closed, before it waits for open requests."""
+        await super().shutdown()
+        server = self.server
+        if server is not None:
+            # Scheduled before aiohttp's own wait starts, so it comes first.
+            self._deadline = asyncio.get_running_loop().call_later(self.shutdown_timeout, self._cancel_open, server)
+
+    async def cleanup(self) -> None:
+        try:
+            await super().cleanup()
+        finally:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+    def _cancel_open(self, server: web.Server) -> None:
+        cancelled = sum(conn.cancel_request() for conn in server.connections if isinstance(conn, _Connection))
+        if cancelled:
+            plural = "" if cancelled == 1 else "s"
+            log.info("stopping: %d open request%s cancelled after %gs", cancelled, plural, self.shutdown_timeout)
 
 
 class AcceptErrors:

@@ -27,6 +27,7 @@ from yarl import URL
 
 from . import demo_model
 from .auth import ClientKeys
+from .connections import GatewayRunner
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
 from .settings import Settings
@@ -333,7 +334,8 @@ def _describe(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def _serve_demo_model(pace: float) -> AsyncIterator[int]:
-    runner = web.AppRunner(demo_model.build_app(pace), access_log=None)
+    # Once the gateway's own requests are done, nothing the demo model still answers has a client.
+    runner = GatewayRunner(demo_model.build_app(pace), access_log=None, shutdown_timeout=0.1)
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0)

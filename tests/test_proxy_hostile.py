@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 from gateway_mw.proxy import PROXY, build_app
 from gateway_mw.proxy.logsafe import printable
 
-from .test_proxy import SSE_HEAD, RawUpstream, chunked, raw_request, sse_chunk
+from .test_proxy import SSE_HEAD, RawUpstream, chunked, free_port, raw_request, sse_chunk
 from .test_proxy_operator import records, serving, settings
 
 GATEWAY_LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
@@ -477,3 +478,44 @@ async def test_sigterm_with_a_stream_that_never_ends_exits_within_shutdown_timeo
         ("INFO", "stopping: 1 open request cancelled after 1.5s"),
     ]
     assert [line for line in lines if "Traceback" in line or " ERROR " in line or " WARNING " in line] == []
+
+
+async def test_under_gunicorn_a_refused_header_is_logged_without_its_bytes(tmp_path: Path) -> None:
+    """aiohttp's gunicorn worker makes its own runner (not the gateway's): its connection handler
+    logs a refused request to gunicorn's error log, which the gateway's logging setup filters."""
+    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or shutil.which("gunicorn")
+    if gunicorn is None:
+        pytest.skip("gunicorn is not installed (pip install -e '.[test]' installs it)")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "PROMETHEUS_"))}
+    env |= {"GATEWAY_PACE": "0", "GATEWAY_CLIENT_KEYS_ENV": "CK", "CK": KEY}
+    cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
+    cmd += ["-w", "1", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "3"]
+    log = tmp_path / "gunicorn.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(150):
+            with contextlib.suppress(OSError):
+                if (await exchange(port, HEALTHZ.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))).startswith(
+                    b"HTTP/1.1 200"
+                ):
+                    break
+            assert server.poll() is None, log.read_text()
+            await asyncio.sleep(0.2)
+        line = b"x-api-key: " + SECRET.encode() + b"\x01\r\n"
+        answer = await exchange(port, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + line + b"\r\n")
+        await until(lambda: "BadHttpMessage" in log.read_text())
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request\r\n")
+    text = log.read_text()
+    assert SECRET not in text and "Traceback" not in text
+    assert [line.split("] ", 3)[-1] for line in text.splitlines() if "BadHttpMessage" in line] == [
+        "Error handling request from 127.0.0.1: BadHttpMessage; what it sent is not logged"
+    ]

@@ -9,11 +9,13 @@ LINE SEPARATOR or PARAGRAPH SEPARATOR.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_log import AccessLogger
 from aiohttp.web_request import BaseRequest
 
@@ -21,6 +23,8 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_PARAMS",
     "GatewayAccessLogger",
+    "ParserErrors",
+    "filter_parser_errors",
     "printable",
     "redact_query",
     "request_line",
@@ -114,3 +118,28 @@ def _first_line(request: BaseRequest) -> str:
     url = request.rel_url
     target = url.raw_path + (f"?{redact_query(url.raw_query_string)}" if url.raw_query_string else "")
     return f"{request.method} {target} HTTP/{request.version.major}.{request.version.minor}"
+
+
+class ParserErrors(logging.Filter):
+    """On the logger of aiohttp's connection handler (``aiohttp.server``, or gunicorn's error logger
+    under aiohttp's gunicorn worker): a request that aiohttp's parser refused keeps its line, without
+    the exception, whose text quotes the offending bytes (a header line, key and all).
+
+    The gateway's own runner answers such requests itself (:mod:`.connections`); this covers the
+    runners it does not make.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = printable(f"{record.getMessage()}: {type(exc).__name__}; what it sent is not logged")
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
+def filter_parser_errors(*names: str) -> None:
+    """Put :class:`ParserErrors` on the loggers ``names`` (once each)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ParserErrors) for f in logger.filters):
+            logger.addFilter(ParserErrors())

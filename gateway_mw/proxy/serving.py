@@ -17,7 +17,7 @@ from aiohttp import web
 from . import demo_model
 from .app import build_app
 from .connections import AcceptErrors, GatewayRunner
-from .logsafe import GatewayAccessLogger
+from .logsafe import GatewayAccessLogger, filter_parser_errors
 from .settings import Settings, SettingsError, load_settings
 
 __all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
@@ -38,6 +38,7 @@ def configure_logging(settings: Settings) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     for name in ("gateway_mw", "aiohttp"):
         logging.getLogger(name).setLevel(level)
+    filter_parser_errors("aiohttp.server", "gunicorn.error")
 
 
 def banner(base: str, settings: Settings) -> str:

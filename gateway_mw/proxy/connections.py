@@ -215,7 +215,9 @@ class AcceptErrors:
     WARNING line per ``every`` seconds, without traceback; anything else goes to the loop's default.
 
     asyncio reports each failed accept with a traceback, up to the listen backlog of them at a time,
-    and retries every second: thousands of lines while the process is out of descriptors.
+    and schedules as many retries a second later: thousands of lines while the process is out of
+    descriptors, and, should the server stop meanwhile, a traceback for each retry that finds its
+    listening socket closed (which only means there is nothing left to accept).
     """
 
     def __init__(self, every: float = 10.0) -> None:
@@ -224,7 +226,10 @@ class AcceptErrors:
         self._missed = 0
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        if context.get("message") != "socket.accept() out of system resource":
+        message = context.get("message", "")
+        if isinstance(context.get("exception"), ValueError) and "._start_serving(" in message:
+            return  # a retry of a listening socket closed since
+        if message != "socket.accept() out of system resource":
             loop.default_exception_handler(context)
             return
         now = loop.time()

@@ -11,7 +11,9 @@ on the way out. ``GET /healthz`` and ``GET /metrics`` (Prometheus text) are serv
 
 Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.forwarding` (the proxy),
 :mod:`.auth` (client keys), :mod:`.metrics`, :mod:`.app` (the aiohttp application),
-:mod:`.serving` (banner, signals, ``main``), :mod:`.demo` (``--demo``), :mod:`.demo_model`.
+:mod:`.connections` (the runner: request head timeout, refused requests, a bounded stop),
+:mod:`.logsafe` (what log lines may carry of a request), :mod:`.serving` (banner, signals, ``main``),
+:mod:`.demo` (``--demo``), :mod:`.demo_model`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from ..middleware import THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, request_id
+from .logsafe import GatewayAccessLogger, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
 from .settings import Settings, load_settings
 
@@ -38,7 +39,7 @@ def _unauthorized(proxy: Proxy, request: web.Request, route: str | None) -> web.
         message = "the API key is not valid for this gateway"
     else:
         message = "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY"
-    log.info("request %s: %s %s refused: %s", request_id(request), request.method, request.path, message)
+    log.info("request %s: %s refused: %s", request_id(request), request_line(request), message)
     resp = error_response(surface, 401, "invalid_api_key", message)
     resp.headers["WWW-Authenticate"] = 'Bearer realm="gateway-mw"'
     resp.headers[REQUEST_ID_HEADER] = request_id(request)
@@ -62,7 +63,7 @@ async def gateway_middleware(
         try:
             response = await handler(request)
         except UpstreamDropped as exc:
-            log.warning("request %s: %s %s: %s", request_id(request), request.method, request.path, exc)
+            log.warning("request %s: %s: %s", request_id(request), request_line(request), exc)
             transport = request.transport
             if transport is not None:
                 transport.close()  # what was written goes out, then the connection ends without the stream's end
@@ -76,7 +77,8 @@ async def gateway_middleware(
 
 def build_app(settings: Settings) -> web.Application:
     """The gateway as an aiohttp application: gateway_mw, health, metrics, and the forwarding route."""
-    app = web.Application(middlewares=[gateway_middleware])
+    # handler_args reach aiohttp's connection handler under any runner, gunicorn's worker included.
+    app = web.Application(middlewares=[gateway_middleware], handler_args={"access_log_class": GatewayAccessLogger})
     if settings.middleware:
         setup(app, settings.think_extract)
     counters = Counters()

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import aiohttp
 from aiohttp import hdrs, web
@@ -27,7 +28,9 @@ from yarl import URL
 from ..incoming import THINKEXTRACT_REQUEST_BODY
 from . import demo_model
 from .auth import ClientKeys
+from .connections import GatewayRunner
 from .detect import detect_server
+from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
 from .settings import Settings
 
@@ -59,7 +62,8 @@ HOP_BY_HOP = frozenset(
 """RFC 9110 §7.6.1 connection-specific fields, plus those a ``Connection`` header names."""
 _NOT_FORWARDED = frozenset({"host", "expect", "accept-encoding"})
 _AUTH = ("authorization", "x-api-key")
-_DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\\|%(?:25)?(?:2f|5c)", re.IGNORECASE)
+_DOUBLE_ENCODED_DOT = re.compile(r"%252e", re.IGNORECASE)
 REQUEST_ID_HEADER = "X-Request-Id"
 DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
 DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
@@ -78,6 +82,29 @@ def request_id(request: web.Request) -> str:
     rid = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
     request[REQUEST_ID] = rid
     return rid
+
+
+def path_refusal(raw_path: str) -> str | None:
+    """Why a path (as sent, percent-encoded) must not be forwarded, or ``None``.
+
+    The upstream decodes the path again, and maybe normalises it: a dot segment, in any spelling,
+    could take the request out of the prefix there, and so could a slash or backslash that is one only
+    once decoded (or decoded twice: ``%252f``). Each segment is decoded once, as the upstream does;
+    ``%25`` followed by an encoded dot, slash or backslash is refused wherever it stands, as is a path
+    that is not UTF-8 once decoded (an overlong ``%c0%ae`` is a dot to some decoders).
+    """
+    if _SEPARATOR.search(raw_path):
+        return "encoded slashes and backslashes are not allowed in the path"
+    if _DOUBLE_ENCODED_DOT.search(raw_path):
+        return "dot segments are not allowed in the path"
+    try:
+        segments = [unquote_to_bytes(segment).decode("utf-8") for segment in raw_path.split("/")]
+    except UnicodeDecodeError:
+        return "the path is not UTF-8 once percent-decoded"
+    # A segment's ";" parameters are dropped by servlet containers before they resolve dot segments.
+    if any(segment.partition(";")[0] in (".", "..") for segment in segments):
+        return "dot segments are not allowed in the path"
+    return None
 
 
 def _strip_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict[str]:
@@ -210,9 +237,17 @@ class Proxy:
             for task, request in list(self._inflight.items()):
                 transport = request.transport
                 if transport is None or transport.is_closing():
-                    self._inflight.pop(task, None)
-                    self.counters.client_disconnects += 1
+                    self._client_left(task, request)
                     task.cancel()
+
+    def _client_left(self, task: asyncio.Task[Any], request: web.Request) -> None:
+        """Count a client that went away before its answer's end, once: the watcher and a failed
+        write may both see it."""
+        if self._inflight.pop(task, None) is None:
+            return
+        self.counters.client_disconnects += 1
+        rid = request_id(request)
+        log.debug("request %s: %s: the client left before the end of the answer", rid, request_line(request))
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
         headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
@@ -238,8 +273,9 @@ class Proxy:
         start = time.monotonic()
         surface = self.settings.think_extract.surface_for_path(request.path)
         raw_path = request.rel_url.raw_path  # the origin form, even for an absolute-form target
-        if _DOT_SEGMENT.search(raw_path):
-            return error_response(surface, 400, "invalid_request", "dot segments are not allowed in the path")
+        refusal = path_refusal(raw_path)
+        if refusal is not None:
+            return error_response(surface, 400, "invalid_request", refusal)
         query = request.rel_url.raw_query_string
         url = URL(self.origin + self.base_path + raw_path + ("?" + query if query else ""), encoded=True)
         task = asyncio.current_task()
@@ -310,14 +346,15 @@ class Proxy:
                     self.metrics.ttfb.labels(surface=surface).observe(time.monotonic() - start)
                 if not piece:
                     break
-                try:
-                    await resp.write(piece)  # waits while the client's socket buffer is full
-                except ConnectionResetError:
-                    self.counters.client_disconnects += 1
-                    return resp  # the client left: aiohttp's write_eof fails quietly
+                await resp.write(piece)  # waits while the client's socket buffer is full
             complete = True
-            await resp.write_eof()
+            await resp.write_eof()  # the stream's end (and what the middleware held) can find the client gone too
             return resp
+        except ConnectionResetError:  # any write to a client that left, the last one included
+            task = asyncio.current_task()
+            assert task is not None
+            self._client_left(task, request)
+            return resp  # aiohttp's own write_eof then fails quietly
         finally:
             if complete:
                 upstream.release()
@@ -326,13 +363,14 @@ class Proxy:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    text = printable(str(exc))  # it may quote what the upstream sent
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @contextlib.asynccontextmanager
 async def _serve_demo_model(pace: float) -> AsyncIterator[int]:
-    runner = web.AppRunner(demo_model.build_app(pace), access_log=None)
+    # Once the gateway's own requests are done, nothing the demo model still answers has a client.
+    runner = GatewayRunner(demo_model.build_app(pace), access_log=None, shutdown_timeout=0.1)
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -16,6 +16,8 @@ from aiohttp import web
 
 from . import demo_model
 from .app import build_app
+from .connections import AcceptErrors, GatewayRunner
+from .logsafe import GatewayAccessLogger, filter_parser_errors
 from .settings import Settings, SettingsError, load_settings
 
 __all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
@@ -24,7 +26,8 @@ QUESTION = demo_model.QUESTION
 
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
 """aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id.
-(No header that could carry a credential is logged.)"""
+(No header that could carry a credential is logged; :class:`.logsafe.GatewayAccessLogger` writes it,
+with the request line's credential query parameters as ``***`` and every value printable.)"""
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -35,6 +38,7 @@ def configure_logging(settings: Settings) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT)
     for name in ("gateway_mw", "aiohttp"):
         logging.getLogger(name).setLevel(level)
+    filter_parser_errors("aiohttp.server", "gunicorn.error")
 
 
 def banner(base: str, settings: Settings) -> str:
@@ -104,12 +108,15 @@ def banner(base: str, settings: Settings) -> str:
 
 
 def make_runner(settings: Settings, app: web.Application | None = None) -> web.AppRunner:
-    """The runner ``serve()`` uses: the access log as configured, ``shutdown_timeout`` for open requests."""
-    return web.AppRunner(
+    """The runner ``serve()`` uses: the gateway's connections (:mod:`.connections`), the access log as
+    configured, ``shutdown_timeout`` for open requests."""
+    return GatewayRunner(
         build_app(settings) if app is None else app,
         access_log=logging.getLogger("aiohttp.access") if settings.access_log else None,
+        access_log_class=GatewayAccessLogger,
         access_log_format=ACCESS_LOG_FORMAT,
         shutdown_timeout=settings.shutdown_timeout,
+        header_timeout=settings.header_timeout,
     )
 
 
@@ -121,6 +128,7 @@ async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
     is not used because it cannot tell the port it bound before serving, which ``--port 0`` and the
     banner need.)
     """
+    asyncio.get_running_loop().set_exception_handler(AcceptErrors())
     runner = make_runner(settings)
     await runner.setup()
     try:

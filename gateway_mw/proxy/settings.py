@@ -114,6 +114,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """A file of client keys, one per line (blank lines and ``#`` comments ignored)."""
     metrics_key: Switch = False
     """``GET /metrics`` needs a client key too."""
+    header_timeout: Seconds = 10.0
+    """How long a client may take to send a request's head (line and headers): from the connection's
+    opening, or from a later request's first byte. A connection that has not sent it by then is closed."""
     shutdown_timeout: Seconds = 30.0
     """On SIGTERM/SIGINT, how long open requests may go on before they are cancelled."""
     think_extract: ThinkExtractConfig = msgspec.field(default_factory=ThinkExtractConfig)
@@ -238,6 +241,11 @@ def parser(prog: str = "gateway-mw") -> argparse.ArgumentParser:
     p.add_argument("--client-keys-env", metavar="NAME", help="environment variable holding the client keys")
     p.add_argument("--client-keys-file", metavar="FILE", help="file of client keys, one per line")
     p.add_argument("--metrics-key", action="store_const", const="true", help="GET /metrics needs a client key too")
+    p.add_argument(
+        "--header-timeout",
+        metavar="S",
+        help="close a connection that has not sent a complete request head within S seconds (default 10)",
+    )
     p.add_argument("--shutdown-timeout", metavar="S", help="how long open requests may finish on shutdown (default 30)")
     p.add_argument("--config", metavar="FILE", help="TOML file with [proxy] and [think_extract] tables")
     p.add_argument("--messages-policy", choices=["off", "unsigned", "redacted"], help="Anthropic messages policy")

@@ -409,7 +409,8 @@ async def test_upstream_key_replaces_the_clients(sent: dict[str, str]) -> None:
         writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
 
     async with RawUpstream(respond) as up:
-        env = {"UPSTREAM_KEY": "sk-upstream"}
+        # A server named, so that the gateway does not ask this one-shot upstream what it is first.
+        env = {"UPSTREAM_KEY": "sk-upstream", "THINK_EXTRACT_UPSTREAM_SERVER": "generic"}
         s, _ = proxy.load_settings(["--upstream", up.url, "--upstream-key-env", "UPSTREAM_KEY"], env)
         async with (
             running(proxy.build_app(s)) as base,

@@ -231,7 +231,8 @@ async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(p
         await writer.drain()
         writer.transport.abort()
 
-    env = {"CK": KEY} | ({"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {})
+    env = {"CK": KEY, "THINK_EXTRACT_UPSTREAM_SERVER": "generic"}  # no GET /v1/models to this one-shot upstream
+    env |= {"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {}
     async with RawUpstream(respond) as up:
         with gateway(tmp_path, "--upstream", up.url, "--client-keys-env", "CK", env=env) as gw:
             for i, path in enumerate(ENCODED):
@@ -300,7 +301,8 @@ async def test_a_request_the_parser_refuses_gets_a_plain_400_and_one_line_withou
 ) -> None:
     """aiohttp's parser quotes the offending header line in its error, which aiohttp logged with a
     traceback and sent back as the 400's body."""
-    env = {"CK": KEY} | ({"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {})
+    env = {"CK": KEY, "THINK_EXTRACT_UPSTREAM_SERVER": "generic"}  # no GET /v1/models to this one-shot upstream
+    env |= {"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {}
     bad = [
         b"x-api-key: " + SECRET.encode() + b"\x01\r\n",
         b"Authorization: Bearer " + SECRET.encode() + b"\x7f\r\n",

@@ -58,8 +58,8 @@ async def gateway_middleware(
         guarded = route == _FORWARD or (route == _METRICS and proxy.settings.metrics_key)
         if guarded and not proxy.keys.allows(request):
             return _unauthorized(proxy, request, route)
-        if route == _FORWARD:
-            request[THINKEXTRACT_SERVER] = await proxy.upstream_server()
+        if route == _FORWARD and proxy.settings.think_extract.surface_for_path(request.path) is not None:
+            request[THINKEXTRACT_SERVER] = proxy.upstream_server()  # where replayed reasoning goes
         try:
             response = await handler(request)
         except UpstreamDropped as exc:

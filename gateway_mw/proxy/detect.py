@@ -63,7 +63,7 @@ async def detect_server(
             if resp.status != 200:
                 return "generic"
     except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
-        log.warning(
+        log.info(
             "upstream %s: GET /v1/models failed (%s); replayed reasoning is written for any server until it "
             "answers (set upstream_server to choose one)",
             upstream,

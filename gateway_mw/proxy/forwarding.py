@@ -166,7 +166,6 @@ class Proxy:
         configured = settings.think_extract.upstream_server
         # The upstream's server, for the request side; asked of the upstream when set to auto.
         self.server: str | None = None if configured == "auto" else configured
-        self._asked_at = -DETECT_RETRY
 
     def set_upstream(self, upstream: str) -> None:
         url = URL(upstream)
@@ -195,36 +194,38 @@ class Proxy:
                     skip_auto_headers=(hdrs.USER_AGENT,),
                 )
             )
-            await self.upstream_server()
-            watcher = asyncio.create_task(self._watch_disconnects())
+            tasks = [asyncio.create_task(self._watch_disconnects())]
+            if self.server is None and self.settings.upstream is not None:
+                tasks.append(asyncio.create_task(self._ask_upstream()))
+            elif self.server is None:
+                self.server = "generic"  # the embedded demo model
             try:
                 yield
             finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                for task in tasks:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
-    async def upstream_server(self) -> str:
-        """The server the upstream is (``settings.think_extract.upstream_server``, or asked of it once
-        with ``GET /v1/models``; until it answers, ``generic``, asked again every so often)."""
-        if self.server is not None:
-            return self.server
-        now = time.monotonic()
-        if self.settings.upstream is None or self.session is None:
-            self.server = "generic"  # the embedded demo model
-            return self.server
-        if now - self._asked_at < DETECT_RETRY:
-            return "generic"
-        self._asked_at = now
+    def upstream_server(self) -> str:
+        """The server the upstream is: ``settings.think_extract.upstream_server``, or what it says of
+        itself (asked in the background from the start); until it has said, ``generic``."""
+        return self.server or "generic"
+
+    async def _ask_upstream(self) -> None:
+        """Ask the upstream which server it is, until it answers (never in a request's way)."""
+        assert self.session is not None
         headers = {}
         key = self.settings.upstream_key
         if key is not None:
             headers["Authorization"] = f"Bearer {key.value}"
-        found = await detect_server(self.session, self.upstream, headers, DETECT_TIMEOUT)
-        if found is not None:
-            self.server = found
-            log.info("upstream %s is %s: replayed reasoning is written where it reads it", self.upstream, found)
-        return found or "generic"
+        while self.server is None:
+            found = await detect_server(self.session, self.upstream, headers, DETECT_TIMEOUT)
+            if found is not None:
+                self.server = found
+                log.info("upstream %s is %s: replayed reasoning is written where it reads it", self.upstream, found)
+                return
+            await asyncio.sleep(DETECT_RETRY)
 
     async def _watch_disconnects(self) -> None:
         """Cancel handlers whose client is gone, even while their upstream sends nothing.

@@ -33,9 +33,11 @@ __all__ = [
 DEMO_CONFIG = ThinkExtractConfig(
     messages_policy="unsigned",
     profiles=(ModelProfile(match="demo-r1*", start_with_reasoning=True),),
+    upstream_server="generic",
 )
 """Middleware defaults with the demo model: every surface translated, ``demo-r1`` starts inside its
-reasoning. Any ``THINK_EXTRACT_*`` variable, ``[think_extract]`` key or ``--set`` overrides them."""
+reasoning, and the model is no server to ask about (``generic``). Any ``THINK_EXTRACT_*`` variable,
+``[think_extract]`` key or ``--set`` overrides them."""
 
 ENV_PREFIX = "GATEWAY_"
 TE_PREFIX = "THINK_EXTRACT_"

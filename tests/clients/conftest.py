@@ -168,7 +168,9 @@ def demo_proxy() -> Iterator[Proxy]:
 
 @pytest.fixture(scope="session")
 def scripted_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
-    proxy = Proxy(scripted_upstream.base)
+    """The proxy in front of the scripted upstream, its request side off (``history_reasoning=pass``):
+    what the upstream receives is what each client sends back (test_roundtrip.py has it on)."""
+    proxy = Proxy(scripted_upstream.base, "--set", "history_reasoning=pass")
     yield proxy
     proxy.stop()
 
@@ -218,8 +220,11 @@ def codex(node_modules: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def summary_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
-    """The proxy with ``responses_reasoning_format=summary``, in front of the scripted upstream."""
-    proxy = Proxy(scripted_upstream.base, "--set", "responses_reasoning_format=summary")
+    """The proxy with ``responses_reasoning_format=summary``, in front of the scripted upstream (its
+    request side off, as :func:`scripted_proxy`)."""
+    proxy = Proxy(
+        scripted_upstream.base, "--set", "responses_reasoning_format=summary", "--set", "history_reasoning=pass"
+    )
     yield proxy
     proxy.stop()
 

@@ -72,6 +72,9 @@ class ScriptedUpstream:
     """Serves on 127.0.0.1 in a thread of its own; ``tools`` maps a tool name to the arguments to call it with."""
 
     tools: dict[str, dict[str, Any]] = field(default_factory=lambda: {"get_weather": {"city": "Paris"}})
+    owned_by: str | None = None
+    """What its ``GET /v1/models`` says of its models (``vllm``, ``sglang``, ``llamacpp``, ``library``
+    for Ollama): the server it stands for, as the gateway tells servers apart."""
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
     _loop: asyncio.AbstractEventLoop | None = None
@@ -139,7 +142,10 @@ class ScriptedUpstream:
         return response
 
     async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        model: dict[str, Any] = {"id": "scripted", "object": "model"}
+        if self.owned_by is not None:
+            model["owned_by"] = self.owned_by
+        return web.json_response({"object": "list", "data": [model]})
 
     # -- running ----------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -55,11 +55,19 @@ def storage_key(scope: bytes, key: str) -> bytes:
 
     The scope's length goes first, so that no (scope, key) pair spells another's input even when a
     scope holds a zero byte; lone surrogates (JSON can spell them) encode rather than fail."""
-    return hashlib.blake2b(
-        len(scope).to_bytes(8, "big") + scope + key.encode("utf-8", "surrogatepass"),
-        digest_size=32,
-        person=_PERSON,
-    ).digest()
+    return _keyer(scope)(key)
+
+
+def _keyer(scope: bytes) -> Callable[[str], bytes]:
+    """``storage_key`` for one scope: the scope hashed once, then copied per key (a third of the cost)."""
+    scoped = hashlib.blake2b(len(scope).to_bytes(8, "big") + scope, digest_size=32, person=_PERSON)
+
+    def key_of(key: str) -> bytes:
+        digest = scoped.copy()
+        digest.update(key.encode("utf-8", "surrogatepass"))
+        return digest.digest()
+
+    return key_of
 
 
 @dataclass
@@ -194,7 +202,8 @@ class RecordBase(abc.ABC):
     async def get(self, scope: bytes, keys: Sequence[str]) -> dict[str, bytes]:
         if isinstance(keys, str):  # a str is a Sequence[str] too: one key was meant
             raise TypeError("keys must be a sequence of keys, not one str")
-        wanted = {storage_key(scope, key): key for key in dict.fromkeys(keys)}
+        key_of = _keyer(scope)
+        wanted = {key_of(key): key for key in dict.fromkeys(keys)}
         if not wanted:
             return {}
         if self._closed:
@@ -261,12 +270,13 @@ class RecordBase(abc.ABC):
 
     def _items(self, scope: bytes, entries: Mapping[str, bytes]) -> list[tuple[bytes, bytes]]:
         """The entries under their storage keys, less those over the per-entry cap (counted)."""
+        key_of = _keyer(scope)
         items = []
         for key, value in entries.items():
             if len(value) > self.max_entry_bytes:
                 self.counts.too_large += 1
             else:
-                items.append((storage_key(scope, key), value))
+                items.append((key_of(key), value))
         return items
 
     def _stored(self, items: list[tuple[bytes, bytes]]) -> None:  # noqa: B027 - most backends have none

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 import gc
+import hashlib
 import logging
 import time
 from pathlib import Path
@@ -44,6 +45,9 @@ def test_storage_keys_are_digests_of_scope_and_key() -> None:
     assert key not in others and len(others) == 7
     assert b"call_1" not in key and b"scope" not in key
     storage_key(b"", "\ud800")  # a lone surrogate, as JSON can spell one, is a key like any other
+    # Stored keys outlive a process (SQLite, Redis): the formula is fixed.
+    spelled = (5).to_bytes(8, "big") + b"scope" + b"call_1"
+    assert key == hashlib.blake2b(spelled, digest_size=32, person=b"gateway_mw.rec1").digest()
 
 
 async def test_a_failing_backend_reads_as_empty_and_warns_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:

@@ -95,6 +95,19 @@ async def test_a_server_that_stops_or_hangs_reads_as_empty_within_the_timeout(
     assert len(back) == 2 and all(r.levelno == logging.INFO for r in back)
 
 
+async def test_a_restart_between_two_requests_costs_no_error(redis_server: RedisServer) -> None:
+    record = RedisRecord(redis_server.url, timeout=0.5)
+    try:
+        await record.put(b"s", {"k": b"v"})  # its connection now idle in the pool
+        redis_server.stop()
+        redis_server.start()
+        await record.put(b"s", {"k2": b"v2"})  # the dead connection found, and the write retried once
+        assert await record.get(b"s", ["k", "k2"]) == {"k2": b"v2"}
+        assert record.counts.backend_errors == 0
+    finally:
+        await record.close()
+
+
 async def test_a_server_down_at_start_only_means_misses(redis_server: RedisServer) -> None:
     redis_server.stop()
     record = RedisRecord(redis_server.url, timeout=0.2)

@@ -166,6 +166,7 @@ class RecordBase(abc.ABC):
         self.warn_interval = float(warn_interval)
         self.counts = RecordCounts()
         self._pending: set[asyncio.Future[None]] = set()
+        self._abandoned: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._closed = False
         self._failing = False
@@ -259,6 +260,8 @@ class RecordBase(abc.ABC):
         self._closing = True
         try:
             await self.drain()
+            if self._abandoned:  # operations given up on, cancelled: a moment to end before the backend goes
+                await asyncio.wait(self._abandoned, timeout=self.timeout)
         finally:
             self._closed = True
             try:
@@ -283,9 +286,34 @@ class RecordBase(abc.ABC):
         """Called after a successful write, for backends with upkeep to schedule."""
 
     async def _bounded(self, operation: Coroutine[Any, Any, _T]) -> _T:
+        """``operation``'s result, or TimeoutError once the timeout has passed. Not ``wait_for``: that
+        waits on for a cancelled operation to end, and a client that does not end promptly when
+        cancelled would hold the request up beyond the timeout."""
         if not self._waits:
             return await operation
-        return await asyncio.wait_for(operation, self.timeout)
+        task = asyncio.get_running_loop().create_task(operation)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=self.timeout)
+        except asyncio.CancelledError:  # the caller was cancelled: so is the operation
+            task.cancel()
+            self._abandon(task)
+            raise
+        if done:
+            return task.result()
+        task.cancel()
+        self._abandon(task)
+        raise TimeoutError(f"no answer within {self.timeout:g} s")
+
+    def _abandon(self, task: asyncio.Task[Any]) -> None:
+        """Hold a cancelled operation until it has ended, and read its outcome so that nothing is
+        reported about it; ``close`` waits a little for such operations."""
+        self._abandoned.add(task)
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self._abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     def _spawn(self, operation: Coroutine[Any, Any, None]) -> None:
         """Run ``operation`` as a task this record holds (a task nobody references can be collected

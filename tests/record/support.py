@@ -46,14 +46,21 @@ class ScriptedRecord(RecordBase):
         self.data: dict[bytes, bytes] = {}
         self.error: Exception | None = None
         self.hang = False
+        self.stubborn = 0.0  # once cancelled, go on this many seconds, then fail
         self.gate: asyncio.Event | None = None
         self.closed = False
 
     async def _act(self) -> None:
         if self.gate is not None:
             await self.gate.wait()
-        if self.hang:
-            await asyncio.sleep(3600)
+        if self.hang or self.stubborn:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if not self.stubborn:
+                    raise
+                await asyncio.sleep(self.stubborn)
+                raise ConnectionError("ended late") from None
         if self.error is not None:
             raise self.error
 

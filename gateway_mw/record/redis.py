@@ -58,6 +58,7 @@ class RedisRecord(RecordBase):
             from redis.asyncio import BlockingConnectionPool, Redis
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
+            from redis.exceptions import ConnectionError as RedisConnectionError
         except ImportError:
             raise ValueError(f"reasoning record: a redis:// store needs the redis client: {INSTALL_HINT}") from None
         path = urlsplit(url).path
@@ -72,6 +73,7 @@ class RedisRecord(RecordBase):
                 socket_timeout=self.timeout,
                 socket_connect_timeout=self.timeout,
                 retry=Retry(NoBackoff(), 1),
+                retry_on_error=[RedisConnectionError],  # what redis 5 retries only when told (6 by default)
             )
         except (ValueError, TypeError) as exc:
             # The parser's messages name the part at fault, never the password.

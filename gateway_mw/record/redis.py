@@ -78,6 +78,8 @@ class RedisRecord(RecordBase):
         except (ValueError, TypeError) as exc:
             # The parser's messages name the part at fault, never the password.
             raise ValueError(f"reasoning record: not a usable Redis URL: {exc}") from None
+        if pool.connection_kwargs.get("decode_responses"):  # a URL's query can ask for it
+            raise ValueError("reasoning record: entries are bytes; drop decode_responses from the Redis URL")
         self._client: Redis = Redis.from_pool(pool)
         self._ttl_ms = max(1, round(self.ttl * 1000))
         where = pool.connection_kwargs
@@ -91,7 +93,7 @@ class RedisRecord(RecordBase):
         return f"redis {self._where}"
 
     async def _fetch(self, skeys: list[bytes]) -> list[bytes | None]:
-        # bytes, as the client does not decode responses (the pool's default)
+        # bytes: the client does not decode responses (refused in the URL)
         values = await self._client.mget([KEY_PREFIX + skey for skey in skeys])
         return cast("list[bytes | None]", values)
 

@@ -212,7 +212,7 @@ def test_open_record_redis_forms() -> None:
     ):
         record = open_record(spec)
         assert isinstance(record, RedisRecord) and record.label == label  # no connection made yet
-    for spec in ("redis://h/abc", "redis://h:port/0"):
+    for spec in ("redis://h/abc", "redis://h:port/0", "redis://h/0?decode_responses=true"):
         with pytest.raises(ValueError, match="reasoning record: "):
             open_record(spec)
 

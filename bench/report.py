@@ -23,6 +23,7 @@ import memory
 import messages_stream
 import peer_litellm
 import proxy
+import record
 import responses_stream
 import scanner
 import vercel
@@ -106,6 +107,7 @@ def main() -> None:
         faults.table(faults.run(0.05 if args.quick else 1.0)),
     ]
     out += ["", "### The standalone proxy, end to end", "", proxy.report(quick=args.quick)]
+    out += ["", "### The reasoning record: a read and a write", "", record.table(rounds, args.quick)]
     out += ["", f"(The whole report took {time.perf_counter() - started:.0f} s.)"]
     text = "\n".join(out)
     print(text)

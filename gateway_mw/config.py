@@ -49,6 +49,18 @@ def _check_choice(name: str, value: object, allowed: object) -> None:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
+_STORE_FORMS = "'memory', 'off', 'sqlite:PATH' or 'redis://HOST:PORT/DB' (also rediss://… and unix://PATH)"
+
+
+def _check_store(value: str) -> None:
+    """The form of ``reasoning_store`` (opening it is the record's job, at startup)."""
+    form = value.strip()
+    if form in ("memory", "off") or form.startswith(("sqlite:", "redis://", "rediss://", "unix://")):
+        return
+    shown = form.split("@")[-1] if "://" in form else form  # a password never reaches an error message
+    raise ValueError(f"reasoning_store must be {_STORE_FORMS}, got {shown!r}")
+
+
 def _check_scanner_fields(owner: ModelProfile | ThinkExtractConfig) -> None:
     """Validate the scanner fields shared by the config and profiles (None means "not overridden")."""
     for name, allowed in (
@@ -155,6 +167,9 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     upstream_server: UpstreamServer = "auto"
     """The server behind the gateway, for where it reads replayed reasoning (``auto``: the
     standalone gateway asks the upstream; the middleware alone takes ``generic``)."""
+    reasoning_store: str = "memory"
+    """Where the reasoning record is kept (``setup()`` opens it): ``memory``, ``off``,
+    ``sqlite:PATH``, ``redis://HOST:PORT/DB``."""
     routes: dict[str, Surface] = msgspec.field(default_factory=lambda: dict(DEFAULT_ROUTES))
     profiles: tuple[ModelProfile, ...] = ()
     families: bool = True
@@ -168,6 +183,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         _check_choice("messages_policy", self.messages_policy, MessagesPolicy)
         _check_choice("chat_reasoning_field", self.chat_reasoning_field, ChatReasoningField)
         _check_choice("upstream_server", self.upstream_server, UpstreamServer)
+        _check_store(self.reasoning_store)
         for suffix, surface in self.routes.items():
             if not suffix:
                 raise ValueError("routes: a route suffix must not be empty")
@@ -412,6 +428,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "history_reasoning": _choice(HistoryReasoning),
     "history_scope": _choice(HistoryScope),
     "upstream_server": _choice(UpstreamServer),
+    "reasoning_store": str.strip,
     "routes": _parse_routes,
     "profiles": _parse_profiles,
     "families": _parse_bool,

@@ -100,15 +100,19 @@ class HarmonyScanner(Scanner):
     def starting(self) -> Kind | None:
         return None  # a message's first text goes through the scan
 
-    def pass_steady(self, chars: int) -> None:
+    def pass_steady(self, text: str) -> None:
+        if self.transcript is not None:
+            self.transcript.append(text)
         if self._steady_kind == REASONING:
-            self.reasoning_chars += chars
+            self.reasoning_chars += len(text)
 
     def feed(self, text: str) -> list[Segment]:
         if not text:
             return []
         if self._finished:
             raise RuntimeError("Scanner.feed() called after finish()")
+        if self.transcript is not None:
+            self.transcript.append(text)
         if self._fast is not None and "<" not in text:
             kind = self._steady_kind
             if kind == REASONING:

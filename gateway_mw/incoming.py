@@ -11,16 +11,30 @@ take the new one's length, which :data:`THINKEXTRACT_REQUEST_BODY` holds.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
+import msgspec
 from aiohttp import hdrs, web
 from aiohttp.streams import StreamReader
 
 from .config import Surface, ThinkExtractConfig
-from .history import asks_for_blobs, transform_request
+from .history import NOTHING, Recall, Recalled, asks_for_blobs, record_entries, record_keys, transform_request
+from .record import ReasoningRecord
+from .surfaces.base import Said
 
-__all__ = ["THINKEXTRACT_REQUEST_BODY", "THINKEXTRACT_SERVER", "reads_history", "rewrite_request"]
+__all__ = [
+    "THINKEXTRACT_REQUEST_BODY",
+    "THINKEXTRACT_SCOPE",
+    "THINKEXTRACT_SERVER",
+    "Incoming",
+    "reads_history",
+    "remember",
+    "rewrite_request",
+    "scope_of",
+]
 
 log = logging.getLogger("gateway_mw")
 
@@ -35,29 +49,97 @@ THINKEXTRACT_SERVER: Any = (
 ``llamacpp``…), over the configured ``upstream_server`` (a gateway that routes to several upstreams)."""
 
 
-async def rewrite_request(request: web.Request, surface: Surface, config: ThinkExtractConfig) -> tuple[str, bool]:
-    """Give the handler the request with its history in the upstream's form. Returns what happened
-    (``rewritten``, ``unchanged``, or why the body was not read) and whether the client asked for
-    reasoning it can send back in ``encrypted_content``."""
+THINKEXTRACT_SCOPE: Any = (
+    web.RequestKey("THINKEXTRACT_SCOPE", bytes) if hasattr(web, "RequestKey") else "THINKEXTRACT_SCOPE"
+)
+"""Optional, set by an outer middleware: whose reasoning record this request reads and writes (bytes
+no one can turn back into a credential). By default, a keyed digest of the API key the request
+presents (``Authorization: Bearer`` or ``x-api-key``), or one shared scope when it presents none."""
+
+_SCOPE_KEY = b"gateway_mw reasoning record scope"
+
+
+class Incoming(NamedTuple):
+    """What the way back in did with a request."""
+
+    outcome: str
+    """``rewritten``, ``unchanged``, or why the body was not read (``too_large``, ``chunked``…)."""
+    body: bytes | None = None
+    """The body as the client sent it (for the record's keys of the answer)."""
+    blobs: bool = False
+    """Whether the client asked for reasoning it can send back in ``encrypted_content``."""
+    scope: bytes = b""
+
+
+def scope_of(request: web.Request) -> bytes:
+    """The reasoning record's scope of ``request`` (see :data:`THINKEXTRACT_SCOPE`)."""
+    scope = request.get(THINKEXTRACT_SCOPE)
+    if scope is not None:
+        return bytes(scope)
+    presented = [v for v in request.headers.getall(hdrs.AUTHORIZATION, ()) if v.strip()]
+    presented += [v for v in request.headers.getall("x-api-key", ()) if v.strip()]
+    if not presented:
+        return b""
+    credential = "\n".join(sorted(v.strip() for v in presented)).encode("utf-8", "surrogateescape")
+    return hmac.new(_SCOPE_KEY, credential, hashlib.sha256).digest()
+
+
+async def rewrite_request(
+    request: web.Request, surface: Surface, config: ThinkExtractConfig, record: ReasoningRecord | None
+) -> Incoming:
+    """Give the handler the request with its history in the upstream's form, reasoning the client
+    did not send back restored from ``record`` where it holds some."""
     if not reads_history(config):
-        return "pass", False
+        return Incoming("pass")
     server = request.get(THINKEXTRACT_SERVER)
     if server is not None and server != config.upstream_server:
         config = config.replace(upstream_server=server)
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):
-        return body, False
+        return Incoming(body)
     blobs = surface == "responses" and asks_for_blobs(body)
+    scope = scope_of(request) if record is not None else b""
     try:
-        new = transform_request(surface, body, config)
+        recall = await _recall(record, scope, surface, body) if record is not None else NOTHING
+        new = transform_request(surface, body, config, recall)
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
-        return "error", blobs
+        return Incoming("error", body, blobs, scope)
     if new is None:
-        return "unchanged", blobs
+        return Incoming("unchanged", body, blobs, scope)
     _hand_over(request, new)
     request[THINKEXTRACT_REQUEST_BODY] = new
-    return "rewritten", blobs
+    return Incoming("rewritten", body, blobs, scope)
+
+
+_decode_recalled = msgspec.json.Decoder(Recalled).decode
+
+
+async def _recall(record: ReasoningRecord, scope: bytes, surface: Surface, body: bytes) -> Recall:
+    """What the record holds for the turns of ``body`` (its own timeout bounds the wait)."""
+    keys = record_keys(surface, body)
+    if not keys:
+        return NOTHING
+    found = await record.get(scope, keys)
+    out: dict[str, Recalled] = {}
+    for key, value in found.items():
+        try:
+            out[key] = _decode_recalled(value)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue  # written by another version: no record
+    return out
+
+
+def remember(
+    record: ReasoningRecord, incoming: Incoming, surface: Surface, said: list[Said], config: ThinkExtractConfig
+) -> int:
+    """Keep what the answers to a request said, after the response (written in the background)."""
+    if incoming.body is None or not said:
+        return 0
+    entries = record_entries(surface, incoming.body, said, config)
+    if entries:
+        record.put_soon(incoming.scope, {key: msgspec.json.encode(entry) for key, entry in entries.items()})
+    return len(entries)
 
 
 def reads_history(config: ThinkExtractConfig) -> bool:

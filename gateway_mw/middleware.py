@@ -25,16 +25,27 @@ except ImportError:  # pragma: no cover - older aiohttp
     _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
 
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
-from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER, rewrite_request
+from .incoming import (
+    THINKEXTRACT_REQUEST_BODY,
+    THINKEXTRACT_SCOPE,
+    THINKEXTRACT_SERVER,
+    Incoming,
+    remember,
+    rewrite_request,
+)
 from .pipeline import StreamPipeline, transform_body
+from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
 from .surfaces import Counts
-from .surfaces.base import NewId, random_id
+from .surfaces.base import NewId, Said, random_id
+from .surfaces.said import said_of_body
 
 __all__ = [
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_IDS",
+    "THINKEXTRACT_RECORD",
     "THINKEXTRACT_REQUEST_BODY",
+    "THINKEXTRACT_SCOPE",
     "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
@@ -46,6 +57,9 @@ log = logging.getLogger("gateway_mw")
 
 THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)
 THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
+THINKEXTRACT_RECORD: web.AppKey[ReasoningRecord] = web.AppKey("THINKEXTRACT_RECORD")
+"""The reasoning record (``setup()`` opens the one ``reasoning_store`` names, and closes it): what
+the gateway moved out of each answer, given back to clients that do not send it back themselves."""
 THINKEXTRACT_IDS: web.AppKey[NewId] = web.AppKey("THINKEXTRACT_IDS")
 """Optional: the source of the ids the translators make up (``rs_…``, ``msg_…``), given the prefix;
 random by default. Set it to make output deterministic (tests, replays)."""
@@ -98,9 +112,20 @@ def _config_for(request: web.Request) -> ThinkExtractConfig | None:
 def setup(app: web.Application, config: ThinkExtractConfig | None = None) -> ThinkExtractStats:
     """Install the middleware on ``app`` with ``config`` (else ``THINK_EXTRACT_*``), and stats."""
     app.middlewares.append(thinkextract_middleware)
-    app[THINKEXTRACT_CONFIG] = config if config is not None else ThinkExtractConfig.from_env()
+    config = app[THINKEXTRACT_CONFIG] = config if config is not None else ThinkExtractConfig.from_env()
     stats = app[THINKEXTRACT_STATS] = ThinkExtractStats()
+    record = open_record(config.reasoning_store)  # a bad store stops the application here
+    if record is not None:
+        app[THINKEXTRACT_RECORD] = record
+        app.on_cleanup.append(_close_record)
     return stats
+
+
+async def _close_record(app: web.Application) -> None:
+    """At the application's end: the writes in flight are done (each within its timeout)."""
+    record = app.get(THINKEXTRACT_RECORD)
+    if record is not None:
+        await record.close()
 
 
 def _innermost(request: web.Request, key: web.AppKey[_T]) -> _T | None:
@@ -125,10 +150,13 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         session.passed(reason)
         return await handler(request)
 
-    outcome, blobs = await rewrite_request(request, surface, config)
-    session.history(outcome)
-    if blobs:  # the client keeps reasoning it can send back only as encrypted_content
+    record = _innermost(request, THINKEXTRACT_RECORD)
+    incoming = await rewrite_request(request, surface, config, record)
+    session.history(incoming.outcome)
+    if incoming.blobs:  # the client keeps reasoning it can send back only as encrypted_content
         session.config = config.replace(responses_encrypted_content=True)
+    if record is not None and incoming.body is not None:
+        session.keep(record, incoming)
 
     inner = request._payload_writer
     writer = _TranslatingWriter(inner, session)
@@ -162,6 +190,9 @@ class _Session:
         self.config = config
         self.new_id = _innermost(request, THINKEXTRACT_IDS) or random_id
         self.stats = stats
+        self.record: ReasoningRecord | None = None  # where what the answers said is kept, if anywhere
+        self.incoming: Incoming | None = None
+        self.made: list[str] = []  # the ids the translator made up (a Responses body's items)
         if stats is not None:
             stats.surface(surface).seen += 1
 
@@ -195,6 +226,27 @@ class _Session:
         if self.stats is not None:
             self.stats.passed(self.surface, reason)
 
+    def keep(self, record: ReasoningRecord, incoming: Incoming) -> None:
+        """Keep what this response's answers say in ``record``, for the request's next turns."""
+        self.record, self.incoming = record, incoming
+        made_up, made = self.new_id, self.made
+
+        def new_id(prefix: str) -> str:
+            item_id = made_up(prefix)
+            made.append(item_id)
+            return item_id
+
+        self.new_id = new_id
+
+    def remember(self, said: list[Said]) -> None:
+        """After the response: what its answers said goes to the record (in the background)."""
+        if self.record is None or self.incoming is None:
+            return
+        try:
+            remember(self.record, self.incoming, self.surface, said, self.config)
+        except Exception:  # the record is a convenience: never a failed response
+            log.exception("gateway_mw: the reasoning record could not be written")
+
     def history(self, outcome: str) -> None:
         if self.stats is not None:
             counter = self.stats.surface(self.surface).history
@@ -220,6 +272,8 @@ class _Session:
             return
         new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config, self.new_id)
         self.translated(counts, error)
+        if self.record is not None and kind == _JSON:
+            self.remember(said_of_body(self.surface, body, tuple(self.made)))
         if new is not None:
             response.headers.popall(hdrs.CONTENT_LENGTH, None)
             response.body = new
@@ -367,7 +421,8 @@ class _TranslatingWriter(AbstractStreamWriter):
                 del headers[hdrs.CONTENT_LENGTH]
                 self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
-            self._pipeline = StreamPipeline(session.surface, session.config, session.new_id)
+            keep = session.record is not None
+            self._pipeline = StreamPipeline(session.surface, session.config, session.new_id, keep=keep)
             return _SSE
         if kind == _JSON:
             return _JSON
@@ -378,6 +433,8 @@ class _TranslatingWriter(AbstractStreamWriter):
         """What the pipeline still holds at the end of a stream; the response is counted."""
         out = pipeline.finish()
         self._session.translated(pipeline.counts, pipeline.error)
+        if self._session.record is not None:
+            self._session.remember(pipeline.said())
         return out
 
     def _take_held_headers(self) -> tuple[str, CIMultiDict[str]]:
@@ -414,10 +471,11 @@ class _TranslatingWriter(AbstractStreamWriter):
             await self._write_held(body)
             await self._inner.write_eof()
             return
-        new, counts, error = transform_body(
-            self._session.surface, body, False, self._session.config, self._session.new_id
-        )
-        self._session.translated(counts, error)
+        session = self._session
+        new, counts, error = transform_body(session.surface, body, False, session.config, session.new_id)
+        session.translated(counts, error)
+        if session.record is not None:
+            session.remember(said_of_body(session.surface, bytes(body), tuple(session.made)))
         if new is not None:
             body = new
             if hdrs.CONTENT_LENGTH in headers:

@@ -18,7 +18,7 @@ import logging
 from .config import Surface, ThinkExtractConfig
 from .sse import SSEDecoder, SSEEvent
 from .surfaces import BODY_TRANSFORMS, STREAM_TRANSLATORS, Counts, StreamTranslator
-from .surfaces.base import NewId, random_id
+from .surfaces.base import NewId, Said, Transcripts, random_id
 
 __all__ = ["StreamPipeline", "transform_body"]
 
@@ -32,8 +32,12 @@ _RETRIES = 2  # events decoded one by one after a decline before the rest of the
 class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
-    def __init__(self, surface: Surface, config: ThinkExtractConfig, new_id: NewId = random_id) -> None:
+    def __init__(
+        self, surface: Surface, config: ThinkExtractConfig, new_id: NewId = random_id, *, keep: bool = False
+    ) -> None:
         self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config, new_id)
+        if keep:  # what the model wrote, for the reasoning record
+            self._translator.transcripts = Transcripts()
         large = self._translator.large_events
         self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
         self._in_oversized = False  # pieces of an oversized event are going through
@@ -43,6 +47,14 @@ class StreamPipeline:
         self._raw = False  # the decoder itself failed: everything after passes as it comes
         self.error: BaseException | None = None
         """The first fault met (translation went on, or the rest passed raw), for the stats."""
+
+    def said(self) -> list[Said]:
+        """What the response's answers said (``keep=True``; read after :meth:`finish`)."""
+        try:
+            return self._translator.said()
+        except Exception:  # the record is a convenience: a fault here must not fail the stream
+            log.exception("gateway_mw: %s translator could not tell what was said", self._surface)
+            return []
 
     @property
     def counts(self) -> Counts:

@@ -323,6 +323,7 @@ class Scanner:
         "overflows",
         "reasoning_blocks",
         "reasoning_chars",
+        "transcript",
         "unclosed",
     )
 
@@ -389,6 +390,9 @@ class Scanner:
         ``protocol="harmony"``, headers too long to be one, sent on as text)."""
         self.unclosed = False
         """Whether the channel ended inside a reasoning block."""
+        self.transcript: list[str] | None = None
+        """Set to a list to keep every text the channel was given, in order (:meth:`feed`,
+        :meth:`pass_steady`, :meth:`take_steady`): what the model wrote, for the reasoning record."""
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -404,11 +408,13 @@ class Scanner:
             return None  # held trailing whitespace (trim_tag_edges) must go out before more text
         return REASONING
 
-    def pass_steady(self, chars: int) -> None:
-        """Account for ``chars`` characters of trigger-free text that went by in the :attr:`steady`
-        kind without being fed: exactly what feeding them would have done."""
+    def pass_steady(self, text: str) -> None:
+        """Account for ``text``, trigger-free, that went by in the :attr:`steady` kind without being
+        fed: exactly what feeding it would have done."""
+        if self.transcript is not None:
+            self.transcript.append(text)
         if self._state == _REASONING:
-            self.reasoning_chars += chars
+            self.reasoning_chars += len(text)
 
     @property
     def starting(self) -> Kind | None:
@@ -423,8 +429,10 @@ class Scanner:
         """Feed ``text``, free of :attr:`triggers`, while :attr:`steady` or :attr:`starting`: the
         one segment's text it makes ("" when the block's edge swallowed it all), without the scan."""
         if self._fast is not None:
-            self.pass_steady(len(text))
+            self.pass_steady(text)
             return text
+        if self.transcript is not None:
+            self.transcript.append(text)
         # A block's first text: no tag can start in it, so the scan would hand it to the block whole.
         if self._state == _CONTENT:
             self._content(text)
@@ -455,6 +463,8 @@ class Scanner:
             return []
         if self._finished:
             raise RuntimeError("Scanner.feed() called after finish()")
+        if self.transcript is not None:
+            self.transcript.append(text)
         fast = self._fast
         # The common case: a block is under way and the text holds no character that could
         # start a tag or change the code state.

@@ -13,9 +13,11 @@ from collections.abc import Callable
 import msgspec
 
 from ..config import Surface, ThinkExtractConfig
+from ..surfaces.base import Said
 from . import chat, messages, responses
 from .plan import Plan, Server, plan_for
-from .recall import NOTHING, Recall, Recalled
+from .recall import NOTHING, Recall, Recalled, call_key, item_key
+from .text import split_written
 
 __all__ = [
     "NOTHING",
@@ -24,6 +26,7 @@ __all__ = [
     "Recalled",
     "asks_for_blobs",
     "plan_for",
+    "record_entries",
     "record_keys",
     "request_model",
     "server_of",
@@ -41,6 +44,11 @@ KEYS: dict[Surface, Callable[[bytes], list[str]]] = {
     "chat": chat.keys,
     "messages": messages.keys,
     "responses": responses.keys,
+}
+ANSWER_KEYS: dict[Surface, Callable[[bytes, str], str | None]] = {
+    "chat": chat.answer_key,
+    "messages": messages.answer_key,
+    "responses": responses.answer_key,
 }
 asks_for_blobs = responses.asks_for_blobs
 
@@ -70,6 +78,29 @@ def server_of(config: ThinkExtractConfig) -> Server:
 def record_keys(surface: Surface, body: bytes) -> list[str]:
     """The keys the reasoning record is asked for before :func:`transform_request` runs."""
     return KEYS[surface](body)
+
+
+def record_entries(
+    surface: Surface, request: bytes, said: list[Said], config: ThinkExtractConfig
+) -> dict[str, Recalled]:
+    """What the reasoning record keeps of a response to ``request``: for each answer that moved
+    reasoning, its reasoning and the model's text, under every key a later request may name it by
+    (its tool calls' ids, the ids the gateway gave its items, else the conversation up to it)."""
+    cfg = config.for_model(request_model(request))
+    out: dict[str, Recalled] = {}
+    for answer in said:
+        reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
+        if not reasoning:
+            continue
+        entry = Recalled(reasoning=reasoning, original=answer.original)
+        keys = [call_key(c) for c in answer.call_ids] + [item_key(i) for i in answer.item_ids]
+        if not answer.call_ids:
+            turn = ANSWER_KEYS[surface](request, content)
+            if turn is not None:
+                keys.append(turn)
+        for key in keys:
+            out[key] = entry
+    return out
 
 
 def transform_request(

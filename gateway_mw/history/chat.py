@@ -16,9 +16,9 @@ import msgspec
 from ..surfaces.rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
-from .text import inline, split_inline
+from .text import inline, split_inline, split_written
 
-__all__ = ["keys", "transform"]
+__all__ = ["answer_key", "keys", "transform"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -97,6 +97,17 @@ def _lines(messages: list[_Message], upto: int, answer: str | None = None) -> li
         answered = m.tool_call_id if isinstance(m.tool_call_id, str) else ""
         out.append((role, text, _call_ids(m), answered))
     return conversation_lines(out)
+
+
+def answer_key(body: bytes, answer: str) -> str | None:
+    """The turn key of a plain answer (no tool call) to this request, as the next request that
+    replays it will compute it."""
+    read = _read(body)
+    if read is None:
+        return None
+    _, _, messages = read
+    lines = _lines(messages, len(messages) - 1) if messages else []
+    return turn_key([*lines, *conversation_lines([("assistant", answer, [], "")])])
 
 
 def keys(body: bytes) -> list[str]:
@@ -261,7 +272,7 @@ def _content(answer: Any, reasoning: str, plan: Plan, original: str | None) -> A
                 return parts
         return [{"type": "text", "text": inline(reasoning, "", plan.config)}, *parts]
     text = answer if isinstance(answer, str) else ""
-    if original is not None and split_inline(original, plan.config)[1] == text:
+    if original is not None and split_written(original, plan.config)[1] == text:
         return original  # the model's own text, byte for byte: prefix caches keep hitting
     return inline(reasoning, text, plan.config)
 

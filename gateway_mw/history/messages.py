@@ -19,9 +19,9 @@ from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..surfaces.rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
 from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
-from .text import inline, split_inline
+from .text import inline, split_inline, split_written
 
-__all__ = ["keys", "transform"]
+__all__ = ["answer_key", "keys", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -81,6 +81,16 @@ def _lines(messages: list[_Message], upto: int, answer: str | None = None) -> li
         answered = ",".join(b.get("tool_use_id", "") for b in _blocks(m.content) if b.get("type") == "tool_result")
         rows.append((role, text, _tool_ids(m), answered))
     return conversation_lines(rows)
+
+
+def answer_key(body: bytes, answer: str) -> str | None:
+    """The turn key of a plain answer (no tool call) to this request."""
+    read = _read(body)
+    if read is None:
+        return None
+    _, messages = read
+    lines = _lines(messages, len(messages) - 1) if messages else []
+    return turn_key([*lines, *conversation_lines([("assistant", answer, [], "")])])
 
 
 def keys(body: bytes) -> list[str]:
@@ -204,7 +214,7 @@ def _as_blocks(rest: list[Any]) -> list[Any]:
 def _inline(rest: list[Any], reasoning: str, plan: Plan, original: str | None) -> Any:
     if len(rest) <= 1 and all(isinstance(r, str) for r in rest):
         answer = rest[0] if rest else ""
-        if original is not None and split_inline(original, plan.config)[1] == answer:
+        if original is not None and split_written(original, plan.config)[1] == answer:
             return original
         return inline(reasoning, answer, plan.config)
     blocks = _as_blocks(rest)

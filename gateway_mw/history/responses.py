@@ -24,10 +24,10 @@ import msgspec
 from ..marks import decode_blob, is_gateway_id
 from ..surfaces.rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, call_key, item_key
+from .recall import Recall, call_key, conversation_lines, item_key, turn_key
 from .text import inline, split_inline
 
-__all__ = ["asks_for_blobs", "keys", "transform"]
+__all__ = ["answer_key", "asks_for_blobs", "keys", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -78,6 +78,75 @@ def _assistant_side(item: Any) -> bool:
     return kind in _ASSISTANT_SIDE or (kind == "message" and item.get("role") == "assistant")
 
 
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _lines(items: list[Any]) -> list[str]:
+    """The conversation's lines (see :func:`conversation_lines`): what a client replays exactly,
+    whether it sends items or plain role messages (no reasoning: that is what the record gives back)."""
+    rows: list[tuple[str, str, list[str], str]] = []
+    for item in items:
+        kind = _kind(item)
+        if kind == "message":
+            role = item.get("role")
+            rows.append((role if isinstance(role, str) else "", _text(item.get("content")), [], ""))
+        elif kind in ("function_call", "custom_tool_call"):
+            call = item.get("call_id")
+            rows.append(("assistant", "", [call] if isinstance(call, str) else [], ""))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call = item.get("call_id")
+            rows.append(("tool", "", [], call if isinstance(call, str) else ""))
+    return conversation_lines(rows)
+
+
+def _turns(items: list[Any]) -> list[tuple[int, int]]:
+    """The runs of assistant-side items: [start, end) of each turn."""
+    out = []
+    i = 0
+    while i < len(items):
+        if not _assistant_side(items[i]):
+            i += 1
+            continue
+        end = i
+        while end < len(items) and _assistant_side(items[end]):
+            end += 1
+        out.append((i, end))
+        i = end
+    return out
+
+
+def _calls(items: list[Any]) -> list[str]:
+    return [
+        it["call_id"]
+        for it in items
+        if _kind(it) in ("function_call", "custom_tool_call") and isinstance(it.get("call_id"), str)
+    ]
+
+
+def _bare(items: list[Any]) -> bool:
+    """A turn that carries no reasoning of its own (the record may have it)."""
+    return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
+
+
+def answer_key(body: bytes, answer: str) -> str | None:
+    """The turn key of a plain answer (no tool call) to this request."""
+    try:
+        raw = bytes(_decode_request(body).input)
+        value = _decode_any(raw) if raw else None
+    except UNREADABLE:
+        return None
+    items = [{"role": "user", "content": value}] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return None
+    rows = _lines(items) + conversation_lines([("assistant", answer, [], "")])
+    return turn_key(rows)
+
+
 def keys(body: bytes) -> list[str]:
     items = _items(body)
     if items is None:
@@ -87,8 +156,32 @@ def keys(body: bytes) -> list[str]:
         kind = _kind(item)
         if kind in ("reasoning", "item_reference") and isinstance(item.get("id"), str) and is_gateway_id(item["id"]):
             out.append(item_key(item["id"]))
-        elif kind in ("function_call", "custom_tool_call") and isinstance(item.get("call_id"), str):
-            out.append(call_key(item["call_id"]))
+    for start, end in _turns(items):
+        calls = _calls(items[start:end])
+        if calls:
+            out += [call_key(c) for c in calls]
+        elif _bare(items[start:end]):
+            out.append(turn_key(_lines(items[:end])))
+    return out
+
+
+def _recalled(items: list[Any], recall: Recall, plan: Plan) -> dict[int, str]:
+    """Turns that carry no reasoning, by their first item: the reasoning the record holds for them."""
+    out = {}
+    for start, end in _turns(items):
+        turn = items[start:end]
+        if not _bare(turn) or any(
+            _kind(it) == "message" and split_inline(_text(it.get("content")), plan.config)[0] for it in turn
+        ):
+            continue
+        calls = _calls(turn)
+        found = None
+        for call in calls:
+            found = found or recall.get(call_key(call))
+        if found is None and not calls:
+            found = recall.get(turn_key(_lines(items[:end])))
+        if found is not None and found.reasoning:
+            out[start] = found.reasoning
     return out
 
 
@@ -156,6 +249,7 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     if items is None:
         return None
     scopes = _scopes(items, plan)
+    recalled = _recalled(items, recall, plan) if recall else {}
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
@@ -163,6 +257,11 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
         if pending and not _assistant_side(item):
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
+        if at in recalled and scopes[at] and plan.form in ("field", "inline") and plan.server != "openai":
+            if plan.form == "field":
+                new.append(_shaped({}, recalled[at], plan))  # what the client did not send back
+            else:
+                pending = recalled[at]
         if kind in ("reasoning", "item_reference"):
             reasoning, made_here = _read_reasoning(item, recall)
             if kind == "item_reference" and reasoning is None and not made_here:

@@ -6,7 +6,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, extract
 from ..tags import TagPair
 
-__all__ = ["inline", "split_inline"]
+__all__ = ["inline", "split_inline", "split_written"]
 
 
 def _reading(config: ThinkExtractConfig) -> ThinkExtractConfig:
@@ -27,6 +27,14 @@ def split_inline(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
 
 
 _HARMONY = TagPair("<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>")
+
+
+def split_written(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
+    """What the model wrote, as (reasoning, answer), read as the response side read it (a template's
+    injected open tag included): what the client was given of it."""
+    segments = extract(text, config)
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
 
 
 def inline(reasoning: str, answer: str, config: ThinkExtractConfig) -> str:

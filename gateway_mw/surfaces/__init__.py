@@ -8,7 +8,7 @@ from typing import Protocol
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
 from . import chat, messages, responses
-from .base import Counts, NewId
+from .base import Counts, NewId, Said, Transcripts
 
 __all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
 
@@ -23,6 +23,8 @@ class StreamTranslator(Protocol):
     """
 
     counts: Counts
+    transcripts: Transcripts | None
+    """Set to keep what each channel was given (for the reasoning record); ``None`` keeps nothing."""
     large_events: frozenset[bytes]
     """Event types (their ``event:`` name or the ``type`` that opens their data) that repeat a whole
     item or response by nature: the decoder lets them grow to ``max_body_bytes`` instead of
@@ -41,6 +43,10 @@ class StreamTranslator(Protocol):
 
     def finish(self) -> list[SSEEvent]:
         """End of stream: whatever is still held, as well-formed events."""
+        ...
+
+    def said(self) -> list[Said]:
+        """What the response's answers said (with :attr:`transcripts` set; else nothing)."""
         ...
 
     def oversized(self, piece: bytes, more: bool) -> bytes:

@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Hashable
+from typing import NamedTuple, Protocol
 
 from ..config import ThinkExtractConfig
 from ..marks import random_id
 from ..scanner import Scanner, Segment, merge_segments
 from ..sse import SSEEvent
 
-__all__ = ["Counts", "NewId", "after_first_channel", "extract_counted", "random_id", "translated"]
+__all__ = [
+    "Counts",
+    "NewId",
+    "Said",
+    "Transcripts",
+    "after_first_channel",
+    "extract_counted",
+    "random_id",
+    "translated",
+]
 
 NewId = Callable[[str], str]
 """The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
+
+
+class Said(NamedTuple):
+    """What one assistant answer of a response said, for the reasoning record: the text as the
+    model wrote it (tags included), the tool calls it made, and the ids the gateway gave its items."""
+
+    original: str
+    call_ids: tuple[str, ...] = ()
+    item_ids: tuple[str, ...] = ()
+
+
+class Transcripts:
+    """Every text each channel of one response was given, and the tool calls of each answer, kept
+    while the reasoning record wants them (a translator that has none keeps nothing)."""
+
+    __slots__ = ("calls", "texts")
+
+    def __init__(self) -> None:
+        self.texts: dict[Hashable, list[str]] = {}
+        self.calls: dict[Hashable, list[str]] = {}
+
+    def watch(self, channel: Hashable, scanner: Scanner) -> None:
+        """Keep what ``scanner`` is given as the text of ``channel`` (after what it had)."""
+        scanner.transcript = self.texts.setdefault(channel, [])
+
+    def call(self, answer: Hashable, call_id: str) -> None:
+        self.calls.setdefault(answer, []).append(call_id)
+
+    def text(self, channel: Hashable) -> str:
+        return "".join(self.texts.get(channel, ()))
 
 
 class Counts:

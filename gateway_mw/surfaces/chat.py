@@ -25,7 +25,7 @@ from msgspec import UNSET, UnsetType
 from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
-from .base import Counts, extract_counted, translated
+from .base import Counts, Said, Transcripts, extract_counted, translated
 from .rawjson import as_int, as_str, escaped, join_surrogates, obj, raw_list, string_at
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
@@ -43,6 +43,14 @@ class _Delta(msgspec.Struct, gc=False):
     reasoning_content: str | UnsetType | None = UNSET
     reasoning: str | UnsetType | None = UNSET
     reasoning_details: msgspec.Raw = msgspec.Raw()  # any JSON; empty when absent
+    tool_calls: msgspec.Raw = msgspec.Raw()  # read only for the reasoning record: empty when absent
+
+
+class _CallId(msgspec.Struct, gc=False):
+    id: Any = None
+
+
+_decode_call_ids = msgspec.json.Decoder(list[_CallId]).decode
 
 
 class _Choice(msgspec.Struct, gc=False):
@@ -369,6 +377,7 @@ class ChatStream:
         # announced, with an empty delta, before a later choice is first shown (see _keep_order).
         self._shown: set[int] = set()
         self._unshown: dict[int, bytes] = {}  # choice index → its first chunk's data, for the envelope
+        self.transcripts: Transcripts | None = None  # set when the reasoning record keeps what was said
         self._high: dict[int, str] = {}  # choice index → the high surrogate its last delta ended with
         self.counts = Counts()
 
@@ -450,6 +459,8 @@ class ChatStream:
         mirrored: list[int] | None = None  # positions of native choices whose reasoning gets the other name too
         for pos, choice in enumerate(choices):
             delta = choice.delta
+            if self.transcripts is not None and delta is not None and delta.tool_calls:
+                self._note_calls(choice.index, delta.tool_calls)
             if choice.index not in self._native:
                 if delta is None or not _has_native_reasoning(delta):
                     new = self._scan(choice)
@@ -491,10 +502,10 @@ class ChatStream:
         kind, triggers, scanner, whole = steady
         if triggers.isdisjoint(text):
             if whole and kind == CONTENT:
-                scanner.pass_steady(len(text))
+                scanner.pass_steady(text)
                 return [event]
             if whole:
-                scanner.pass_steady(len(text))
+                scanner.pass_steady(text)
                 renamed = self._edited(data, choices[0].delta, True, text)  # type: ignore[arg-type]
                 if renamed is not None:
                     return [encode_event(renamed, fields=event.fields)]
@@ -592,13 +603,13 @@ class ChatStream:
             # (a tag a few events in) costs the decodes up to it, not the whole window's.
             decode, triggers = _decode_run_chunk, steady[1]
             chunks: list[_RunChunk] = []
-            chars = 0
+            texts: list[str] = []
             for body in bodies:
                 run_chunk = decode(body)
                 run_text = run_chunk.choices[0].delta.content
                 if not triggers.isdisjoint(run_text):
                     return None
-                chars += len(run_text)
+                texts.append(run_text)
                 chunks.append(run_chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
@@ -609,7 +620,7 @@ class ChatStream:
             if renamed is None:
                 return None
             out = renamed
-        steady[2].pass_steady(chars)
+        steady[2].pass_steady("".join(texts))
         last = span.rfind(b"\n\ndata: ") + 8  # the envelope of synthesized chunks: the last event's
         self._last_raw = span[last if last >= 8 else 6 : -2]
         return out
@@ -634,10 +645,11 @@ class ChatStream:
                 if steady[3] and steady[1].isdisjoint(text):
                     self._last_raw = body
                     if steady[0] == CONTENT:
-                        return span  # nothing to count: pass_steady counts reasoning only
+                        steady[2].pass_steady(text)
+                        return span
                     renamed = self._edited(span, run.choices[0].delta, True, text, framed=True)
                     if renamed is not None:
-                        steady[2].pass_steady(len(text))
+                        steady[2].pass_steady(text)
                         return renamed
                 return _joined(self._continued(SSEEvent(raw=span, data=body), body, run.choices, text, steady))
         chunk = _decode_chunk(body)
@@ -845,6 +857,26 @@ class ChatStream:
         chunk["choices"] = choices
         return _encode(chunk)
 
+    # -- the reasoning record --------------------------------------------------------------------
+
+    def _note_calls(self, index: int, raw: msgspec.Raw) -> None:
+        assert self.transcripts is not None
+        try:
+            calls = _decode_call_ids(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        for call in calls:
+            if isinstance(call.id, str) and call.id:
+                self.transcripts.call(index, call.id)
+
+    def said(self) -> list[Said]:
+        """Each choice's answer: what the model wrote, and the tool calls it made."""
+        t = self.transcripts
+        if t is None:
+            return []
+        choices = sorted({*t.texts, *t.calls}, key=lambda i: i if isinstance(i, int) else -1)
+        return [Said(t.text(i), tuple(t.calls.get(i, ()))) for i in choices]
+
     # -- the order in which choices first appear ---------------------------------------------------
 
     def _keep_order(self, choices: Sequence[_OneChoice], out: list[SSEEvent], data: bytes) -> list[SSEEvent]:
@@ -892,6 +924,8 @@ class ChatStream:
             # Made on the role chunk's empty text already: the first text then finds it starting.
             assert self._config is not None
             scanner = self._scanners[index] = Scanner(self._config)
+            if self.transcripts is not None:
+                self.transcripts.watch(index, scanner)
         out = scanner.feed(text) if text else []
         if choice.finish_reason is not None:
             out += self._finish_choice(index, scanner)

@@ -11,7 +11,7 @@ import msgspec
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ...sse import SSEEvent, encode_event, event_type
-from ..base import Counts, after_first_channel, translated
+from ..base import Counts, Said, Transcripts, after_first_channel, translated
 from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, join_surrogates, obj
 from .fastpath import (
     DATA,
@@ -122,6 +122,7 @@ class MessagesStream:
         self._ended = False  # message_delta, message_stop or error came: no block reopens
         self._last: int | None = None  # the upstream index the last block event named
         self.counts = Counts()
+        self.transcripts: Transcripts | None = None  # set when the reasoning record keeps what was said
 
     def _resolve(self, model: str | None) -> ThinkExtractConfig:
         """The settings for this message, fixed by the first event (``message_start`` normally)."""
@@ -335,7 +336,7 @@ class MessagesStream:
         if out is None:
             self._read = (data, ev)
             return None
-        channel.scanner.pass_steady(len(text))
+        channel.scanner.pass_steady(text)
         self._last = channel.upstream
         return out
 
@@ -366,7 +367,7 @@ class MessagesStream:
                 channel.digest.update(joined.encode())
         if out is None:
             return None
-        channel.scanner.pass_steady(len(joined))
+        channel.scanner.pass_steady(joined)
         self._last = upstream
         return out
 
@@ -483,13 +484,14 @@ class MessagesStream:
         if block.type in NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._channels:
-            scanner = Scanner(after_first_channel(cfg) if self._texts else cfg)
-            self._texts += 1
+            scanner = self._scanner(cfg)
             channel = self._channels[upstream] = _Channel(scanner, upstream, event)
             if block.text:  # a start carrying text (the real API sends ""): the channel's first text
                 text, channel.surrogate = join_surrogates("", block.text)
                 return self._emit(channel, channel.scanner.feed(text))
             return []  # held until the first run is known
+        if block.type == "tool_use" and self.transcripts is not None and isinstance(block.id, str):
+            self.transcripts.call(0, block.id)
         new = self._indexes[upstream] = self._next
         self._next += 1
         return [event] if new == upstream else [reindexed(event, "content_block_start", upstream, new)]
@@ -573,11 +575,24 @@ class MessagesStream:
 
     def _reopen(self, upstream: int) -> _Channel:
         """A new channel for a text block that had ended: scanned as a text block after the first."""
-        cfg = self._resolve(None)
-        scanner = Scanner(after_first_channel(cfg) if self._texts else cfg)
-        self._texts += 1
+        scanner = self._scanner(self._resolve(None))
         channel = self._channels[upstream] = _Channel(scanner, upstream, None)
         return channel
+
+    def _scanner(self, cfg: ThinkExtractConfig) -> Scanner:
+        """A text block's scanner: the message's first, or one after it."""
+        scanner = Scanner(after_first_channel(cfg) if self._texts else cfg)
+        if self.transcripts is not None:
+            self.transcripts.watch(0, scanner)  # one answer: its text blocks' texts in order
+        self._texts += 1
+        return scanner
+
+    def said(self) -> list[Said]:
+        """The message's answer: what the model wrote in its text blocks, and its tool calls."""
+        t = self.transcripts
+        if t is None or not (t.texts or t.calls):
+            return []
+        return [Said(t.text(0), tuple(t.calls.get(0, ())))]
 
     def _finish_all(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []

@@ -68,6 +68,7 @@ class Part(msgspec.Struct, gc=False):
 
     type: str = ""
     text: str | None = None
+    id: Any = None  # a tool_use block's id: read only for the reasoning record
 
 
 class Message(msgspec.Struct, gc=False):

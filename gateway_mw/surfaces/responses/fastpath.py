@@ -165,7 +165,7 @@ def _run(stream: ResponsesStream, span: bytes) -> bytes | None:
         numbering.seq = seq + n
     if named:
         writer.named = True
-    steady.scanner.pass_steady(len(chars))
+    steady.scanner.pass_steady(chars)
     steady.ch.fed += len(chars)
     steady.item.text.extend(texts)
     return out
@@ -330,7 +330,7 @@ def _steady(stream: ResponsesStream, ordinal: int | None) -> Steady | None:
 
 def _commit(stream: ResponsesStream, steady: Steady, text: str, named: bool) -> None:
     """The state the full path leaves after one steady event carrying ``text``."""
-    steady.scanner.pass_steady(len(text))
+    steady.scanner.pass_steady(text)
     steady.ch.fed += len(text)
     steady.item.text.add(text)
     if named:

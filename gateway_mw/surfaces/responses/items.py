@@ -104,6 +104,7 @@ class Channel:
         "record",
         "rs",
         "scanner",
+        "transcript",
         "up_part",
     )
 
@@ -124,6 +125,7 @@ class Channel:
         self.produced = False  # whether any run or part went out
         self.high = ""  # a high surrogate held from the last delta
         self.raw_text = False  # a delta too large to read went by: the part's text is not all known
+        self.transcript: list[str] | None = None  # where the reasoning record keeps its text, if it does
         self.record = Record(up_id)
 
     @property
@@ -134,6 +136,7 @@ class Channel:
         """The item's scanner, made at its first text: one for all its output_text parts."""
         if self.scanner is None:
             self.scanner = Scanner(self.config)
+            self.scanner.transcript = self.transcript
         return self.scanner
 
     def feed(self, text: str) -> list[Segment]:

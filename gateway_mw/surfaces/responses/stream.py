@@ -14,7 +14,7 @@ import msgspec
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
-from ..base import Counts, NewId, after_first_channel, random_id, translated
+from ..base import Counts, NewId, Said, Transcripts, after_first_channel, random_id, translated
 from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, join_surrogates, obj, raw_list
 from . import fastpath, rebuild
 from .items import Channel, ClientItem, Record, Source, Text, Writer
@@ -93,6 +93,15 @@ class ResponsesStream:
         self.declined: fastpath.Read | None = None  # an event the fast path read and declined
         self.steady: fastpath.Steady | None = None  # the fast path's channel, while no other path runs
         self.counts = Counts()
+        self.transcripts: Transcripts | None = None  # set when the reasoning record keeps what was said
+
+    def said(self) -> list[Said]:
+        """The response's answer: what the model wrote in its message items, its tool calls, and
+        the ids the gateway gave its items (a client may refer to them)."""
+        t = self.transcripts
+        if t is None or not (t.texts or t.calls):
+            return []
+        return [Said(t.text(0), tuple(t.calls.get(0, ())), tuple(self.given_ids))]
 
     def _new_id(self, prefix: str) -> str:
         new = self._source_id(prefix)
@@ -323,9 +332,13 @@ class ResponsesStream:
                 cfg = after_first_channel(self.config) if self._texts else self.config
                 self._texts += 1
                 ch = Channel(ordinal, up_id or self._new_id("msg_"), item, (body, event.fields), cfg)
+                if self.transcripts is not None:
+                    ch.transcript = self.transcripts.texts.setdefault(0, [])  # one answer: every item's text
                 self.channels[ordinal] = ch
                 self._records.append(ch.record)
                 return []  # held until its first run is known
+        if self.transcripts is not None and head.item is not None and isinstance(head.item.call_id, str):
+            self.transcripts.call(0, head.item.call_id)
         if item_type == "reasoning":
             self._native = True  # upstream reasoning wins
         return [self._forward(event, head, self.numbering.pass_item(ordinal))]

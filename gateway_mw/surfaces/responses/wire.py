@@ -58,6 +58,7 @@ LARGE = frozenset(
 class _ItemHead(msgspec.Struct, gc=False):
     type: str = ""
     id: Any = None  # any JSON: an upstream may send a number
+    call_id: Any = None  # a function call's: read only for the reasoning record
 
 
 class _PartHead(msgspec.Struct, gc=False):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import os
+import shlex
+import sys
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-from ..middleware import THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from ..middleware import THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, request_id
 from .logsafe import GatewayAccessLogger, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
@@ -82,7 +85,8 @@ def build_app(settings: Settings) -> web.Application:
     if settings.middleware:
         setup(app, settings.think_extract)
     counters = Counters()
-    proxy = app[PROXY] = Proxy(settings, GatewayMetrics(app.get(THINKEXTRACT_STATS), counters))
+    metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
+    proxy = app[PROXY] = Proxy(settings, metrics_)
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/metrics", metrics, name=_METRICS)
@@ -100,4 +104,30 @@ def app_factory() -> web.Application:
     from .serving import configure_logging
 
     configure_logging(settings)
+    workers = gunicorn_workers(sys.argv[1:], os.environ)
+    if workers > 1 and settings.middleware and settings.think_extract.reasoning_store == "memory":
+        log.warning(
+            "%d workers each keep a reasoning record of their own (reasoning_store=memory): a client's next "
+            "turn that reaches another worker finds none; set reasoning_store to sqlite:PATH (one host) or "
+            "redis://HOST:PORT/DB (several)",
+            workers,
+        )
     return build_app(settings)
+
+
+def gunicorn_workers(argv: list[str], environ: Mapping[str, str]) -> int:
+    """How many workers gunicorn runs, from its command line, ``GUNICORN_CMD_ARGS`` and
+    ``WEB_CONCURRENCY`` (its own order); 1 when none says."""
+    args = [*shlex.split(environ.get("GUNICORN_CMD_ARGS", "")), *argv]  # the command line wins: last
+    found: str | None = environ.get("WEB_CONCURRENCY")
+    for i, arg in enumerate(args):
+        if arg in ("-w", "--workers") and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--workers="):
+            found = arg.partition("=")[2]
+        elif arg.startswith("-w") and len(arg) > 2:
+            found = arg[2:]
+    try:
+        return max(1, int(found)) if found is not None else 1
+    except ValueError:
+        return 1

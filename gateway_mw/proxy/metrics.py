@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from ..record import ReasoningRecord
 from ..stats import ThinkExtractStats
 
 __all__ = ["CONTENT_TYPE", "Counters", "GatewayMetrics", "multiprocess_dir"]
@@ -30,6 +31,16 @@ _HELP = {
     "unreadable_events": "Data events passed on untranslated because they could not be read.",
     "oversized_events": "Events over max_event_bytes, streamed through raw.",
     "translation_errors": "Responses in which a translator failed (the failing event passed as it came).",
+}
+
+_RECORD_HELP = {
+    "written": "Reasoning record: entries written (one per key an answer can be found by).",
+    "hits": "Reasoning record: keys asked for and found (reasoning restored from them).",
+    "misses": "Reasoning record: keys asked for and not found.",
+    "evicted": "Reasoning record: entries removed before their time to keep its bounds.",
+    "backend_errors": "Reasoning record: reads and writes that failed or timed out (answered as no record).",
+    "too_large": "Reasoning record: entries not written, over the per-entry cap.",
+    "dropped": "Reasoning record: entries not written, too many writes in flight.",
 }
 
 # Seconds: from a few milliseconds (a cached answer) to the ten minutes of a long generation.
@@ -57,9 +68,12 @@ class GatewayMetrics:
     """The metrics of one application: the live counters are mirrored into prometheus-client
     counters (by their increase since the last look), the histograms observed directly."""
 
-    def __init__(self, stats: ThinkExtractStats | None, counters: Counters) -> None:
+    def __init__(
+        self, stats: ThinkExtractStats | None, counters: Counters, record: ReasoningRecord | None = None
+    ) -> None:
         self.stats = stats
         self.counters = counters
+        self.record = record
         self.registry = CollectorRegistry(auto_describe=False)
         self.latency = Histogram(
             "gateway_proxy_request_duration_seconds",
@@ -109,6 +123,11 @@ class GatewayMetrics:
         for f in fields(self.counters):
             help_ = f"Gateway: {f.name.replace('_', ' ')}."
             self._mirror(f"gateway_proxy_{f.name}", help_, {}, float(getattr(self.counters, f.name)))
+        if self.record is not None:
+            counts = self.record.counts
+            for f in fields(counts):
+                help_ = _RECORD_HELP.get(f.name, f"Reasoning record: {f.name.replace('_', ' ')}.")
+                self._mirror(f"gateway_mw_record_{f.name}", help_, {}, float(getattr(counts, f.name)))
 
     def exposition(self) -> bytes:
         """The Prometheus text format: this process, or every process in multiprocess mode."""

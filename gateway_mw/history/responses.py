@@ -25,7 +25,7 @@ from ..marks import decode_blob, is_gateway_id
 from ..surfaces.rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
 from .recall import Recall, call_key, conversation_lines, item_key, turn_key
-from .text import inline, split_inline
+from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "asks_for_blobs", "keys", "transform"]
 
@@ -154,8 +154,9 @@ def keys(body: bytes) -> list[str]:
     out = []
     for item in items:
         kind = _kind(item)
-        if kind in ("reasoning", "item_reference") and isinstance(item.get("id"), str) and is_gateway_id(item["id"]):
-            out.append(item_key(item["id"]))
+        item_id = item.get("id")
+        if isinstance(item_id, str) and (kind == "item_reference" or (kind == "reasoning" and is_gateway_id(item_id))):
+            out.append(item_key(item_id))
     for start, end in _turns(items):
         calls = _calls(items[start:end])
         if calls:
@@ -262,6 +263,9 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
                 new.append(_shaped({}, recalled[at], plan))  # what the client did not send back
             else:
                 pending = recalled[at]
+        if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
+            item = _resolved_message(item, recall, plan)  # a message the upstream may not have kept
+            kind = _kind(item)
         if kind in ("reasoning", "item_reference"):
             reasoning, made_here = _read_reasoning(item, recall)
             if kind == "item_reference" and reasoning is None and not made_here:
@@ -294,6 +298,18 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     doc["input"] = new
     out: bytes = encode(doc)
     return out
+
+
+def _resolved_message(item: dict[str, Any], recall: Recall, plan: Plan) -> dict[str, Any]:
+    """A reference to an answer's message item, as the message itself when the record holds that
+    answer (its text as the client was given it); else the reference, as it came."""
+    item_id = item.get("id")
+    found = recall.get(item_key(item_id)) if isinstance(item_id, str) else None
+    if found is None or found.original is None:
+        return item
+    answer = split_written(found.original, plan.config)[1]
+    part = {"type": "output_text", "text": answer, "annotations": []}
+    return {"type": "message", "role": "assistant", "id": item_id, "content": [part]}
 
 
 def _read_reasoning(item: dict[str, Any], recall: Recall) -> tuple[str | None, bool]:

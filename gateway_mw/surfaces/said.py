@@ -64,4 +64,5 @@ def said_of_body(surface: Surface, body: bytes, item_ids: tuple[str, ...] = ()) 
     calls = tuple(
         i["call_id"] for i in output if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
     )
-    return [Said(text, calls, item_ids)]
+    messages = tuple(i["id"] for i in output if i.get("type") == "message" and isinstance(i.get("id"), str))
+    return [Said(text, calls, (*item_ids, *(m for m in messages if m not in item_ids)))]

@@ -152,3 +152,33 @@ def test_claude_code_with_redacted_thinking_before_sglang(claude: Path, tmp_path
     ClaudeCode(claude, redacted.proxy.base, tmp_path, model=redacted.model).run("Show me scripted.py")
     second = next(b for b in redacted.upstream.posts("/messages") if "tool_result" in json.dumps(b["messages"]))
     sees("messages", redacted, second)
+
+
+# -- clients that send no reasoning back: the reasoning record gives it back --------------------------
+
+
+@pytest.mark.parametrize("client", ["ChatOpenAI", "ChatDeepSeek"])
+@pytest.mark.parametrize("mode", ["invoke", "stream"])
+def test_langchain_chat_clients_that_drop_the_reasoning(client: str, mode: str, fresh: Flavour) -> None:
+    model = make(client, fresh.proxy.base, fresh.model).bind_tools([_weather()])
+    from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
+
+    question = [HumanMessage("What is the weather in Paris?")]
+    first = ask(model, mode, question)
+    ask(model, mode, [*question, first, ToolMessage("sunny", tool_call_id=first.tool_calls[0]["id"])])
+    second = fresh.second("/chat/completions")
+    sees("chat", fresh, second)  # LangChain sent content and tool calls only: the record gave the rest
+
+
+@pytest.mark.parametrize("store", [None, False], ids=["store", "no-store"])
+@pytest.mark.parametrize("mode", ["generate", "stream"])
+def test_ai_sdk_responses(store: bool | None, mode: str, node_modules: Path, fresh: Flavour) -> None:
+    """With its default ``store`` the AI SDK sends only a reference to the gateway's reasoning item;
+    with ``store: false``, nothing of it."""
+    if fresh.server == "sglang":
+        pytest.skip("SGLang serves no Responses API")
+    shown_steps = aisdk(node_modules, "responses", fresh.proxy.base, mode, tools=True, model=fresh.model, store=store)
+    assert [s["reasoningText"].strip() for s in shown_steps["steps"]] == [TOOL.reasoning, FINAL.reasoning]
+    second = fresh.second("/responses")
+    assert not [i for i in second["input"] if i.get("type") == "item_reference" and i["id"].startswith("rs_")]
+    sees("responses", fresh, second)

@@ -101,7 +101,8 @@ class ResponsesStream:
         t = self.transcripts
         if t is None or not (t.texts or t.calls):
             return []
-        return [Said(t.text(0), tuple(t.calls.get(0, ())), tuple(self.given_ids))]
+        ids = (*self.given_ids, *(r.up_id for r in self._records if r.up_id not in self.given_ids))
+        return [Said(t.text(0), tuple(t.calls.get(0, ())), ids)]
 
     def _new_id(self, prefix: str) -> str:
         new = self._source_id(prefix)

@@ -1,4 +1,4 @@
-"""docs/conversations-record.md as written: its Python runs, every ``reasoning_store`` value it shows
+"""docs/conversations.md, its reasoning record part, as written: its Python runs, every ``reasoning_store`` value it shows
 opens, and the figures it states are the code's."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from gateway_mw.record import open_record
 
 from .support import ROOT
 
-DOC = ROOT / "docs" / "conversations-record.md"
+DOC = ROOT / "docs" / "conversations.md"
 TEXT = DOC.read_text()
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

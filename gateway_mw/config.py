@@ -21,7 +21,7 @@ __all__ = [
     "ThinkExtractConfig",
 ]
 
-Surface = Literal["chat", "messages", "responses"]
+Surface = Literal["chat", "messages", "responses", "ollama"]
 MessagesPolicy = Literal["off", "unsigned", "redacted"]
 StreamMode = Literal["live", "buffered"]
 Placement = Literal["anywhere", "leading"]
@@ -40,6 +40,8 @@ DEFAULT_ROUTES: dict[str, Surface] = {
     "/chat/completions": "chat",
     "/messages": "messages",
     "/responses": "responses",
+    "/api/chat": "ollama",
+    "/api/generate": "ollama",
 }
 
 
@@ -133,6 +135,8 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     enabled: bool = True
     chat_enabled: bool = True
     responses_enabled: bool = True
+    ollama_enabled: bool = True
+    """Ollama's native API (``/api/chat``, ``/api/generate``): ``thinking``, streamed as NDJSON."""
     messages_policy: MessagesPolicy = "off"
     tag_pairs: tuple[TagPair, ...] = DEFAULT_TAG_PAIRS
     stream_mode: StreamMode = "live"
@@ -243,6 +247,8 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
             return self.chat_enabled
         if surface == "responses":
             return self.responses_enabled
+        if surface == "ollama":
+            return self.ollama_enabled
         return self.messages_policy != "off"
 
     # -- environment ------------------------------------------------------------------------
@@ -383,7 +389,9 @@ def _parse_routes(raw: str) -> dict[str, Surface]:
     for item in raw.split(","):
         suffix, eq, surface = item.strip().partition("=")
         if not eq or not suffix or surface not in get_args(Surface):
-            raise ValueError("expected suffix=surface[,suffix=surface] with surface one of chat, messages, responses")
+            raise ValueError(
+                "expected suffix=surface[,suffix=surface] with surface one of chat, messages, responses, ollama"
+            )
         routes[suffix] = surface  # type: ignore[assignment]  # membership checked above
     return routes
 
@@ -405,6 +413,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "enabled": _parse_bool,
     "chat_enabled": _parse_bool,
     "responses_enabled": _parse_bool,
+    "ollama_enabled": _parse_bool,
     "messages_policy": _choice(MessagesPolicy),
     "tag_pairs": _parse_tag_pairs,
     "stream_mode": _choice(StreamMode),

@@ -36,7 +36,7 @@ from .incoming import (
 from .pipeline import StreamPipeline, transform_body
 from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
-from .surfaces import Counts
+from .surfaces import FRAMINGS, Counts
 from .surfaces.base import NewId, Said, random_id
 from .surfaces.said import said_of_body
 
@@ -68,7 +68,11 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response
+_PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response (_SSE: any stream)
+_STREAM_TYPES = {
+    "sse": frozenset({"text/event-stream"}),
+    "ndjson": frozenset({"application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"}),
+}
 _HELD_PIECE = 64 * 1024
 _T = TypeVar("_T")
 
@@ -216,8 +220,8 @@ class _Session:
         if encoding != "identity" and not compressing:
             return "content_encoding"  # bytes the handler encoded itself: not ours to read
         ctype = headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
-        if ctype == "text/event-stream":
-            return _SSE
+        if ctype in _STREAM_TYPES[FRAMINGS[self.surface]]:
+            return _SSE  # a stream, in the framing of the surface
         if ctype == "application/json" or ctype.endswith("+json"):
             return _JSON
         return "content_type"

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 
 from .config import Surface, ThinkExtractConfig
+from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder, SSEEvent
-from .surfaces import BODY_TRANSFORMS, STREAM_TRANSLATORS, Counts, StreamTranslator
+from .surfaces import BODY_TRANSFORMS, FRAMINGS, STREAM_TRANSLATORS, Counts, StreamTranslator
 from .surfaces.base import NewId, Said, Transcripts, random_id
 
 __all__ = ["StreamPipeline", "transform_body"]
@@ -39,7 +40,12 @@ class StreamPipeline:
         if keep:  # what the model wrote, for the reasoning record
             self._translator.transcripts = Transcripts()
         large = self._translator.large_events
-        self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
+        self._decoder: SSEDecoder | NDJSONDecoder
+        if FRAMINGS[surface] == "sse":
+            self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
+        else:  # newline-delimited JSON: only the general path (no fast path reads its lines)
+            self._decoder = NDJSONDecoder(config.max_event_bytes)
+            self.feed = self._feed_lines  # type: ignore[method-assign]
         self._in_oversized = False  # pieces of an oversized event are going through
         self._surface = surface
         self._max_span = config.max_event_bytes
@@ -62,10 +68,19 @@ class StreamPipeline:
         counts.oversized_events = self._decoder.oversized_events
         return counts
 
+    def _feed_lines(self, chunk: bytes) -> bytes:
+        """:meth:`feed` for a newline-delimited JSON stream."""
+        if self._raw:
+            return chunk
+        try:
+            return self._translate(self._decoder.feed(chunk))
+        except Exception as exc:  # a fault in the framing: give up on this response
+            return self._give_up(exc, chunk)
+
     def feed(self, chunk: bytes) -> bytes:
         if self._raw:
             return chunk
-        decoder = self._decoder
+        decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # SSE: _feed_lines serves the other
         try:
             n = len(chunk)
             # One line and its blank line: the first newline is the last but one byte, and so the
@@ -119,7 +134,7 @@ class StreamPipeline:
         """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding
         them one by one. A window is offered only while the decoder holds nothing, so that bytes
         it passes can never overtake bytes the decoder keeps."""
-        decoder = self._decoder
+        decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # reached from feed() only
         fast_forward = self._translator.fast_forward
         out: list[bytes] = []
         pos, n = 0, len(chunk)

@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
+from .channels import Counts
 from .config import Surface
-from .surfaces.base import Counts
 
 __all__ = ["SurfaceStats", "ThinkExtractStats"]
 
@@ -51,6 +51,7 @@ class ThinkExtractStats(msgspec.Struct):
     chat: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
     messages: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
     responses: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
+    ollama: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
 
     def surface(self, surface: Surface) -> SurfaceStats:
         stats: SurfaceStats = getattr(self, surface)

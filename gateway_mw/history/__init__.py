@@ -14,7 +14,7 @@ import msgspec
 
 from ..config import Surface, ThinkExtractConfig
 from ..surfaces.base import Said
-from . import chat, messages, responses
+from . import chat, messages, ollama, responses
 from .plan import Plan, Server, plan_for
 from .recall import NOTHING, Recall, Recalled, call_key, item_key
 from .text import split_written
@@ -39,16 +39,19 @@ TRANSFORMS: dict[Surface, RequestTransform] = {
     "chat": chat.transform,
     "messages": messages.transform,
     "responses": responses.transform,
+    "ollama": ollama.transform,
 }
 KEYS: dict[Surface, Callable[[bytes], list[str]]] = {
     "chat": chat.keys,
     "messages": messages.keys,
     "responses": responses.keys,
+    "ollama": ollama.keys,
 }
 ANSWER_KEYS: dict[Surface, Callable[[bytes, str], str | None]] = {
     "chat": chat.answer_key,
     "messages": messages.answer_key,
     "responses": responses.answer_key,
+    "ollama": ollama.answer_key,
 }
 asks_for_blobs = responses.asks_for_blobs
 

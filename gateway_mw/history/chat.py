@@ -18,7 +18,7 @@ from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written
 
-__all__ = ["answer_key", "keys", "transform"]
+__all__ = ["answer_key", "keys", "transform", "transform_messages"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -140,6 +140,15 @@ def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
 def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     """The request with every assistant message's reasoning in the plan's form; ``None`` when
     nothing changes (the caller forwards the original bytes)."""
+    return transform_messages(body, plan, recall, _CARRIERS, CHAT_FIELDS[plan.server])
+
+
+def transform_messages(
+    body: bytes, plan: Plan, recall: Recall, carriers: tuple[str, ...], fields: tuple[str, ...]
+) -> bytes | None:
+    """:func:`transform` for any list of role messages: ``carriers`` are the fields reasoning may come
+    in (all of them dropped), ``fields`` those the upstream reads it from (Ollama's ``/api/chat``:
+    ``thinking`` alone)."""
     if plan.form == "pass":
         return None
     read = _read(body)
@@ -154,7 +163,7 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
             continue
         calls = _call_ids(m)
         found = recall.get(call_key(calls[0])) if calls else recall.get(turn_key(_lines(messages, i)))
-        new = _message(raws[i], plan, scope[i], bool(calls), found)
+        new = _message(raws[i], plan, scope[i], bool(calls), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)
             changed = True
@@ -166,13 +175,13 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     return out
 
 
-def _reasoning_of(msg: Obj) -> str:
+def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:
     """The reasoning the message carries in its fields: the first that holds text."""
-    for key in ("reasoning_content", "reasoning"):
-        text = as_str(msg.get(key))
+    for key in carriers:
+        text = as_str(msg.get(key)) if key != "reasoning_details" else None
         if text:
             return text
-    details = msg.get("reasoning_details")
+    details = msg.get("reasoning_details") if "reasoning_details" in carriers else None
     if details is not None:
         try:
             entries = _decode_any(bytes(details))
@@ -186,13 +195,21 @@ def _reasoning_of(msg: Obj) -> str:
     return ""
 
 
-def _message(raw: msgspec.Raw, plan: Plan, in_scope: bool, tool_turn: bool, found: Recalled | None) -> bytes | None:
+def _message(
+    raw: msgspec.Raw,
+    plan: Plan,
+    in_scope: bool,
+    tool_turn: bool,
+    found: Recalled | None,
+    carriers: tuple[str, ...],
+    targets: tuple[str, ...],
+) -> bytes | None:
     """One assistant message in the plan's form (its bytes), or ``None`` when it is so already."""
     try:
         msg: Obj = _decode_obj(raw)
     except UNREADABLE:
         return None
-    fields = _reasoning_of(msg)
+    fields = _reasoning_of(msg, carriers)
     content_raw = msg.get("content")
     content: Any = None
     if content_raw is not None:
@@ -229,24 +246,24 @@ def _message(raw: msgspec.Raw, plan: Plan, in_scope: bool, tool_turn: bool, foun
         answer, reasoning = content, ""  # written inline already, as the model wrote it: kept so
     out: Obj = {}
     for key, value in msg.items():
-        if key in _CARRIERS:
+        if key in carriers:
             continue
         if key == "content":
             out[key] = _content(answer, reasoning if keep and plan.form == "inline" else "", plan, original)
             if keep and plan.form == "field":
-                for field in CHAT_FIELDS[plan.server]:
+                for field in targets:
                     out[field] = reasoning
             continue
         out[key] = value
     if "content" not in out and keep:
         if plan.form == "inline":
             out["content"] = _content("", reasoning, plan, original)
-        elif CHAT_FIELDS[plan.server]:
+        elif targets:
             if "tool_calls" not in out:
                 out["content"] = ""  # llama.cpp refuses an assistant message with neither content nor tool calls
-            for field in CHAT_FIELDS[plan.server]:
+            for field in targets:
                 out[field] = reasoning
-    if out.get("content") is None and "tool_calls" not in out and any(k in out for k in _CARRIERS):
+    if out.get("content") is None and "tool_calls" not in out and any(k in out for k in carriers):
         out["content"] = ""  # llama.cpp refuses an assistant message with neither content nor tool calls
     new = encode(out)
     return None if _same(msg, out) else new

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
-from . import chat, messages, responses
+from . import chat, messages, ollama, responses
 from .base import Counts, NewId, Said, Transcripts
 
-__all__ = ["BODY_TRANSFORMS", "STREAM_TRANSLATORS", "Counts", "StreamTranslator"]
+__all__ = ["BODY_TRANSFORMS", "FRAMINGS", "STREAM_TRANSLATORS", "Counts", "Framing", "StreamTranslator"]
+
+Framing = Literal["sse", "ndjson"]
 
 
 class StreamTranslator(Protocol):
@@ -69,9 +71,13 @@ STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig, NewId], StreamTr
     "chat": lambda config, _: chat.ChatStream(config),
     "messages": lambda config, _: messages.MessagesStream(config),
     "responses": lambda config, new_id: responses.ResponsesStream(config, new_id=new_id),
+    "ollama": lambda config, _: ollama.OllamaStream(config),
 }
 BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
     "chat": lambda body, config, _: chat.transform_body(body, config),
     "messages": lambda body, config, _: messages.transform_body(body, config),
     "responses": lambda body, config, new_id: responses.transform_body(body, config, new_id=new_id),
+    "ollama": lambda body, config, _: ollama.transform_body(body, config),
 }
+FRAMINGS: dict[Surface, Framing] = {"chat": "sse", "messages": "sse", "responses": "sse", "ollama": "ndjson"}
+"""How each surface frames a stream: Server-Sent Events, or newline-delimited JSON (Ollama)."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from ..channels import join_surrogates
+
 __all__ = [
     "UNREADABLE",
     "Obj",
@@ -47,7 +49,6 @@ _decode_str = msgspec.json.Decoder(str).decode
 _decode_number = msgspec.json.Decoder(int | float).decode
 encode = msgspec.json.Encoder().encode
 _NULLS = (b"", b"null")
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def obj(raw: msgspec.Raw | bytes | None) -> Obj | None:
@@ -336,21 +337,3 @@ class TopLevelKeys:
             if self._value_start >= 0:
                 self._value_start -= hold
         return b"".join(out)
-
-
-def join_surrogates(held: str, text: str) -> tuple[str, str]:
-    """``text`` after ``held`` (a high surrogate kept from the delta before) as whole characters,
-    and the high surrogate it ends with, kept for the next delta.
-
-    A JSON string may spell a character outside the BMP as a ``\\ud83d\\ude00`` escape pair, and a
-    server that streams UTF-16 code units can cut the pair between two deltas: joined here, it is
-    its character again (as the non-stream body reads it). A surrogate with no partner is no
-    character: it becomes U+FFFD, as a UTF-8 decoder makes of it.
-    """
-    text = held + text
-    held = ""
-    if text and "\ud800" <= text[-1] <= "\udbff":
-        text, held = text[:-1], text[-1]
-    if _SURROGATES.search(text) is not None:
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text, held

@@ -1,5 +1,5 @@
-"""docs/conversations.md, its reasoning record part, as written: its Python runs, every ``reasoning_store`` value it shows
-opens, and the figures it states are the code's."""
+"""docs/conversations.md, its reasoning record part, as written: its Python runs, every
+``reasoning_store`` value it shows opens, and the figures it states are the code's."""
 
 from __future__ import annotations
 

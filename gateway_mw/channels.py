@@ -1,0 +1,188 @@
+"""The text channels of one response, as every surface has them: one Scanner per channel, and what is
+done to all of them alike.
+
+A *channel* is one run of the model's text that a surface reads: a chat choice, an Anthropic text
+block, a Responses message item, an Ollama answer. A surface's reader hands each channel's text to
+:class:`Channels`, which gives back the segments to write:
+
+* the settings are resolved once, for the response's model (its family preset, the operator's
+  profiles), and a template's injected open tag opens only the turn's first channel;
+* a channel that carries the upstream's own reasoning is left alone from then on (what it held goes
+  out first): upstream reasoning wins;
+* a surrogate pair cut between two texts of a channel is joined into its character;
+* every channel's counts are summed, and, when the reasoning record wants it, every text kept.
+
+Pure: no I/O, no JSON, no aiohttp.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from typing import NamedTuple
+
+from .config import ThinkExtractConfig
+from .scanner import Scanner, Segment
+
+__all__ = ["Channels", "Counts", "Said", "Transcripts", "after_first_channel", "join_surrogates"]
+
+
+class Counts:
+    """What the scanners of one response did, summed when each channel finishes."""
+
+    __slots__ = (
+        "overflows",
+        "oversized_events",
+        "reasoning_blocks",
+        "reasoning_chars",
+        "unclosed",
+        "unreadable_events",
+    )
+
+    def __init__(self) -> None:
+        self.reasoning_blocks = 0
+        self.reasoning_chars = 0
+        self.unclosed = 0
+        self.overflows = 0
+        self.unreadable_events = 0  # data events passed on untranslated because they could not be read
+        self.oversized_events = 0  # events over max_event_bytes, streamed through raw
+
+    def add(self, scanner: Scanner) -> None:
+        self.reasoning_blocks += scanner.reasoning_blocks
+        self.reasoning_chars += scanner.reasoning_chars
+        self.unclosed += scanner.unclosed
+        self.overflows += scanner.overflows
+
+
+class Said(NamedTuple):
+    """What one assistant answer of a response said, for the reasoning record: the text as the
+    model wrote it (tags included), the tool calls it made, and the ids the gateway gave its items."""
+
+    original: str
+    call_ids: tuple[str, ...] = ()
+    item_ids: tuple[str, ...] = ()
+
+
+class Transcripts:
+    """Every text each channel of one response was given, and the tool calls of each answer, kept
+    while the reasoning record wants them (a translator that has none keeps nothing)."""
+
+    __slots__ = ("calls", "texts")
+
+    def __init__(self) -> None:
+        self.texts: dict[Hashable, list[str]] = {}
+        self.calls: dict[Hashable, list[str]] = {}
+
+    def watch(self, channel: Hashable, scanner: Scanner) -> None:
+        """Keep what ``scanner`` is given as the text of ``channel`` (after what it had)."""
+        scanner.transcript = self.texts.setdefault(channel, [])
+
+    def call(self, answer: Hashable, call_id: str) -> None:
+        self.calls.setdefault(answer, []).append(call_id)
+
+    def text(self, channel: Hashable) -> str:
+        return "".join(self.texts.get(channel, ()))
+
+
+def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:
+    """The settings for the channels after a turn's first: a chat template injects ``<think>`` once
+    per turn, before its first text, so a later text block or message item does not start inside
+    reasoning."""
+    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def join_surrogates(held: str, text: str) -> tuple[str, str]:
+    """``text`` after ``held`` (a high surrogate kept from the text before) as whole characters,
+    and the high surrogate it ends with, kept for the next text.
+
+    A JSON string may spell a character outside the BMP as a ``\\ud83d\\ude00`` escape pair, and a
+    server that streams UTF-16 code units can cut the pair between two deltas: joined here, it is
+    its character again (as the non-stream body reads it). A surrogate with no partner is no
+    character: it becomes U+FFFD, as a UTF-8 decoder makes of it.
+    """
+    text = held + text
+    held = ""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text, held = text[:-1], text[-1]
+    if _SURROGATE.search(text) is not None:
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text, held
+
+
+class Channels:
+    """The channels of one response (sans-I/O)."""
+
+    __slots__ = ("_base", "_high", "_native", "_scanners", "_started", "config", "counts", "transcripts")
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        self._base = config
+        self.config: ThinkExtractConfig | None = None
+        """The settings for the response's model, once :meth:`resolve` has run."""
+        self._scanners: dict[Hashable, Scanner] = {}
+        self._native: set[Hashable] = set()
+        self._high: dict[Hashable, str] = {}
+        self._started = 0  # channels opened so far: the first gets an injected open tag
+        self.counts = Counts()
+        self.transcripts: Transcripts | None = None
+        """Set to keep every channel's text (the reasoning record); ``None`` keeps nothing."""
+
+    def resolve(self, model: str | None) -> ThinkExtractConfig:
+        """The settings for the response's ``model``, fixed by the first call."""
+        if self.config is None:
+            self.config = self._base.for_model(model)
+        return self.config
+
+    @property
+    def enabled(self) -> bool:
+        return self.resolve(None).enabled
+
+    def is_native(self, channel: Hashable) -> bool:
+        return channel in self._native
+
+    def text(self, channel: Hashable, text: str) -> list[Segment]:
+        """``text`` of ``channel`` through its scanner: the segments to write now."""
+        if channel in self._native or not text:
+            return []
+        scanner = self._scanners.get(channel)
+        if scanner is None:
+            scanner = self._open(channel)
+        held = self._high.pop(channel, "")
+        if held or _SURROGATE.search(text) is not None:
+            text, held = join_surrogates(held, text)
+            if held:
+                self._high[channel] = held
+        return scanner.feed(text) if text else []
+
+    def native(self, channel: Hashable) -> list[Segment]:
+        """``channel`` carries the upstream's own reasoning: what it held, then nothing more."""
+        self._native.add(channel)
+        return self.end(channel)
+
+    def end(self, channel: Hashable) -> list[Segment]:
+        """``channel``'s text is over: whatever its scanner held."""
+        self._high.pop(channel, None)  # half a character that never got its other half: no character
+        scanner = self._scanners.pop(channel, None)
+        if scanner is None:
+            return []
+        out = scanner.finish()
+        self.counts.add(scanner)
+        return out
+
+    def flush(self) -> list[tuple[Hashable, list[Segment]]]:
+        """Every open channel's held text (something not translated must go out after it)."""
+        return [(ch, held) for ch, scanner in self._scanners.items() if (held := scanner.flush())]
+
+    def finish(self) -> list[tuple[Hashable, list[Segment]]]:
+        """The end of the response: every open channel ends."""
+        return [(ch, held) for ch in list(self._scanners) if (held := self.end(ch))]
+
+    def _open(self, channel: Hashable) -> Scanner:
+        config = self.resolve(None)
+        scanner = self._scanners[channel] = Scanner(after_first_channel(config) if self._started else config)
+        self._started += 1
+        if self.transcripts is not None:
+            self.transcripts.watch(channel, scanner)
+        return scanner

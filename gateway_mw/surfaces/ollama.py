@@ -1,0 +1,197 @@
+"""Ollama's native API: ``/api/chat`` (``message.content`` → ``message.thinking``) and ``/api/generate``
+(``response`` → ``thinking``), streamed as newline-delimited JSON (Ollama streams when ``stream`` is
+absent) or as one JSON body.
+
+One answer per response, one channel (:class:`~gateway_mw.channels.Channels`). A line whose text the
+scanner passes unchanged goes on as the same bytes; a line whose text holds reasoning becomes one line
+per run, in order, each the upstream's line with its text replaced (a reasoning run in ``thinking``,
+the text ``""``). Text held back (a partial tag) goes out before the final ``done`` line, which keeps
+its metrics. A line that already carries ``thinking`` (Ollama's own parser ran) is the upstream's
+reasoning: it wins, and the channel is left alone from then on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import msgspec
+
+from ..channels import Channels, Counts, Said, Transcripts
+from ..config import ThinkExtractConfig
+from ..ndjson import encode_line
+from ..scanner import CONTENT, Segment, merge_segments
+from ..sse import SSEEvent
+from .base import translated
+from .rawjson import UNREADABLE, Obj, as_str, encode, obj
+
+__all__ = ["OllamaStream", "transform_body", "translate_stream"]
+
+_ANSWER = 0  # the one channel
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: str | None = None
+    thinking: str | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    """What is read of a line: the model, the text and reasoning of either endpoint, whether it ends."""
+
+    model: Any = None
+    message: _Message | None = None
+    response: str | None = None
+    thinking: str | None = None
+    done: Any = None
+
+
+_decode_line = msgspec.json.Decoder(_Line).decode
+
+
+def _text_of(line: _Line) -> tuple[str | None, str | None]:
+    """(text, reasoning) of a line: ``message`` on ``/api/chat``, ``response`` on ``/api/generate``."""
+    if line.message is not None:
+        return line.message.content, line.message.thinking
+    return line.response, line.thinking
+
+
+class OllamaStream:
+    """Translate an Ollama NDJSON stream, one line at a time (sans-I/O)."""
+
+    large_events: frozenset[bytes] = frozenset()
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        self._channels = Channels(config)
+        self._last: Obj | None = None  # the last line read: the envelope of lines written for held text
+        self._chat = True
+        self.counts = self._channels.counts
+
+    @property
+    def transcripts(self) -> Transcripts | None:
+        return self._channels.transcripts
+
+    @transcripts.setter
+    def transcripts(self, value: Transcripts | None) -> None:
+        self._channels.transcripts = value
+
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        data = event.data
+        if data is None:
+            return [event]
+        try:
+            line = _decode_line(data)
+        except UNREADABLE:
+            self.counts.unreadable_events += 1
+            return [*self.flush(), event]  # not a line this reads: after what was held
+        channels = self._channels
+        channels.resolve(line.model if isinstance(line.model, str) else None)
+        if not channels.enabled:
+            return [event]
+        self._chat = line.message is not None
+        text, thinking = _text_of(line)
+        if thinking:  # Ollama's own parser ran: its reasoning wins
+            return [*self._lines(channels.native(_ANSWER), data), event]
+        runs = channels.text(_ANSWER, text or "")
+        if line.done is True:
+            runs += channels.end(_ANSWER)
+            return [*self._lines(runs, data), self._with_text(data, "", None) if text else event]
+        if not runs and text:
+            return []  # all held (a tag): nothing to say yet
+        if not text or (len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text):
+            return [event]
+        return self._lines(runs, data)
+
+    def flush(self) -> list[SSEEvent]:
+        held = [seg for _, segments in self._channels.flush() for seg in segments]
+        return self._lines(held, None)
+
+    def finish(self) -> list[SSEEvent]:
+        held = [seg for _, segments in self._channels.finish() for seg in segments]
+        return self._lines(held, None)
+
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        return piece  # nothing is numbered: a line too long to hold goes on as it came
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        return None
+
+    def said(self) -> list[Said]:
+        t = self.transcripts
+        return [Said(t.text(_ANSWER))] if t is not None and t.texts else []
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _lines(self, runs: list[Segment], data: bytes | None) -> list[SSEEvent]:
+        """One line per run, each the line ``data`` (or the last one read) with its text replaced."""
+        out: list[SSEEvent] = []
+        for seg in merge_segments(runs):
+            if seg.kind == CONTENT:
+                out.append(self._with_text(data, seg.text, None))
+            else:
+                out.append(self._with_text(data, "", seg.text))
+        return out
+
+    def _with_text(self, data: bytes | None, text: str, thinking: str | None) -> SSEEvent:
+        doc: Obj = (obj(data) or {}) if data is not None else dict(self._last or {})
+        if data is not None:
+            self._last = {k: v for k, v in doc.items() if k in ("model", "created_at", "message")}
+        if data is None:  # a line for held text: not the last, whatever the last one said
+            doc["done"] = False
+        if self._chat:
+            message: Obj = obj(doc.get("message")) or {"role": "assistant"}
+            doc["message"] = _put(message, "content", text, thinking)
+        else:
+            doc = _put(doc, "response", text, thinking)
+        return encode_line(encode(doc))
+
+
+def _put(doc: Obj, key: str, text: str, thinking: str | None) -> Obj:
+    """``doc`` with ``key`` set to ``text`` and, for reasoning, ``thinking`` right after it."""
+    out: Obj = {}
+    for k, v in doc.items():
+        if k == "thinking":
+            continue
+        out[k] = text if k == key else v
+        if k == key and thinking is not None:
+            out["thinking"] = thinking
+    if key not in out:
+        out[key] = text
+        if thinking is not None:
+            out["thinking"] = thinking
+    return out
+
+
+def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+    """A non-stream answer with its reasoning in ``thinking``: ``None`` when nothing changed."""
+    counts = Counts()
+    doc = obj(bytes(body))
+    if doc is None:
+        return None, counts
+    model = as_str(doc.get("model"))
+    cfg = config.for_model(model)
+    chat = "message" in doc
+    holder = obj(doc.get("message")) if chat else doc
+    if holder is None or not cfg.enabled:
+        return None, counts
+    text = as_str(holder.get("content" if chat else "response"))
+    if not text or as_str(holder.get("thinking")):
+        return None, counts  # nothing to read, or Ollama's own reasoning: it wins
+    channels = Channels(cfg)
+    segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
+    counts = channels.counts
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    answer = "".join(s.text for s in segments if s.kind == CONTENT)
+    if not reasoning and answer == text:
+        return None, counts
+    put = _put(holder, "content" if chat else "response", answer, reasoning or None)
+    if chat:
+        doc["message"] = put
+    else:
+        doc = put
+    return encode(doc), counts
+
+
+def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+    """The async generator form: upstream lines in, client lines out."""
+    return translated(OllamaStream(config), events)
+

@@ -1,0 +1,59 @@
+"""Ollama's native wire format as its server writes it, for the Ollama surface's tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+CREATED = "2026-12-01T10:00:00.000000Z"
+METRICS = {
+    "total_duration": 1234567,
+    "load_duration": 1000,
+    "prompt_eval_count": 12,
+    "prompt_eval_duration": 2000,
+    "eval_count": 30,
+    "eval_duration": 3000,
+}
+
+
+def chat_line(model: str, content: str, done: bool = False, **message: Any) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "model": model,
+        "created_at": CREATED,
+        "message": {"role": "assistant", "content": content, **message},
+        "done": done,
+    }
+    if done:
+        line |= {"done_reason": "stop", **METRICS}
+    return line
+
+
+def generate_line(model: str, response: str, done: bool = False, **extra: Any) -> dict[str, Any]:
+    line: dict[str, Any] = {"model": model, "created_at": CREATED, "response": response, "done": done, **extra}
+    if done:
+        line |= {"done_reason": "stop", "context": [1, 2, 3], **METRICS}
+    return line
+
+
+def ndjson(lines: list[dict[str, Any]]) -> bytes:
+    """Go's encoding/json, one object per line (compact, HTML characters escaped as it does)."""
+    out = []
+    for line in lines:
+        text = json.dumps(line, separators=(",", ":"), ensure_ascii=False)
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        out.append(text.encode() + b"\n")
+    return b"".join(out)
+
+
+def stream(kind: str, model: str, pieces: list[str], **extra: Any) -> bytes:
+    """What Ollama streams for an answer written in ``pieces``: one line per piece, then the done line."""
+    if kind == "chat":
+        return ndjson([*(chat_line(model, p, **extra) for p in pieces), chat_line(model, "", done=True)])
+    return ndjson([*(generate_line(model, p, **extra) for p in pieces), generate_line(model, "", done=True)])
+
+
+def body(kind: str, model: str, text: str, **extra: Any) -> dict[str, Any]:
+    """The non-stream answer."""
+    if kind == "chat":
+        return chat_line(model, text, done=True, **extra)
+    return generate_line(model, text, done=True, **extra)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from . import harmony  # noqa: F401  (registers gpt-oss's channel protocol with the scanner)
 from .config import DEFAULT_TAG_PAIRS, ModelProfile, TagPair, ThinkExtractConfig
 from .scanner import Scanner, Segment, extract
 from .stats import SurfaceStats, ThinkExtractStats

@@ -115,10 +115,14 @@ def join_surrogates(held: str, text: str) -> tuple[str, str]:
 class Channels:
     """The channels of one response (sans-I/O)."""
 
-    __slots__ = ("_base", "_high", "_native", "_scanners", "_started", "config", "counts", "transcripts")
+    __slots__ = ("_base", "_high", "_native", "_parallel", "_scanners", "_started", "config", "counts", "transcripts")
 
-    def __init__(self, config: ThinkExtractConfig) -> None:
+    def __init__(self, config: ThinkExtractConfig, *, parallel: bool = False) -> None:
+        """``parallel``: the channels are answers side by side (chat's choices), each of which a
+        template opens alike; otherwise they follow one another in one answer (text blocks, message
+        items), and only the first starts inside an injected open tag."""
         self._base = config
+        self._parallel = parallel
         self.config: ThinkExtractConfig | None = None
         """The settings for the response's model, once :meth:`resolve` has run."""
         self._scanners: dict[Hashable, Scanner] = {}
@@ -141,6 +145,17 @@ class Channels:
 
     def is_native(self, channel: Hashable) -> bool:
         return channel in self._native
+
+    def scanner(self, channel: Hashable) -> Scanner | None:
+        """The open scanner of ``channel`` (a surface's fast path reads its steady state)."""
+        return self._scanners.get(channel)
+
+    def __contains__(self, channel: Hashable) -> bool:
+        """Whether ``channel`` is open (it has had text and has not ended)."""
+        return channel in self._scanners
+
+    def open_channels(self) -> list[Hashable]:
+        return list(self._scanners)
 
     def text(self, channel: Hashable, text: str) -> list[Segment]:
         """``text`` of ``channel`` through its scanner: the segments to write now."""
@@ -181,7 +196,8 @@ class Channels:
 
     def _open(self, channel: Hashable) -> Scanner:
         config = self.resolve(None)
-        scanner = self._scanners[channel] = Scanner(after_first_channel(config) if self._started else config)
+        first = self._parallel or not self._started
+        scanner = self._scanners[channel] = Scanner(config if first else after_first_channel(config))
         self._started += 1
         if self.transcripts is not None:
             self.transcripts.watch(channel, scanner)

@@ -6,6 +6,7 @@ import difflib
 import os
 from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 import msgspec
@@ -33,7 +34,6 @@ HistoryScope = Literal["auto", "all", "current_turn", "tool_turns"]
 UpstreamServer = Literal["auto", "vllm", "sglang", "llamacpp", "ollama", "openai", "anthropic", "generic"]
 
 
-_RESOLVED: dict[tuple[int, str], tuple[ThinkExtractConfig, ThinkExtractConfig]] = {}
 _RESOLVED_MAX = 1024
 
 DEFAULT_ROUTES: dict[str, Surface] = {
@@ -129,8 +129,12 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         }
 
 
-class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Everything the middleware and the scanner read. Frozen: derive variants with ``replace``."""
+class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, dict=True):
+    """Everything the middleware and the scanner read. Frozen: derive variants with ``replace``.
+
+    What is worked out from a configuration (the settings for a model, a scanner's tag table) is
+    kept with it, in :attr:`derived` and the resolution cache, and goes with it: a variant made with
+    ``replace`` starts with none."""
 
     enabled: bool = True
     chat_enabled: bool = True
@@ -207,15 +211,23 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         """
         if model is None:
             return self
-        key = (id(self), model)
-        hit = _RESOLVED.get(key)
-        if hit is not None and hit[0] is self:  # the entry holds the config: its id is not reused
-            return hit[1]
-        resolved = self._resolve(model)
-        if len(_RESOLVED) >= _RESOLVED_MAX:
-            _RESOLVED.clear()
-        _RESOLVED[key] = (self, resolved)
+        cache = self._by_model
+        resolved = cache.get(model)
+        if resolved is None:
+            if len(cache) >= _RESOLVED_MAX:  # model names are the client's: keep the cache bounded
+                cache.clear()
+            resolved = cache[model] = self._resolve(model)
         return resolved
+
+    @cached_property
+    def _by_model(self) -> dict[str, ThinkExtractConfig]:
+        return {}
+
+    @cached_property
+    def derived(self) -> dict[str, Any]:
+        """Values worked out from these settings, once, by the modules that read them (a scanner's
+        tag table): kept with the configuration they come from."""
+        return {}
 
     def _resolve(self, model: str) -> ThinkExtractConfig:
         config = self

@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from .config import ThinkExtractConfig
-from .scanner import _CONTENT, _START, CONTENT, REASONING, Kind, Scanner, Segment, _prefix_start
+from .scanner import _CONTENT, _START, CONTENT, PROTOCOLS, REASONING, Kind, Scanner, Segment, _prefix_start
 
 __all__ = ["HarmonyScanner"]
 
@@ -330,3 +330,6 @@ class HarmonyScanner(Scanner):
         else:
             return
         self._fast = _H_TRIGGERS
+
+
+PROTOCOLS["harmony"] = HarmonyScanner

@@ -20,10 +20,10 @@ import msgspec
 from aiohttp import hdrs, web
 from aiohttp.streams import StreamReader
 
+from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .history import NOTHING, Recall, Recalled, asks_for_blobs, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
-from .surfaces.base import Said
 
 __all__ = [
     "THINKEXTRACT_REQUEST_BODY",

@@ -17,11 +17,13 @@ import binascii
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "BLOB_PREFIX",
     "SIGNATURE_PREFIX",
+    "NewId",
     "decode_blob",
     "decode_redacted",
     "encode_blob",
@@ -36,6 +38,9 @@ SIGNATURE_PREFIX = "gw1:"
 """Every signature this gateway writes starts with this; Anthropic's own never do."""
 BLOB_PREFIX = "gw1:"
 """Every ``encrypted_content`` this gateway writes starts with this."""
+
+NewId = Callable[[str], str]
+"""The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
 
 _ID = re.compile(r"[a-z]+_([0-9a-f]{24})([0-9a-f]{8})")
 

@@ -24,6 +24,7 @@ try:  # aiohttp ≥ 3.10 names the error its own writer raises on a closing tran
 except ImportError:  # pragma: no cover - older aiohttp
     _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
 
+from .channels import Said
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .incoming import (
     THINKEXTRACT_REQUEST_BODY,
@@ -33,11 +34,11 @@ from .incoming import (
     remember,
     rewrite_request,
 )
+from .marks import NewId, random_id
 from .pipeline import StreamPipeline, transform_body
 from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
 from .surfaces import FRAMINGS, Counts
-from .surfaces.base import NewId, Said, random_id
 from .surfaces.said import said_of_body
 
 __all__ = [

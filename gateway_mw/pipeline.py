@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 
+from .channels import Said, Transcripts
 from .config import Surface, ThinkExtractConfig
+from .marks import NewId, random_id
 from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder, SSEEvent
 from .surfaces import BODY_TRANSFORMS, FRAMINGS, STREAM_TRANSLATORS, Counts, StreamTranslator
-from .surfaces.base import NewId, Said, Transcripts, random_id
 
 __all__ = ["StreamPipeline", "transform_body"]
 

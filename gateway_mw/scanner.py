@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 
 from .config import TagPair, ThinkExtractConfig
 
-__all__ = ["CONTENT", "REASONING", "HarmonyScanner", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
+__all__ = ["CONTENT", "PROTOCOLS", "REASONING", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
 
 Kind = Literal["reasoning", "content"]
 REASONING: Final = "reasoning"
@@ -236,42 +236,55 @@ def _with_whitespace(triggers: frozenset[str]) -> frozenset[str]:
     return triggers | WHITESPACE
 
 
-_Settings = tuple[
-    _TagTable, tuple[str, ...], frozenset[str], bool, str, bool, bool, bool, bool, int, bool, frozenset[str], bool
-]
-_SETTINGS: dict[int, tuple[ThinkExtractConfig, _Settings]] = {}  # id(config) → (config, its settings)
+class _Settings(NamedTuple):
+    """What a scanner takes from its configuration, in the order ``Scanner.__init__`` unpacks it."""
+
+    tags: _TagTable
+    markers: tuple[str, ...]  # tool-call markers: each ends a reasoning block
+    marker_firsts: frozenset[str]
+    buffered: bool
+    separator: str
+    leading_only: bool
+    strip: bool
+    trim: bool
+    # The reasoning's own trailing whitespace waits for a close tag only when asked: holding it makes
+    # whitespace a trigger in reasoning, and a surface's raw fast path then reads every event.
+    trim_tail: bool
+    cap: int
+    code_aware: bool
+    content_triggers: frozenset[str]
+    start_with_reasoning: bool
 
 
 def _settings(cfg: ThinkExtractConfig) -> _Settings:
-    """What a scanner takes from its configuration, worked out once per configuration (a scanner
-    is made per channel: per stream, often per event on the Responses and messages surfaces)."""
-    known = _SETTINGS.get(id(cfg))
-    if known is not None and known[0] is cfg:
-        return known[1]
+    """What a scanner takes from its configuration, worked out once per configuration and kept with
+    it (a scanner is made per channel: per stream, often per event on the messages surface)."""
+    settings: _Settings | None = cfg.derived.get("scanner")
+    if settings is not None:
+        return settings
     tags = _compile_tags(cfg.tag_pairs, cfg.content_wrappers, cfg.tool_call_markers)
-    # trim_tag_edges: strip_whitespace, when on, trims every edge already.
-    trim = cfg.trim_tag_edges and not cfg.strip_whitespace
-    settings: _Settings = (
-        tags,
-        cfg.tool_call_markers,  # tool-call markers: each ends a reasoning block
-        frozenset(m[0] for m in cfg.tool_call_markers),
-        cfg.stream_mode == "buffered",
-        cfg.separator,
-        cfg.placement == "leading",
-        cfg.strip_whitespace,
-        trim,
-        # The reasoning's own trailing whitespace waits for a close tag only when asked: holding it
-        # makes whitespace a trigger in reasoning, and a surface's raw fast path then reads every event.
-        trim and cfg.trim_reasoning_tail,
-        cfg.max_buffer_bytes,
-        cfg.code_aware,
-        tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset()),
-        cfg.start_with_reasoning,
+    trim = cfg.trim_tag_edges and not cfg.strip_whitespace  # strip_whitespace trims every edge already
+    settings = cfg.derived["scanner"] = _Settings(
+        tags=tags,
+        markers=cfg.tool_call_markers,
+        marker_firsts=frozenset(m[0] for m in cfg.tool_call_markers),
+        buffered=cfg.stream_mode == "buffered",
+        separator=cfg.separator,
+        leading_only=cfg.placement == "leading",
+        strip=cfg.strip_whitespace,
+        trim=trim,
+        trim_tail=trim and cfg.trim_reasoning_tail,
+        cap=cfg.max_buffer_bytes,
+        code_aware=cfg.code_aware,
+        content_triggers=tags.first_chars | (frozenset("`~\n") if cfg.code_aware else frozenset()),
+        start_with_reasoning=cfg.start_with_reasoning,
     )
-    if len(_SETTINGS) >= 256:  # configurations made on the fly: keep the cache bounded
-        _SETTINGS.clear()
-    _SETTINGS[id(cfg)] = (cfg, settings)
     return settings
+
+
+PROTOCOLS: dict[str, type[Scanner]] = {}
+"""The scanner of each ``protocol`` other than ``tags``, chosen by ``Scanner(config)``; the module
+that defines one registers it (``harmony.py``: gpt-oss), and the package imports them all."""
 
 
 class Scanner:
@@ -328,8 +341,8 @@ class Scanner:
     )
 
     def __new__(cls, config: ThinkExtractConfig | None = None) -> Scanner:
-        if cls is Scanner and config is not None and config.protocol == "harmony":
-            return super().__new__(HarmonyScanner)
+        if cls is Scanner and config is not None and config.protocol != "tags":
+            return super().__new__(PROTOCOLS[config.protocol])
         return super().__new__(cls)
 
     def __init__(self, config: ThinkExtractConfig | None = None) -> None:
@@ -962,5 +975,3 @@ def merge_segments(segments: list[Segment]) -> list[Segment]:
             merged.append(seg)
     return merged
 
-
-from .harmony import HarmonyScanner  # noqa: E402  (a Scanner subclass: it needs this module first)

@@ -14,7 +14,16 @@ def test_defaults() -> None:
     assert (cfg.stream_mode, cfg.placement, cfg.separator, cfg.max_buffer_bytes) == ("live", "anywhere", "\n", 65536)
     assert (cfg.code_aware, cfg.strip_whitespace, cfg.start_with_reasoning) == (True, False, False)
     assert cfg.chat_reasoning_field == "reasoning_content"
-    assert cfg.routes == {"/chat/completions": "chat", "/messages": "messages", "/responses": "responses"}
+    assert cfg.routes == {
+        "/chat/completions": "chat",
+        "/messages": "messages",
+        "/responses": "responses",
+        "/api/chat": "ollama",
+        "/api/generate": "ollama",
+    }
+    assert cfg.ollama_enabled is True
+    assert (cfg.history_reasoning, cfg.history_scope, cfg.upstream_server) == ("auto", "auto", "auto")
+    assert (cfg.reasoning_store, cfg.responses_encrypted_content) == ("memory", False)
     assert [p.open for p in DEFAULT_TAG_PAIRS] == [
         "<think>",
         "<thinking>",

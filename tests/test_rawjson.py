@@ -10,8 +10,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway_mw.rawjson import TopLevelKeys, as_int, edit
 from gateway_mw.sse import event_type
-from gateway_mw.surfaces.rawjson import TopLevelKeys, as_int, edit
 
 KEYS = frozenset({b"index", b"sequence_number"})
 

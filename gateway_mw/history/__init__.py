@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from ..channels import Said
 from ..config import Surface, ThinkExtractConfig
-from ..surfaces.base import Said
 from . import chat, messages, ollama, responses
 from .plan import Plan, Server, plan_for
 from .recall import NOTHING, Recall, Recalled, call_key, item_key

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ..surfaces.rawjson import UNREADABLE, Obj, as_str, encode
+from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
-from ..surfaces.rawjson import UNREADABLE, Obj, encode
+from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
 from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from ..marks import decode_blob, is_gateway_id
-from ..surfaces.rawjson import UNREADABLE, Obj, encode
+from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
 from .recall import Recall, call_key, conversation_lines, item_key, turn_key
 from .text import inline, split_inline, split_written

@@ -55,6 +55,19 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
+def _switch_to_wal(conn: sqlite3.Connection) -> str:
+    """``PRAGMA journal_mode=WAL``, tried again while another process holds the new file's lock:
+    SQLite answers "locked" at once there, without waiting its busy timeout (workers starting together)."""
+    deadline = time.monotonic() + _OPEN_TIMEOUT
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class SqliteRecord(RecordBase):
     """One table: the storage key, the value, its expiry (wall-clock time, as processes and restarts
     share it) and its size, with an index on (expires, size) so that pruning reads the index alone.
@@ -123,9 +136,9 @@ class SqliteRecord(RecordBase):
         conn = sqlite3.connect(self.path, timeout=_OPEN_TIMEOUT, isolation_level=None)
         try:
             self._check_owned(conn)  # before anything is written: the path may be a mistake
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise sqlite3.OperationalError(f"the file cannot use WAL (journal_mode stays {mode})")
+            journal = _switch_to_wal(conn)
+            if journal.lower() != "wal":
+                raise sqlite3.OperationalError(f"the file cannot use WAL (journal_mode stays {journal})")
             with _transaction(conn):
                 if self._check_owned(conn):  # again under the write lock: another worker may have been first
                     conn.execute(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Protocol
 
 from ..channels import Counts, Said, Transcripts, after_first_channel
 from ..config import ThinkExtractConfig
-from ..marks import random_id
+from ..marks import NewId, random_id
 from ..scanner import Scanner, Segment, merge_segments
 from ..sse import SSEEvent
 
@@ -22,8 +22,6 @@ __all__ = [
     "translated",
 ]
 
-NewId = Callable[[str], str]
-"""The source of the ids a translator makes up (``rs_…``, ``msg_…``): given the prefix, a new id."""
 
 
 def extract_counted(text: str, config: ThinkExtractConfig, counts: Counts) -> list[Segment]:

@@ -23,10 +23,10 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..config import ThinkExtractConfig
+from ..rawjson import as_int, as_str, escaped, join_surrogates, obj, raw_list, string_at
 from ..scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ..sse import SSEEvent, encode_event
 from .base import Counts, Said, Transcripts, extract_counted, translated
-from .rawjson import as_int, as_str, escaped, join_surrogates, obj, raw_list, string_at
 
 __all__ = ["ChatStream", "transform_body", "translate_stream"]
 

@@ -20,10 +20,10 @@ import msgspec
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
 from ..ndjson import encode_line
+from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
 from .base import translated
-from .rawjson import UNREADABLE, Obj, as_str, encode, obj
 
 __all__ = ["OllamaStream", "transform_body", "translate_stream"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...config import ThinkExtractConfig
+from ...rawjson import Obj, as_str, encode, obj, raw_list
 from ...scanner import CONTENT, Segment
 from ..base import Counts, after_first_channel, extract_counted
-from ..rawjson import Obj, as_str, encode, obj, raw_list
 from .wire import NATIVE, gateway_signature, redacted_data
 
 __all__ = ["transform_body"]

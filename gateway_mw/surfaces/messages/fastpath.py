@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..rawjson import UNREADABLE, escaped, value_at
+from ...rawjson import UNREADABLE, escaped, value_at
 from .wire import Event
 
 __all__ = [

@@ -9,10 +9,10 @@ from typing import Any, cast
 import msgspec
 
 from ...config import ThinkExtractConfig
+from ...rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, join_surrogates, obj
 from ...scanner import CONTENT, REASONING, Kind, Scanner, Segment
 from ...sse import SSEEvent, encode_event, event_type
 from ..base import Counts, Said, Transcripts, after_first_channel, translated
-from ..rawjson import UNREADABLE, Obj, TopLevelKeys, as_int, as_str, encode, escaped, join_surrogates, obj
 from .fastpath import (
     DATA,
     EVENT_LINE,

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ...marks import SIGNATURE_PREFIX, gateway_signature, redacted_data, signature_of
+from ...rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode, obj
 from ...sse import SSEEvent, encode_event
-from ..rawjson import UNREADABLE, TopLevelKeys, as_int, as_str, encode, obj
 
 __all__ = [
     "EMPTY_TEXT",

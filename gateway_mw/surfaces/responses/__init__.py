@@ -18,7 +18,6 @@ One idea per module:
   output ``response.completed`` repeats.
 """
 
-from .rebuild import transform_body
-from .stream import ResponsesStream, translate_stream
+from .stream import ResponsesStream, transform_body, translate_stream
 
 __all__ = ["ResponsesStream", "transform_body", "translate_stream"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...rawjson import UNREADABLE, encode, obj
 from ...scanner import CONTENT, Scanner
-from ..rawjson import UNREADABLE, encode, obj
 from .items import Channel, ClientItem, Writer
 from .wire import Head, decode_head, encode_body, item_id_of, whole
 from .wire import decode_head_strict as _decode_head

@@ -16,10 +16,10 @@ from typing import Any
 
 from ...config import ThinkExtractConfig
 from ...marks import encode_blob
+from ...rawjson import Obj, obj
 from ...scanner import CONTENT, Scanner, Segment, merge_segments
 from ...sse import SSEEvent
 from ..base import NewId
-from ..rawjson import Obj, obj
 from .numbering import Numbering
 from .wire import event_of
 

@@ -12,18 +12,34 @@ its items are the streamed ones, without the stream having kept their text.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from ...config import ThinkExtractConfig
+from ...rawjson import Obj, as_str, encode, obj, raw_list
 from ...sse import SSEEvent, encode_event
 from ..base import Counts, NewId, random_id
-from ..rawjson import Obj, as_str, encode, obj, raw_list
 from .items import Record
 
-if TYPE_CHECKING:
-    from .stream import ResponsesStream
+
+class Replayer(Protocol):
+    """The stream translator, as a replay drives it (``stream.py``'s, handed in: this module is below it)."""
+
+    counts: Counts
+
+    @property
+    def native(self) -> bool: ...
+
+    def replaying(self, config: ThinkExtractConfig) -> None: ...
+
+    def event(self, event: SSEEvent) -> list[SSEEvent]: ...
+
+    def flush(self) -> list[SSEEvent]: ...
+
+
+NewReplayer = Callable[[ThinkExtractConfig, NewId], Replayer]
+""":class:`Replayer`'s constructor: the settings, and the source of the ids it makes up."""
 
 __all__ = ["output", "output_text", "transform_body"]
 
@@ -39,13 +55,14 @@ def output(
     native: bool,
     new_id: NewId,
     index_of: Callable[[int], int | None],
+    replayer: NewReplayer,
 ) -> list[Any]:
     """The client's ``output`` for an upstream one (raw items; unchanged ones stay raw), in the
     order the client was given the items (a message is held until its first run is known, so an
     item the upstream added later may have gone out before it). ``native``: the stream met upstream
     reasoning, so a message it did not translate is left as it is; ``index_of``: the client index
     of an upstream item passed on as it is."""
-    placed, _ = _replay(items, config, records, given_ids, native, new_id, index_of)
+    placed, _ = _replay(items, config, records, given_ids, native, new_id, index_of, replayer)
     keyed: list[tuple[float, Any]] = []
     last = -1.0
     for index, item in placed:  # an item the client was not streamed stays after the one before it
@@ -56,7 +73,7 @@ def output(
 
 
 def transform_body(
-    body: bytes | bytearray, config: ThinkExtractConfig, *, new_id: NewId = random_id
+    body: bytes | bytearray, config: ThinkExtractConfig, replayer: NewReplayer, *, new_id: NewId = random_id
 ) -> tuple[bytes | None, Counts]:
     """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items.
 
@@ -70,7 +87,7 @@ def transform_body(
     cfg = config.for_model(as_str(doc.get("model")))
     if not cfg.enabled:
         return None, Counts()
-    placed, counts = _replay(items, cfg, [], [], False, new_id, lambda _: None)
+    placed, counts = _replay(items, cfg, [], [], False, new_id, lambda _: None, replayer)
     new = [item for _, item in placed]
     if len(new) == len(items) and all(a is b for a, b in zip(new, items, strict=True)):
         return None, counts
@@ -123,10 +140,9 @@ def _replay(
     native: bool,
     new_id: NewId,
     index_of: Callable[[int], int | None],
+    replayer: NewReplayer,
 ) -> tuple[list[tuple[int | None, Any]], Counts]:
-    from .stream import ResponsesStream  # the stream uses this module for its terminal event
-
-    stream = ResponsesStream(config, new_id=_Ids(given_ids, new_id))
+    stream = replayer(config, _Ids(given_ids, new_id))
     stream.replaying(config)
     by_id = {record.up_id: record for record in records}
     named = {as_str(i.get("id")) for i in map(obj, items) if i is not None}
@@ -160,7 +176,7 @@ def _replay(
     return new, stream.counts
 
 
-def _run(stream: ResponsesStream, ev: SSEEvent | None) -> list[SSEEvent]:
+def _run(stream: Replayer, ev: SSEEvent | None) -> list[SSEEvent]:
     """One synthetic event through the replay (``None``: a flush where the stream flushed)."""
     return stream.flush() if ev is None else stream.event(ev)
 

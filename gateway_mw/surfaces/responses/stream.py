@@ -12,16 +12,16 @@ from collections.abc import AsyncIterable, AsyncIterator
 import msgspec
 
 from ...config import ThinkExtractConfig
+from ...rawjson import Obj, TopLevelKeys, as_int, as_str, encode, join_surrogates, obj, raw_list
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent, event_type
 from ..base import Counts, NewId, Said, Transcripts, after_first_channel, random_id, translated
-from ..rawjson import Obj, TopLevelKeys, as_int, as_str, encode, join_surrogates, obj, raw_list
 from . import fastpath, rebuild
 from .items import Channel, ClientItem, Record, Source, Text, Writer
 from .numbering import Numbering
 from .wire import CREATED, DONE, LARGE, TERMINAL, Head, body_of, decode_head, item_id_of, whole
 
-__all__ = ["ResponsesStream", "formats", "translate_stream"]
+__all__ = ["ResponsesStream", "formats", "transform_body", "translate_stream"]
 
 # Event types that name a content part, and so must carry content_index for a strict client.
 _PART_SCOPED = ("response.content_part.", "response.output_text.", "response.reasoning_text.", "response.refusal.")
@@ -480,6 +480,7 @@ class ResponsesStream:
                     self._native,
                     self._source_id,
                     self.numbering.client_index,
+                    _replayer,
                 )
                 response["output"] = new
                 if "output_text" in response:
@@ -621,6 +622,19 @@ class ResponsesStream:
             return None, False
         missing = {k: v for k, v in _RESPONSE_DEFAULTS.items() if k not in response}
         return ({**response, **missing}, True) if missing else (response, False)
+
+
+def _replayer(config: ThinkExtractConfig, new_id: NewId) -> ResponsesStream:
+    """A stream translator that replays an output (the terminal event's, a non-stream body's)."""
+    return ResponsesStream(config, new_id=new_id)
+
+
+def transform_body(
+    body: bytes | bytearray, config: ThinkExtractConfig, *, new_id: NewId = random_id
+) -> tuple[bytes | None, Counts]:
+    """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items: its output
+    replayed through the stream's own step logic, so that stream and non-stream agree."""
+    return rebuild.transform_body(body, config, _replayer, new_id=new_id)
 
 
 def translate_stream(

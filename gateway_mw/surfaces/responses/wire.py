@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
+from ...rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ...sse import SSEEvent, encode_event
-from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 
 __all__ = [
     "CREATED",

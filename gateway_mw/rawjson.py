@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ..channels import join_surrogates
+from .channels import join_surrogates
 
 __all__ = [
     "UNREADABLE",

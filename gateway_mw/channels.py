@@ -24,7 +24,39 @@ from typing import NamedTuple
 from .config import ThinkExtractConfig
 from .scanner import Scanner, Segment
 
-__all__ = ["Channels", "Counts", "Said", "Transcripts", "after_first_channel", "join_surrogates"]
+__all__ = [
+    "Channels",
+    "Counts",
+    "End",
+    "Native",
+    "Said",
+    "Text",
+    "Transcripts",
+    "after_first_channel",
+    "join_surrogates",
+]
+
+
+class Text(NamedTuple):
+    """Text of a channel, as the upstream wrote it (a surrogate half may end it)."""
+
+    channel: Hashable
+    text: str
+
+
+class End(NamedTuple):
+    """A channel's text is over (a choice finished, a block or an item closed)."""
+
+    channel: Hashable
+
+
+class Native(NamedTuple):
+    """A channel carries the upstream's own reasoning: it is left alone from now on."""
+
+    channel: Hashable
+
+
+ChannelEvent = Text | End | Native
 
 
 class Counts:
@@ -146,6 +178,11 @@ class Channels:
     def is_native(self, channel: Hashable) -> bool:
         return channel in self._native
 
+    @property
+    def any_native(self) -> bool:
+        """Whether some channel carries the upstream's own reasoning."""
+        return bool(self._native)
+
     def scanner(self, channel: Hashable) -> Scanner | None:
         """The open scanner of ``channel`` (a surface's fast path reads its steady state)."""
         return self._scanners.get(channel)
@@ -154,22 +191,54 @@ class Channels:
         """Whether ``channel`` is open (it has had text and has not ended)."""
         return channel in self._scanners
 
+    def __len__(self) -> int:
+        """How many channels are open."""
+        return len(self._scanners)
+
     def open_channels(self) -> list[Hashable]:
         return list(self._scanners)
 
+    def handle(self, event: ChannelEvent) -> list[Segment]:
+        """What a surface's reader saw, as an event: the segments to write now."""
+        if type(event) is Text:
+            return self.text(event.channel, event.text)
+        if type(event) is End:
+            return self.end(event.channel)
+        return self.native(event.channel)
+
     def text(self, channel: Hashable, text: str) -> list[Segment]:
         """``text`` of ``channel`` through its scanner: the segments to write now."""
+        if not text or channel in self._native:
+            return []
+        return self.scan(channel, self.whole(channel, text))
+
+    def scan(self, channel: Hashable, text: str) -> list[Segment]:
+        """:meth:`text` for a text already made of whole characters (see :meth:`whole`)."""
         if channel in self._native or not text:
             return []
         scanner = self._scanners.get(channel)
         if scanner is None:
             scanner = self._open(channel)
-        held = self._high.pop(channel, "")
-        if held or _SURROGATE.search(text) is not None:
+        return scanner.feed(text)
+
+    def whole(self, channel: Hashable, text: str) -> str:
+        """``text`` of ``channel`` as whole characters: a surrogate half it ends with is held for the
+        channel's next text, one held from its last text joined in front (see :func:`join_surrogates`)."""
+        held = self._high.pop(channel, "") if self._high else ""
+        if held or (not text.isascii() and _SURROGATE.search(text) is not None):
             text, held = join_surrogates(held, text)
             if held:
                 self._high[channel] = held
-        return scanner.feed(text) if text else []
+        return text
+
+    def has_half(self, channel: Hashable) -> bool:
+        """Whether ``channel``'s last text ended with half a character, held for the next."""
+        return channel in self._high
+
+    def touch(self, channel: Hashable) -> None:
+        """Open ``channel`` before its first text (an empty one: the role chunk), unless native."""
+        if channel not in self._scanners and channel not in self._native:
+            self._open(channel)
 
     def native(self, channel: Hashable) -> list[Segment]:
         """``channel`` carries the upstream's own reasoning: what it held, then nothing more."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
@@ -45,8 +46,13 @@ DEFAULT_ROUTES: dict[str, Surface] = {
 }
 
 
+@functools.cache
+def _choices(allowed: object) -> tuple[object, ...]:
+    return get_args(allowed)  # slow (typing walks the alias): once per Literal
+
+
 def _check_choice(name: str, value: object, allowed: object) -> None:
-    choices = get_args(allowed)
+    choices = _choices(allowed)
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 

@@ -974,4 +974,3 @@ def merge_segments(segments: list[Segment]) -> list[Segment]:
         else:
             merged.append(seg)
     return merged
-

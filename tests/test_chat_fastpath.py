@@ -1,4 +1,4 @@
-"""The chat fast paths against the full decode/encode path: same events, same fields, same order.
+"""The chat fast paths against the plain reference translator: same events, same fields, same order.
 
 The fast paths pass runs of events without decoding them, or rename one key on their bytes; they
 must give exactly what decoding every event and rebuilding it gives, or decline. Hypothesis builds
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces import chat
-from gateway_mw.surfaces.chat import ChatStream
+from gateway_mw.surfaces.chat import ChatReference
+from gateway_mw.surfaces.chat import fast as chat_fast
 
 from .chatlayouts import LAYOUTS, body, dumps, event
 from .spelling import SPACING, Spelling
@@ -27,30 +27,10 @@ from .ssecompare import events_of
 CFG = ThinkExtractConfig()
 
 
-class FullPath(ChatStream):
-    """The chat translator with every fast path off: each event decoded, each change re-encoded."""
-
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None
-
-    def _refresh_steady(self) -> None:
-        self._steady = None
-
-    def _edited(self, *args: Any) -> bytes | None:
-        return None
-
-    @staticmethod
-    def _quiet(data: bytes) -> bool:
-        return False
-
-    def _without_text(self, *args: Any) -> bytes | None:
-        return None
-
-
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     pipeline = StreamPipeline("chat", CFG)
     if full:
-        pipeline._translator = FullPath(CFG)
+        pipeline._translator = ChatReference(CFG)
     out = b"".join(pipeline.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + pipeline.finish()
     counts = pipeline.counts
     # Not unreadable_events: an event the fast path proves tag-free is passed without being read.
@@ -211,7 +191,7 @@ def run_events(events: list[bytes], full: bool, config: ThinkExtractConfig = CFG
     """``events`` fed one by one (each may be any piece of the stream): the bytes out, and the counts."""
     pipeline = StreamPipeline("chat", config)
     if full:
-        pipeline._translator = FullPath(config)
+        pipeline._translator = ChatReference(config)
     out = b"".join(pipeline.feed(event) for event in events) + pipeline.finish()
     counts = pipeline.counts
     return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
@@ -237,7 +217,7 @@ def test_every_layout_one_event_per_feed_gives_what_the_full_path_gives(
 def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start: str) -> None:
     """After the role chunk no event of any layout is decoded twice (the fast path translates the
     tag, the block's first text and the finish from its own decode), and in steady content and
-    steady reasoning each goes out as the full path would write it: the same bytes, or its key
+    steady reasoning each goes out as the reference would write it: the same bytes, or its key
     renamed."""
     pipeline = StreamPipeline("chat", CFG)
     pipeline.feed(event(layout, "", first=True))
@@ -314,14 +294,21 @@ def all_held_chunk(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=500, deadline=None)
 @given(data=all_held_chunk())
-def test_the_quiet_chunk_struct_decides_as_reading_the_chunk_whole(data: bytes) -> None:
-    """The struct that spares a tag's chunk a whole read accepts only chunks the whole read calls quiet."""
-    assert chat._quiet(data) == chat._quiet_read(data)
+def test_a_chunk_whose_text_is_all_held_gives_what_the_reference_gives(data: bytes) -> None:
+    """A tag's chunk in steady text, spelled with members that say nothing or something anywhere:
+    the fast path hands it over exactly as the reference translates it."""
+    for start in (b'"Hello"', b'"<think>"'):
+        first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
+        steady = b'data: {"choices":[{"index":0,"delta":{"content":"word"}}]}\n\n'
+        feeds = [first, steady, b"data: " + data + b"\n\n", steady, b"data: [DONE]\n\n"]
+        fast_out, fast_counts = run_events(feeds, full=False)
+        full, full_counts = run_events(feeds, full=True)
+        assert (events_of(fast_out), fast_counts) == (events_of(full), full_counts)
 
 
 def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
     """Two events that are JSON only when joined (and a third holding two chunks) are each read
-    alone, as the full path reads them: unreadable, passed as they came, counting nothing."""
+    alone, as the reference reads them: unreadable, passed as they came, counting nothing."""
     steady = b'data: {"choices":[{"index":0,"delta":{"content":"word"}}]}\n\n'
     straddle = b'data: {"choices":[{"index":0,"delta":{"content":"a"\n\ndata: "x":1}}]}\n\n'
     two = (
@@ -354,16 +341,16 @@ def test_a_lone_event_is_read_strictly_while_the_upstream_fits_and_leniently_onc
     """The strict read is tried on each lone event while continuations fit it; a finish or a tool
     call makes the next events lenient until text continues; an upstream whose continuations do
     not fit (an empty reasoning_details list in every delta) is read leniently for good. The bytes
-    are the full path's all along."""
+    are the reference's all along."""
     strict_reads = 0
-    original = chat._decode_run_chunk
+    original = chat_fast.decode_run_chunk
 
     def counting(data: bytes) -> Any:
         nonlocal strict_reads
         strict_reads += 1
         return original(data)
 
-    monkeypatch.setattr(chat, "_decode_run_chunk", counting)
+    monkeypatch.setattr(chat_fast, "decode_run_chunk", counting)
 
     def events(words: list[str | None], details: bool) -> list[bytes]:
         docs = [body(layout, "", first=True)] + [body(layout, w) for w in words] + [body(layout, None, "stop")]

@@ -20,6 +20,11 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the test extra installs tomli
+    import tomli as tomllib  # type: ignore[no-redef]
+
 from examples import demo_model, proxy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +41,8 @@ DOCS = [
     "docs/chat.md",
     "docs/messages.md",
     "docs/responses.md",
+    "docs/ollama.md",
+    "docs/conversations.md",
     "docs/models.md",
 ]
 DOCUMENTED = "http://127.0.0.1:8080"
@@ -137,8 +144,13 @@ def test_toml_block_loads(doc: str, text: str, tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text(text)
     settings, _ = proxy.load_settings(["--config", str(path)], {"UPSTREAM_API_KEY": "sk-test"})
-    assert settings.upstream == "http://127.0.0.1:8000"
-    assert [p.match for p in settings.think_extract.profiles] == ["deepseek-r1*", "llama-*"]
+    written = tomllib.loads(text)
+    served = written.get("proxy", {})
+    assert {key: getattr(settings, key) for key in served} == served
+    extract = dict(written.get("think_extract", {}))
+    if "profiles" in extract:
+        assert [p.match for p in settings.think_extract.profiles] == [p["match"] for p in extract.pop("profiles")]
+    assert {key: getattr(settings.think_extract, key) for key in extract} == extract
 
 
 @pytest.mark.parametrize(("doc", "command"), commands())

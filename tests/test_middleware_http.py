@@ -17,7 +17,7 @@ from aiohttp_sse import sse_response
 from openai.types.chat import ChatCompletion
 
 from gateway_mw import THINKEXTRACT_CONFIG, THINKEXTRACT_STATS, ThinkExtractConfig, setup, thinkextract_middleware
-from gateway_mw.surfaces import chat as chat_surface
+from gateway_mw.scanner import Scanner
 
 from .chatwire import chunk, completion, read_sse, sse
 from .httpcuts import bytes_at_every_cut
@@ -314,17 +314,17 @@ async def test_sub_app_config_overrides_and_env_is_the_fallback(
 async def test_translator_error_fails_open_without_losing_bytes(
     aiohttp_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = chat_surface.Scanner.feed
+    original = Scanner.feed
     calls = 0
 
-    def flaky(self: chat_surface.Scanner, text: str) -> Any:  # the scanner fails on its third text
+    def flaky(self: Scanner, text: str) -> Any:  # the scanner fails on its third text
         nonlocal calls
         calls += 1
         if calls == 3:
             raise RuntimeError("boom")
         return original(self, text)
 
-    monkeypatch.setattr(chat_surface.Scanner, "feed", flaky)
+    monkeypatch.setattr(Scanner, "feed", flaky)
     client = await aiohttp_client(make_app(hand_written_stream))
     resp = await client.post(ROUTE)
     events = read_sse(await resp.read())

@@ -525,6 +525,8 @@ async def test_latency_and_ttfb_histograms_per_surface() -> None:
         ("thinkextract_reasoning_chars_total", (("surface", "chat"),)): 2.0 * reasoning,
         ("thinkextract_reasoning_chars_total", (("surface", "messages"),)): 1.0 * reasoning,
         ("thinkextract_reasoning_chars_total", (("surface", "responses"),)): 1.0 * reasoning,
+        ("thinkextract_translated_total", (("surface", "ollama"),)): 0.0,
+        ("thinkextract_reasoning_chars_total", (("surface", "ollama"),)): 0.0,
     }
 
 

@@ -15,7 +15,7 @@ import msgspec
 
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
-from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, TurnKeys, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "keys", "transform", "transform_messages"]
@@ -117,10 +117,15 @@ def keys(body: bytes) -> list[str]:
         return []
     _, _, messages = read
     out: list[str] = []
+    turns: TurnKeys | None = None
     for i, m in enumerate(messages):
         if m.role == "assistant":
             calls = _call_ids(m)
-            out += [call_key(c) for c in calls] if calls else [turn_key(_lines(messages, i))]
+            if calls:
+                out += [call_key(c) for c in calls]
+            else:
+                turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
+                out.append(turns.upto(i + 1))
     return out
 
 
@@ -158,11 +163,17 @@ def transform_messages(
     scope = _in_scope(plan, messages)
     changed = False
     new_raws = list(raws)
+    turns: TurnKeys | None = None
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
         calls = _call_ids(m)
-        found = recall.get(call_key(calls[0])) if calls else recall.get(turn_key(_lines(messages, i)))
+        found = None
+        if calls:
+            found = recall.get(call_key(calls[0]))
+        elif recall:
+            turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
+            found = recall.get(turns.upto(i + 1))
         new = _message(raws[i], plan, scope[i], bool(calls), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)

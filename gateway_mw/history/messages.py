@@ -18,7 +18,7 @@ import msgspec
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Recalled, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, TurnKeys, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "keys", "transform"]
@@ -99,10 +99,15 @@ def keys(body: bytes) -> list[str]:
         return []
     _, messages = read
     out: list[str] = []
+    turns: TurnKeys | None = None
     for i, m in enumerate(messages):
         if m.role == "assistant":
             ids = _tool_ids(m)
-            out += [call_key(c) for c in ids] if ids else [turn_key(_lines(messages, i))]
+            if ids:
+                out += [call_key(c) for c in ids]
+            else:
+                turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
+                out.append(turns.upto(i + 1))
     return out
 
 
@@ -116,6 +121,7 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     last_query = max((i for i, m in enumerate(messages) if _is_query(m)), default=-1)
     changed = False
     new_raws = list(raws)
+    turns: TurnKeys | None = None
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
@@ -126,7 +132,12 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
             in_scope = bool(ids)
         else:
             in_scope = True
-        found = recall.get(call_key(ids[0])) if ids else recall.get(turn_key(_lines(messages, i)))
+        found = None
+        if ids:
+            found = recall.get(call_key(ids[0]))
+        elif recall:
+            turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
+            found = recall.get(turns.upto(i + 1))
         new = _message(raws[i], m, plan, in_scope, found)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)

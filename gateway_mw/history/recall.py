@@ -7,11 +7,20 @@ the adapter fetches what the record holds for them, and the transform then reads
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
-__all__ = ["NOTHING", "Recall", "Recalled", "call_key", "conversation_lines", "item_key", "turn_key"]
+__all__ = [
+    "NOTHING",
+    "Recall",
+    "Recalled",
+    "TurnKeys",
+    "call_key",
+    "conversation_lines",
+    "item_key",
+    "turn_key",
+]
 
 
 class Recalled(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,5 +56,29 @@ def turn_key(lines: Iterable[str]) -> str:
     one line per message as :func:`conversation_lines` writes them."""
     digest = hashlib.sha256()
     for line in lines:
-        digest.update(hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest())
+        digest.update(_line_digest(line))
     return "turn:" + digest.hexdigest()
+
+
+def _line_digest(line: str) -> bytes:
+    return hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest()
+
+
+class TurnKeys:
+    """:func:`turn_key` of each prefix of one conversation's lines, each line digested once and only
+    as far as asked: a long agent history costs linear time, not the square of its length."""
+
+    __slots__ = ("_digest", "_keys", "_lines")
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self._lines = lines
+        self._digest = hashlib.sha256()
+        self._keys = ["turn:" + self._digest.hexdigest()]
+
+    def upto(self, n: int) -> str:
+        """The key of the conversation's first ``n`` lines."""
+        keys = self._keys
+        while len(keys) <= n:
+            self._digest.update(_line_digest(self._lines[len(keys) - 1]))
+            keys.append("turn:" + self._digest.hexdigest())
+        return keys[n]

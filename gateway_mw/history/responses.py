@@ -24,7 +24,7 @@ import msgspec
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, call_key, conversation_lines, item_key, turn_key
+from .recall import Recall, TurnKeys, call_key, conversation_lines, item_key, turn_key
 from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "asks_for_blobs", "keys", "transform"]
@@ -89,8 +89,26 @@ def _text(content: Any) -> str:
 def _lines(items: list[Any]) -> list[str]:
     """The conversation's lines (see :func:`conversation_lines`): what a client replays exactly,
     whether it sends items or plain role messages (no reasoning: that is what the record gives back)."""
+    return _numbered_lines(items)[0]
+
+
+class _Turns:
+    """The turn key of each prefix of ``items`` (``items[:end]``), each line digested once."""
+
+    def __init__(self, items: list[Any]) -> None:
+        lines, self._before = _numbered_lines(items)
+        self._keys = TurnKeys(lines)
+
+    def upto(self, end: int) -> str:
+        return self._keys.upto(self._before[end])
+
+
+def _numbered_lines(items: list[Any]) -> tuple[list[str], list[int]]:
+    """The lines of ``items``, and how many of them come before each item (one more at the end)."""
     rows: list[tuple[str, str, list[str], str]] = []
+    before = []
     for item in items:
+        before.append(len(rows))
         kind = _kind(item)
         if kind == "message":
             role = item.get("role")
@@ -101,7 +119,8 @@ def _lines(items: list[Any]) -> list[str]:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call = item.get("call_id")
             rows.append(("tool", "", [], call if isinstance(call, str) else ""))
-    return conversation_lines(rows)
+    before.append(len(rows))
+    return conversation_lines(rows), before
 
 
 def _turns(items: list[Any]) -> list[tuple[int, int]]:
@@ -157,18 +176,21 @@ def keys(body: bytes) -> list[str]:
         item_id = item.get("id")
         if isinstance(item_id, str) and (kind == "item_reference" or (kind == "reasoning" and is_gateway_id(item_id))):
             out.append(item_key(item_id))
+    turns: _Turns | None = None
     for start, end in _turns(items):
         calls = _calls(items[start:end])
         if calls:
             out += [call_key(c) for c in calls]
         elif _bare(items[start:end]):
-            out.append(turn_key(_lines(items[:end])))
+            turns = turns or _Turns(items)
+            out.append(turns.upto(end))
     return out
 
 
 def _recalled(items: list[Any], recall: Recall, plan: Plan) -> dict[int, str]:
     """Turns that carry no reasoning, by their first item: the reasoning the record holds for them."""
     out = {}
+    turns: _Turns | None = None
     for start, end in _turns(items):
         turn = items[start:end]
         if not _bare(turn) or any(
@@ -179,8 +201,9 @@ def _recalled(items: list[Any], recall: Recall, plan: Plan) -> dict[int, str]:
         found = None
         for call in calls:
             found = found or recall.get(call_key(call))
-        if found is None and not calls:
-            found = recall.get(turn_key(_lines(items[:end])))
+        if found is None and not calls and recall:
+            turns = turns or _Turns(items)
+            found = recall.get(turns.upto(end))
         if found is not None and found.reasoning:
             out[start] = found.reasoning
     return out

@@ -10,16 +10,20 @@ __all__ = ["inline", "split_inline", "split_written"]
 
 
 def _reading(config: ThinkExtractConfig) -> ThinkExtractConfig:
-    # A replayed text holds the model's tags as written: an answer that starts without an open tag
-    # is answer, whatever a template injects in front of a live one.
-    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+    """The settings a replayed text is read with, kept with ``config`` (made once, not per message)."""
+    reading: ThinkExtractConfig | None = config.derived.get("replayed")
+    if reading is None:
+        # A replayed text holds the model's tags as written: an answer that starts without an open
+        # tag is answer, whatever a template injects in front of a live one.
+        reading = config.derived["replayed"] = config.replace(start_with_reasoning=False, separator="\n")
+    return reading
 
 
 def split_inline(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
     """``text`` as (reasoning, answer): the reasoning it holds in the model's tags, and the rest."""
     if not text:
         return "", text
-    segments = extract(text, _reading(config).replace(separator="\n"))
+    segments = extract(text, _reading(config))
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     if not reasoning:
         return "", text

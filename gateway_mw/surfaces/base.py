@@ -23,7 +23,6 @@ __all__ = [
 ]
 
 
-
 def extract_counted(text: str, config: ThinkExtractConfig, counts: Counts) -> list[Segment]:
     """``extract(text, config)``, adding what the scanner did to ``counts``."""
     scanner = Scanner(config)

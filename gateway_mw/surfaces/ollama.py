@@ -194,4 +194,3 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
 def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream lines in, client lines out."""
     return translated(OllamaStream(config), events)
-

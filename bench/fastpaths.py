@@ -1,0 +1,109 @@
+"""What each surface's fast paths earn: the steady cost per event of the production translator next to
+its plain reference translator (the oracle the fast paths are proven against), one event per ``feed``,
+each over split-and-rejoin fed the same way, in every upstream layout.
+
+A fast path stays only where it earns at least 0.5 µs per event on a deployed layout.
+
+    python bench/fastpaths.py [--rounds 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import layouts
+from common import Spread, interleaved, no_collection
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.sse import SSEDecoder
+from gateway_mw.surfaces.chat import ChatReference
+
+CONFIG = ThinkExtractConfig()
+KINDS = ("content", "reasoning")
+
+# surface → (the reference translator, the layouts and their streams of n events)
+Streams = Callable[[str, str, int], list[bytes]]
+SURFACES: dict[str, tuple[Callable[[ThinkExtractConfig], Any], dict[str, str], Streams]] = {
+    "chat": (ChatReference, layouts.LAYOUTS, layouts.stream),
+}
+
+
+def _steady(events: list[bytes], make: Callable[[], SSEDecoder | StreamPipeline]) -> float:
+    """CPU seconds for the events past the first four, one per feed, after those set the stream up."""
+    import time
+
+    state = make()
+    feed = state.feed if isinstance(state, StreamPipeline) else lambda ev: b"".join(e.raw for e in state.feed(ev))
+    for ev in events[:4]:
+        feed(ev)
+    with no_collection():
+        start = time.process_time()
+        for ev in events[4:-2]:
+            feed(ev)
+        elapsed = time.process_time() - start
+    for ev in events[-2:]:
+        feed(ev)
+    return elapsed
+
+
+def row(surface: str, layout: str, kind: str, n: int, rounds: int) -> dict[str, Spread]:
+    reference, _, streams = SURFACES[surface]
+    events = streams(layout, kind, n)
+
+    def with_reference() -> StreamPipeline:
+        pipeline = StreamPipeline(surface, CONFIG)  # type: ignore[arg-type]
+        pipeline._translator = reference(CONFIG)
+        return pipeline
+
+    times = interleaved(
+        {
+            "baseline": lambda: _steady(events, SSEDecoder),
+            "production": lambda: _steady(events, lambda: StreamPipeline(surface, CONFIG)),  # type: ignore[arg-type]
+            "reference": lambda: _steady(events, with_reference),
+        },
+        rounds,
+    )
+    body = len(events) - 6
+    per = {name: [t / body * 1e6 for t in values] for name, values in times.items()}
+    base = per["baseline"]
+    return {
+        "production": Spread.of([p - b for p, b in zip(per["production"], base, strict=True)]),
+        "reference": Spread.of([r - b for r, b in zip(per["reference"], base, strict=True)]),
+        "earns": Spread.of([r - p for r, p in zip(per["reference"], per["production"], strict=True)]),
+    }
+
+
+def table(rounds: int, quick: bool = False) -> str:
+    n = 400 if quick else 2000
+    out = [
+        f"The steady part of a {n:,}-event stream, one event per `feed`: CPU time added over split-and-rejoin"
+        f" by the production translator and by the reference alone, and what the fast paths earn (reference"
+        f" minus production), µs per event, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        "| surface | upstream layout | stream | production | reference | fast paths earn |",
+        "|---|---|---|---|---|---|",
+    ]
+    for surface, (_, labels, _) in SURFACES.items():
+        for layout, label in labels.items():
+            for kind in KINDS:
+                r = row(surface, layout, kind, n, rounds)
+                out.append(
+                    f"| {surface} | {label} | {layouts.STREAMS[kind]} | {r['production'].fmt()}"
+                    f" | {r['reference'].fmt()} | {r['earns'].fmt()} |"
+                )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    print(table(2 if args.quick else args.rounds, args.quick))
+
+
+if __name__ == "__main__":
+    main()

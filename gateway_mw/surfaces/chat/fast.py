@@ -1,0 +1,304 @@
+"""The chat translator's fast paths: a layer over :class:`~.reference.ChatReference` that gives the
+bytes the reference would give, or declines and lets it.
+
+While the only choice's channel is in steady content or steady reasoning with nothing held:
+
+* **a window of events** (``fast_forward``) whose every chunk decodes, alone, as only continuing
+  choice 0's text with text free of its scanner's triggers goes out as it came (content), or with
+  each delta's ``content`` key renamed (reasoning);
+* **one event** is decoded once, strictly while the upstream's continuations fit the run struct,
+  leniently after one did not: a continuation goes through the scanner's steady path, its bytes
+  kept or edited (:mod:`.edits`), a finish ends the channel; anything else is the reference's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal, NamedTuple
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ...config import ThinkExtractConfig
+from ...scanner import CONTENT, Kind, Scanner, Segment, merge_segments
+from ...sse import SSEEvent, encode_event
+from .edits import edited, renamed_all
+from .reference import ChatReference
+from .wire import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
+
+__all__ = ["ChatStream"]
+
+
+class _RunDelta(msgspec.Struct, gc=False):
+    content: Annotated[str, msgspec.Meta(min_length=1)]
+    role: msgspec.Raw = msgspec.Raw()  # as in wire.Delta
+    reasoning_content: Literal[""] | UnsetType | None = UNSET
+    reasoning: Literal[""] | UnsetType | None = UNSET
+    reasoning_details: None = None
+    tool_calls: None = None
+
+
+class _RunChoice(msgspec.Struct, gc=False):
+    delta: _RunDelta
+    index: Literal[0] = 0
+    finish_reason: None = None
+
+
+class _RunChunk(msgspec.Struct, gc=False):
+    """A chunk that only continues choice 0's text, as a run of them is decoded: the decoder itself
+    refuses anything else (the reference reads every such chunk so, and a chunk it reads otherwise
+    is refused: the run is declined)."""
+
+    choices: tuple[_RunChoice]
+
+
+decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
+
+
+class _Steady(NamedTuple):
+    """Choice 0 alone under way with nothing held: a text free of ``triggers`` goes through
+    ``scanner`` unchanged as ``kind`` (``whole``), or as a block's first text, its edge trimmed."""
+
+    kind: Kind
+    triggers: frozenset[str]
+    scanner: Scanner
+    whole: bool
+
+
+def _continued_text(chunk: Chunk) -> str | None:
+    """The text of ``chunk`` when all it does is continue choice 0's text (no other choice, no
+    finish, no reasoning or tool call of its own); else ``None``."""
+    choices = chunk.choices
+    if choices is None or len(choices) != 1:
+        return None
+    choice = choices[0]
+    delta = choice.delta
+    if choice.given or choice.finish_reason is not None or delta is None:
+        return None
+    text = delta.content
+    if not text or delta.reasoning_content or delta.reasoning:
+        return None
+    if delta.reasoning_details and bytes(delta.reasoning_details) not in EMPTY_RAW:
+        return None
+    if delta.tool_calls and bytes(delta.tool_calls) not in EMPTY_RAW:
+        return None
+    return text
+
+
+def _only_finishes(chunk: Chunk) -> bool:
+    """Whether ``chunk`` only finishes choice 0: one choice, index 0, a finish reason, no text, no
+    reasoning and no tool call of its own."""
+    choices = chunk.choices
+    if choices is None or len(choices) != 1:
+        return False
+    choice = choices[0]
+    delta = choice.delta
+    if choice.given or choice.finish_reason is None:
+        return False
+    if delta is None:
+        return True
+    return (
+        not delta.content
+        and not delta.reasoning_content
+        and not delta.reasoning
+        and (not delta.reasoning_details or bytes(delta.reasoning_details) in EMPTY_RAW)
+        and (not delta.tool_calls or bytes(delta.tool_calls) in EMPTY_RAW)
+    )
+
+
+def _joined(events: list[SSEEvent]) -> bytes:
+    return events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
+
+
+class ChatStream(ChatReference):
+    """Translate a chat completions event stream (sans-I/O), by the fast paths where they prove."""
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        super().__init__(config)
+        self._steady: _Steady | None = None
+        # Whether a lone event is first read as a plain continuation (see _one): until one is not,
+        # then again once one is; never again once a continuation did not fit (an upstream that
+        # writes, say, an empty reasoning_details list in every delta).
+        self._strict = True
+        self._strict_fits = True
+
+    # -- the reference, with the steady state kept --------------------------------------------------
+
+    def chunk_event(self, event: SSEEvent, data: bytes, chunk: Chunk, joined: bool = False) -> list[SSEEvent]:
+        steady = self._steady
+        if steady is not None and not joined:
+            text = _continued_text(chunk)
+            if text is not None:
+                return self._continued(event, data, chunk.choices, text, steady)  # type: ignore[arg-type]
+            if _only_finishes(chunk):
+                return self._finished(event, data, chunk.choices)  # type: ignore[arg-type]
+        out = super().chunk_event(event, data, chunk, joined)
+        self._refresh_steady()
+        return out
+
+    def output(
+        self, event: SSEEvent, data: bytes, choices: Sequence[ReadChoice], runs: dict[int, list[Segment]]
+    ) -> list[SSEEvent]:
+        """One choice, one run: the edit on the bytes, where it is provably the rebuild's."""
+        if len(choices) == 1 and len(runs[0]) == 1 and (delta := choices[0].delta) is not None:
+            seg = runs[0][0]
+            out = edited(data, delta, self.field, seg.kind != CONTENT, seg.text)
+            if out is not None:
+                return [encode_event(out, fields=event.fields)]
+        return super().output(event, data, choices, runs)
+
+    def flush(self) -> list[SSEEvent]:
+        out = super().flush()
+        self._refresh_steady()
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        out = super().finish()
+        self._refresh_steady()
+        return out
+
+    def _refresh_steady(self) -> None:
+        """Note when choice 0 alone is under way with nothing held, so that a text free of its
+        scanner's triggers would go through it unchanged (content) or wholly as reasoning, or as
+        the first text of a block that has just begun (its edge trimmed, no scan needed)."""
+        self._steady = None
+        channels = self.channels
+        if len(channels) != 1 or channels.any_native or self.unshown or channels.has_half(0):
+            return
+        scanner = channels.scanner(0)
+        if scanner is None:
+            return
+        kind = scanner.steady
+        if kind is not None:
+            self._steady = _Steady(kind, scanner.triggers, scanner, True)
+        elif (kind := scanner.starting) is not None:
+            self._steady = _Steady(kind, scanner.triggers, scanner, False)
+
+    # -- one chunk in the steady state ----------------------------------------------------------------
+
+    def _continued(
+        self, event: SSEEvent, data: bytes, choices: Sequence[ReadChoice], text: str, steady: _Steady
+    ) -> list[SSEEvent]:
+        """A chunk that only continues choice 0's text while that choice alone is under way: what
+        the reference does, without its loop over the choices."""
+        self.last_raw = data
+        kind, triggers, scanner, whole = steady
+        delta = choices[0].delta
+        assert delta is not None
+        if triggers.isdisjoint(text):
+            if whole and kind == CONTENT:
+                scanner.pass_steady(text)
+                return [event]
+            if whole:
+                scanner.pass_steady(text)
+                renamed = edited(data, delta, self.field, True, text)
+                if renamed is not None:
+                    return [encode_event(renamed, fields=event.fields)]
+                runs = [Segment(kind, text)]  # the rename unproven: the rebuild
+            else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
+                taken = scanner.take_steady(text)
+                self._refresh_steady()
+                if kind == CONTENT and taken == text:
+                    return [event]
+                return self.output(event, data, choices, {0: [Segment(kind, taken)] if taken else []})
+        else:
+            runs = scanner.feed(text)
+            if len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text:
+                self._refresh_steady()
+                return [event]
+            runs = merge_segments(runs)
+        out = self.output(event, data, choices, {0: runs})
+        self._refresh_steady()
+        return out
+
+    def _finished(self, event: SSEEvent, data: bytes, choices: list[ChunkChoice]) -> list[SSEEvent]:
+        """Choice 0's finish chunk, while that choice alone is under way: its channel ends."""
+        self.last_raw = data
+        held = merge_segments(self.channels.end(0))
+        out = self.output(event, data, choices, {0: held}) if held else [event]
+        self._refresh_steady()
+        return out
+
+    # -- runs of events ---------------------------------------------------------------------------------
+
+    def fast_forward(self, span: bytes) -> bytes | None:
+        """The bytes for a run of whole events, when provably exact without handling them one by one.
+
+        The proof is the decoder's: each event is decoded alone into the fields the translator reads
+        (whatever their spelling, order or spacing; the rest skipped), and each must only continue
+        choice 0's steady text with text free of its scanner's triggers. A single event that does
+        anything else is translated here as :meth:`event` translates it, from the chunk decoded once.
+        """
+        steady = self._steady
+        if steady is None:
+            config = self.channels.config  # this stream's model may not be translated: then all passes
+            return span if config is not None and not config.enabled else None
+        if not span.startswith(b"data: {"):
+            return None  # [DONE] included: a decoder's error costs more than this test
+        end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
+        try:
+            if end == len(span) - 2:  # one event, one line
+                return self._one(span, steady)
+            if not steady.whole:  # a block's first text: one event at a time
+                return None
+            # Each event alone, as the reference reads it: the pieces between event ends, each one
+            # line (a span with no other newline), each one chunk. Any line but "data: " (a
+            # comment, event:, id:) leaves a piece that is not JSON.
+            bodies = span[6:-2].split(b"\n\ndata: ")
+            if span.count(b"\n") != 2 * len(bodies):
+                return None
+            # One by one, stopping at the first event that does not qualify: a declined window
+            # (a tag a few events in) costs the decodes up to it, not the whole window's.
+            deltas: list[_RunDelta] = []
+            for body in bodies:
+                delta = decode_run_chunk(body).choices[0].delta
+                if not steady.triggers.isdisjoint(delta.content):
+                    return None
+                deltas.append(delta)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        out = span if steady.kind == CONTENT else renamed_all(span, bodies, deltas, self.field)  # type: ignore[arg-type]
+        if out is None:
+            return None
+        steady.scanner.pass_steady("".join([d.content for d in deltas]))
+        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of the chunks made later: the last event's
+        self.last_raw = span[last if last >= 8 else 6 : -2]
+        return out
+
+    def _one(self, span: bytes, steady: _Steady) -> bytes:
+        """:meth:`fast_forward` for one event on one line: whatever it does, what :meth:`event` would
+        send for it, decoded once.
+
+        Most events only continue the text: the strict run struct says so in the decoder itself
+        (no Python check, nothing else kept). After one that does not, events are read leniently
+        (a strict decline costs an exception) until one continues the text again; for good when a
+        continuation itself did not fit."""
+        body = span[6:-2]
+        event = SSEEvent(raw=span, data=body)
+        declined = False
+        if self._strict:
+            try:
+                run = decode_run_chunk(body)
+            except msgspec.ValidationError:
+                self._strict, declined = False, True
+            else:
+                delta = run.choices[0].delta
+                text = delta.content
+                if steady.whole and steady.triggers.isdisjoint(text):
+                    self.last_raw = body
+                    if steady.kind == CONTENT:
+                        steady.scanner.pass_steady(text)
+                        return span
+                    renamed = edited(span, delta, self.field, True, text)
+                    if renamed is not None:
+                        steady.scanner.pass_steady(text)
+                        return renamed
+                return _joined(self._continued(event, body, run.choices, text, steady))
+        chunk = decode_chunk(body)
+        lenient = _continued_text(chunk)
+        if lenient is not None:  # what event() does with it, from the chunk decoded
+            if declined:
+                self._strict_fits = False
+            self._strict = self._strict_fits
+            return _joined(self._continued(event, body, chunk.choices, lenient, steady))  # type: ignore[arg-type]
+        return _joined(self.chunk_event(event, body, chunk))

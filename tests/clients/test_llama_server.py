@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from .conftest import Proxy
-from .llama import WORDS
+from .llama import WORDS, LlamaServer
 
 WORD = "(?:" + "|".join(WORDS) + ")"
 PHRASE = re.compile(f"{WORD}(?: {WORD}){{0,3}}")
@@ -84,7 +84,7 @@ def test_responses(llama_proxy: Proxy, stream: bool) -> None:
     assert phrase(response.output_text)
 
 
-# -- replayed reasoning: what llama-server answers to each shape ---------------------------------------
+# -- replayed reasoning: what llama-server answers to each shape, alone and behind the gateway ---------
 
 ASK = {"role": "user", "content": "hi"}
 AGAIN = {"role": "user", "content": "and again"}
@@ -97,12 +97,16 @@ def item(**fields: Any) -> dict[str, Any]:
     return {"id": "rs_0123456789abcdef0123456789abcdef", "type": "reasoning", **fields}
 
 
-REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
+# name → (route, request, llama-server's status and error alone, the status behind the gateway): the
+# gateway rewrites the reasoning items llama-server rejects into the one shape it reads, and leaves
+# what it cannot mend (an item of no type, a reference to an item it never made) as it came.
+REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None, int]] = {
     "chat reasoning_content": (
         CHAT,
         {"messages": [ASK, {"role": "assistant", "content": "beta", "reasoning_content": "alpha"}, AGAIN]},
         200,
         None,
+        200,
     ),
     "thinking with signature": (
         MESSAGES,
@@ -122,6 +126,7 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         },
         200,
         None,
+        200,
     ),
     "redacted_thinking": (
         MESSAGES,
@@ -138,6 +143,7 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         },
         200,
         None,
+        200,
     ),
     "reasoning item as emitted": (
         RESPONSES,
@@ -150,18 +156,21 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         },
         200,
         None,
+        200,
     ),
     "summary-only reasoning item": (
         RESPONSES,
         {"input": [ASK, item(summary=[{"type": "summary_text", "text": "alpha"}]), AGAIN]},
         400,
         "item['content'] is not an array",
+        200,
     ),
     "reasoning item with content: []": (
         RESPONSES,
         {"input": [ASK, item(summary=[], content=[]), AGAIN]},
         400,
         "is empty",
+        200,
     ),
     "Codex's replay of the content format": (
         RESPONSES,
@@ -174,6 +183,7 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         },
         200,
         None,
+        200,
     ),
     "Codex's replay of the summary format (content: null)": (
         RESPONSES,
@@ -186,30 +196,37 @@ REPLAYS: dict[str, tuple[str, dict[str, Any], int, str | None]] = {
         },
         400,
         "item['content'] is not an array",
+        200,
     ),
     "AI SDK store=false: an assistant message without 'type'": (
         RESPONSES,
         {"input": [ASK, {"role": "assistant", "content": "beta"}, AGAIN]},
         400,
         "Cannot determine type of 'item'",
+        400,
     ),
     "item_reference": (
         RESPONSES,
         {"input": [ASK, {"type": "item_reference", "id": "rs_0123456789abcdef0123456789abcdef"}, AGAIN]},
         400,
         "Cannot determine type of 'item'",
+        400,
     ),
 }
 
 
+@pytest.mark.parametrize("through", ["alone", "gateway"])
 @pytest.mark.parametrize("case", list(REPLAYS))
-def test_replayed_reasoning(llama_proxy: Proxy, case: str) -> None:
+def test_replayed_reasoning(llama_server: LlamaServer, llama_proxy: Proxy, case: str, through: str) -> None:
     import urllib.error
     import urllib.request
 
-    path, body, status, message = REPLAYS[case]
+    path, body, status, message, behind_gateway = REPLAYS[case]
+    base = llama_server.base
+    if through == "gateway":
+        base, status, message = llama_proxy.base, behind_gateway, message if behind_gateway == status else None
     data = json.dumps({"model": "tiny", **body}).encode()
-    request = urllib.request.Request(llama_proxy.base + path, data, {"Content-Type": "application/json"})
+    request = urllib.request.Request(base + path, data, {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             got, answer = response.status, json.load(response)

@@ -1,0 +1,189 @@
+"""The properties every surface holds, over every real layout of its upstreams (``tests/matrix.py``):
+
+* the client, reading with its official SDK, gets the model's text back: the reasoning and the answer
+  the plain scanner finds in the whole text, whatever the pieces the model wrote it in;
+* the fast paths give the plain reference translator's events, one event per read and in any cuts;
+* any cutting of the upstream's bytes gives the same events;
+* a stream and a non-stream answer of the same text read the same;
+* over real HTTP, through the middleware, the same holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gateway_mw import setup
+from gateway_mw.pipeline import StreamPipeline, transform_body
+from gateway_mw.scanner import CONTENT, extract
+
+from ..matrix import CASES, Case, Read
+from ..ssecompare import events_of
+
+TOKENS = ["<think>", "</think>", "abc", " ", "\n", "é", "🙂", "<", "/", "x y", '"q"', "\\", "`"]
+PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=12)
+NO_FIXTURE_RESET = [HealthCheck.function_scoped_fixture]  # the module's server serves every example alike
+WITH_REFERENCE = [name for name, case in CASES.items() if case.reference is not None]
+
+
+@st.composite
+def upstream(draw: st.DrawFn, case: Case) -> tuple[str, list[str], bytes, list[int]]:
+    """A layout, the model's text in pieces, the upstream's stream of it, and cuts of that stream."""
+    layout = draw(st.sampled_from(case.layouts))
+    pieces = draw(PIECES)
+    data = case.stream(layout, pieces)
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(data) - 1)), max_size=8)))
+    return layout, pieces, data, cuts
+
+
+def expected(case: Case, text: str) -> Read:
+    """The oracle: the plain scanner over the whole text."""
+    segments = extract(text, case.config.for_model("m"))
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
+
+
+def translated(case: Case, parts: list[bytes], reference: bool = False) -> bytes:
+    pipeline = StreamPipeline(case.surface, case.config)
+    if reference:
+        assert case.reference is not None
+        pipeline._translator = case.reference(case.config)
+    out = b"".join(pipeline.feed(part) for part in parts) + pipeline.finish()
+    assert pipeline.error is None
+    return out
+
+
+def cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+def frames(case: Case, body: bytes) -> Any:
+    """The events of a translated stream, each as key-ordered JSON (SSE) or each line as JSON (NDJSON)."""
+    if case.content_type == "text/event-stream":
+        return events_of(body)
+    return [list(json.loads(line).items()) for line in body.split(b"\n") if line.strip()]
+
+
+def events_per_read(case: Case, stream: bytes) -> list[bytes]:
+    """The stream as a deployed gateway reads it: one event (or line) per read."""
+    end = b"\n\n" if case.content_type == "text/event-stream" else b"\n"
+    return [part + end for part in stream.split(end) if part]
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_client_reads_the_models_text(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    _, pieces, stream, cuts = data.draw(upstream(case))
+    assert case.read_stream(translated(case, cut(stream, cuts))) == expected(case, "".join(pieces))
+
+
+@pytest.mark.parametrize("name", WITH_REFERENCE)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_fast_paths_give_the_references_events(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    _, _, stream, cuts = data.draw(upstream(case))
+    reads = events_per_read(case, stream)
+    oracle = frames(case, translated(case, reads, reference=True))
+    assert frames(case, translated(case, reads)) == oracle
+    assert frames(case, translated(case, cut(stream, cuts))) == oracle
+    assert frames(case, translated(case, [stream])) == oracle
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_cutting_gives_the_same_events(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    _, _, stream, cuts = data.draw(upstream(case))
+    assert frames(case, translated(case, cut(stream, cuts))) == frames(case, translated(case, [stream]))
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    layout, pieces, stream, _ = data.draw(upstream(case))
+    upstream_body = case.body(layout, "".join(pieces))
+    body, _, error = transform_body(case.surface, upstream_body, False, case.config)
+    assert error is None
+    assert case.read_body(upstream_body if body is None else body) == case.read_stream(translated(case, [stream]))
+
+
+# -- over HTTP --------------------------------------------------------------------------------------
+
+
+async def _replay(request: web.Request) -> web.StreamResponse:
+    """The upstream: the request body is what to answer, ``X-Cuts`` where to cut it, ``X-Type`` its type."""
+    body = await request.read()
+    cuts = [int(c) for c in request.headers.get("X-Cuts", "").split(",") if c]
+    resp = web.StreamResponse(headers={"Content-Type": request.headers["X-Type"]})
+    await resp.prepare(request)
+    for part in cut(body, cuts):
+        await resp.write(part)
+    await resp.write_eof()
+    return resp
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """One real server for the module, in a thread of its own, every surface's routes translated."""
+    ready = threading.Event()
+    state: dict[str, Any] = {}
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        app = web.Application()
+        setup(app)
+        for route in {r for case in CASES.values() for r in case.routes.values()}:
+            app.router.add_post(route, _replay)
+        runner = web.AppRunner(app, access_log=None)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        state["url"] = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        state["loop"], state["runner"] = loop, runner
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield str(state["url"])
+    state["loop"].call_soon_threadsafe(state["loop"].stop)
+    thread.join(10)
+
+
+def _post(url: str, body: bytes, content_type: str, cuts: list[int]) -> bytes:
+    headers = {"Content-Type": "application/json", "X-Type": content_type, "X-Cuts": ",".join(map(str, cuts))}
+    with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=30) as resp:
+        data: bytes = resp.read()
+        return data
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
+@given(data=st.data())
+def test_over_http_the_client_reads_the_models_text(name: str, server_url: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    layout, pieces, stream, cuts = data.draw(upstream(case))
+    url = server_url + case.routes[layout]
+    text = "".join(pieces)
+    assert case.read_stream(_post(url, stream, case.content_type, cuts)) == expected(case, text)
+    assert case.read_body(_post(url, case.body(layout, text), "application/json", [])) == expected(case, text)

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
+from gateway_mw.channels import Transcripts
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages import MessagesReference, MessagesStream
 
@@ -306,13 +307,19 @@ DECOYS = [
     '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"a\\"index":0}',
     '{"type":"content_block_delta","index":-0,"delta":{"type":"text_delta","text":"x"}}',
     '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u00e9\\ud83d\\ude42"}}',
+    # the layout's bytes around something that is not one JSON string, or around an empty one
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","extra":1}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x" }}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"q\\",","text":"y"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\ud83d"}}',  # lenient
 ]
 
 
 @pytest.mark.parametrize("decoy", DECOYS)
 @pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
 @pytest.mark.parametrize("named", [True, False], ids=["event-lines", "data-only"])
-def test_decoys_give_what_the_full_path_gives(decoy: str, opening: str, named: bool) -> None:
+def test_decoys_give_what_the_reference_gives(decoy: str, opening: str, named: bool) -> None:
     """Spellings where a byte edit found by its spelling alone would be wrong: each is declined or
     proven, so the production translator gives what the reference gives, one event per feed and
     amid a run in one read."""
@@ -360,3 +367,49 @@ def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, decli
     for ev in [*head_events("anthropic", True), frame(first, dumps(first, "anthropic"))]:
         reference.feed(ev)
     assert fast == reference.feed(event)
+
+
+def steady_state(translator: MessagesStream) -> Any:
+    """Everything of the translator a fast path may change, as values."""
+    (block,) = translator._blocks.values()
+    scanner = translator._channels.scanner(block.upstream)
+    assert scanner is not None
+    digest = block.digest.hexdigest() if block.digest is not None else None
+    counts = translator.counts
+    return (
+        (block.kind, block.out, list(block.parts), block.held, digest, block.half, translator._last),
+        (scanner.reasoning_chars, scanner.reasoning_blocks, list(scanner.transcript or [])),
+        (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.unreadable_events),
+    )
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=["unsigned", "redacted", "redacted-64"])
+@pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
+def test_a_declined_span_changes_nothing(config: ThinkExtractConfig, opening: str) -> None:
+    """fast_forward either gives the reference's bytes or declines with the translator as it was:
+    spans that match a layout up to their last event, or whose texts fail at the end, included."""
+    pipeline = StreamPipeline("messages", config)
+    pipeline._translator.transcripts = Transcripts()
+    # The block's first text after a tag opens its output block: read by the reference.
+    first = [delta_event(0, opening, "anthropic"), delta_event(0, " first", "anthropic")]
+    for ev in [*head_events("anthropic", True), *(frame(d, dumps(d, "anthropic")) for d in first)]:
+        pipeline.feed(ev)
+    translator = pipeline._translator
+    assert isinstance(translator, MessagesStream)
+    word = frame(delta_event(0, " w", "anthropic"), dumps(delta_event(0, " w", "anthropic"), "anthropic"))
+    assert translator.fast_forward(word) is not None  # steady: the layer takes it
+    declined = [
+        word * 3 + frame(delta_event(0, "<", "anthropic"), dumps(delta_event(0, "<", "anthropic"), "anthropic")),
+        word * 3 + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0}\n\n',
+        word * 3 + b": keep-alive\n\n" + word,
+        word.replace(b'" w"', b'" w"\n'),
+        word * 2 + word.replace(b'" w"', b'""'),
+        word * 2 + word.replace(b'" w"', b'"x" "y"'),
+        word.replace(b"index", b"Index"),
+    ]
+    if opening == "<think>" and config.max_buffer_bytes == 64:
+        declined.append(word * 70)  # a redacted block past its cap ends after the event that crosses it
+    for span in declined:
+        before = steady_state(translator)
+        assert translator.fast_forward(span) is None, span
+        assert steady_state(translator) == before

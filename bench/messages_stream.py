@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from common import Spread, cpu_time, pieces_of, split_and_rejoin, steady_cost
@@ -224,7 +224,7 @@ def reference_pipeline() -> StreamPipeline:
     return pipeline
 
 
-def earned(feeds: list[bytes], count: int, rounds: int, head: list[bytes] = ()) -> Spread:  # type: ignore[assignment]
+def earned(feeds: list[bytes], count: int, rounds: int, head: Sequence[bytes] = ()) -> Spread:
     """CPU µs per event that the fast path saves on ``feeds`` (after ``head``), interleaved rounds."""
 
     def run(make: Callable[[], StreamPipeline]) -> float:

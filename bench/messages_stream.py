@@ -12,8 +12,10 @@ the medians over the rounds, with their min–max.
 
 Then the deployment pattern (:func:`deployment_table`): one event per ``feed``, in the layout of each
 upstream, the steady part of a long text block alone — answer text passed as it came, answer text
-after a thinking block (renumbered), reasoning (renamed into ``thinking_delta``s) — as CPU time added
-per event over split-and-rejoin fed the same way.
+after a thinking block (renumbered), reasoning (written as ``thinking_delta``s) — as CPU time added
+per event over split-and-rejoin fed the same way. And what the fast path earns
+(:func:`fast_path_table`): the same steady events, and the batched streams, through the reference
+translator alone (every event read) less through the production one.
 
     python bench/messages_stream.py [--events 20000] [--rounds 7] [--quick]
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from common import Spread, cpu_time, pieces_of, split_and_rejoin, steady_cost
@@ -30,6 +32,7 @@ from common import Spread, cpu_time, pieces_of, split_and_rejoin, steady_cost
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
+from gateway_mw.surfaces.messages import MessagesReference
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
 WORDS = [" step", " by", " step", " the", " sum", " of", " two", " and", " two", " is", " four."]
@@ -141,7 +144,7 @@ LAYOUTS = {
 STEADY = {
     "content": "answer text",
     "answer": "answer after a thinking block (renumbered)",
-    "reasoning": "reasoning (renamed)",
+    "reasoning": "reasoning (thinking deltas)",
 }
 HEAD = {"content": ["The"], "answer": ["<think>", " r", "</think>", "The"], "reasoning": ["<think>", "We"]}
 
@@ -214,6 +217,59 @@ def deployment_table(rounds: int, quick: bool = False) -> str:
     return "\n".join(out)
 
 
+def reference_pipeline() -> StreamPipeline:
+    """The pipeline with the reference translator alone: no span passes without its events read."""
+    pipeline = StreamPipeline("messages", CONFIG)
+    pipeline._translator = MessagesReference(CONFIG)
+    return pipeline
+
+
+def earned(feeds: list[bytes], count: int, rounds: int, head: Sequence[bytes] = ()) -> Spread:
+    """CPU µs per event that the fast path saves on ``feeds`` (after ``head``), interleaved rounds."""
+
+    def run(make: Callable[[], StreamPipeline]) -> float:
+        pipeline = make()
+        for ev in head:
+            pipeline.feed(ev)
+        return cpu_time(lambda: [pipeline.feed(f) for f in feeds])
+
+    savings = []
+    for _ in range(rounds):
+        reference, production = run(reference_pipeline), run(new_pipeline)
+        savings.append((reference - production) / count * 1e6)
+    return Spread.of(savings)
+
+
+def fast_path_table(rounds: int, quick: bool = False) -> str:
+    """What the fast path earns: CPU µs per event of the reference alone less the production
+    translator's, one event per feed for each layout's steady events, and the batched streams."""
+    n = 400 if quick else 4000
+    out = [
+        f"What the fast path earns: CPU µs per event, the reference translator alone less the production one,"
+        f" median (min–max) of {rounds} interleaved rounds; one event per `feed`, the steady part of a"
+        f" {n:,}-event text block:",
+        "",
+        "| upstream layout | " + " | ".join(STEADY.values()) + " |",
+        "|---|" + "---|" * len(STEADY),
+    ]
+    for layout, label in LAYOUTS.items():
+        cells = []
+        for kind in STEADY:
+            head, body, _ = layout_stream(layout, kind, n)
+            cells.append(f"{earned(body, n, rounds, head).fmt()} µs")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out.append("")
+    events = 2000 if quick else 20000
+    for name, tokens, split in (
+        ("(a) typical, 4 KiB pieces", typical_tokens, pieces_of),
+        ("(b) tag-free, 4 KiB pieces", plain_tokens, pieces_of),
+    ):
+        stream = message_stream(tokens(events))
+        count = len(SSEDecoder().feed(stream))
+        out.append(f"{name}: {earned(split(stream), count, rounds).fmt()} µs per event")
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=20000)
@@ -221,6 +277,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short streams, for a smoke run")
     args = parser.parse_args()
     print(deployment_table(max(5, args.rounds), args.quick))
+    print()
+    print(fast_path_table(max(5, args.rounds), args.quick))
     print()
     rows = run(args.events if not args.quick else 2000, max(5, args.rounds))
     print(f"messages stream in process, policy unsigned: median (min–max) of {rows[0]['rounds']} rounds")

@@ -29,14 +29,24 @@ Non-stream: each ``text`` block of ``content`` is split into the blocks of its r
 One idea per module:
 
 * ``wire`` — what is read of an upstream event (leniently, as the SDKs read it), and event writing;
-* ``fastpath`` — the proofs of the steady fast path: events passed as they came or edited on their
-  bytes;
-* ``stream`` — the translator: channels, the numbering map, oversized events, the fast path's state;
+* ``blocks`` — the numbering map and the output blocks a text block's runs become;
+* ``oversized`` — an event over the cap, renumbered on its bytes as they go by;
+* ``reference`` — the translator, plainly: every event decoded, translated and written;
+* ``fastpath`` — the production translator: the reference, and a layer that passes steady text
+  without decoding event by event (giving exactly what the reference gives);
 * ``body`` — the non-stream body.
 """
 
 from .body import transform_body
-from .stream import MessagesStream, translate_stream
+from .fastpath import MessagesStream, translate_stream
+from .reference import MessagesReference
 from .wire import SIGNATURE_PREFIX, gateway_signature
 
-__all__ = ["SIGNATURE_PREFIX", "MessagesStream", "gateway_signature", "transform_body", "translate_stream"]
+__all__ = [
+    "SIGNATURE_PREFIX",
+    "MessagesReference",
+    "MessagesStream",
+    "gateway_signature",
+    "transform_body",
+    "translate_stream",
+]

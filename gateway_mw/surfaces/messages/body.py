@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...channels import Channels, Counts
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, encode, obj, raw_list
-from ...scanner import CONTENT, Segment
-from ..base import Counts, after_first_channel, extract_counted
+from ...scanner import CONTENT, Segment, merge_segments
 from .wire import NATIVE, gateway_signature, redacted_data
 
 __all__ = ["transform_body"]
@@ -41,7 +41,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
     Only the objects on the way to a changed text are decoded: every other value is sent as it came.
     """
-    counts = Counts()
+    counts = Counts()  # what the scanners did (none ran: nothing)
     doc = obj(bytes(body))
     raw_content = doc.get("content") if doc is not None else None
     if doc is None or raw_content is None or as_str(doc.get("type")) not in (None, "message"):
@@ -49,7 +49,8 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     content = raw_list(raw_content)
     if content is None:
         return None, counts  # content is not a list
-    cfg = config.for_model(as_str(doc.get("model")))
+    channels = Channels(config)  # each text block a channel: the injected open tag opens the first with text
+    cfg = channels.resolve(as_str(doc.get("model")))
     if not cfg.enabled or cfg.messages_policy == "off":
         return None, counts
     blocks = [obj(raw) for raw in content]
@@ -58,20 +59,18 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     redacted = cfg.messages_policy == "redacted"
     new_content: list[Any] = []
     changed = False
-    texts = 0  # text blocks scanned so far (see after_first_channel)
-    for raw, block in zip(content, blocks, strict=True):
+    for position, (raw, block) in enumerate(zip(content, blocks, strict=True)):
         text = as_str(block.get("text")) if block is not None and as_str(block.get("type")) == "text" else None
         if block is None or text is None:
             new_content.append(raw)
             continue
-        segments = extract_counted(text, after_first_channel(cfg) if texts else cfg, counts)
-        texts += 1
+        segments = merge_segments(channels.text(position, text) + channels.end(position))
         if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
             new_content.append(raw)
             continue
         new_content += _blocks(block, segments, redacted)
         changed = True
     if not changed:
-        return None, counts
+        return None, channels.counts
     doc["content"] = new_content
-    return encode(doc), counts
+    return encode(doc), channels.counts

@@ -1,239 +1,269 @@
-"""The messages fast path's proofs: steady ``text_delta`` events edited on their bytes.
+"""The messages fast path: a layer over :class:`MessagesReference` that passes runs of steady
+``text_delta`` events without decoding them one by one.
 
-While the one open text block is steady, each event is decoded alone (into :class:`wire.Event`,
-or the narrower struct of a run's events) and, when it only continues that block's text, goes
-out as it came, renumbered, or renamed into a ``thinking_delta``. The edits here are what the full
-path gives, proven either by spelling (a key found once, with no ``\\u`` escape in the event: every
-key is then spelled as itself) or by reading the edited event back. Anything unproven is declined.
+While the one open text block is steady in one kind (its scanner holds nothing, no half character is
+held), a span of events that only continue its text with text free of the scanner's triggers gives
+what :meth:`MessagesReference.event` gives for each event: the event as it came, renumbered, or
+rewritten as a ``thinking_delta``, or nothing (a redacted run held under its cap). The layer proves
+it on the span's bytes, for the layouts deployed upstreams write (:data:`LAYOUTS`): every event must
+be exactly the layout's bytes around one JSON string, the text. Each layout's rewrite is the
+reference's for that layout, so the output is built from the same pieces. Anything else (another
+layout, an unknown key, a ping between events) is declined, with no state changed, for the
+reference to translate.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
+
 import msgspec
 
-from ...rawjson import UNREADABLE, escaped, value_at
-from .wire import Event
+from ...config import ThinkExtractConfig
+from ...rawjson import UNREADABLE, encode
+from ...scanner import CONTENT, Scanner
+from ...sse import SSEEvent
+from ..base import translated
+from .blocks import TextBlock
+from .reference import MessagesReference
 
-__all__ = [
-    "DATA",
-    "EVENT_LINE",
-    "NAMED",
-    "TEXT_KEY",
-    "TEXT_TYPE",
-    "THINKING_KEY",
-    "THINKING_TYPE",
-    "as_thinking",
-    "named_events",
-    "renumber",
-    "run_bodies",
-    "run_renumbered",
-    "steady_text",
-    "with_event_lines",
-]
+__all__ = ["LAYOUTS", "MessagesStream", "translate_stream"]
 
-EVENT_LINE = b"event: content_block_delta\n"
-NAMED = EVENT_LINE + b"data: "  # how an event of the usual framing starts, up to its data
+NAMED = b"event: content_block_delta\ndata: "  # how an event of the usual framing starts, up to its data
 DATA = b"data: "
-_INDEX_KEY = b'"index"'
-TEXT_KEY = b'"text"'
-TEXT_TYPE = b'"text_delta"'
-THINKING_KEY = b'"thinking"'
-THINKING_TYPE = b'"thinking_delta"'
+
+LAYOUTS: dict[str, tuple[bytes, bytes, bytes, bytes]] = {
+    # name: a text_delta event of block %d, before and after its text; then the reference's
+    # thinking_delta written for it (the upstream's keys in their order, compact).
+    "anthropic": (
+        b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":',
+        b"}}",
+        b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":',
+        b"}}",
+    ),
+    "vllm": (  # pydantic's field order: type, delta, index
+        b'{"type":"content_block_delta","delta":{"type":"text_delta","text":',
+        b'},"index":%d}',
+        b'{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":',
+        b'},"index":%d}',
+    ),
+    "llamacpp": (  # keys sorted
+        b'{"delta":{"text":',
+        b',"type":"text_delta"},"index":%d,"type":"content_block_delta"}',
+        b'{"delta":{"thinking":',
+        b',"type":"thinking_delta"},"index":%d,"type":"content_block_delta"}',
+    ),
+    "pyjson": (  # json.dumps spacing: the rewrite is compact
+        b'{"type": "content_block_delta", "index": %d, "delta": {"type": "text_delta", "text": ',
+        b"}}",
+        b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":',
+        b"}}",
+    ),
+}
+
+_decode_text = msgspec.json.Decoder(str).decode
+_decode_texts = msgspec.json.Decoder(list[str]).decode
+
+# One layout for one block: the upstream's bytes before its text's opening quote (the data, from its
+# first byte) and after its closing quote (to the blank line), what is written before and after the
+# text, and whether the text is written afresh (a thinking_delta; else as it came).
+_Layout = tuple[bytes, bytes, bytes, bytes, bool]
 
 
-class _IndexRead(msgspec.Struct, gc=False):
-    """An edited event read back (when it holds ``\\u`` escapes): its index."""
-
-    index: int | None = None
+def _at(template: bytes, index: int) -> bytes:
+    return template % index if b"%d" in template else template
 
 
-class _ThinkingDeltaRead(msgspec.Struct, gc=False):
-    type: str = ""
-    thinking: str | None = None
-    text: msgspec.Raw = msgspec.Raw()  # empty when absent
+def _layouts(upstream: int, out: int, reasoning: bool) -> list[_Layout]:
+    """Every layout of block ``upstream``'s events, written as block ``out`` in the kind it is in."""
+    found = []
+    for before, after, thinking_before, thinking_after in LAYOUTS.values():
+        if reasoning:
+            head, tail = _at(thinking_before, out), _at(thinking_after, out)
+        else:
+            head, tail = _at(before, out), _at(after, out)
+        found.append((_at(before, upstream), _at(after, upstream) + b"\n\n", NAMED + head, tail + b"\n\n", reasoning))
+    return found
 
 
-class _ThinkingRead(msgspec.Struct, gc=False):
-    """A renamed event read back (when it holds ``\\u`` escapes): what the rename must have made."""
+class _Steady:
+    """The one open text block, steady: a text free of ``triggers`` goes through it whole."""
 
-    index: int | None = None
-    delta: _ThinkingDeltaRead | None = None
+    __slots__ = ("block", "layouts", "scanner", "triggers", "unchanged")
 
-
-_decode_index_read = msgspec.json.Decoder(_IndexRead).decode
-_decode_thinking_read = msgspec.json.Decoder(_ThinkingRead).decode
-
-
-def steady_text(ev: Event, upstream: int, triggers: frozenset[str]) -> str | None:
-    """The text of ``ev`` when all it does is continue text block ``upstream`` with text free of
-    ``triggers``: a ``text_delta`` with a non-empty text. ``None`` otherwise."""
-    delta = ev.delta
-    if ev.type != "content_block_delta" or ev.index != upstream or delta is None or delta.type != "text_delta":
-        return None
-    text = delta.text
-    if not text or not triggers.isdisjoint(text):
-        return None
-    return text
+    def __init__(
+        self,
+        block: TextBlock,
+        scanner: Scanner,
+        triggers: frozenset[str],
+        layouts: list[_Layout],
+        unchanged: bool,
+    ) -> None:
+        self.block = block
+        self.scanner = scanner
+        self.triggers = triggers
+        self.layouts = layouts
+        self.unchanged = unchanged  # answer text not renumbered: an event with its event: line goes as it came
 
 
-def _number_at(data: bytes, pos: int) -> tuple[int, int] | None:
-    """Where the integer that is the value of the key ending at ``pos`` starts and ends."""
-    start = value_at(data, pos)
-    if start is None:
-        return None
-    end, n = start, len(data)
-    while end < n and data[end] in b"-0123456789":
-        end += 1
-    return (start, end) if end > start else None
+class MessagesStream(MessagesReference):
+    """The messages translator: the reference, and the fast path for steady text."""
 
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        super().__init__(config)
+        self._steady: _Steady | None = None
+        self._steady_known = False  # self._steady holds until the reference translates again
+        # Each block's layouts, the one its upstream wrote last first (one test where there were four).
+        self._layouts: dict[tuple[int, int, bool], list[_Layout]] = {}
 
-_INDEX_SPELLED = {space: tuple(b'"index":%s%d' % (space, i) for i in range(64)) for space in (b"", b" ")}
+    # Everything but fast_forward may change what the steady block depends on.
 
+    def event(self, event: SSEEvent) -> list[SSEEvent]:
+        self._steady_known = False
+        return super().event(event)
 
-def _index_spelled(index: int, space: bytes = b"") -> bytes:
-    """``"index":N`` (or ``"index": N``), made once for the first indexes."""
-    return _INDEX_SPELLED[space][index] if index < 64 else b'"index":%s%d' % (space, index)
+    def flush(self) -> list[SSEEvent]:
+        self._steady_known = False
+        return super().flush()
 
+    def finish(self) -> list[SSEEvent]:
+        self._steady_known = False
+        return super().finish()
 
-def _index_replaced(data: bytes, old: int, new: int) -> bytes | None:
-    """``data`` with the value ``old`` of its one ``"index"`` key made ``new``; ``None`` when the key
-    is not there once, or its value is not spelled ``old``."""
-    if data.count(_INDEX_KEY) != 1:
-        return None
-    # Compact or spaced as json.dumps spaces it: the one key, then that number (nothing longer:
-    # the decoder read the value as old).
-    parts = data.split(_index_spelled(old))
-    if len(parts) == 2:
-        return _index_spelled(new).join(parts)
-    parts = data.split(_index_spelled(old, b" "))
-    if len(parts) == 2:
-        return _index_spelled(new, b" ").join(parts)
-    at = data.find(_INDEX_KEY) + 7
-    value = _number_at(data, at)
-    if value is None or data[value[0] : value[1]] != b"%d" % old:
-        return None
-    return b"".join((data[: value[0]], b"%d" % new, data[value[1] :]))
+    def oversized(self, piece: bytes, more: bool) -> bytes:
+        self._steady_known = False
+        return super().oversized(piece, more)
 
-
-def _body(framed: bytes, head: int) -> bytes:
-    """The data of an event: ``framed`` itself (``head`` 0), or its bytes from ``head`` to its blank line."""
-    return framed[head:-2] if head else framed
-
-
-def renumber(data: bytes, old: int, new: int, head: int = 0) -> bytes | None:
-    """``data`` (an event the decoder read with top-level ``"index": old``; its data from ``head``,
-    see :func:`_body`) with that value made ``new``, every other byte kept: what
-    :func:`reindexed` gives. ``None`` when unproven.
-
-    The key found once is the top-level one: with no ``\\u`` escape the decoder's key is spelled
-    as itself, so it is that one occurrence; with escapes the edited event is read back and must
-    carry ``new``, which an edit anywhere else (a nested key, a string) cannot give it.
-    """
-    out = _index_replaced(data, old, new)
-    if out is not None and escaped(data):
-        try:
-            if _decode_index_read(_body(out, head)).index != new:
-                return None
-        except UNREADABLE:
+    def fast_forward(self, span: bytes) -> bytes | None:
+        """The bytes for ``span`` (whole events, ``\\n`` line endings, no ``\\r``) when they are
+        provably what :meth:`event` gives for each, the translator's state then as :meth:`event`
+        leaves it; else ``None``, with nothing changed."""
+        if not self._active:
+            return span  # this stream's model is not translated: every event passes as it came
+        if not self._steady_known:
+            self._steady = self._find_steady()
+            self._steady_known = True
+        steady = self._steady
+        if steady is None:
             return None
-    return out
-
-
-def as_thinking(data: bytes, old: int, new: int, text: str, head: int = 0) -> bytes | None:
-    """``data`` (a ``text_delta`` event of block ``old`` whose whole text ``text`` is reasoning; its
-    data from ``head``, see :func:`_body`) as the ``thinking_delta`` of block ``new`` the full
-    rewrite gives: the delta's type and its text key renamed, the index replaced, every other byte
-    kept. ``None`` when unproven.
-
-    With no ``\\u`` escape the decoder's keys and the type's value are spelled as themselves, so a
-    ``"text"`` and a ``"text_delta"`` found once each are the delta's. With escapes the renamed event
-    is read back: the delta must carry ``text`` as its thinking, be a ``thinking_delta``, have no
-    ``text`` key left, and the index must be ``new``. A ``"thinking"`` already in the event (a
-    member of the text delta, or in its text) is declined: the rewrite drops such a member.
-    """
-    # A "thinking" member of the text delta would stand beside the renamed key, and a parser keeps
-    # the last of two: the rewrite drops it (the text is the thinking), so no rename here.
-    if data.find(THINKING_KEY) >= 0:
-        return None
-    # Each rename adds 4 bytes, and the decoder saw at least one of each: 8 bytes, one of each.
-    out = data.replace(TEXT_TYPE, THINKING_TYPE).replace(TEXT_KEY, THINKING_KEY)
-    if len(out) != len(data) + 8:
-        return None
-    if new != old:
-        renumbered = _index_replaced(out, old, new)
-        if renumbered is None:
-            return None
-        out = renumbered
-    if escaped(data):
-        try:
-            read = _decode_thinking_read(_body(out, head))
-        except UNREADABLE:
-            return None
-        delta = read.delta
-        if read.index != new or delta is None or delta.type != "thinking_delta" or delta.thinking != text or delta.text:
-            return None
-    return out
-
-
-_NAMED_BOUNDARY = b"\n\n" + NAMED
-_DATA_BOUNDARY = b"\n\ndata: "
-
-
-def run_bodies(span: bytes) -> tuple[list[bytes], int] | None:
-    """The data of each event of ``span``, when each is one ``data:`` line after an ``event:
-    content_block_delta`` line or none, and how many have that line; ``None`` for anything else
-    (a comment, ``id:``, another ``event:`` line, a blank line, data of several lines)."""
-    if not span.endswith(b"\n\n"):
-        return None
-    lines = span.count(b"\n")
-    # The usual framings, all events alike: each boundary is followed by the next event's head,
-    # and no event holds a line more than its head's (the count tells).
-    if span.startswith(NAMED):
-        bodies = span[33:-2].split(_NAMED_BOUNDARY)
-        if lines == 3 * len(bodies):
-            return bodies, len(bodies)
-    elif span.startswith(DATA):
-        bodies = span[6:-2].split(_DATA_BOUNDARY)
-        if lines == 2 * len(bodies):
-            return bodies, 0
-    # Framings mixed: event by event.
-    pieces = span[:-2].split(b"\n\n")
-    bodies = []
-    named = 0
-    for piece in pieces:
-        if piece.startswith(NAMED):
-            bodies.append(piece[33:])
-            named += 1
-        elif piece.startswith(DATA):
-            bodies.append(piece[6:])
+        if span.startswith(NAMED):
+            start = 33
+        elif span.startswith(DATA):
+            start = 6
         else:
             return None
-    return (bodies, named) if lines == 2 * len(pieces) + named else None
-
-
-def run_renumbered(span: bytes, old: int, new: int, count: int) -> bytes | None:
-    """``span`` (``count`` events the decoder read with ``"index": old``, no ``\\u`` escape in any)
-    with each index made ``new``: every event holds its one key spelled as itself, so ``count``
-    keys in all are one each (see :func:`_index_replaced`). ``None`` when unproven."""
-    if span.count(_INDEX_KEY) != count:
+        layouts = steady.layouts
+        for layout in layouts:
+            before, after = layout[0], layout[1]
+            # The text's quotes are in the span's bytes that the layout does not hold.
+            if span.startswith(before, start) and span.endswith(after):
+                if layout is not layouts[0]:
+                    layouts.remove(layout)
+                    layouts.insert(0, layout)
+                spelled = span[start + len(before) : len(span) - len(after)]
+                try:
+                    text = _decode_text(spelled)  # one event: its text is one JSON string, alone
+                except UNREADABLE:
+                    return self._run(steady, layout, span, start, spelled)
+                if spelled[:1] != b'"' or spelled[-1:] != b'"' or not text or not steady.triggers.isdisjoint(text):
+                    return None  # whitespace around the text (it may end a line), an empty text, a trigger
+                out: bytes | None
+                if steady.unchanged and start == 33:
+                    out = span
+                elif layout[4]:
+                    out = self._reasoning(steady, layout, [text], text)
+                else:
+                    out = layout[2] + spelled + layout[3]
+                if out is None:
+                    return None
+                steady.scanner.pass_steady(text)
+                self._last = steady.block.upstream
+                return out
         return None
-    for space in (b"", b" "):
-        parts = span.split(_index_spelled(old, space))
-        if len(parts) == count + 1:
-            return _index_spelled(new, space).join(parts)
-    return None
+
+    def _run(self, steady: _Steady, layout: _Layout, span: bytes, start: int, spelled: bytes) -> bytes | None:
+        """Several events of ``layout``, each starting as the first does (``start``: where its data
+        starts); ``spelled``: the bytes from the first event's text to the last one's. Each event
+        must be exactly the layout's bytes around one JSON string: joined by a comma and a line
+        break (no JSON string holds one), the texts then read as a list of strings, one per event."""
+        before, after, written_head, written_tail, reasoning = layout
+        boundary = after + span[:start]  # ends an event and starts the next one's data
+        separators = spelled.count(boundary + before)
+        if not separators:
+            return None
+        # Each boundary marked by a line break, then each marked boundary and the layout's bytes
+        # after it by a comma and one (two replaces of needles short enough for a quick search).
+        marked = spelled.replace(boundary, b"\n")
+        listed = b"[" + marked.replace(b"\n" + before, b",\n") + b"]"
+        if listed.count(b"\n") != separators:
+            return None  # a line break elsewhere: an event is not one line of the layout
+        try:
+            texts = _decode_texts(listed)
+        except UNREADABLE:
+            return None
+        if len(texts) != separators + 1 or not all(texts):  # an empty text is dropped: the reference says so
+            return None
+        text = "".join(texts)
+        if not steady.triggers.isdisjoint(text):
+            return None
+        if not reasoning:
+            if steady.unchanged and start == 33:
+                out = span
+            else:
+                out = written_head + marked.replace(b"\n" + before, written_tail + written_head) + written_tail
+        else:
+            written = self._reasoning(steady, layout, texts, text)
+            if written is None:
+                return None
+            out = written
+        steady.scanner.pass_steady(text)
+        self._last = steady.block.upstream
+        return out
+
+    def _reasoning(self, steady: _Steady, layout: _Layout, texts: list[str], text: str) -> bytes | None:
+        """Reasoning: held for a redacted block (within its cap: the reference ends the block after
+        the event that crosses it), or written afresh as ``thinking_delta``s."""
+        block = steady.block
+        if self._writer.redacted:
+            if not self._writer.holds(block, text):
+                return None
+            block.parts.append(text)
+            block.held += len(text) if text.isascii() else len(text.encode())
+            return b""
+        block.digest.update(text.encode())
+        return layout[2] + _thinking_texts(texts, text, layout) + layout[3]
+
+    def _find_steady(self) -> _Steady | None:
+        """The one open text block, when it is steady in the kind of the output block it writes
+        (nothing held, no half character), with its layouts."""
+        if len(self._blocks) != 1:
+            return None
+        block = next(iter(self._blocks.values()))
+        scanner = self._channels.scanner(block.upstream)
+        if scanner is None or block.half:
+            return None
+        kind = scanner.steady
+        if kind is None or kind != block.kind:
+            return None
+        key = (block.upstream, block.out, kind != CONTENT)
+        layouts = self._layouts.get(key)
+        if layouts is None:
+            layouts = self._layouts[key] = _layouts(*key)
+        unchanged = kind == CONTENT and block.out == block.upstream
+        return _Steady(block, scanner, scanner.triggers, layouts, unchanged)
 
 
-def named_events(bodies: list[bytes]) -> bytes:
-    """Events of ``bodies``, each with its ``event:`` line."""
-    return b"".join([b"".join((NAMED, body, b"\n\n")) for body in bodies])
+def _thinking_texts(texts: list[str], text: str, layout: _Layout) -> bytes:
+    """The texts written afresh, each between the layout's tail and head of the next event."""
+    if len(texts) == 1:
+        return encode(text)
+    between = layout[3] + layout[2]
+    spelled = encode(texts)[1:-1]
+    # Two texts meet at '","'; a text may hold it too (a quote escaped, then '",'): counted, not guessed.
+    if spelled.count(b'","') == len(texts) - 1:
+        return spelled.replace(b'","', b'"' + between + b'"')
+    return between.join([encode(t) for t in texts])
 
 
-def with_event_lines(span: bytes, count: int, named: int) -> bytes:
-    """``span`` (``count`` events of one data line each, ``named`` of them with an ``event:`` line)
-    with every event given its ``event:`` line, as :meth:`MessagesStream.event` writes them."""
-    if named == count:
-        return span
-    if not named:  # every "\n\n" ends an event: the one before the next data line gets its name
-        return EVENT_LINE + span.replace(_DATA_BOUNDARY, _NAMED_BOUNDARY)
-    return named_events([p[33:] if p.startswith(NAMED) else p[6:] for p in span[:-2].split(b"\n\n")])
+def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
+    """The async generator form: upstream events in, client events out."""
+    return translated(MessagesStream(config), events)

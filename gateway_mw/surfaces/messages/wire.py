@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -22,7 +22,6 @@ from ...sse import SSEEvent, encode_event
 
 __all__ = [
     "EMPTY_TEXT",
-    "HEAD",
     "INDEX",
     "NATIVE",
     "RESOLVING",
@@ -31,7 +30,6 @@ __all__ = [
     "THINKING_BLOCK",
     "Event",
     "decode_event",
-    "decode_run_event",
     "delta_event",
     "fields_for",
     "gateway_signature",
@@ -86,27 +84,9 @@ class Event(msgspec.Struct, gc=False):
     message: Message | None = None
 
 
-class _RunDelta(msgspec.Struct, gc=False):
-    type: Literal["text_delta"]
-    text: Annotated[str, msgspec.Meta(min_length=1)]
-
-
-class _RunEvent(msgspec.Struct, gc=False):
-    """A ``text_delta`` event as one of a run is decoded: the decoder itself refuses any other event,
-    and anything :class:`Event` refuses (the same fields, of the same types or narrower)."""
-
-    type: Literal["content_block_delta"]
-    index: int
-    delta: _RunDelta
-    content_block: Part | None = None
-    message: Message | None = None
-
-
 decode_event = msgspec.json.Decoder(Event).decode
-decode_run_event = msgspec.json.Decoder(_RunEvent).decode
 _decode_any = msgspec.json.Decoder().decode
 INDEX = frozenset({b"index"})
-HEAD = 256  # where an oversized event's type is read: its event: line, or the key that opens its data
 
 
 def read_event(data: bytes) -> tuple[Event | None, bool]:

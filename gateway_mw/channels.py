@@ -247,11 +247,14 @@ class Channels:
 
     def end(self, channel: Hashable) -> list[Segment]:
         """``channel``'s text is over: whatever its scanner held."""
-        self._high.pop(channel, None)  # half a character that never got its other half: no character
+        half = self._high.pop(channel, None)
         scanner = self._scanners.pop(channel, None)
         if scanner is None:
             return []
-        out = scanner.finish()
+        # Half a character that never got its other half is no character: U+FFFD, as a UTF-8
+        # decoder makes of it (and as join_surrogates does within a text).
+        out = scanner.feed("\ufffd") if half else []
+        out += scanner.finish()
         self.counts.add(scanner)
         return out
 

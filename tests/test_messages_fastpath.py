@@ -413,3 +413,28 @@ def test_a_declined_span_changes_nothing(config: ThinkExtractConfig, opening: st
         before = steady_state(translator)
         assert translator.fast_forward(span) is None, span
         assert steady_state(translator) == before
+
+
+@pytest.mark.parametrize("ending", ['q",', '",', ",", '\\",'])
+def test_a_run_of_reasoning_texts_one_ending_in_a_quote_and_a_comma_gives_the_references_bytes(ending: str) -> None:
+    """Reasoning texts written afresh in one run meet at '","': a text ending '",' encodes to '\\","',
+    whose '","' overlaps the boundary after it, and must not be taken for one."""
+
+    def delta(text: str) -> bytes:
+        doc = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+        return b"event: content_block_delta\ndata: " + json.dumps(doc, separators=(",", ":")).encode() + b"\n\n"
+
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    head = [
+        b"event: message_start\ndata: " + json.dumps(message_start()).encode() + b"\n\n",
+        b"event: content_block_start\ndata: " + json.dumps(start).encode() + b"\n\n",
+        delta("<think>"),
+        delta("first"),
+    ]
+    run_ = b"".join(delta(t) for t in ["a", ending, " b", ending, ending, "c"])
+    tail = [delta("</think>done"), *(b"data: " + json.dumps(e).encode() + b"\n\n" for e in end())]
+    events = [*head, run_, *tail]
+    fast, fast_counts = run(events, UNSIGNED, MessagesStream, 0)
+    reference, counts = run(events, UNSIGNED, MessagesReference, 0)
+    assert (fast, fast_counts) == (reference, counts)
+    read_sse(fast)

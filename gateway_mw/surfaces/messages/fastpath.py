@@ -257,10 +257,11 @@ def _thinking_texts(texts: list[str], text: str, layout: _Layout) -> bytes:
     if len(texts) == 1:
         return encode(text)
     between = layout[3] + layout[2]
-    spelled = encode(texts)[1:-1]
-    # Two texts meet at '","'; a text may hold it too (a quote escaped, then '",'): counted, not guessed.
-    if spelled.count(b'","') == len(texts) - 1:
-        return spelled.replace(b'","', b'"' + between + b'"')
+    if '"' not in text:
+        # Two texts meet at '","', and no text holds it: inside a JSON string it takes an escaped
+        # quote followed by ',' and the closing quote (a text ending '",'), whose '","' may overlap
+        # the boundary's, so that neither counting nor replacing could tell them apart.
+        return encode(texts)[1:-1].replace(b'","', b'"' + between + b'"')
     return between.join([encode(t) for t in texts])
 
 

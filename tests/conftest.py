@@ -15,5 +15,5 @@ def _logger_levels_restored() -> Iterator[None]:
     loggers = [logging.getLogger(name) for name in ("gateway_mw", "aiohttp")]
     levels = [logger.level for logger in loggers]
     yield
-    for logger, level in zip(loggers, levels):
+    for logger, level in zip(loggers, levels, strict=True):
         logger.setLevel(level)

@@ -25,9 +25,9 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
 
-from .responseswire import normalize
-from .spelling import SPACING, Spelling
-from .ssecompare import events_of
+from ..responseswire import normalize
+from ..spelling import SPACING, Spelling
+from ..ssecompare import events_of
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")

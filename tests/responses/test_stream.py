@@ -20,7 +20,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder, SSEEvent
 from gateway_mw.surfaces.responses import ResponsesStream, transform_body, translate_stream
 
-from .responseswire import (
+from ..responseswire import (
     USAGE,
     added,
     completed,

@@ -23,7 +23,7 @@ without any takes this layer. Answer text is not affected.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -44,12 +44,17 @@ class Reference(Protocol):
     messages: MessageChannels
     numbering: Numbering
     writer: Writer
-
-    @property
-    def passing(self) -> bool: ...
+    passing: bool
 
 
-_decode = msgspec.json.Decoder(Head).decode
+class _DeltaHead(Head, gc=False):
+    """A delta's head with the one member OpenAI adds to it, so that a run of them can be proven to
+    be written as their decoded values are encoded (see :func:`_canonical_run`)."""
+
+    obfuscation: Any = None
+
+
+_decode_delta = msgspec.json.Decoder(_DeltaHead).decode
 
 _DATA = b"data: "
 _NAMED = b"event: response.output_text.delta\ndata: "  # the only event: line a fast event may have
@@ -67,6 +72,7 @@ class _Steady:
     drops it then): a steady event changes none of it."""
 
     __slots__ = (
+        "bare",
         "canonical",
         "ch",
         "index",
@@ -92,7 +98,8 @@ class _Steady:
         self.item_id = item.id
         self.index = item.index
         self.part = len(item.parts)  # the message's content_index
-        self.canonical: dict[int, int] = {}  # answer: see _canonical
+        self.canonical: dict[int, int] = {}  # answer: upstream output_index → see _canonical
+        self.bare = 0  # answer: the length of llama-server's delta but for its text (see _retargeted)
         self.named = False  # reasoning: whether its events carry event: lines
         self.template = b""  # reasoning: its delta events, text and number left to fill in
         self.written = 0  # reasoning: events written per delta (one per reasoning format)
@@ -109,8 +116,10 @@ class FastPath:
         self.declined: tuple[bytes, tuple[Head, bool] | None] | None = None  # an event read, declined
 
     def read(self, data: bytes) -> tuple[Head, bool] | None:
-        """The head of ``data`` as ``wire.decode_head`` reads it: the one this layer read if it
-        declined that event, else read now."""
+        """The head of ``data`` as ``wire.decode_head`` reads it, for the reference, which is about to
+        act on it (the steady channel is forgotten): the one this layer read if it declined that
+        event, else read now."""
+        self.steady = None
         declined = self.declined
         if declined is not None and declined[0] == data:
             self.declined = None
@@ -120,7 +129,8 @@ class FastPath:
     def forward(self, span: bytes) -> bytes | None:
         """The bytes for ``span`` (whole events, ``\\n`` line endings), when provably exactly what the
         reference's ``event`` gives them one by one, the reference then as it would be; else ``None``."""
-        if self._ref.passing:
+        ref = self._ref
+        if ref.passing:
             return span  # the reference passes every event as it came
         named = span.startswith(_NAMED)
         start = len(_NAMED) if named else 6
@@ -132,81 +142,18 @@ class FastPath:
         data = span[start:-2]
         read = decode_head(data)
         if read is not None and read[1]:
-            out = self._write(span, [data], [read[0]], len(data), int(named))
-            if out is not None:
+            step = self._step(read[0], span, data, named)
+            if step is not None:
+                steady, text, out = step
+                steady.scanner.pass_steady(text)
+                steady.ch.fed += len(text)
+                steady.item.text.add(text)
+                if named:
+                    ref.writer.named = True
+                ref.numbering.seq += steady.written if steady.reasoning else 1
                 return out
         self.declined = (data, read)
         return None
-
-    def _run(self, span: bytes) -> bytes | None:
-        """A run of whole events, cut into its events' data (each event one ``data:`` line, named or
-        not), each decoded alone, in one pass."""
-        if self.steady is None and len(self._ref.messages.open) != 1:
-            return None  # no channel to be steady in, or more than one: refused before any decoding
-        body = span.replace(_NEXT_NAMED, _NEXT)
-        named = (len(span) - len(body)) // _LINE  # events after the first with the event: line
-        if body.startswith(_NAMED):
-            body = body[_LINE:]
-            named += 1
-        if not body.startswith(_DATA) or not body.endswith(b"\n\n"):
-            return None
-        datas = body[6:-2].split(_NEXT)
-        n = len(datas)
-        if body.count(b"\n") != 2 * n:
-            return None  # an event of another line (a comment, id:, another event: name): not ours
-        if 0 < named < n and not self._ref.writer.named:
-            return None  # the first events would be answered unnamed, the later ones named
-        try:
-            if not span.isascii():
-                span.decode()  # as decode_head: invalid UTF-8 in a value skipped is unreadable too
-            heads = [_decode(data) for data in datas]
-        except (UnicodeDecodeError, *UNREADABLE):
-            return None
-        return self._write(span, datas, heads, len(body) - 8 * n, named)
-
-    def _write(self, span: bytes, datas: list[bytes], heads: list[Head], size: int, named: int) -> bytes | None:
-        """What the reference writes for the events of ``span``, ``datas`` their data (``size`` bytes
-        in all) and ``heads`` what it reads of them, ``named`` of them with an ``event:`` line, when
-        each continues the steady channel's text; the reference's state then updated as its steps
-        would. ``None`` (nothing changed) otherwise."""
-        ref = self._ref
-        numbering = ref.numbering
-        first = heads[0].output_index
-        ordinal = first if type(first) is int else numbering.ordinal(heads[0])
-        steady = self.steady
-        if steady is None or steady.ordinal != ordinal:
-            steady = self.steady = self._steady(ordinal)
-            if steady is None:
-                return None
-        texts = []
-        for head in heads:
-            text, up = head.delta, head.output_index
-            if head.type != _DELTA or not text or (up if type(up) is int else numbering.ordinal(head)) != ordinal:
-                return None
-            texts.append(text)
-        chars = texts[0] if len(texts) == 1 else "".join(texts)
-        if not steady.triggers.isdisjoint(chars):
-            return None
-        seq = numbering.seq
-        writer = ref.writer
-        if steady.reasoning:
-            named_now = writer.named or named > 0
-            if steady.named != named_now or not steady.written:
-                _write_as(steady, writer, named_now)
-            out = _reasoning_deltas(steady, texts, seq)
-            numbering.seq = seq + len(texts) * steady.written
-        else:
-            answers = _answers(steady, span, datas, heads, chars, size, seq, named)
-            if answers is None:
-                return None
-            out = answers
-            numbering.seq = seq + len(texts)
-        if named:
-            writer.named = True
-        steady.scanner.pass_steady(chars)
-        steady.ch.fed += len(chars)
-        steady.item.text.extend(texts)
-        return out
 
     def _steady(self, ordinal: int | None) -> _Steady | None:
         """The channel of upstream item ``ordinal`` when it is steady and its text goes where the
@@ -230,6 +177,106 @@ class FastPath:
             return None
         return _Steady(ordinal, ch, scanner, rs, True)
 
+    def _step(self, head: Head, event: bytes, data: bytes, named: bool) -> tuple[_Steady, str, bytes] | None:
+        """What the reference writes for one ``event`` (its data ``data``), ``named`` when it has an
+        ``event:`` line: the steady channel whose text it continues, that text, and the bytes;
+        ``None`` when it is not such an event."""
+        text = head.delta
+        if head.type != _DELTA or not text:
+            return None
+        ref = self._ref
+        up = head.output_index
+        ordinal = up if type(up) is int else ref.numbering.ordinal(head)
+        steady = self.steady
+        if steady is None or steady.ordinal != ordinal:
+            steady = self.steady = self._steady(ordinal)
+            if steady is None:
+                return None
+        if not steady.triggers.isdisjoint(text):
+            return None
+        seq = ref.numbering.seq
+        if steady.reasoning:
+            named = named or ref.writer.named
+            if steady.named != named or not steady.written:
+                _write_as(steady, ref.writer, named)
+            delta = encode(text)
+            values = (delta, seq) if steady.written == 1 else (delta, seq, delta, seq + 1)
+            return steady, text, steady.template % values
+        item_id, index, part = steady.item_id, steady.index, steady.part
+        if (
+            head.sequence_number == seq
+            and up == index
+            and head.content_index == part
+            and head.item_id == item_id
+            and head.logprobs is not None
+        ) or _as_it_came(head, item_id, index, part, seq):
+            return steady, text, event
+        edited = _retargeted(steady, data, head, seq)
+        return steady, text, b"".join((_NAMED if named else _DATA, edited, b"\n\n"))
+
+    def _run(self, span: bytes) -> bytes | None:
+        """A run of whole events, as the reference takes each, or ``None``.
+
+        The run is cut into its events' data (each event one ``data:`` line, named or not), each
+        decoded alone, in one pass; all must continue the one steady channel, with text free of its
+        triggers. Nothing changes unless all qualify."""
+        ref = self._ref
+        steady = self.steady
+        if steady is None:
+            channels = ref.messages.open
+            steady = self.steady = self._steady(next(iter(channels))) if len(channels) == 1 else None
+            if steady is None:
+                return None  # nothing can be steady: refused before any decoding
+        body = span.replace(_NEXT_NAMED, _NEXT)
+        named = (len(span) - len(body)) // _LINE  # events after the first with the event: line
+        if body.startswith(_NAMED):
+            body = body[_LINE:]
+            named += 1
+        if not body.startswith(_DATA) or not body.endswith(b"\n\n"):
+            return None
+        datas = body[6:-2].split(_NEXT)
+        n = len(datas)
+        if body.count(b"\n") != 2 * n:
+            return None  # an event of another line (a comment, id:, another event: name): not ours
+        writer, numbering = ref.writer, ref.numbering
+        if 0 < named < n and not writer.named:
+            return None  # the first events would be answered unnamed, the later ones named
+        try:
+            if not span.isascii():
+                span.decode()  # as decode_head: invalid UTF-8 in a value skipped is unreadable too
+            heads = [_decode_delta(data) for data in datas]
+        except (UnicodeDecodeError, *UNREADABLE):
+            return None
+        ordinal = steady.ordinal
+        texts = []
+        for head in heads:
+            text, up = head.delta, head.output_index
+            if head.type != _DELTA or not text or (up if type(up) is int else numbering.ordinal(head)) != ordinal:
+                return None
+            texts.append(text)
+        chars = "".join(texts)
+        if not steady.triggers.isdisjoint(chars):
+            return None
+        seq = numbering.seq
+        if steady.reasoning:
+            named_now = writer.named or named > 0
+            if steady.named != named_now or not steady.written:
+                _write_as(steady, writer, named_now)
+            out = _reasoning_deltas(steady, texts, seq)
+            numbering.seq = seq + n * steady.written
+        else:
+            answers = _answers(steady, span, body, datas, heads, chars, seq, named)
+            if answers is None:
+                return None
+            out = answers
+            numbering.seq = seq + n
+        if named:
+            writer.named = True
+        steady.scanner.pass_steady(chars)
+        steady.ch.fed += len(chars)
+        steady.item.text.extend(texts)
+        return out
+
 
 # -- answer text: the client's numbers and ids ---------------------------------------------------
 
@@ -237,21 +284,21 @@ class FastPath:
 def _answers(
     steady: _Steady,
     span: bytes,
+    body: bytes,
     datas: list[bytes],
-    heads: list[Head],
+    heads: list[_DeltaHead],
     chars: str,
-    size: int,
     seq: int,
     named: int,
 ) -> bytes | None:
-    """Steady answer text: the events as they came, renumbered on their bytes, or each as the
-    reference rewrites it."""
+    """Steady answer text: the run as it came, renumbered on its bytes, or each event as
+    :meth:`FastPath._step` writes it."""
     item_id, index, part = steady.item_id, steady.index, steady.part
     first = heads[0]
     if first.sequence_number != seq or first.output_index != index:
         # The usual run after a reasoning item: every event renumbered and moved. (Exact for the
         # events already numbered right too: their values are written again as they are.)
-        renumbered = _renumbered(steady, span, heads, chars, size, seq)
+        renumbered = _renumbered_run(steady, span, body, heads, chars, seq)
         if renumbered is not None:
             return renumbered
     edits = [
@@ -273,13 +320,15 @@ def _answers(
     prefix = _NAMED if named else _DATA
     out = [prefix + data + b"\n\n" for data in datas]
     for i in edits:
-        out[i] = b"".join((prefix, _retargeted(datas[i], heads[i], item_id, index, part, seq + i), b"\n\n"))
+        out[i] = b"".join((prefix, _retargeted(steady, datas[i], heads[i], seq + i), b"\n\n"))
     return b"".join(out)
 
 
-def _renumbered(steady: _Steady, span: bytes, heads: list[Head], chars: str, size: int, seq: int) -> bytes | None:
-    """Answer deltas that differ from the client's only in their ``output_index`` and
-    ``sequence_number`` (the usual ones after a reasoning item), both replaced on their bytes;
+def _renumbered_run(
+    steady: _Steady, span: bytes, body: bytes, heads: list[_DeltaHead], chars: str, seq: int
+) -> bytes | None:
+    """A run of answer deltas that differ from the client's only in their ``output_index`` and
+    ``sequence_number`` (the usual run after a reasoning item), both replaced on the run's bytes;
     ``None`` when unproven.
 
     The reference decodes each event one level and encodes it again with those values set: where
@@ -307,7 +356,7 @@ def _renumbered(steady: _Steady, span: bytes, heads: list[Head], chars: str, siz
         if type(head.obfuscation) is str:
             obfuscation += _OBFUSCATION + _utf8_len(head.obfuscation)
     digits = len(b"".join(written)) - n
-    if size != n * _canonical(steady, up) + digits + _utf8_len(chars) + obfuscation:
+    if len(body) - 8 * n != n * _canonical(steady, up) + digits + _utf8_len(chars) + obfuscation:
         return None
     if up != steady.index:
         span = span.replace(b'"output_index":%d' % up, b'"output_index":%d' % steady.index)
@@ -360,30 +409,32 @@ def _as_it_came(head: Head, item_id: str, index: int, part: int, seq: int) -> bo
     )
 
 
-def _retargeted(data: bytes, head: Head, item_id: str, index: int, part: int, seq: int) -> bytes:
+def _retargeted(steady: _Steady, data: bytes, head: Head, seq: int) -> bytes:
     """``data`` as the reference rewrites it (``Writer.forward_delta``): ``item_id``,
     ``output_index``, ``content_index`` and ``sequence_number`` set to the client's, ``logprobs``
     added when missing, every other value as its raw bytes."""
-    text = head.delta
+    item_id, index, part = steady.item_id, steady.index, steady.part
     if (
         head.output_index is None
         and head.content_index is None
         and head.sequence_number is None
         and head.logprobs is None
         and head.item_id == item_id
-        and text is not None
         and data.find(b"\\") < 0
-        and len(data) == len(encode({"type": _DELTA, "item_id": item_id, "delta": ""})) + _utf8_len(text)
     ):
-        # llama-server's delta: type, item_id and delta, nothing else (the length of their
-        # encoding, with no escape in it, leaves room for no other byte). The reference appends
-        # the four members it lacks, in this order.
-        return b'%s,"output_index":%d,"content_index":%d,"logprobs":[],"sequence_number":%d}' % (
-            data[:-1],
-            index,
-            part,
-            seq,
-        )
+        if not steady.bare:
+            steady.bare = len(encode({"type": _DELTA, "item_id": item_id, "delta": ""}))
+        text = head.delta
+        if text is not None and len(data) == steady.bare + _utf8_len(text):
+            # llama-server's delta: type, item_id and delta, nothing else (the length of their
+            # encoding, with no escape in it, leaves room for no other byte). The reference
+            # appends the four members it lacks, in this order.
+            return b'%s,"output_index":%d,"content_index":%d,"logprobs":[],"sequence_number":%d}' % (
+                data[:-1],
+                index,
+                part,
+                seq,
+            )
     body = obj(data)
     assert body is not None  # the head was read from it: a JSON object
     body.update({"item_id": item_id, "output_index": index, "content_index": part})

@@ -50,16 +50,19 @@ class MessageChannels:
         first = self.first is None or (self.first is ch and not ch.ended)
         return config if first else after_first_channel(config)
 
-    def feed(self, ch: Channel, text: str) -> list[Segment]:
-        """``text`` of ``ch`` through its channel: the runs to write now."""
+    def feed(self, ch: Channel, text: str, strict: bool = False) -> list[Segment]:
+        """``text`` of ``ch`` through its channel: the runs to write now. ``strict``: msgspec read it,
+        so it holds no half of a character (a lone surrogate escape is what msgspec refuses)."""
         if not text:
             return []
         if self.first is None:
             self.first = ch
-        # The item's text as the replay of the terminal event counts it: surrogate pairs joined.
-        joined = ch.half or _HALF.search(text) is not None
-        ch.fed += len(join_surrogates(_ANY_HIGH if ch.half else "", text)[0]) if joined else len(text)
-        ch.half = "\ud800" <= text[-1] <= "\udbff"
+        if ch.half or (not strict and _HALF.search(text) is not None):
+            # The item's text as the replay of the terminal event counts it: surrogate pairs joined.
+            ch.fed += len(join_surrogates(_ANY_HIGH if ch.half else "", text)[0])
+            ch.half = "\ud800" <= text[-1] <= "\udbff"
+        else:
+            ch.fed += len(text)
         return self.core.text(ch.ordinal, text)
 
     # -- events of an open item ---------------------------------------------------------------------
@@ -68,7 +71,7 @@ class MessageChannels:
         text = head.delta
         assert text is not None
         whole_chars = strict and not ch.half  # text the core passes as it is, if it passes it whole
-        segments = self.feed(ch, text)
+        segments = self.feed(ch, text, strict)
         msg = ch.msg
         if (
             whole_chars

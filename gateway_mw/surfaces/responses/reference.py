@@ -9,6 +9,8 @@ forwarded or passed on unread, is numbered by the stream's one ``numbering.Numbe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
@@ -46,10 +48,12 @@ class Translator:
         self.messages = MessageChannels(config, self.writer)
         self._oversized = OversizedEvents(self.messages, self.numbering)
         self.counts: Counts = self.messages.core.counts
+        self.read: Callable[[bytes], tuple[Head, bool] | None] = decode_head
+        """How an event is read: its head, and whether msgspec read it (see ``wire``)."""
         self._resolved = False
-        self._off = False  # the model's profile disables extraction: everything passes
         self._native = False  # the upstream sent a reasoning item: later messages are left alone
-        self._terminated = False
+        self.passing = False
+        """Every event passes as it came: the response ended, or the model's settings turn extraction off."""
 
     @property
     def transcripts(self) -> Transcripts | None:
@@ -58,11 +62,6 @@ class Translator:
     @transcripts.setter
     def transcripts(self, value: Transcripts | None) -> None:
         self.messages.core.transcripts = value
-
-    @property
-    def passing(self) -> bool:
-        """Whether every event passes as it came (the response ended, or extraction is off)."""
-        return self._terminated or self._off
 
     @property
     def native(self) -> bool:
@@ -85,7 +84,7 @@ class Translator:
         self._resolved = True
         self.messages.core.resolve(None)
         self.writer.use(config)
-        self._off = not config.enabled
+        self.passing = not config.enabled
 
     def _new_id(self, prefix: str) -> str:
         new = self._source_id(prefix)
@@ -94,13 +93,9 @@ class Translator:
 
     # -- the translator protocol ----------------------------------------------------------------
 
-    def read(self, data: bytes) -> tuple[Head, bool] | None:
-        """What is read of an event: its head, and whether msgspec read it (see ``wire``)."""
-        return decode_head(data)
-
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         data = event.data
-        if data is None or self._terminated or self._off:
+        if data is None or self.passing:
             return [event]
         if data == DONE:
             return [*self.flush(), event]
@@ -113,30 +108,30 @@ class Translator:
             self.writer.named = True
         if not self._resolved:
             self._resolve(head)
-            if self._off:
+            if self.passing:
                 return [event]
         return self._dispatch(event, head, strict)
 
     def flush(self) -> list[SSEEvent]:
         """Every channel's held text, as deltas of the items it belongs to (opened if need be)."""
-        if self._terminated or self._off:
+        if self.passing:
             return []
         return self.messages.flush()
 
     def finish(self) -> list[SSEEvent]:
-        if self._terminated or self._off:
+        if self.passing:
             return []
         return self.messages.finish()
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
         """An event too large to hold, renumbered on its bytes as they go by."""
         big = self._oversized
-        if (self._terminated and not big.under_way) or self._off:
+        if self.passing and not big.under_way:  # (an event under way goes on: it began before the end)
             return piece
         out = b""
         if not big.under_way:  # the first piece of the event
             out, terminal = big.begin(piece)
-            self._terminated = self._terminated or terminal
+            self.passing = self.passing or terminal
             if big.raw_text:
                 self.large_events = frozenset()
         return out + big.feed(piece, more)
@@ -151,7 +146,7 @@ class Translator:
         model = as_str(head.response.model) if head.response is not None else None
         config = self.messages.core.resolve(model)
         self.writer.use(config)
-        self._off = not config.enabled
+        self.passing = not config.enabled
 
     def _dispatch(self, event: SSEEvent, head: Head, strict: bool) -> list[SSEEvent]:
         kind = head.type
@@ -204,7 +199,7 @@ class Translator:
         status = "completed" if kind == "response.completed" else "incomplete"
         messages = self.messages
         out = [e for ch in list(messages.open.values()) for e in messages.close(ch, None, status)]
-        self._terminated = True
+        self.passing = True
         src = source_of(event)
         if src is None:
             return [*out, self.writer.unread(event)]

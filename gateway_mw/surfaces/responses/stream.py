@@ -3,7 +3,8 @@
 :class:`ResponsesStream` is :class:`~.reference.Translator`, every event it is given read and
 translated as the reference reads and translates it, plus :meth:`fast_forward`, which gives for
 steady text what the reference would give without running it (``fastpath.FastPath``). The layer's
-one memory of the reference's state, the steady channel, is dropped whenever the reference runs.
+one memory of the reference's state, the steady channel, is dropped whenever the reference runs: as
+it reads an event (``event`` changes nothing before), flushes, finishes or takes an oversized event.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from ..base import Counts, NewId, random_id, translated
 from . import rebuild
 from .fastpath import FastPath
 from .reference import Translator, replayer
-from .wire import Head
 
 __all__ = ["ResponsesStream", "transform_body", "translate_stream"]
 
@@ -27,16 +27,10 @@ class ResponsesStream(Translator):
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
         super().__init__(config, new_id=new_id)
         self._fast = FastPath(self)
+        self.read = self._fast.read  # an event the layer read and declined is not read twice
 
     def fast_forward(self, span: bytes) -> bytes | None:
         return self._fast.forward(span)
-
-    def read(self, data: bytes) -> tuple[Head, bool] | None:
-        return self._fast.read(data)
-
-    def event(self, event: SSEEvent) -> list[SSEEvent]:
-        self._fast.steady = None
-        return super().event(event)
 
     def flush(self) -> list[SSEEvent]:
         self._fast.steady = None

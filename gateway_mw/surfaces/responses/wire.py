@@ -78,7 +78,6 @@ class Head(msgspec.Struct, gc=False):
     item_id: Any = None
     delta: str | None = None
     logprobs: Any = None
-    obfuscation: Any = None  # OpenAI's padding of a delta: read so that all of a delta's members are known
     item: _ItemHead | None = None
     part: _PartHead | None = None
     response: _ResponseHead | None = None

@@ -152,7 +152,9 @@ class MessageChannels:
                 part = obj(src[0].get("part"))
                 ch.msg.parts.append(part if part is not None else {})
             return out
-        out = self.text_done(ch, source_of(event)) if ch.msg is None or not ch.msg.text_done else []
+        # The part's text is over, though the upstream did not say so: its output_text.done is the
+        # gateway's own (the upstream's content_part.done follows it, as itself).
+        out = self.text_done(ch, None) if ch.msg is None or not ch.msg.text_done else []
         if ch.msg is not None and ch.msg.part is not None:
             out += self.writer.close_part(ch.msg, source_of(event))
         return out

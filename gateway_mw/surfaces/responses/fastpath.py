@@ -29,10 +29,10 @@ import msgspec
 
 from ...rawjson import UNREADABLE, encode, obj
 from ...scanner import CONTENT, Scanner
-from .items import Channel, ClientItem, Writer
+from .items import Channel, ClientItem, Writer, points_at
 from .messages import MessageChannels
 from .numbering import Numbering
-from .wire import Head, decode_head, encode_body, item_id_of, whole
+from .wire import Head, decode_head, encode_body, event_of
 
 __all__ = ["FastPath", "Reference"]
 
@@ -64,6 +64,11 @@ _NEXT = b"\n\n" + _DATA  # between two events of a run
 _NEXT_NAMED = b"\n\n" + _NAMED
 _SEQ = b'"sequence_number"'
 _OBFUSCATION = len(b',"obfuscation":""')  # its encoding, but for its text
+# A reasoning delta's text and number in the sample the template is cut from: a control character
+# (no id holds one) and a number no index reaches.
+_SAMPLE_TEXT = "\x00"
+_SAMPLE_TEXT_JSON = encode(_SAMPLE_TEXT)
+_SAMPLE_NUMBER = 7_365_019_442_803_776_211
 
 
 class _Steady:
@@ -209,7 +214,7 @@ class FastPath:
             and head.content_index == part
             and head.item_id == item_id
             and head.logprobs is not None
-        ) or _as_it_came(head, item_id, index, part, seq):
+        ) or points_at(head, item_id, index, part, seq):
             return steady, text, event
         edited = _retargeted(steady, data, head, seq)
         return steady, text, b"".join((_NAMED if named else _DATA, edited, b"\n\n"))
@@ -311,7 +316,7 @@ def _answers(
             and head.item_id == item_id
             and head.logprobs is not None
         )
-        and not _as_it_came(head, item_id, index, part, seq + i)
+        and not points_at(head, item_id, index, part, seq + i)
     ]
     if not edits:
         return span
@@ -396,19 +401,6 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode())
 
 
-def _as_it_came(head: Head, item_id: str, index: int, part: int, seq: int) -> bool:
-    """Whether the reference sends this delta as it came (``Writer.forward_delta``): its numbers
-    read as the SDKs read them (``4``, ``4.0``, ``"4"``) are the client's already. The fast checks
-    compare the decoded values directly; this decides when they find a difference."""
-    return (
-        whole(head.sequence_number) == seq
-        and whole(head.output_index) == index
-        and whole(head.content_index) == part
-        and item_id_of(head) == item_id
-        and head.logprobs is not None
-    )
-
-
 def _retargeted(steady: _Steady, data: bytes, head: Head, seq: int) -> bytes:
     """``data`` as the reference rewrites it (``Writer.forward_delta``): ``item_id``,
     ``output_index``, ``content_index`` and ``sequence_number`` set to the client's, ``logprobs``
@@ -447,24 +439,14 @@ def _retargeted(steady: _Steady, data: bytes, head: Head, seq: int) -> bytes:
 
 
 def _write_as(steady: _Steady, writer: Writer, named: bool) -> None:
-    """The reasoning delta events of ``steady``'s item as ``Writer.send`` encodes them, their
-    text and number left as ``%s`` and ``%d``: one event per reasoning format."""
-    rs = steady.item
+    """The reasoning delta events of ``steady``'s item as the writer writes them (its events for a
+    text and a number that occur nowhere else in them), the text and the number left as ``%s`` and
+    ``%d``: one event per reasoning form."""
     events = []
-    for on, kind, where in (
-        (writer.content, b"response.reasoning_text.delta", b"content_index"),
-        (writer.summary, b"response.reasoning_summary_text.delta", b"summary_index"),
-    ):
-        if on:
-            line = b"event: " + kind + b"\n" if named else b""
-            head = b'%sdata: {"type":"%s","item_id":%s,"output_index":%d,"%s":0,"delta":' % (
-                line,
-                kind,
-                encode(rs.id),
-                rs.index,
-                where,
-            )
-            events.append(head.replace(b"%", b"%%") + b'%s,"sequence_number":%d}\n\n')
+    for body in writer.reasoning_delta_bodies(steady.item, _SAMPLE_TEXT):
+        body["sequence_number"] = _SAMPLE_NUMBER
+        raw = event_of(body, None, body["type"] if named else None).raw.replace(b"%", b"%%")
+        events.append(raw.replace(_SAMPLE_TEXT_JSON, b"%s").replace(b"%d" % _SAMPLE_NUMBER, b"%d"))
     steady.template = b"".join(events)
     steady.written = len(events)
     steady.named = named

@@ -24,12 +24,25 @@ from ..base import NewId
 from .numbering import Numbering
 from .wire import Head, body_of, event_of, item_id_of, whole
 
-__all__ = ["Channel", "ClientItem", "Record", "Source", "Writer", "formats", "source_of"]
+__all__ = ["Channel", "ClientItem", "Record", "Source", "Writer", "formats", "points_at", "source_of"]
 
 Source = tuple[Obj, bytes]  # an upstream event to rewrite: its data, and its non-data lines
 # Event types that name a content part, and so must carry content_index for a strict client.
 _PART_SCOPED = ("response.content_part.", "response.output_text.", "response.reasoning_text.", "response.refusal.")
 _DEFAULT_PART: Obj = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+
+
+def points_at(head: Head, item_id: str, index: int, part: int, seq: int) -> bool:
+    """Whether a text delta is numbered and pointed as the client's part ``part`` of item ``item_id``
+    at ``index`` (numbers read as the SDKs read them: ``4``, ``4.0``, ``"4"``), ``seq`` its number,
+    with the ``logprobs`` a strict client requires: then it goes on as it came."""
+    return (
+        whole(head.sequence_number) == seq
+        and whole(head.output_index) == index
+        and whole(head.content_index) == part
+        and item_id_of(head) == item_id
+        and head.logprobs is not None
+    )
 
 
 def source_of(event: SSEEvent) -> Source | None:
@@ -198,13 +211,7 @@ class Writer:
     def forward_delta(self, event: SSEEvent, head: Head, item_id: str, index: int, part: int) -> SSEEvent:
         """A text delta whose text goes on unchanged, pointed at its client item and part: as it came
         when it points there already, else with those members (and ``logprobs``) set."""
-        if (
-            whole(head.sequence_number) == self.numbering.seq
-            and whole(head.output_index) == index
-            and whole(head.content_index) == part
-            and item_id_of(head) == item_id
-            and head.logprobs is not None
-        ):
+        if points_at(head, item_id, index, part, self.numbering.seq):
             self.numbering.seq += 1
             return event
         body = body_of(event.data) if event.data is not None else None
@@ -253,14 +260,16 @@ class Writer:
         return out
 
     def reasoning_deltas(self, rs: ClientItem, text: str) -> list[SSEEvent]:
+        return [self.send(body) for body in self.reasoning_delta_bodies(rs, text)]
+
+    def reasoning_delta_bodies(self, rs: ClientItem, text: str) -> list[Obj]:
+        """The reasoning delta events of ``text``, one per form reasoning is written in, unnumbered."""
         out = []
         where: Obj = {"item_id": rs.id, "output_index": rs.index}
         if self.content:
-            body = {"type": "response.reasoning_text.delta", **where, "content_index": 0, "delta": text}
-            out.append(self.send(body))
+            out.append({"type": "response.reasoning_text.delta", **where, "content_index": 0, "delta": text})
         if self.summary:
-            body = {"type": "response.reasoning_summary_text.delta", **where, "summary_index": 0, "delta": text}
-            out.append(self.send(body))
+            out.append({"type": "response.reasoning_summary_text.delta", **where, "summary_index": 0, "delta": text})
         return out
 
     @staticmethod

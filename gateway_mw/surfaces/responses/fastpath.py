@@ -49,7 +49,7 @@ class Reference(Protocol):
 
 class _DeltaHead(Head, gc=False):
     """A delta's head with the one member OpenAI adds to it, so that a run of them can be proven to
-    be written as their decoded values are encoded (see :func:`_canonical_run`)."""
+    be written as their decoded values are encoded (see :func:`_canonical`)."""
 
     obfuscation: Any = None
 
@@ -113,11 +113,12 @@ class _Steady:
 class FastPath:
     """The layer: ``forward(span)`` gives the reference's bytes for ``span``, or ``None``."""
 
-    __slots__ = ("_ref", "declined", "steady")
+    __slots__ = ("_last", "_ref", "declined", "steady")
 
     def __init__(self, reference: Reference) -> None:
         self._ref = reference
         self.steady: _Steady | None = None  # dropped whenever the reference runs
+        self._last: _Steady | None = None  # the last one made: what it worked out of its item is kept
         self.declined: tuple[bytes, tuple[Head, bool] | None] | None = None  # an event read, declined
 
     def read(self, data: bytes) -> tuple[Head, bool] | None:
@@ -177,10 +178,18 @@ class FastPath:
         if kind == CONTENT:  # MessageChannels.delta: the event into the open part, as it came
             if rs is not None or msg is None or msg.part is None or msg.text_done:
                 return None
-            return _Steady(ordinal, ch, scanner, msg, False)
-        if msg is not None or rs is None:  # Writer.runs: reasoning deltas of the open reasoning item
+            steady = _Steady(ordinal, ch, scanner, msg, False)
+        elif msg is not None or rs is None:  # Writer.runs: reasoning deltas of the open reasoning item
             return None
-        return _Steady(ordinal, ch, scanner, rs, True)
+        else:
+            steady = _Steady(ordinal, ch, scanner, rs, True)
+        last = self._last
+        if last is not None and last.item is steady.item and last.part == steady.part:
+            # The same client item and part as before the reference ran: the same encodings.
+            steady.template, steady.written, steady.named = last.template, last.written, last.named
+            steady.canonical, steady.bare = last.canonical, last.bare
+        self._last = steady
+        return steady
 
     def _step(self, head: Head, event: bytes, data: bytes, named: bool) -> tuple[_Steady, str, bytes] | None:
         """What the reference writes for one ``event`` (its data ``data``), ``named`` when it has an
@@ -337,13 +346,13 @@ def _renumbered_run(
     ``None`` when unproven.
 
     The reference decodes each event one level and encodes it again with those values set: where
-    every event is the encoding of its decoded members (:func:`_canonical_run`), that is its bytes
+    every event is the encoding of its decoded members (:func:`_canonical`), that is its bytes
     with the two values replaced, each written once, as the digits of the decoded ``int``."""
     n = len(heads)
     up = heads[0].output_index
     if type(up) is not int or span.find(b"\\") >= 0:
         return None
-    written: list[bytes] = []  # each event's number as it is written: its digits
+    written: list[bytes] = []  # each event's number as it follows its key: ":" and its digits
     obfuscation = 0
     for head in heads:
         number = head.sequence_number

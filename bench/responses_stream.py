@@ -13,9 +13,10 @@ shared machine), and the figures are medians with their min–max.
 Then the deployment pattern (``deployment_table``): one event per ``feed``, the steady part of a long
 stream (the events after its first few), next to split-and-rejoin fed the same way, in the layouts
 real servers write (``LAYOUTS``): steady answer text as it came, steady answer text after a reasoning
-item (renumbered and moved), and steady reasoning.
+item (renumbered and moved), and steady reasoning. And the same streams batched (``batched_table``):
+whole streams in 4 KiB network pieces, as a proxy that buffers hands them on.
 
-    python bench/responses_stream.py [--events 20000] [--rounds 7] [--deployment] [--quick]
+    python bench/responses_stream.py [--events 20000] [--rounds 7] [--deployment] [--batched] [--quick]
 """
 
 from __future__ import annotations
@@ -205,15 +206,61 @@ def deployment_table(rounds: int, quick: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+def batched_row(layout: str, kind: str, n: int, rounds: int, config: ThinkExtractConfig) -> dict[str, Spread]:
+    """A whole ``n``-delta stream in ``layout`` cut in 4 KiB pieces: µs per delta of split-and-rejoin,
+    and what the pipeline adds to it."""
+    pieces = pieces_of(b"".join(layout_stream(layout, [STEADY[kind], *(WORDS[i % len(WORDS)] for i in range(n))])))
+
+    def translate() -> None:
+        pipeline = StreamPipeline("responses", config)
+        for piece in pieces:
+            pipeline.feed(piece)
+        pipeline.finish()
+
+    times = interleaved(
+        {"baseline": lambda: cpu_time(lambda: split_and_rejoin(pieces)), "translator": lambda: cpu_time(translate)},
+        rounds,
+    )
+    pairs = list(zip(times["baseline"], times["translator"], strict=True))
+    return {
+        "baseline_us": Spread.of([b / n * 1e6 for b, _ in pairs]),
+        "added_us": Spread.of([(m - b) / n * 1e6 for b, m in pairs]),
+    }
+
+
+def batched_table(rounds: int, quick: bool = False) -> str:
+    """The layouts of :func:`deployment_table`, batched: whole streams in 4 KiB pieces."""
+    n = 5000 if not quick else 300
+    rounds = max(5, rounds) if not quick else 3
+    config = ThinkExtractConfig()
+    out = [
+        f"Responses in process, batched: a whole {n:,}-delta stream in 4 KiB pieces, CPU time added over"
+        f" split-and-rejoin per delta, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        "| upstream layout | baseline per delta | added: answer text | added: answer after reasoning"
+        " (renumbered) | added: steady reasoning |",
+        "|---|---|---|---|---|",
+    ]
+    for layout, label in LAYOUTS.items():
+        rows = {kind: batched_row(layout, kind, n, rounds, config) for kind in STEADY}
+        cells = " | ".join(f"{rows[kind]['added_us'].fmt()} µs" for kind in STEADY)
+        out.append(f"| {label} | {rows['content']['baseline_us'].fmt()} µs | {cells} |")
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--deployment", action="store_true", help="the one-event-per-feed table only")
+    parser.add_argument("--batched", action="store_true", help="the batched table of the same layouts only")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.deployment:
         print(deployment_table(args.rounds, args.quick))
+        return
+    if args.batched:
+        print(batched_table(args.rounds, args.quick))
         return
     rows = run(args.events, args.rounds)
     print(

@@ -1,9 +1,10 @@
 """The client items one upstream message item becomes, and the events that write them.
 
-A :class:`Channel` is an upstream ``message`` item whose ``output_text`` runs through a Scanner. Its
-runs become client items in order: a ``reasoning`` item for each reasoning run, a ``message`` item
-for the answer text around them (the first keeps the upstream id, later ones ``<id>_1``, ``<id>_2``…).
-The :class:`Writer` writes their events, numbered through the stream's one :class:`Numbering`.
+A :class:`Channel` is an upstream ``message`` item whose ``output_text`` is scanned as one channel
+(see ``messages``). Its runs become client items in order: a ``reasoning`` item for each reasoning
+run, a ``message`` item for the answer text around them (the first keeps the upstream id, later ones
+``<id>_1``, ``<id>_2``…). The :class:`Writer` writes their events, numbered through the stream's one
+:class:`Numbering`, and the upstream events that go on as they came but for their numbers.
 
 Memory: an item's text is kept while the item is open (its done events repeat it), compacted as it
 grows, and dropped when it closes; what ``response.completed`` repeats is rebuilt from the upstream's
@@ -17,16 +18,37 @@ from typing import Any
 from ...config import ThinkExtractConfig
 from ...marks import encode_blob
 from ...rawjson import Obj, obj
-from ...scanner import CONTENT, Scanner, Segment, merge_segments
+from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent
 from ..base import NewId
 from .numbering import Numbering
-from .wire import event_of
+from .wire import Head, body_of, event_of, item_id_of, whole
 
-__all__ = ["Channel", "ClientItem", "Record", "Writer"]
+__all__ = ["Channel", "ClientItem", "Record", "Source", "Writer", "formats", "points_at", "source_of"]
 
 Source = tuple[Obj, bytes]  # an upstream event to rewrite: its data, and its non-data lines
+# Event types that name a content part, and so must carry content_index for a strict client.
+_PART_SCOPED = ("response.content_part.", "response.output_text.", "response.reasoning_text.", "response.refusal.")
 _DEFAULT_PART: Obj = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+
+
+def points_at(head: Head, item_id: str, index: int, part: int, seq: int) -> bool:
+    """Whether a text delta is numbered and pointed as the client's part ``part`` of item ``item_id``
+    at ``index`` (numbers read as the SDKs read them: ``4``, ``4.0``, ``"4"``), ``seq`` its number,
+    with the ``logprobs`` a strict client requires: then it goes on as it came."""
+    return (
+        whole(head.sequence_number) == seq
+        and whole(head.output_index) == index
+        and whole(head.content_index) == part
+        and item_id_of(head) == item_id
+        and head.logprobs is not None
+    )
+
+
+def source_of(event: SSEEvent) -> Source | None:
+    """An upstream event as the writer rewrites it: its data decoded one level, and its other lines."""
+    body = body_of(event.data) if event.data is not None else None
+    return (body, event.fields) if body is not None else None
 
 
 class Text:
@@ -85,14 +107,15 @@ class Record:
 
 
 class Channel:
-    """One upstream message item and the client items it becomes, in order."""
+    """One upstream message item and the client items it becomes, in order. Its text is one channel
+    of the stream's :class:`~gateway_mw.channels.Channels`, keyed by the item's ordinal."""
 
     __slots__ = (
-        "config",
+        "ended",
         "fed",
+        "half",
         "held_added",
         "held_part",
-        "high",
         "item",
         "msg",
         "opened",
@@ -103,66 +126,99 @@ class Channel:
         "raw_text",
         "record",
         "rs",
-        "scanner",
-        "transcript",
         "up_part",
     )
 
-    def __init__(self, ordinal: int, up_id: str, item: Obj, held: Source | None, config: ThinkExtractConfig) -> None:
+    def __init__(self, ordinal: int, up_id: str, item: Obj, held: Source | None) -> None:
         self.ordinal = ordinal
-        self.config = config  # the scanner settings of this item's text (start_with_reasoning: first only)
         self.item = item  # template for the client message items: the upstream item as first seen
         self.held_added = held  # the upstream output_item.added, not sent until the first run is known
         self.held_part: Source | None = None  # the upstream content_part.added, likewise
         self.part_template: Obj = _DEFAULT_PART
-        self.scanner: Scanner | None = None
         self.up_part: int | None = None  # upstream content_index of the part being scanned
         self.fed = 0  # characters of the item's text fed so far
+        self.half = False  # its last text ended in half a character, which the channel holds
+        self.ended = False  # its text ended once (a later text is scanned as a later channel's)
         self.other_part = False  # a non-text part (refusal…) is open: its events are forwarded
         self.msg: ClientItem | None = None
         self.rs: ClientItem | None = None
         self.opened = 0  # message items opened for the client
         self.produced = False  # whether any run or part went out
-        self.high = ""  # a high surrogate held from the last delta
         self.raw_text = False  # a delta too large to read went by: the part's text is not all known
-        self.transcript: list[str] | None = None  # where the reasoning record keeps its text, if it does
         self.record = Record(up_id)
 
     @property
     def up_id(self) -> str:
         return self.record.up_id
 
-    def begin_text(self) -> Scanner:
-        """The item's scanner, made at its first text: one for all its output_text parts."""
-        if self.scanner is None:
-            self.scanner = Scanner(self.config)
-            self.scanner.transcript = self.transcript
-        return self.scanner
-
-    def feed(self, text: str) -> list[Segment]:
-        assert self.scanner is not None
-        self.fed += len(text)
-        return self.scanner.feed(text)
-
     def note_flush(self) -> None:
         self.record.flushes.append(self.fed)
+
+
+def formats(config: ThinkExtractConfig) -> frozenset[str]:
+    """Where reasoning goes in a reasoning item: its ``content``, its ``summary``, or both; and, when
+    the client asked for it, an ``encrypted_content`` the gateway reads back."""
+    fmt = config.responses_reasoning_format
+    out = frozenset(("content", "summary")) if fmt == "both" else frozenset((fmt,))
+    return out | {"encrypted_content"} if config.responses_encrypted_content else out
 
 
 class Writer:
     """Writes the client events of channels' items, each numbered as it is written."""
 
-    def __init__(self, numbering: Numbering, new_id: NewId, formats: frozenset[str]) -> None:
+    def __init__(self, numbering: Numbering, new_id: NewId, config: ThinkExtractConfig) -> None:
         self.numbering = numbering
         self.new_id = new_id
-        self.content = "content" in formats  # reasoning as reasoning_text content
-        self.summary = "summary" in formats  # reasoning as a summary_text summary
-        self.blob = "encrypted_content" in formats  # and as the gateway's own encrypted_content
         self.named = False  # the upstream names its events: new ones are named too
+        self.use(config)
+
+    def use(self, config: ThinkExtractConfig) -> None:
+        """Write reasoning as the settings of the response's model say."""
+        kept = formats(config)
+        self.content = "content" in kept  # reasoning as reasoning_text content
+        self.summary = "summary" in kept  # reasoning as a summary_text summary
+        self.blob = "encrypted_content" in kept  # and as the gateway's own encrypted_content
 
     def send(self, body: Obj, fields: bytes | None = None) -> SSEEvent:
         body["sequence_number"] = self.numbering.take_seq()
         name = body["type"] if self.named and fields is None else None
         return event_of(body, fields, name)
+
+    # -- upstream events passed on ------------------------------------------------------------------
+
+    def unread(self, event: SSEEvent) -> SSEEvent:
+        """An event passed on without being read: renumbered on its bytes all the same."""
+        raw = self.numbering.renumber_raw(event.raw)
+        return event if raw == event.raw else SSEEvent(raw=raw)
+
+    def forward(self, event: SSEEvent, head: Head, index: int | None) -> SSEEvent:
+        """An upstream event unchanged but for its number, its client ``output_index`` and the fields
+        a strict client needs that the upstream left out."""
+        needs_part = head.content_index is None and head.type.startswith(_PART_SCOPED)
+        placed = index is None or whole(head.output_index) == index
+        if whole(head.sequence_number) == self.numbering.seq and placed and not needs_part:
+            self.numbering.seq += 1
+            return event  # nothing to change: it goes on as it came
+        body = body_of(event.data) if event.data is not None else None
+        if body is None:
+            return self.unread(event)
+        if index is not None:
+            body["output_index"] = index
+        if needs_part:
+            body["content_index"] = 0
+        return self.send(body, event.fields)
+
+    def forward_delta(self, event: SSEEvent, head: Head, item_id: str, index: int, part: int) -> SSEEvent:
+        """A text delta whose text goes on unchanged, pointed at its client item and part: as it came
+        when it points there already, else with those members (and ``logprobs``) set."""
+        if points_at(head, item_id, index, part, self.numbering.seq):
+            self.numbering.seq += 1
+            return event
+        body = body_of(event.data) if event.data is not None else None
+        assert body is not None  # its head was read from it
+        body.update({"item_id": item_id, "output_index": index, "content_index": part})
+        body.setdefault("logprobs", [])
+        return self.send(body, event.fields)
 
     # -- runs -----------------------------------------------------------------------------------
 
@@ -204,14 +260,16 @@ class Writer:
         return out
 
     def reasoning_deltas(self, rs: ClientItem, text: str) -> list[SSEEvent]:
+        return [self.send(body) for body in self.reasoning_delta_bodies(rs, text)]
+
+    def reasoning_delta_bodies(self, rs: ClientItem, text: str) -> list[Obj]:
+        """The reasoning delta events of ``text``, one per form reasoning is written in, unnumbered."""
         out = []
         where: Obj = {"item_id": rs.id, "output_index": rs.index}
         if self.content:
-            body = {"type": "response.reasoning_text.delta", **where, "content_index": 0, "delta": text}
-            out.append(self.send(body))
+            out.append({"type": "response.reasoning_text.delta", **where, "content_index": 0, "delta": text})
         if self.summary:
-            body = {"type": "response.reasoning_summary_text.delta", **where, "summary_index": 0, "delta": text}
-            out.append(self.send(body))
+            out.append({"type": "response.reasoning_summary_text.delta", **where, "summary_index": 0, "delta": text})
         return out
 
     @staticmethod

@@ -1,7 +1,7 @@
 """Whole ``output`` lists translated by the stream's own step logic: the non-stream body, and the
 ``output`` that ``response.completed`` repeats.
 
-Each message item is played through a fresh :class:`~.stream.ResponsesStream` as the events a
+Each message item is played through a fresh :class:`~.reference.Translator` as the events a
 stream of it would be (added, its parts' text, done), and the items the client would have been
 sent are read back from the ``output_item.done`` events it writes. So stream and non-stream agree
 by construction. For the terminal event of a stream, the replay is given the ids the stream made up,
@@ -24,7 +24,7 @@ from .items import Record
 
 
 class Replayer(Protocol):
-    """The stream translator, as a replay drives it (``stream.py``'s, handed in: this module is below it)."""
+    """The stream translator, as a replay drives it (``reference.py``'s, handed in: this module is below it)."""
 
     counts: Counts
 

@@ -23,7 +23,6 @@ __all__ = [
     "TERMINAL",
     "Head",
     "decode_head",
-    "decode_head_strict",
     "encode_body",
     "event_of",
     "whole",
@@ -85,8 +84,6 @@ class Head(msgspec.Struct, gc=False):
 
 
 _decode_head = msgspec.json.Decoder(Head).decode
-decode_head_strict = _decode_head
-"""The head of an event as msgspec reads it, nothing else tried (UTF-8 not checked in values skipped)."""
 
 
 def decode_head(data: bytes) -> tuple[Head, bool] | None:

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_STATS, ThinkExtractConfig, setup
 
-from .responseswire import (
+from ..responseswire import (
     added,
     completed,
     created,

@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import ThinkExtractConfig, setup
 
-from .responseswire import message, normalize, reasoning, sse, upstream
+from ..responseswire import message, normalize, reasoning, sse, upstream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 

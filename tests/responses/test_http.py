@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestClient
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile
 from gateway_mw.sse import SSEDecoder
 
-from .httpcuts import bytes_at_every_cut
-from .responseswire import (
+from ..httpcuts import bytes_at_every_cut
+from ..responseswire import (
     USAGE,
     added,
     completed,

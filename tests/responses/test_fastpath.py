@@ -1,9 +1,9 @@
-"""The Responses fast path against the full decode/encode path: same events, same fields, same order.
+"""The Responses fast path against the full path, the reference translator alone: the same bytes.
 
 The fast path passes steady ``output_text.delta`` events as they came, gives them the client's
 numbers (on their bytes, or rewritten as the full path rewrites them), or writes them as reasoning
-deltas; one event per feed or in runs, it must give exactly what reading every event and answering
-it gives, or decline. Hypothesis builds hostile streams (escapes, ``\\u003c`` spelling ``<``,
+deltas; one event per feed or in runs, it must give exactly the bytes reading every event and
+answering it gives, or decline. Hypothesis builds hostile streams (escapes, ``\\u003c`` spelling ``<``,
 ``\\/``, escaped keys, unicode, spaced JSON, reordered keys, duplicate and nested keys, logprobs,
 missing or jumping sequence numbers, numbers spelled ``"4"`` or ``4.0``, unknown events, comments,
 blank lines, bad JSON, function calls, several parts) in the layouts of real servers: OpenAI
@@ -13,6 +13,7 @@ Python's ``json.dumps`` spacing, with and without ``event:`` lines.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -21,13 +22,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
+from gateway_mw.marks import NewId
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
+from gateway_mw.surfaces.responses.reference import Translator
 
-from .responseswire import normalize
-from .spelling import SPACING, Spelling
-from .ssecompare import events_of
+from ..spelling import SPACING, Spelling
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")
@@ -40,17 +41,21 @@ CONFIGS = [
 ]
 
 
-class FullPath(ResponsesStream):
-    """The Responses translator with the fast path off: every event read and answered one by one."""
+def new_ids() -> NewId:
+    """Made-up ids, the same for both pipelines of a comparison."""
+    counter = itertools.count()
+    return lambda prefix: f"{prefix}{next(counter):032x}"
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+
+def full_path(config: ThinkExtractConfig) -> Translator:
+    """The reference translator, alone: every event read and answered one by one."""
+    return Translator(config, new_id=new_ids())
 
 
 def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tuple[bytes, tuple[int, ...]]:
-    pipeline = StreamPipeline("responses", config)
+    pipeline = StreamPipeline("responses", config, new_ids())
     if full:
-        pipeline._translator = FullPath(config)
+        pipeline._translator = full_path(config)
     out = b"".join(pipeline.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + pipeline.finish()
     assert pipeline.error is None
     c = pipeline.counts
@@ -260,7 +265,7 @@ def stream(draw: st.DrawFn) -> bytes:
 def test_fast_path_gives_what_the_full_path_gives(upstream: bytes, piece: int, config: ThinkExtractConfig) -> None:
     fast, fast_counts = run(upstream, piece, config, full=False)
     full, full_counts = run(upstream, piece, config, full=True)
-    assert events_of(normalize(fast)) == events_of(normalize(full))
+    assert fast == full
     assert fast_counts == full_counts
 
 
@@ -393,13 +398,13 @@ def test_hostile_events_in_steady_runs() -> None:
                 ):
                     outs = []
                     for full in (False, True):
-                        pipeline = StreamPipeline("responses", config)
+                        pipeline = StreamPipeline("responses", config, new_ids())
                         if full:
-                            pipeline._translator = FullPath(config)
+                            pipeline._translator = full_path(config)
                         # The done event comes alone: in a window, it would make the fast path refuse it.
                         out = b"".join(pipeline.feed(c) for c in [*cuts, tail]) + pipeline.finish()
                         c = pipeline.counts
-                        outs.append((events_of(normalize(out)), c.reasoning_chars, c.unreadable_events))
+                        outs.append((out, c.reasoning_chars, c.unreadable_events))
                     assert outs[0] == outs[1], (start, hostile)
 
 
@@ -446,10 +451,9 @@ def layout_body(layout: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @st.composite
-def layout_stream(draw: st.DrawFn) -> tuple[list[bytes], bool]:
+def layout_stream(draw: st.DrawFn) -> list[bytes]:
     """A whole stream in one server's layout, keys reordered, spaced and escaped at random, now and
-    then an unknown member: its events one by one, and whether it is spelled compactly, keys in
-    place and unescaped (then the fast path's bytes are the full path's, byte for byte)."""
+    then an unknown member: its events one by one."""
     layout = draw(st.sampled_from(["openai", "vllm", "llamacpp", "pyjson"]))
     rnd = draw(st.randoms(use_true_random=False))
     comma, colon = (", ", ": ") if layout == "pyjson" else draw(st.sampled_from(SPACING))
@@ -508,8 +512,7 @@ def layout_stream(draw: st.DrawFn) -> tuple[list[bytes], bool]:
         )
         line = f"event: {body['type']}\n" if named == "all" or (named == "some" and draw(st.booleans())) else ""
         out.append(f"{line}data: {encode(doc)}\n".encode() + b"\n")
-    exact = comma == "," and not (reorder or slash or lt or key_escapes or ascii_only)
-    return out, exact
+    return out
 
 
 def run_events(
@@ -517,9 +520,9 @@ def run_events(
 ) -> tuple[bytes, tuple[int, ...]]:
     """``events`` through a pipeline ``group`` whole events per feed (1: one per feed), or (``group``
     0) as one stream cut in 4 KiB pieces."""
-    pipeline = StreamPipeline("responses", config)
+    pipeline = StreamPipeline("responses", config, new_ids())
     if full:
-        pipeline._translator = FullPath(config)
+        pipeline._translator = full_path(config)
     if group:
         feeds = [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
     else:
@@ -532,19 +535,15 @@ def run_events(
 
 
 @settings(max_examples=400, deadline=None)
-@given(case=layout_stream(), group=st.sampled_from([1, 1, 2, 5, 16, 0]), config=st.sampled_from(LAYOUT_CONFIGS))
+@given(events=layout_stream(), group=st.sampled_from([1, 1, 2, 5, 16, 0]), config=st.sampled_from(LAYOUT_CONFIGS))
 def test_every_layout_gives_what_the_full_path_gives(
-    case: tuple[list[bytes], bool], group: int, config: ThinkExtractConfig
+    events: list[bytes], group: int, config: ThinkExtractConfig
 ) -> None:
     """One event per feed and batched, steady content, steady reasoning and the tags between: the
-    same events, fields and key order as the full path; byte for byte when the upstream writes
-    compact, unescaped JSON."""
-    events, exact = case
+    full path's bytes, however the upstream spells its JSON."""
     fast, fast_counts = run_events(events, group, config, full=False)
     full, full_counts = run_events(events, 1, config, full=True)
-    assert events_of(normalize(fast)) == events_of(normalize(full))
-    if exact:
-        assert normalize(fast) == normalize(full)
+    assert fast == full
     assert fast_counts == full_counts
 
 
@@ -578,7 +577,7 @@ def test_keys_that_look_like_the_owned_ones(fake: str, layout: str, start: str, 
     for config in (CFG, CONTENT):
         fast, fast_counts = run_events(events, group, config, full=False)
         full, full_counts = run_events(events, 1, config, full=True)
-        assert normalize(fast) == normalize(full)
+        assert fast == full
         assert fast_counts == full_counts
 
 
@@ -610,7 +609,7 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
     for config in (CFG, CONTENT):
         pipeline = StreamPipeline("responses", config)
         reference = StreamPipeline("responses", config)
-        reference._translator = FullPath(config, new_id=lambda prefix: prefix + "1" * 32)
+        reference._translator = Translator(config, new_id=lambda prefix: prefix + "1" * 32)
         pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
         for ev in head:
             assert pipeline.feed(ev) == reference.feed(ev)
@@ -654,7 +653,7 @@ def test_trim_reasoning_tail_reads_whitespace_in_the_full_path(word: str) -> Non
     ]
     pipeline = StreamPipeline("responses", config)
     reference = StreamPipeline("responses", config)
-    reference._translator = FullPath(config, new_id=lambda prefix: prefix + "1" * 32)
+    reference._translator = Translator(config, new_id=lambda prefix: prefix + "1" * 32)
     pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
     for ev in events[:5]:
         assert pipeline.feed(ev) == reference.feed(ev)

@@ -16,9 +16,9 @@ from pydantic import TypeAdapter
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.sse import SSEDecoder
 
-from .responseswire import normalize
-from .ssecompare import events_of
-from .test_responses_fastpath import _events, run_events
+from ..responseswire import normalize
+from ..ssecompare import events_of
+from .test_fastpath import _events, run_events
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")

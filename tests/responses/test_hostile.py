@@ -20,7 +20,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.scanner import CONTENT, REASONING, Scanner, Segment
 from gateway_mw.sse import SSEDecoder
 
-from .responseswire import (
+from ..responseswire import (
     added,
     completed,
     created,

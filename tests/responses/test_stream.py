@@ -20,7 +20,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder, SSEEvent
 from gateway_mw.surfaces.responses import ResponsesStream, transform_body, translate_stream
 
-from .responseswire import (
+from ..responseswire import (
     USAGE,
     added,
     completed,
@@ -151,6 +151,22 @@ def test_nothing_is_synthesized_after_the_terminal_event() -> None:
     late = events_of([numbered(message_events("msg_9", 5, ["<think>late"]))[2], "[DONE]"])
     assert [stream.event(e) for e in late] == [[late[0]], [late[1]]]
     assert (stream.flush(), stream.finish()) == ([], [])
+
+
+def test_a_part_done_without_its_text_done_gets_one() -> None:
+    """An upstream that closes a part without ``output_text.done``: the client is sent the text's done
+    event, then the upstream's ``content_part.done`` (not that one twice)."""
+    events = message_events("msg_1", 0, ["<think>r</think>Hel", "lo"])
+    del events[4]  # output_text.done
+    items = [created(), *events, completed([message("msg_1", ["<think>r</think>Hello"])])]
+    got = read_events(translate(sse(numbered(items)), CONTENT))
+    want = [
+        created(),
+        *reasoning_events("rs_1", 0, ["r"], fmt="content"),
+        *message_events("msg_1", 1, ["Hel", "lo"]),
+        completed([reasoning("rs_1", "r", fmt="content"), message("msg_1", ["Hello"])]),
+    ]
+    assert got == numbered(want)
 
 
 def test_upstream_without_sequence_numbers_gets_them() -> None:

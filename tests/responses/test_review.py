@@ -27,7 +27,7 @@ from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 
-from .responseswire import (
+from ..responseswire import (
     added,
     completed,
     created,

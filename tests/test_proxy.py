@@ -59,6 +59,10 @@ async def running(app: web.Application) -> AsyncIterator[str]:
 
 
 def settings(**changes: Any) -> proxy.Settings:
+    if "upstream" in changes and "think_extract" not in changes:
+        # A scripted upstream answers only what the test sends: its server named, the gateway does
+        # not ask it (GET /v1/models) which one it is.
+        changes["think_extract"] = proxy.DEMO_CONFIG.replace(upstream_server="generic")
     base = proxy.Settings(pace=0.0, think_extract=proxy.DEMO_CONFIG)
     return msgspec.structs.replace(base, **changes)
 
@@ -410,7 +414,8 @@ async def test_upstream_key_replaces_the_clients(sent: dict[str, str]) -> None:
 
     async with RawUpstream(respond) as up:
         env = {"UPSTREAM_KEY": "sk-upstream"}
-        s, _ = proxy.load_settings(["--upstream", up.url, "--upstream-key-env", "UPSTREAM_KEY"], env)
+        argv = ["--upstream", up.url, "--upstream-key-env", "UPSTREAM_KEY", "--set", "upstream_server=generic"]
+        s, _ = proxy.load_settings(argv, env)
         async with (
             running(proxy.build_app(s)) as base,
             aiohttp.ClientSession() as session,

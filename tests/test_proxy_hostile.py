@@ -233,7 +233,8 @@ async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(p
 
     env = {"CK": KEY} | ({"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {})
     async with RawUpstream(respond) as up:
-        with gateway(tmp_path, "--upstream", up.url, "--client-keys-env", "CK", env=env) as gw:
+        args = ("--upstream", up.url, "--set", "upstream_server=generic", "--client-keys-env", "CK")
+        with gateway(tmp_path, *args, env=env) as gw:
             for i, path in enumerate(ENCODED):
                 answer = await exchange(
                     gw.port,
@@ -477,7 +478,8 @@ async def test_sigterm_with_a_stream_that_never_ends_exits_within_shutdown_timeo
         await up.wait_closed_by_peer(writer, chunked(sse_chunk("more ")))  # until the gateway lets go
 
     async with RawUpstream(respond) as up:
-        with gateway(tmp_path, "--upstream", up.url, "--shutdown-timeout", "1.5") as gw:
+        args = ("--upstream", up.url, "--set", "upstream_server=generic", "--shutdown-timeout", "1.5")
+        with gateway(tmp_path, *args) as gw:
             async with aiohttp.ClientSession() as session:
                 body = {"model": "m", "stream": True}
                 resp = await session.post(gw.base + "/v1/chat/completions", json=body)

@@ -41,7 +41,14 @@ from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, refused
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SCRIPTED = DEMO_CONFIG.replace(upstream_server="generic")
+"""The demo's defaults with the upstream's server named: a scripted upstream answers only what a test
+sends it (the gateway would ask it GET /v1/models first, to tell which server it is)."""
+
+
 def settings(**changes: Any) -> Settings:
+    if "upstream" in changes and "think_extract" not in changes:
+        changes["think_extract"] = SCRIPTED
     return msgspec.structs.replace(Settings(pace=0.0, think_extract=DEMO_CONFIG), **changes)
 
 
@@ -298,7 +305,7 @@ async def keyed(tmp_path: Path) -> AsyncIterator[tuple[str, list[Any]]]:
     keyfile.write_text(f"# gateway clients\n\n{KEYS[1]}\n")
     env = {"CLIENT_KEYS": KEYS[0], "UPSTREAM_KEY": "sk-upstream"}
     argv = ["--client-keys-env", "CLIENT_KEYS", "--client-keys-file", str(keyfile), "--metrics-key"]
-    argv += ["--upstream-key-env", "UPSTREAM_KEY"]
+    argv += ["--upstream-key-env", "UPSTREAM_KEY", "--set", "upstream_server=generic"]
 
     async def record(request: web.Request) -> web.StreamResponse:
         seen.append(dict(request.headers))
@@ -317,7 +324,7 @@ async def keyed(tmp_path: Path) -> AsyncIterator[tuple[str, list[Any]]]:
     recorder.router.add_route("*", "/{tail:.*}", record)
     async with serving(settings(), model) as demo, serving(settings(), recorder) as upstream:
         s, _ = load_settings([*argv, "--upstream", upstream], env)
-        s = msgspec.structs.replace(s, think_extract=DEMO_CONFIG)
+        s = msgspec.structs.replace(s, think_extract=SCRIPTED)
         assert [k.value for k in s.client_keys] == list(KEYS) and "sk-gw" not in repr(s)
         async with serving(s) as base:
             yield base, seen

@@ -119,14 +119,16 @@ class Proxy:
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         assert self.process.stdout is not None
-        first = self.process.stdout.readline()
-        match = re.match(r"gateway_mw proxy on (http://127\.0\.0\.1:\d+) ", first)
+        self.output: list[str] = []
+        match = None
+        while match is None and len(self.output) < 20:  # log lines (stderr) may come before the banner
+            self.output.append(self.process.stdout.readline())
+            match = re.match(r"gateway_mw proxy on (http://127\.0\.0\.1:\d+) ", self.output[-1])
         if not match:
             self.process.kill()
             rest = self.process.stdout.read()
-            raise RuntimeError(f"examples/proxy.py did not start: {first}{rest}")
+            raise RuntimeError(f"examples/proxy.py did not start: {''.join(self.output)}{rest}")
         self.base = match.group(1)
-        self.output: list[str] = [first]
         # Keep reading its output so that it never blocks on a full pipe (and a failing test can show it).
         self._drain = threading.Thread(target=self.output.extend, args=(self.process.stdout,), daemon=True)
         self._drain.start()

@@ -1,34 +1,50 @@
-# The gateway from its wheel: gunicorn with aiohttp workers, as a non-root user.
+# The gateway from its wheel: gunicorn with the gateway's workers, as a named non-root user.
 #
-#   docker build -t gateway-mw .
-#   docker run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 gateway-mw
+#   podman build --format docker -t gateway-mw .     # or: docker build -t gateway-mw .
+#   podman run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 gateway-mw
 #
-# Settings come from GATEWAY_* / THINK_EXTRACT_* variables (docs/deploy.md); WORKERS sets gunicorn -w.
+# Settings come from GATEWAY_* / THINK_EXTRACT_* variables (docs/deploy.md); WEB_CONCURRENCY sets the
+# number of workers. Without GATEWAY_UPSTREAM it refuses to start (GATEWAY_DEMO_MODEL=true serves the
+# embedded demo model instead). BASE_IMAGE is any image with python3 (3.10 or newer) and its venv
+# module: the default, or e.g. Debian's own with python3-venv (.ci/container builds one when the
+# default cannot be pulled).
 
-ARG PYTHON_IMAGE=python:3.12-slim-bookworm
+ARG BASE_IMAGE=python:3.12-slim-bookworm
 
-FROM ${PYTHON_IMAGE} AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 # Only what the wheel is made of (.dockerignore lets nothing else in).
 COPY pyproject.toml setup.cfg README.md LICENSE ./
 COPY gateway_mw ./gateway_mw
-RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN python3 -m venv /build && /build/bin/pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-FROM ${PYTHON_IMAGE}
+FROM ${BASE_IMAGE}
 # The versions this project's CI last tested as the newest; the wheel's own floors are in setup.cfg.
 ARG PINS="aiohttp==3.14.5 msgspec==0.23.0 prometheus-client==0.26.0 gunicorn==27.0.1"
 COPY --from=build /wheels /wheels
-RUN python -m pip install --no-cache-dir /wheels/*.whl ${PINS} \
+# A user with a name, a group of the same name and a home directory: gunicorn's control socket lives
+# there, and tools that look the user up find it. (--no-log-init: no lastlog entry, a sparse file as
+# large as the uid is high.)
+RUN python3 -m venv /opt/gateway-mw \
+    && /opt/gateway-mw/bin/pip install --no-cache-dir /wheels/*.whl ${PINS} \
     && rm -rf /wheels \
-    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin gateway
+    && groupadd --gid 10001 gateway \
+    && useradd --uid 10001 --gid gateway --create-home --home-dir /home/gateway --no-log-init \
+       --shell /usr/sbin/nologin gateway
 
-# ACCESS_LOG_FORMAT: aiohttp's format (gunicorn hands it to the aiohttp workers), the one gateway-mw uses.
-ENV PYTHONUNBUFFERED=1 \
-    WORKERS=2 \
-    PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics \
-    ACCESS_LOG_FORMAT='%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
+# GATEWAY_HOST: every interface of the container. The metrics directory is emptied at every start by
+# the gunicorn configuration (values of a previous run must not be added in).
+ENV PATH=/opt/gateway-mw/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    WEB_CONCURRENCY=2 \
+    GATEWAY_HOST=0.0.0.0 \
+    GATEWAY_PORT=8080 \
+    PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics
+# Numeric, so that Kubernetes can check runAsNonRoot; the names are in /etc/passwd and /etc/group.
 USER 10001:10001
+WORKDIR /home/gateway
 EXPOSE 8080
-# The metrics directory is emptied at every start: values from a previous run must not be added in.
-CMD ["sh", "-c", "rm -rf \"$PROMETHEUS_MULTIPROC_DIR\" && mkdir -p \"$PROMETHEUS_MULTIPROC_DIR\" && exec gunicorn 'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w \"$WORKERS\" --bind 0.0.0.0:8080 --graceful-timeout 30 --access-logfile - --access-logformat \"$ACCESS_LOG_FORMAT\""]
-HEALTHCHECK --interval=10s --timeout=3s CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
+STOPSIGNAL SIGTERM
+CMD ["gunicorn", "-c", "python:gateway_mw.proxy.gunicorn_conf"]
+# podman keeps HEALTHCHECK only in the docker image format (podman build --format docker).
+HEALTHCHECK --interval=10s --timeout=3s CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('GATEWAY_PORT', '8080'), timeout=2)"]

@@ -8,9 +8,10 @@ It is the ``gateway-mw`` command that ``pip install gateway_mw`` installs, run f
 every flag is the same (``--help`` lists them). The gateway is assembled from the package:
 
 * ``gateway_mw.setup(app, config)`` installs the middleware (:mod:`gateway_mw.proxy.app`);
-* a handler under ``/v1/`` streams each request to the upstream and its answer back
-  (:mod:`gateway_mw.proxy.forwarding`): the middleware translates whatever the handler writes;
-* ``GET /healthz``, ``GET /metrics`` (:mod:`gateway_mw.proxy.metrics`), client keys
+* a handler streams each request on the forwarded routes (:mod:`gateway_mw.proxy.routes`) to the
+  upstream and its answer back (:mod:`gateway_mw.proxy.forwarding`): the middleware translates
+  whatever the handler writes;
+* ``GET /healthz``, ``GET /readyz``, ``GET /metrics`` (:mod:`gateway_mw.proxy.metrics`), client keys
   (:mod:`gateway_mw.proxy.auth`), settings from a TOML file, the environment and flags
   (:mod:`gateway_mw.proxy.settings`).
 """

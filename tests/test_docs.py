@@ -56,21 +56,22 @@ COVERED_ELSEWHERE = {
     "python examples/proxy.py --demo": "tests/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
     "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
     "pip install . gunicorn": ".ci/installed (pip install of the wheel; the test extra installs gunicorn)",
-    "GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn 'gateway_mw.proxy:app_factory()' "
-    "--worker-class aiohttp.GunicornWebWorker -w 4 --bind 0.0.0.0:8080": (
-        "tests/test_proxy.py::test_gunicorn_two_workers_serve_a_stream (on a free port, the demo model)"
+    "python -m pip wheel --no-deps --wheel-dir dist .": ".ci/installed (the same command, into a temporary directory)",
+    "pip install dist/gateway_mw-0.1.0-py3-none-any.whl gunicorn": ".ci/installed (installs the wheel it built)",
+    "GATEWAY_UPSTREAM=http://127.0.0.1:8000 GATEWAY_HOST=0.0.0.0 gunicorn -c python:gateway_mw.proxy.gunicorn_conf "
+    "-w 4": "tests/test_proxy_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens",
+    "PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn -c "
+    "python:gateway_mw.proxy.gunicorn_conf -w 4": (
+        "tests/test_proxy_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens"
     ),
-    "rm -rf /tmp/gateway-metrics && mkdir /tmp/gateway-metrics": (
-        "tests/test_proxy_operator.py::test_two_gunicorn_workers_metrics_add_up (an empty directory)"
+    "podman build --format docker -t gateway-mw .": ".ci/container (on BASE_IMAGE, or a base it makes)",
+    "podman run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 gateway-mw": (
+        ".ci/container (runs the image it built, on the demo model)"
     ),
-    "PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn "
-    "'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w 4 --bind 0.0.0.0:8080": (
-        "tests/test_proxy_operator.py::test_two_gunicorn_workers_metrics_add_up (on a free port, the demo model)"
+    "kubectl create secret generic gateway-client-keys --from-file=keys=./keys": (
+        "not run here (needs a cluster); .ci/container validates deploy/example/client-keys.yaml, the same Secret"
     ),
-    "docker build -t gateway-mw .": "not run here (needs a Docker daemon and the base image)",
-    "docker run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 -e WORKERS=2 gateway-mw": (
-        "not run here (needs the image built above)"
-    ),
+    "kubectl apply -f deploy/": "not run here (needs a cluster); .ci/container validates every file of deploy/",
 }
 
 

@@ -59,8 +59,16 @@ async def running(app: web.Application) -> AsyncIterator[str]:
 
 
 def settings(**changes: Any) -> proxy.Settings:
+    if "upstream" in changes and "think_extract" not in changes:
+        # A scripted upstream answers only what the test sends: its server named, the gateway does
+        # not ask it (GET /v1/models) which one it is.
+        changes["think_extract"] = proxy.DEMO_CONFIG.replace(upstream_server="generic")
     base = proxy.Settings(pace=0.0, think_extract=proxy.DEMO_CONFIG)
     return msgspec.structs.replace(base, **changes)
+
+
+WIDE = ("* **",)
+"""Every route under the prefix: for the tests of forwarding itself, whatever the path."""
 
 
 @pytest.fixture
@@ -331,7 +339,10 @@ async def test_request_forwarded_with_hop_by_hop_headers_stripped() -> None:
     async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
-    async with RawUpstream(respond) as up, running(proxy.build_app(settings(upstream=up.url))) as base:
+    async with (
+        RawUpstream(respond) as up,
+        running(proxy.build_app(settings(upstream=up.url, forward_routes=WIDE))) as base,
+    ):
         body = b'{"model":"m"}'
         answer = await raw_request(
             base,
@@ -443,7 +454,10 @@ async def test_client_cannot_choose_the_upstream_host_or_leave_the_prefix() -> N
     async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
-    async with RawUpstream(respond) as up, running(proxy.build_app(settings(upstream=up.url))) as base:
+    async with (
+        RawUpstream(respond) as up,
+        running(proxy.build_app(settings(upstream=up.url, forward_routes=WIDE))) as base,
+    ):
         host = f"127.0.0.1:{up.port}"
         absolute = await raw_request(base, "GET http://evil.example:9/v1/models?x=1 HTTP/1.1\nHost: evil.example:9")
         double = await raw_request(base, "GET /v1//evil.example/models HTTP/1.1\nHost: evil.example")
@@ -628,7 +642,10 @@ async def test_a_client_that_stops_reading_stops_the_upstream() -> None:
             await writer.drain()
             written += len(piece)
 
-    async with RawUpstream(respond) as up, running(proxy.build_app(settings(upstream=up.url))) as base:
+    async with (
+        RawUpstream(respond) as up,
+        running(proxy.build_app(settings(upstream=up.url, forward_routes=WIDE))) as base,
+    ):
         reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
         writer.write(b"GET /v1/files/big HTTP/1.1\r\nHost: x\r\n\r\n")
         await writer.drain()
@@ -657,7 +674,7 @@ async def test_a_chunked_request_body_is_streamed_to_the_upstream() -> None:
 
     async with (
         RawUpstream(respond) as up,
-        running(proxy.build_app(settings(upstream=up.url))) as base,
+        running(proxy.build_app(settings(upstream=up.url, forward_routes=WIDE))) as base,
         aiohttp.ClientSession() as session,
         session.post(base + "/v1/embeddings", data=body(), headers={"Content-Type": "application/json"}) as resp,
     ):
@@ -734,12 +751,12 @@ async def test_healthz_and_metrics(demo_base: str) -> None:
     got = samples(text)
     assert got[("thinkextract_translated_total", (("surface", "chat"),))] == 1
     assert got[("thinkextract_reasoning_blocks_total", (("surface", "chat"),))] == 1
-    assert got[("gateway_proxy_requests_total", ())] == 1
+    assert got[("gateway_proxy_requests_total", (("key", "-"), ("status", "200"), ("surface", "chat")))] == 1
     stats = proxy.ThinkExtractStats()
     stats.passed("messages", "disabled")
-    written = samples(proxy.GatewayMetrics(stats, proxy.Counters(requests=3)).exposition().decode())
+    written = samples(proxy.GatewayMetrics(stats, proxy.Counters(upstream_timeouts=3)).exposition().decode())
     assert written[("thinkextract_passed_through_total", (("reason", "disabled"), ("surface", "messages")))] == 1
-    assert written[("gateway_proxy_requests_total", ())] == 3
+    assert written[("gateway_proxy_upstream_timeouts_total", ())] == 3
 
 
 # -- settings -----------------------------------------------------------------------------------------
@@ -890,7 +907,7 @@ async def test_gunicorn_two_workers_serve_a_stream(tmp_path: Path) -> None:
         pytest.skip("gunicorn is not installed (pip install -e '.[test]' installs it)")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_"))}
-    env["GATEWAY_PACE"] = "0"
+    env |= {"GATEWAY_PACE": "0", "GATEWAY_DEMO_MODEL": "true"}
     cmd = [gunicorn, "examples.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     cmd += ["-w", "2", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "3"]
     log = tmp_path / "gunicorn.log"

@@ -52,13 +52,22 @@ class Gateway:
         return self.process.wait(timeout)
 
 
+DEMO_WARNING = (
+    "WARNING",
+    "no upstream (--upstream, GATEWAY_UPSTREAM): serving the embedded demo model, which answers every model "
+    "name with the same canned text",
+)
+
+
 @contextlib.contextmanager
 def gateway(tmp_path: Path, *args: str, env: dict[str, str] | None = None, preexec: object = None) -> Iterator[Gateway]:
+    """The gateway as a process; a SIGTERM stops it at once (``--drain-delay 0``: what these tests
+    look at is the stop itself, and its log)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "AIOHTTP_"))}
     log = tmp_path / f"gateway-{len(list(tmp_path.iterdir()))}.log"
     with log.open("wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gateway_mw", "--port", "0", "--pace", "0", *args],
+            [sys.executable, "-m", "gateway_mw", "--port", "0", "--pace", "0", "--drain-delay", "0", *args],
             cwd=tmp_path,
             env=clean | (env or {}),
             stdout=subprocess.PIPE,
@@ -150,14 +159,23 @@ async def test_a_client_leaving_after_done_before_the_upstreams_end_is_one_count
             await until(lambda: counters.client_disconnects > 0)
             await asyncio.sleep(0.1)  # anything aiohttp would log after the handler
     assert counters.client_disconnects == 1
+    translated = (
+        "chat: translated, reasoning into reasoning_content" if middleware else "not translated: the middleware is off"
+    )
     assert records(caplog, *GATEWAY_LOGGERS) == [
         (
             "gateway_mw.proxy",
             logging.DEBUG,
             "request left-1: POST /v1/chat/completions: the client left before the end of the answer",
-        )
+        ),
+        (
+            "gateway_mw.proxy",
+            logging.DEBUG,
+            f"request left-1: POST /v1/chat/completions: 200, key -, model 'm', no family preset, "
+            f"stream client_gone; {translated}",
+        ),
     ]
-    assert [r.exc_info for r in caplog.records if r.name in GATEWAY_LOGGERS] == [None]
+    assert [r.exc_info for r in caplog.records if r.name in GATEWAY_LOGGERS] == [None, None]
 
 
 # -- paths that try to leave the prefix ---------------------------------------------------------------
@@ -199,7 +217,7 @@ async def test_a_path_whose_decoded_form_leaves_its_segment_is_refused_the_rest_
     async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 
-    async with RawUpstream(respond) as up, serving(settings(upstream=up.url)) as base:
+    async with RawUpstream(respond) as up, serving(settings(upstream=up.url, forward_routes=("* **",))) as base:
         answers = {path: await raw_request(base, f"GET {path} HTTP/1.1\nHost: x") for path, _ in REFUSED_PATHS}
         forwarded = {path: await raw_request(base, f"GET {path} HTTP/1.1\nHost: x") for path in FORWARDED_PATHS}
     got = {}
@@ -234,7 +252,8 @@ async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(p
     env = {"CK": KEY, "THINK_EXTRACT_UPSTREAM_SERVER": "generic"}  # no GET /v1/models to this one-shot upstream
     env |= {"AIOHTTP_NO_EXTENSIONS": "1"} if parser == "python" else {}
     async with RawUpstream(respond) as up:
-        with gateway(tmp_path, "--upstream", up.url, "--client-keys-env", "CK", env=env) as gw:
+        args = ("--upstream", up.url, "--set", "upstream_server=generic", "--client-keys-env", "CK")
+        with gateway(tmp_path, *args, env=env) as gw:
             for i, path in enumerate(ENCODED):
                 answer = await exchange(
                     gw.port,
@@ -274,10 +293,12 @@ async def test_control_characters_a_client_sends_are_escaped_in_every_log_line(p
         ("INFO", "stopping: open requests get 30s"),
     ]
     access = [message.split('" ', 1)[1].split(" ") for _, message in logged(lines, "aiohttp.access")]
-    assert [(fields[0], fields[-2:]) for fields in access] == [
-        *[("401", ['"-"', f"request_id=esc-{i}"]) for i in range(len(ENCODED))],
-        ("401", ['"-"', "request_id=esc-raw"]) if parser == "python" else ("400", ['"-"', "request_id=-"]),
-        ("200", ['"probe\\x85\\u2028\\u202e/1"', "request_id=esc-drop"]),
+    assert [(fields[0], fields[-3:]) for fields in access] == [
+        *[("401", ['"-"', f"request_id=esc-{i}", "key=-"]) for i in range(len(ENCODED))],
+        ("401", ['"-"', "request_id=esc-raw", "key=-"])
+        if parser == "python"
+        else ("400", ['"-"', "request_id=-", "key=-"]),
+        ("200", ['"probe\\x85\\u2028\\u202e/1"', "request_id=esc-drop", "key=unnamed"]),
     ]
 
 
@@ -322,6 +343,7 @@ async def test_a_request_the_parser_refuses_gets_a_plain_400_and_one_line_withou
         "python": ["InvalidHeader", "InvalidHeader", "LineTooLong"],
     }[parser]
     assert logged(lines, "gateway_mw.proxy") == [
+        DEMO_WARNING,
         *[("INFO", f"a request from 127.0.0.1 refused: 400 {name}; what it sent is not logged") for name in classes],
         ("INFO", "stopping: open requests get 30s"),
     ]
@@ -429,7 +451,7 @@ async def test_a_connection_that_does_not_send_its_request_head_in_time_is_close
         later,
     )
     assert [first.split(b"\r\n")[0], second.split(b"\r\n")[0], rest] == [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK", b""]
-    assert [r for r in logged(gw.lines(), "gateway_mw.proxy") if r[0] != "INFO"] == []
+    assert [r for r in logged(gw.lines(), "gateway_mw.proxy") if r[0] != "INFO"] == [DEMO_WARNING]
 
 
 def low_descriptor_limit() -> None:
@@ -464,7 +486,8 @@ async def test_out_of_descriptors_silent_connections_are_shed_healthz_answers_an
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b'{"status": "ok"}')
     assert waited < 6 and status == 0
     assert [r for r in logged(lines, "gateway_mw.proxy") if r[0] != "INFO"] == [
-        ("WARNING", "cannot accept connections: Too many open files; retrying every second")
+        DEMO_WARNING,
+        ("WARNING", "cannot accept connections: Too many open files; retrying every second"),
     ]
     assert ("INFO", "stopping: 1 open request cancelled after 1.5s") in logged(lines, "gateway_mw.proxy")
     assert [line for line in lines if "Traceback" in line or " ERROR " in line] == []
@@ -479,7 +502,8 @@ async def test_sigterm_with_a_stream_that_never_ends_exits_within_shutdown_timeo
         await up.wait_closed_by_peer(writer, chunked(sse_chunk("more ")))  # until the gateway lets go
 
     async with RawUpstream(respond) as up:
-        with gateway(tmp_path, "--upstream", up.url, "--shutdown-timeout", "1.5") as gw:
+        args = ("--upstream", up.url, "--set", "upstream_server=generic", "--shutdown-timeout", "1.5")
+        with gateway(tmp_path, *args) as gw:
             async with aiohttp.ClientSession() as session:
                 body = {"model": "m", "stream": True}
                 resp = await session.post(gw.base + "/v1/chat/completions", json=body)
@@ -510,7 +534,7 @@ async def test_under_gunicorn_a_refused_header_is_logged_without_its_bytes(tmp_p
         pytest.skip("gunicorn is not installed (pip install -e '.[test]' installs it)")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "PROMETHEUS_"))}
-    env |= {"GATEWAY_PACE": "0", "GATEWAY_CLIENT_KEYS_ENV": "CK", "CK": KEY}
+    env |= {"GATEWAY_PACE": "0", "GATEWAY_DEMO_MODEL": "true", "GATEWAY_CLIENT_KEYS_ENV": "CK", "CK": KEY}
     cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     cmd += ["-w", "1", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "3"]
     log = tmp_path / "gunicorn.log"

@@ -33,7 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway_mw.proxy import DEMO_CONFIG, PROXY, Settings, SettingsError, build_app, load_settings, main
 from gateway_mw.proxy.auth import ClientKeys
-from gateway_mw.proxy.demo_model import QUESTION, model_text
+from gateway_mw.proxy.demo_model import QUESTION, model_text, tokens
 from gateway_mw.proxy.serving import make_runner
 
 from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, refused_port, split, sse_chunk
@@ -41,7 +41,14 @@ from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, refused
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SCRIPTED = DEMO_CONFIG.replace(upstream_server="generic")
+"""The demo's defaults with the upstream's server named: a scripted upstream answers only what a test
+sends it (the gateway would ask it GET /v1/models first, to tell which server it is)."""
+
+
 def settings(**changes: Any) -> Settings:
+    if "upstream" in changes and "think_extract" not in changes:
+        changes["think_extract"] = SCRIPTED
     return msgspec.structs.replace(Settings(pace=0.0, think_extract=DEMO_CONFIG), **changes)
 
 
@@ -86,7 +93,7 @@ async def test_access_log_has_one_line_per_request_with_its_id(caplog: pytest.Lo
     lines = records(caplog, "aiohttp.access")
     assert [(name, level) for name, level, _ in lines] == [("aiohttp.access", logging.INFO)] * 2
     first, second = (text.split(" ") for _, _, text in lines)
-    # %a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o
+    # %a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o key=%{key_alias}o
     assert first[:5] + first[7:] == [
         "127.0.0.1",
         '"POST',
@@ -95,10 +102,11 @@ async def test_access_log_has_one_line_per_request_with_its_id(caplog: pytest.Lo
         "200",
         '"probe/1"',
         "request_id=req-42",
+        "key=-",  # no client keys: no alias
     ]
     assert int(first[5]) > size and first[6].endswith("s") and float(first[6].removesuffix("s")) > 0
     assert second[:5] == ["127.0.0.1", '"GET', "/healthz", 'HTTP/1.1"', "200"]
-    assert second[-1] == "request_id=-"  # /healthz is not forwarded: no id
+    assert second[-2:] == ["request_id=-", "key=-"]  # /healthz is not forwarded: no id
     assert "sk-secret-1" not in caplog.text
     assert size > 0
 
@@ -239,7 +247,7 @@ async def test_refused_is_a_502_and_read_timeout_a_504_each_with_a_warning(caplo
             ),
             ("gateway_mw.proxy", logging.WARNING, f"request {generated}: upstream {up.url}: no answer within 0.3s"),
         ]
-        access = [text.rsplit(" ", 1)[1] for _, _, text in records(caplog, "aiohttp.access")]
+        access = [text.split(" ")[-2] for _, _, text in records(caplog, "aiohttp.access")]
         assert access == ["request_id=r-502", f"request_id={generated}"]
         assert (refused[PROXY].counters.upstream_connect_errors, silent[PROXY].counters.upstream_timeouts) == (1, 1)
 
@@ -298,7 +306,7 @@ async def keyed(tmp_path: Path) -> AsyncIterator[tuple[str, list[Any]]]:
     keyfile.write_text(f"# gateway clients\n\n{KEYS[1]}\n")
     env = {"CLIENT_KEYS": KEYS[0], "UPSTREAM_KEY": "sk-upstream"}
     argv = ["--client-keys-env", "CLIENT_KEYS", "--client-keys-file", str(keyfile), "--metrics-key"]
-    argv += ["--upstream-key-env", "UPSTREAM_KEY"]
+    argv += ["--upstream-key-env", "UPSTREAM_KEY", "--set", "upstream_server=generic"]
 
     async def record(request: web.Request) -> web.StreamResponse:
         seen.append(dict(request.headers))
@@ -317,7 +325,7 @@ async def keyed(tmp_path: Path) -> AsyncIterator[tuple[str, list[Any]]]:
     recorder.router.add_route("*", "/{tail:.*}", record)
     async with serving(settings(), model) as demo, serving(settings(), recorder) as upstream:
         s, _ = load_settings([*argv, "--upstream", upstream], env)
-        s = msgspec.structs.replace(s, think_extract=DEMO_CONFIG)
+        s = msgspec.structs.replace(s, think_extract=SCRIPTED)
         assert [k.value for k in s.client_keys] == list(KEYS) and "sk-gw" not in repr(s)
         async with serving(s) as base:
             yield base, seen
@@ -506,8 +514,22 @@ async def test_latency_and_ttfb_histograms_per_surface() -> None:
             <= got[("gateway_proxy_request_duration_seconds_sum", label)]
         )
     totals = {k: v for k, v in got.items() if k[0].endswith("_total") and k[0].startswith("gateway_proxy_")}
+    prompt, completion = len(tokens(QUESTION)), len(tokens(model_text("demo", QUESTION)))
+    anonymous = (("key", "-"), ("status", "200"))
     assert totals == {
-        ("gateway_proxy_requests_total", ()): 5.0,
+        ("gateway_proxy_requests_total", (*anonymous, ("surface", "chat"))): 2.0,
+        ("gateway_proxy_requests_total", (*anonymous, ("surface", "messages"))): 1.0,
+        ("gateway_proxy_requests_total", (*anonymous, ("surface", "responses"))): 1.0,
+        ("gateway_proxy_requests_total", (*anonymous, ("surface", "other"))): 1.0,
+        ("gateway_proxy_streams_total", (("outcome", "completed"), ("surface", "chat"))): 1.0,
+        # The chat stream did not ask for usage (stream_options): the three JSON bodies carry it.
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "prompt"), ("surface", "chat"))): prompt,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "completion"), ("surface", "chat"))): completion,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "prompt"), ("surface", "messages"))): prompt,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "completion"), ("surface", "messages"))): completion,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "prompt"), ("surface", "responses"))): prompt,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "completion"), ("surface", "responses"))): completion,
+        ("gateway_proxy_tokens_total", (("key", "-"), ("kind", "reasoning"), ("surface", "responses"))): 0.0,
         ("gateway_proxy_upstream_connect_errors_total", ()): 0.0,
         ("gateway_proxy_upstream_timeouts_total", ()): 0.0,
         ("gateway_proxy_upstream_dropped_total", ()): 0.0,
@@ -539,7 +561,7 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "PROMETHEUS_"))}
-    env |= {"GATEWAY_PACE": "200", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    env |= {"GATEWAY_PACE": "200", "GATEWAY_DEMO_MODEL": "true", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     cmd += ["-w", "2", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "3"]
     log = tmp_path / "gunicorn.log"
@@ -581,7 +603,8 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
                     shutil.copy(db, alone / db.name)
                     registry = CollectorRegistry()
                     MultiProcessCollector(registry, path=str(alone))
-                    counts[db.stem] = samples(generate_latest(registry).decode())[("gateway_proxy_requests_total", ())]
+                    got = samples(generate_latest(registry).decode())
+                    counts[db.stem] = sum(v for (name, _), v in got.items() if name == "gateway_proxy_requests_total")
                 return counts
 
             # Waves of concurrent requests until both workers have served some: which worker accepts a
@@ -612,7 +635,7 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
     assert all(count > 0 for count in counts.values()), f"one worker served everything: {counts}"
     chat = (("surface", "chat"),)
     for got in scrapes:
-        assert got[("gateway_proxy_requests_total", ())] == n
+        assert got[("gateway_proxy_requests_total", (("key", "-"), ("status", "200"), *chat))] == n
         assert got[("thinkextract_translated_total", chat)] == n
         assert got[("gateway_proxy_request_duration_seconds_count", chat)] == n
         assert got[("gateway_proxy_time_to_first_byte_seconds_count", chat)] == n

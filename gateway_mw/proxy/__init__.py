@@ -1,19 +1,23 @@
 """The gateway: a streaming reverse proxy with gateway_mw applied, as a program and as a library.
 
-    gateway-mw                                   # an embedded demo model behind it
-    gateway-mw --upstream http://127.0.0.1:8000  # a real model server (vLLM, llama.cpp…)
+    gateway-mw --upstream http://127.0.0.1:8000  # a model server (vLLM, llama.cpp…)
+    gateway-mw                                   # the embedded demo model behind it (a WARNING says so)
     gateway-mw --demo                            # one request per surface, side by side
-    gunicorn 'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker -w 4
+    gunicorn -c python:gateway_mw.proxy.gunicorn_conf -w 4   # several workers (GATEWAY_UPSTREAM set)
 
-Every request under the prefix (default ``/v1/``) goes to the upstream with its method, path, query,
-headers (minus hop-by-hop ones) and body, streamed both ways; the middleware translates the answers
-on the way out. ``GET /healthz`` and ``GET /metrics`` (Prometheus text) are served by the gateway.
+The routes it forwards (by default the API surfaces, ``GET /v1/models`` and Ollama's native chat and
+generate) go to the upstream with their method, path, query, headers (minus hop-by-hop ones) and body,
+streamed both ways; the middleware translates the answers on the way out. ``GET /healthz`` (liveness),
+``GET /readyz`` (readiness: fails from SIGTERM on) and ``GET /metrics`` (Prometheus text) are the
+gateway's own. SIGHUP reloads the client keys.
 
-Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.forwarding` (the proxy),
-:mod:`.auth` (client keys), :mod:`.metrics`, :mod:`.app` (the aiohttp application),
-:mod:`.connections` (the runner: request head timeout, refused requests, a bounded stop),
-:mod:`.logsafe` (what log lines may carry of a request), :mod:`.serving` (banner, signals, ``main``),
-:mod:`.demo` (``--demo``), :mod:`.demo_model`.
+Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.routes` (the routes
+forwarded), :mod:`.forwarding` (the proxy), :mod:`.auth` (client keys and their aliases),
+:mod:`.usage` (token counts from the answers), :mod:`.notes` (what is noted of a request),
+:mod:`.metrics`, :mod:`.app` (the aiohttp application), :mod:`.connections` (the runner: request
+head timeout, refused requests, a bounded stop), :mod:`.logsafe` (what log lines may carry of a
+request), :mod:`.serving` (banner, signals, ``main``), :mod:`.worker` and :mod:`.gunicorn_conf`
+(gunicorn), :mod:`.demo` (``--demo``), :mod:`.demo_model`.
 """
 
 from __future__ import annotations

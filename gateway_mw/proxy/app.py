@@ -1,22 +1,30 @@
-"""The gateway as an aiohttp application: client keys, gateway_mw, health, metrics, forwarding."""
+"""The gateway as an aiohttp application: client keys, the routes it forwards, gateway_mw, health,
+readiness, metrics, forwarding."""
 
 from __future__ import annotations
 
 import logging
 import os
 import shlex
+import signal
+import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import NoReturn
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from multidict import CIMultiDict
 
-from ..middleware import THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
-from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, request_id
-from .logsafe import GatewayAccessLogger, request_line
+from ..families import family_for
+from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, path_refusal, request_id
+from .logsafe import GatewayAccessLogger, printable, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
-from .settings import Settings, load_settings
+from .notes import NotedStats, RequestNote, current_note, note_of
+from .settings import Settings, SettingsError, load_settings, require_upstream
 
-__all__ = ["PROXY", "app_factory", "build_app", "gateway_middleware", "healthz", "metrics"]
+__all__ = ["PROXY", "app_factory", "build_app", "gateway_middleware", "healthz", "metrics", "readyz"]
 
 log = logging.getLogger("gateway_mw.proxy")
 
@@ -24,10 +32,37 @@ PROXY = web.AppKey("PROXY", Proxy)
 
 _FORWARD, _METRICS = "forward", "metrics"
 
+_WHY_PASSED = {
+    "disabled": "the surface is off in the configuration",
+    "client_off": "the client sent X-Think-Extract: off",
+    "status": "the upstream's status is not a success",
+    "empty": "the answer has no body (204)",
+    "partial": "the answer is a byte range (206)",
+    "content_encoding": "the body is compressed",
+    "content_type": "the body is neither JSON nor an event stream",
+    "too_large": "the body is over max_body_bytes",
+    "http10_length": "an HTTP/1.0 client and a stream with a length",
+    "file": "the handler sent a file",
+}
+_HOW = {
+    "chat": "reasoning into {field}",
+    "messages": "reasoning into thinking blocks ({policy})",
+    "responses": "reasoning into reasoning items",
+}
+
 
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness and readiness of this worker; it does not call the upstream and needs no key."""
+    """Liveness of this worker: it answers while the process serves. It does not call the upstream
+    and needs no key."""
     return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness: 503 from SIGTERM on (the gateway still serves for ``drain_delay``, so that load
+    balancers stop sending it requests before it stops listening). No upstream call, no key."""
+    if request.app[PROXY].draining:
+        return web.json_response({"status": "draining"}, status=503)
+    return web.json_response({"status": "ready"})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -49,20 +84,66 @@ def _unauthorized(proxy: Proxy, request: web.Request, route: str | None) -> web.
     return resp
 
 
+def _not_forwarded(proxy: Proxy, request: web.Request, allowed: tuple[str, ...]) -> web.Response:
+    surface = proxy.settings.think_extract.surface_for_path(request.path)
+    if allowed:
+        resp = error_response(surface, 405, "method_not_allowed", "this method is not allowed on this route")
+        resp.headers[hdrs.ALLOW] = ", ".join(allowed)
+    else:
+        resp = error_response(surface, 404, "not_found", "this route is not served by the gateway")
+    resp.headers[REQUEST_ID_HEADER] = request_id(request)
+    return resp
+
+
+def _without_client_off(request: web.Request) -> web.Request:
+    headers = CIMultiDict(request.headers)
+    headers.popall(THINK_EXTRACT_HEADER, None)
+    return request.clone(headers=headers)
+
+
 @web.middleware
 async def gateway_middleware(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
-    """Outermost: client keys before anything else; an upstream that failed mid-answer cuts the
-    client with one WARNING line; the metrics follow each request."""
+    """Outermost: client keys before anything else, then the forwarded routes; an upstream that failed
+    mid-answer cuts the client with one WARNING line; the metrics follow each request."""
     proxy = request.app[PROXY]
     route = request.match_info.route.name
+    if route != _FORWARD:
+        try:
+            if route == _METRICS and proxy.settings.metrics_key and not proxy.keys.allows(request):
+                return _unauthorized(proxy, request, route)
+            own = await handler(request)
+            if proxy.draining and not own.prepared:
+                own.force_close()
+            return own
+        finally:
+            proxy.metrics.sync()
+    note = note_of(request)  # before any clone of the request, which then shares it
+    context = current_note()
+    token = context.set(note)
+    response: web.StreamResponse | None = None
+    status = 500
     try:
-        guarded = route == _FORWARD or (route == _METRICS and proxy.settings.metrics_key)
-        if guarded and not proxy.keys.allows(request):
-            return _unauthorized(proxy, request, route)
-        if route == _FORWARD and proxy.settings.think_extract.surface_for_path(request.path) is not None:
-            request[THINKEXTRACT_SERVER] = proxy.upstream_server()  # where replayed reasoning goes
+        if proxy.keys:
+            alias = proxy.keys.identify(request)
+            if alias is None:
+                response = _unauthorized(proxy, request, route)
+                return response
+            note.alias = alias
+        refusal = path_refusal(request.rel_url.raw_path)  # a path that could leave its route: 400 first
+        if refusal is not None:
+            surface = proxy.settings.think_extract.surface_for_path(request.path)
+            response = error_response(surface, 400, "invalid_request", refusal)
+            response.headers[REQUEST_ID_HEADER] = request_id(request)
+            return response
+        allowed = proxy.routes.check(request.method, request.path)
+        if allowed is not None:
+            response = _not_forwarded(proxy, request, allowed)
+            return response
+        if not proxy.settings.allow_client_off and THINK_EXTRACT_HEADER in request.headers:
+            request = _without_client_off(request)
+        request[THINKEXTRACT_SERVER] = proxy.upstream_server()
         try:
             response = await handler(request)
         except UpstreamDropped as exc:
@@ -70,40 +151,106 @@ async def gateway_middleware(
             transport = request.transport
             if transport is not None:
                 transport.close()  # what was written goes out, then the connection ends without the stream's end
-            return exc.response  # aiohttp's write_eof then fails quietly on the closed connection
-        if route == _FORWARD and not response.prepared:  # the gateway's own answers (502, 504, 400)
+            response = exc.response
+            return response  # aiohttp's write_eof then fails quietly on the closed connection
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        if not response.prepared:  # the gateway's own answers (502, 504, 400)
             response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
+            if proxy.draining:
+                response.force_close()
         return response
     finally:
+        context.reset(token)
+        if response is not None:
+            status = response.status
+        elif note.status is not None:
+            status = note.status
+        elif note.client_gone:
+            status = 499  # nginx's "client closed request": no answer was sent
+        label = proxy.settings.think_extract.surface_for_path(request.path) or "other"
+        proxy.metrics.requests.labels(surface=label, status=str(status), key=note.alias).inc()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "request %s: %s: %s", request_id(request), request_line(request), _story(proxy, request, note, status)
+            )
         proxy.metrics.sync()
 
 
+def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -> str:
+    """The per-request debug line: whether the answer was translated, and how, or why not."""
+    settings = proxy.settings
+    config = settings.think_extract
+    surface = config.surface_for_path(request.path)
+    parts = [f"{status}, key {note.alias}"]
+    if status in (400, 401, 404, 405) and note.status is None:
+        return f"{parts[0]}: refused, not forwarded"
+    if note.model is not None:
+        family = family_for(note.model) if config.families else None
+        profile = next((p.match for p in config.profiles if p.matches(note.model)), None)
+        parts.append(f"model '{printable(note.model)}'")  # the upstream's text: one line, whatever it holds
+        parts.append(f"family preset {family.name!r}" if family is not None else "no family preset")
+        if profile is not None:
+            parts.append(f"profile {profile!r}")
+    if note.outcome is not None:
+        parts.append(f"stream {note.outcome}")
+    if note.usage:
+        parts.append("tokens " + " ".join(f"{kind}={n}" for kind, n in note.usage.items()))
+    if not settings.middleware:
+        verdict = "not translated: the middleware is off"
+    elif surface is None:
+        verdict = "not translated: not a route the middleware translates"
+    elif request.method != hdrs.METH_POST:
+        verdict = f"not translated: {request.method} answers are not translated"
+    elif note.passed is not None:
+        verdict = f"{surface}: passed through ({note.passed}): {_WHY_PASSED.get(note.passed, 'see the statistics')}"
+    elif note.status is None:
+        verdict = f"{surface}: no answer relayed"
+    else:
+        how = _HOW[surface].format(field=config.chat_reasoning_field, policy=config.messages_policy)
+        verdict = f"{surface}: translated, {how}"
+    return f"{', '.join(parts)}; {verdict}"
+
+
 def build_app(settings: Settings) -> web.Application:
-    """The gateway as an aiohttp application: gateway_mw, health, metrics, and the forwarding route."""
+    """The gateway as an aiohttp application: gateway_mw, health, readiness, metrics, and the
+    forwarding route (every other path, held to ``forward_routes``)."""
     # handler_args reach aiohttp's connection handler under any runner, gunicorn's worker included.
     app = web.Application(middlewares=[gateway_middleware], handler_args={"access_log_class": GatewayAccessLogger})
     if settings.middleware:
         setup(app, settings.think_extract)
+        app[THINKEXTRACT_STATS] = NotedStats()  # the same statistics, which also tell the request's note
     counters = Counters()
     metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
     proxy = app[PROXY] = Proxy(settings, metrics_)
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
+    app.router.add_get("/readyz", readyz, name="readyz")
     app.router.add_get("/metrics", metrics, name=_METRICS)
-    app.router.add_route("*", settings.prefix + "{tail:.*}", proxy.forward, name=_FORWARD)
+    app.router.add_route("*", "/{tail:.*}", proxy.forward, name=_FORWARD)
     return app
 
 
 def app_factory() -> web.Application:
-    """For ``gunicorn 'gateway_mw.proxy:app_factory()' --worker-class aiohttp.GunicornWebWorker``.
+    """For ``gunicorn 'gateway_mw.proxy:app_factory()'`` (worker class
+    ``gateway_mw.proxy.worker.GatewayWorker``, or aiohttp's ``aiohttp.GunicornWebWorker``).
 
     Settings come from ``GATEWAY_*`` / ``THINK_EXTRACT_*`` variables and ``GATEWAY_CONFIG``; gunicorn's
-    ``--bind`` decides where it listens. A bad setting stops the worker from booting.
+    ``--bind`` decides where it listens. It needs an upstream, or ``GATEWAY_DEMO_MODEL=true``. A bad
+    setting is one line on stderr, and the worker exits with gunicorn's "application failed to load"
+    status (4), which stops gunicorn. (``gunicorn -c python:gateway_mw.proxy.gunicorn_conf`` checks the
+    settings once, in the master, before any worker starts.)
     """
-    settings, _ = load_settings([])
-    from .serving import configure_logging
+    try:
+        settings, _ = load_settings([])
+        require_upstream(settings)
+    except SettingsError as exc:
+        _refuse(str(exc))
+    from .serving import configure_logging, warn_demo
 
     configure_logging(settings)
+    warn_demo(settings)
     workers = gunicorn_workers(sys.argv[1:], os.environ)
     if workers > 1 and settings.middleware and settings.think_extract.reasoning_store == "memory":
         log.warning(
@@ -131,3 +278,30 @@ def gunicorn_workers(argv: list[str], environ: Mapping[str, str]) -> int:
         return max(1, int(found)) if found is not None else 1
     except ValueError:
         return 1
+
+
+_FIRST_HOLDS = 1.0  # seconds the first worker to fail keeps its claim while the others start
+
+
+def _refuse(message: str) -> NoReturn:
+    """Stop on a bad setting: one line, exit status 4.
+
+    Under gunicorn every worker runs ``app_factory()``, and each would say the same; worse, gunicorn's
+    stop fails with a traceback of its own when a second worker exits with status 4 while it stops
+    after the first. So in gunicorn's workers (Linux) the first to fail claims an abstract socket named
+    after the master, reports and exits; the others wait, silent, for the master's SIGTERM.
+    """
+    claim = None
+    if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/") and sys.platform == "linux":
+        claim = socket.socket(socket.AF_UNIX)
+        try:
+            claim.bind(f"\0gateway-mw-refused-{os.getppid()}")
+        except OSError:  # another worker reports it
+            claim.close()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            time.sleep(60)
+            raise SystemExit(4) from None
+    print(f"gateway-mw: error: {message}", file=sys.stderr, flush=True)
+    if claim is not None:
+        time.sleep(_FIRST_HOLDS)
+    raise SystemExit(4)

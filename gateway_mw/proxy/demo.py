@@ -165,7 +165,8 @@ async def _demo_exchange(
 
 async def run_demo(settings: Settings, out: Callable[[str], None] = print) -> int:
     """``--demo``: start the proxy on a free port, send each surface's request both ways, print."""
-    settings = msgspec.structs.replace(settings, port=0, host="127.0.0.1", client_keys=())
+    # It sends each request with X-Think-Extract: off too, to show what the model wrote.
+    settings = msgspec.structs.replace(settings, port=0, host="127.0.0.1", client_keys=(), allow_client_off=True)
     app = build_app(settings)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -5,7 +5,8 @@ hop-by-hop ones and the client's credentials when the gateway checks them) and b
 comes back as it arrives. Failures map to the surface's own error shape: an upstream that cannot be
 reached (refused, or no connection within ``connect_timeout``) is a 502, one that does not answer
 within ``read_timeout`` a 504; one that fails after its answer has started cuts the client's
-connection, with one WARNING line naming the request id.
+connection, with one WARNING line naming the request id. Streams are counted as they open and by how
+they end; the usage the upstream reports is counted by client key.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from .connections import GatewayRunner
 from .detect import detect_server
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
-from .settings import Settings
+from .notes import RequestNote, note_of
+from .routes import parse_routes
+from .settings import Secret, Settings, SettingsError, read_client_keys
+from .usage import UsageTap
 
 __all__ = [
     "HOP_BY_HOP",
@@ -67,6 +71,10 @@ _DOUBLE_ENCODED_DOT = re.compile(r"%252e", re.IGNORECASE)
 REQUEST_ID_HEADER = "X-Request-Id"
 DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
 DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
+PROCESS_SAMPLE_EVERY = 5.0  # seconds between two samples of a worker's memory, CPU and descriptors
+STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
+"""Content types of a streamed answer (Ollama's native routes stream JSON lines)."""
+_USAGE_TYPES = STREAM_TYPES | {"application/json"}
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
 """What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
@@ -131,9 +139,13 @@ def _append(headers: CIMultiDict[str], name: str, value: str) -> None:
 def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
     """An error body in the shape of the surface's API (Anthropic for messages, OpenAI otherwise)."""
     if surface == "messages":
-        kind = {400: "invalid_request_error", 401: "authentication_error", 504: "timeout_error"}.get(
-            status, "api_error"
-        )
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            404: "not_found_error",
+            405: "invalid_request_error",
+            504: "timeout_error",
+        }.get(status, "api_error")
         return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
     kind = "invalid_request_error" if status < 500 else "server_error"
     error = {"message": message, "type": kind, "param": None, "code": code}
@@ -158,7 +170,10 @@ class Proxy:
         self.settings = settings
         self.counters = metrics.counters if metrics is not None else Counters()
         self.metrics = metrics if metrics is not None else GatewayMetrics(None, self.counters)
-        self.keys = ClientKeys(key.value for key in settings.client_keys)
+        self.keys = _client_keys(settings.client_keys)
+        self.routes = parse_routes(settings.forward_routes, settings.prefix)
+        self.draining = False
+        """Set on SIGTERM: ``/readyz`` fails and answers close their connections, while serving goes on."""
         self.session: aiohttp.ClientSession | None = None
         self.origin = ""
         self.base_path = ""
@@ -166,6 +181,16 @@ class Proxy:
         configured = settings.think_extract.upstream_server
         # The upstream's server, for the request side; asked of the upstream when set to auto.
         self.server: str | None = None if configured == "auto" else configured
+
+    def reload_keys(self, env: Mapping[str, str]) -> int:
+        """Read the client keys again (``client_keys_env``, ``client_keys_file``) and use them from the
+        next request on; open requests go on. Returns how many there are now. Raises
+        :class:`SettingsError`, the keys in use left as they were."""
+        s = self.settings
+        if s.client_keys_env is None and s.client_keys_file is None:
+            raise SettingsError("no client keys are configured (client_keys_env, client_keys_file)")
+        self.keys = _client_keys(read_client_keys(s, env))
+        return len(self.keys)
 
     def set_upstream(self, upstream: str) -> None:
         url = URL(upstream)
@@ -194,7 +219,7 @@ class Proxy:
                     skip_auto_headers=(hdrs.USER_AGENT,),
                 )
             )
-            tasks = [asyncio.create_task(self._watch_disconnects())]
+            tasks = [asyncio.create_task(self._watch_disconnects()), asyncio.create_task(self._sample_process())]
             if self.server is None and self.settings.upstream is not None:
                 tasks.append(asyncio.create_task(self._ask_upstream()))
             elif self.server is None:
@@ -206,6 +231,11 @@ class Proxy:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def _sample_process(self) -> None:
+        while True:
+            self.metrics.sample_process()
+            await asyncio.sleep(PROCESS_SAMPLE_EVERY)
 
     def upstream_server(self) -> str:
         """The server the upstream is: ``settings.think_extract.upstream_server``, or what it says of
@@ -246,6 +276,7 @@ class Proxy:
         write may both see it."""
         if self._inflight.pop(task, None) is None:
             return
+        note_of(request).client_gone = True
         self.counters.client_disconnects += 1
         rid = request_id(request)
         log.debug("request %s: %s: the client left before the end of the answer", rid, request_line(request))
@@ -270,7 +301,6 @@ class Proxy:
         return headers
 
     async def forward(self, request: web.Request) -> web.StreamResponse:
-        self.counters.requests += 1
         start = time.monotonic()
         surface = self.settings.think_extract.surface_for_path(request.path)
         raw_path = request.rel_url.raw_path  # the origin form, even for an absolute-form target
@@ -321,14 +351,25 @@ class Proxy:
             self.counters.upstream_dropped += 1
             log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
             return error_response(surface, 502, "upstream_error", "the upstream model server failed to answer")
-        complete = False
+        note = note_of(request)
+        ctype = upstream.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
+        stream = ctype in STREAM_TYPES and 200 <= upstream.status < 300
+        tap = UsageTap() if request.method == hdrs.METH_POST and ctype in _USAGE_TYPES else None
+        complete = opened = False
+        outcome = "cancelled"  # unless it ends otherwise: the gateway's stop cancelled it
         try:
             resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             resp.headers.extend(_strip_hop_by_hop(upstream.headers))
             resp.headers.setdefault(REQUEST_ID_HEADER, rid)
             if self.settings.forwarded_headers:
                 _append(resp.headers, hdrs.VIA, VIA)
+            if self.draining:
+                resp.force_close()  # the client's next request goes to another instance
             await resp.prepare(request)
+            note.status = upstream.status
+            if stream:
+                self.metrics.open_streams.labels(surface=surface).inc()
+                opened = True
             reader = upstream.content
             first = True
             while True:
@@ -336,20 +377,21 @@ class Proxy:
                     piece = await reader.readany()
                 except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
                     self.counters.upstream_dropped += 1
-                    why = (
-                        f"no bytes for {self.settings.read_timeout:g}s"
-                        if isinstance(exc, asyncio.TimeoutError)
-                        else _describe(exc)
-                    )
+                    timed_out = isinstance(exc, asyncio.TimeoutError)
+                    outcome = "timed_out" if timed_out else "upstream_dropped"
+                    why = f"no bytes for {self.settings.read_timeout:g}s" if timed_out else _describe(exc)
                     raise UpstreamDropped(f"upstream {self.upstream} failed mid-response: {why}", resp) from exc
                 if first:
                     first = False
                     self.metrics.ttfb.labels(surface=surface).observe(time.monotonic() - start)
                 if not piece:
                     break
+                if tap is not None:
+                    tap.feed(piece)
                 await resp.write(piece)  # waits while the client's socket buffer is full
             complete = True
             await resp.write_eof()  # the stream's end (and what the middleware held) can find the client gone too
+            outcome = "completed"
             return resp
         except ConnectionResetError:  # any write to a client that left, the last one included
             task = asyncio.current_task()
@@ -361,6 +403,23 @@ class Proxy:
                 upstream.release()
             else:
                 upstream.close()  # closes the upstream connection: the model stops generating
+            if opened:
+                note.outcome = "client_gone" if note.client_gone else outcome
+                self.metrics.open_streams.labels(surface=surface).dec()
+                self.metrics.streams.labels(surface=surface, outcome=note.outcome).inc()
+            if tap is not None and 200 <= upstream.status < 300:
+                self._count_usage(tap, surface, note)
+
+    def _count_usage(self, tap: UsageTap, surface: str, note: RequestNote) -> None:
+        note.usage = tap.usage()
+        for kind, tokens in note.usage.items():
+            self.metrics.tokens.labels(surface=surface, key=note.alias, kind=kind).inc(tokens)
+        if log.isEnabledFor(logging.DEBUG):  # only the per-request debug line shows it
+            note.model = tap.model()
+
+
+def _client_keys(keys: tuple[Secret, ...]) -> ClientKeys:
+    return ClientKeys((key.alias, key.value) for key in keys)
 
 
 def _describe(exc: BaseException) -> str:

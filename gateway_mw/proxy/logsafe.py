@@ -19,9 +19,12 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_log import AccessLogger
 from aiohttp.web_request import BaseRequest
 
+from .notes import NOTE
+
 __all__ = [
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_PARAMS",
+    "KEY_ALIAS_FIELD",
     "GatewayAccessLogger",
     "ParserErrors",
     "filter_parser_errors",
@@ -96,9 +99,14 @@ def request_line(request: web.BaseRequest) -> str:
     return printable(f"{request.method} {request.rel_url.raw_path}")
 
 
+KEY_ALIAS_FIELD = "key_alias"
+"""``%{key_alias}o`` in the access log format: the alias of the client's key (``-`` without one)."""
+
+
 class GatewayAccessLogger(AccessLogger):
     """aiohttp's access log, same format, every value printable; the request line's credential query
-    parameters and any credential header the format names show ``***``."""
+    parameters and any credential header the format names show ``***``; ``%{key_alias}o`` is the
+    alias of the client's key, never the key."""
 
     def _format_line(
         self, request: BaseRequest, response: web.StreamResponse, time: float
@@ -109,6 +117,9 @@ class GatewayAccessLogger(AccessLogger):
                 value = _first_line(request)
             elif isinstance(key, tuple) and key[0] == "request_header" and key[1].lower() in CREDENTIAL_HEADERS:
                 value = value if value == "-" else REDACTED
+            elif key == ("response_header", KEY_ALIAS_FIELD):
+                note = request.get(NOTE) if request is not None else None
+                value = getattr(note, "alias", "-")  # the gateway's own field: no header of that name is read
             line.append((key, printable(value) if isinstance(value, str) else value))
         return line
 

@@ -1,22 +1,25 @@
 """``GET /metrics``: the middleware's statistics and the gateway's own counters and histograms,
 written by prometheus-client.
 
-One process: the application's own registry is exposed. Several (gunicorn ``-w N``): set
-``PROMETHEUS_MULTIPROC_DIR`` to an empty directory before the workers start; every worker then
-writes its values there and a scrape of any worker reads all of them, summed.
+One process: the application's own registry is exposed, with prometheus-client's process collector.
+Several (gunicorn ``-w N``): set ``PROMETHEUS_MULTIPROC_DIR`` to an empty directory before the workers
+start; every worker then writes its values there and a scrape of any worker reads all of them, summed
+(the open streams of live workers; the process metrics of each live worker, by ``pid``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from dataclasses import dataclass, fields
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
 from ..record import ReasoningRecord
 from ..stats import ThinkExtractStats
 
-__all__ = ["CONTENT_TYPE", "Counters", "GatewayMetrics", "multiprocess_dir"]
+__all__ = ["CONTENT_TYPE", "OUTCOMES", "Counters", "GatewayMetrics", "multiprocess_dir", "sweep_dead_workers"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -51,7 +54,6 @@ _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 class Counters:
     """What the gateway itself saw in this process (``/metrics`` adds up every worker's)."""
 
-    requests: int = 0
     upstream_connect_errors: int = 0
     upstream_timeouts: int = 0
     upstream_dropped: int = 0
@@ -59,9 +61,44 @@ class Counters:
     client_auth_failures: int = 0
 
 
+OUTCOMES = ("completed", "client_gone", "upstream_dropped", "timed_out", "cancelled")
+"""How a relayed stream ended: its end reached the client; the client left; the upstream failed; the
+upstream said nothing for ``read_timeout``; the gateway's stop cancelled it (``shutdown_timeout``)."""
+
+_PROCESS_HELP = {
+    "process_virtual_memory_bytes": "Virtual memory size in bytes.",
+    "process_resident_memory_bytes": "Resident memory size in bytes.",
+    "process_start_time_seconds": "Start time of the process since unix epoch in seconds.",
+    "process_cpu_seconds_total": "Total user and system CPU time spent in seconds.",
+    "process_open_fds": "Number of open file descriptors.",
+    "process_max_fds": "Maximum number of open file descriptors.",
+}
+_LIVE_FILE = re.compile(r"gauge_live\w*?_(\d+)\.db")
+
+
 def multiprocess_dir() -> str | None:
     """The directory of prometheus-client's multiprocess mode, when it is on."""
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def sweep_dead_workers(path: str) -> None:
+    """Forget the live gauges (open streams, process metrics) of worker processes that are gone: a
+    worker killed mid-stream never lowered its gauge. (gunicorn's ``child_exit`` hook of
+    :mod:`.gunicorn_conf` does this at once; this covers any other way of running the workers.)"""
+    from prometheus_client import multiprocess
+
+    with contextlib.suppress(OSError):
+        for name in os.listdir(path):
+            found = _LIVE_FILE.fullmatch(name)
+            if found is None:
+                continue
+            pid = int(found.group(1))
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                multiprocess.mark_process_dead(pid, path)  # type: ignore[no-untyped-call]
+            except PermissionError:
+                pass  # alive, another user's
 
 
 class GatewayMetrics:
@@ -89,9 +126,52 @@ class GatewayMetrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self.requests = Counter(
+            "gateway_proxy_requests",
+            "Requests on the forwarded routes, by surface, status and client key alias.",
+            ["surface", "status", "key"],
+            registry=self.registry,
+        )
+        self.open_streams = Gauge(
+            "gateway_proxy_open_streams",
+            "Streams being relayed now, by surface.",
+            ["surface"],
+            multiprocess_mode="livesum",
+            registry=self.registry,
+        )
+        self.streams = Counter(
+            "gateway_proxy_streams",
+            "Streams relayed, by surface and outcome (completed, client_gone, upstream_dropped, timed_out, cancelled).",
+            ["surface", "outcome"],
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "gateway_proxy_tokens",
+            "Tokens the upstream reported in its usage objects, by surface, client key alias and kind "
+            "(prompt, completion, reasoning).",
+            ["surface", "key", "kind"],
+            registry=self.registry,
+        )
+        self._process: dict[str, Gauge] = {}
+        if multiprocess_dir() is None:
+            ProcessCollector(registry=self.registry)
+        else:  # the collector reads this process alone: each worker writes its own values, by pid
+            for name, help_ in _PROCESS_HELP.items():
+                self._process[name] = Gauge(name, help_, multiprocess_mode="liveall", registry=self.registry)
         self._families: dict[str, Counter] = {}
         self._seen: dict[tuple[str, tuple[str, ...]], float] = {}
         self.sync()
+
+    def sample_process(self) -> None:
+        """Write this process's memory, CPU and file descriptors to its multiprocess gauges (a worker
+        does so every few seconds, and before it answers a scrape)."""
+        if not self._process:
+            return
+        for family in ProcessCollector(registry=None).collect():
+            for sample in family.samples:
+                gauge = self._process.get(sample.name)
+                if gauge is not None:
+                    gauge.set(sample.value)
 
     def _family(self, name: str, help_: str, labels: tuple[str, ...]) -> Counter:
         family = self._families.get(name)
@@ -137,6 +217,8 @@ class GatewayMetrics:
             return bytes(generate_latest(self.registry))
         from prometheus_client import multiprocess
 
+        self.sample_process()
+        sweep_dead_workers(path)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]  # registers itself
         return bytes(generate_latest(registry))

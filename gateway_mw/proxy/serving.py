@@ -1,4 +1,9 @@
-"""Running the gateway: the banner, serving until a signal, ``main()`` for ``gateway-mw``."""
+"""Running the gateway: the banner, serving until a signal, ``main()`` for ``gateway-mw``.
+
+Signals: SIGHUP reads the client keys again (open requests go on); SIGTERM fails ``/readyz`` for
+``drain_delay`` seconds while the gateway serves on, then it stops listening and open requests get
+``shutdown_timeout`` seconds; SIGINT (Ctrl-C), or a second SIGTERM, skips the delay.
+"""
 
 from __future__ import annotations
 
@@ -15,19 +20,23 @@ import msgspec
 from aiohttp import web
 
 from . import demo_model
-from .app import build_app
+from .app import PROXY, build_app
 from .connections import AcceptErrors, GatewayRunner
+from .forwarding import Proxy
 from .logsafe import GatewayAccessLogger, filter_parser_errors
 from .settings import Settings, SettingsError, load_settings
 
-__all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve"]
+__all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve", "warn_demo"]
+
+log = logging.getLogger("gateway_mw.proxy")
 
 QUESTION = demo_model.QUESTION
 
-ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o'
-"""aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id.
-(No header that could carry a credential is logged; :class:`.logsafe.GatewayAccessLogger` writes it,
-with the request line's credential query parameters as ``***`` and every value printable.)"""
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o key=%{key_alias}o'
+"""aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id, the
+alias of the client's key. (No header that could carry a credential is logged;
+:class:`.logsafe.GatewayAccessLogger` writes it, with the request line's credential query parameters
+as ``***`` and every value printable.)"""
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -39,6 +48,16 @@ def configure_logging(settings: Settings) -> None:
     for name in ("gateway_mw", "aiohttp"):
         logging.getLogger(name).setLevel(level)
     filter_parser_errors("aiohttp.server", "gunicorn.error")
+
+
+def warn_demo(settings: Settings) -> None:
+    """Say so, at WARNING, when the gateway serves the demo model: no real model answers."""
+    if settings.upstream is None:
+        why = "demo_model is set" if settings.demo_model else "no upstream (--upstream, GATEWAY_UPSTREAM)"
+        log.warning(
+            "%s: serving the embedded demo model, which answers every model name with the same canned text",
+            why,
+        )
 
 
 def banner(base: str, settings: Settings) -> str:
@@ -67,8 +86,12 @@ def banner(base: str, settings: Settings) -> str:
                 "start_with_reasoning: see docs/configuration.md."
             )
         lines += [*notes, ""]
-    if settings.client_keys:
-        lines += ["Client keys are required: the commands below need -H 'Authorization: Bearer YOUR-KEY'.", ""]
+    keyed = bool(settings.client_keys)
+    if keyed:
+        lines += ["Client keys are required: put one of yours in place of YOUR-KEY below.", ""]
+    key = "YOUR-KEY" if keyed else "unused"
+    bearer = " -H 'Authorization: Bearer YOUR-KEY'" if keyed else ""
+    x_api_key = " -H 'x-api-key: YOUR-KEY'" if keyed else ""
     model = "demo-r1" if demo else "YOUR-MODEL"
     ask = json.dumps(QUESTION)
     chat = f'{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":{ask}}}]}}'
@@ -77,19 +100,20 @@ def banner(base: str, settings: Settings) -> str:
     lines += [
         'Try it (stream; drop "stream":true for one JSON body):',
         "",
-        f"  curl -sN {base}/v1/chat/completions -H 'Content-Type: application/json' \\",
+        f"  curl -sN {base}/v1/chat/completions -H 'Content-Type: application/json'{bearer} \\",
         f"    -d '{chat}'",
         "",
-        f"  curl -sN {base}/v1/messages -H 'Content-Type: application/json' -H 'anthropic-version: 2023-06-01' \\",
+        f"  curl -sN {base}/v1/messages -H 'Content-Type: application/json' -H 'anthropic-version: 2023-06-01'"
+        f"{x_api_key} \\",
         f"    -d '{msgs}'",
         "",
-        f"  curl -sN {base}/v1/responses -H 'Content-Type: application/json' \\",
+        f"  curl -sN {base}/v1/responses -H 'Content-Type: application/json'{bearer} \\",
         f"    -d '{resp}'",
         "",
         "From Python (pip install openai anthropic):",
         "",
         "  from openai import OpenAI",
-        f'  client = OpenAI(base_url="{base}/v1", api_key="unused")',
+        f'  client = OpenAI(base_url="{base}/v1", api_key="{key}")',
         f'  r = client.chat.completions.create(model="{model}", messages=[{{"role": "user", "content": {ask}}}])',
         '  print((r.choices[0].message.model_extra or {}).get("reasoning_content"), "|", r.choices[0].message.content)',
         "",
@@ -97,7 +121,7 @@ def banner(base: str, settings: Settings) -> str:
         "  print([item.type for item in r.output], r.output_text)",
         "",
         "  from anthropic import Anthropic",
-        f'  claude = Anthropic(base_url="{base}", api_key="unused")',
+        f'  claude = Anthropic(base_url="{base}", api_key="{key}")',
         f'  m = claude.messages.create(model="{model}", max_tokens=256,',
         f'                             messages=[{{"role": "user", "content": {ask}}}])',
         "  print([block.type for block in m.content])",
@@ -123,8 +147,9 @@ def make_runner(settings: Settings, app: web.Application | None = None) -> web.A
 async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
     """Listen until SIGINT/SIGTERM; print what to try once the port is open.
 
-    It stops the way ``web.run_app`` does: no new connections, open requests get up to
-    ``shutdown_timeout`` seconds to finish, then the application's cleanup runs. (``run_app`` itself
+    On SIGTERM, ``/readyz`` fails for ``drain_delay`` seconds while it serves on. Then it stops the way
+    ``web.run_app`` does: no new connections, open requests get up to ``shutdown_timeout`` seconds to
+    finish, then the application's cleanup runs. (``run_app`` itself
     is not used because it cannot tell the port it bound before serving, which ``--port 0`` and the
     banner need.)
     """
@@ -140,15 +165,49 @@ async def serve(settings: Settings, prog: str = "gateway-mw") -> None:
         host, port = runner.addresses[0][:2]
         base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         print(banner(base, settings), flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        logging.getLogger("gateway_mw.proxy").info("stopping: open requests get %gs", settings.shutdown_timeout)
+        warn_demo(settings)  # after the banner, where it is seen; still the first line of the log
+        await _until_stopped(runner.app[PROXY], settings)
     finally:
         await runner.cleanup()
+
+
+async def _until_stopped(proxy: Proxy, settings: Settings) -> None:
+    """Serve until SIGINT, or SIGTERM and ``drain_delay``; SIGHUP reloads the client keys meanwhile."""
+    loop = asyncio.get_running_loop()
+    stop, term = asyncio.Event(), asyncio.Event()
+
+    def on_term() -> None:
+        if term.is_set():
+            stop.set()  # a second SIGTERM: stop now
+        term.set()
+
+    def on_hup() -> None:
+        try:
+            count = proxy.reload_keys(os.environ)
+        except SettingsError as exc:
+            log.error("SIGHUP: client keys not reloaded, the previous ones stay: %s", exc)
+        else:
+            log.info("SIGHUP: client keys reloaded: %d key%s", count, "" if count == 1 else "s")
+
+    handlers = {signal.SIGINT: stop.set, signal.SIGTERM: on_term, signal.SIGHUP: on_hup}
+    for sig, handler in handlers.items():
+        with contextlib.suppress(NotImplementedError, AttributeError):
+            loop.add_signal_handler(sig, handler)
+    waiters = [asyncio.ensure_future(event.wait()) for event in (stop, term)]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        proxy.draining = True
+        if term.is_set() and not stop.is_set() and settings.drain_delay > 0:
+            log.info(
+                "SIGTERM: /readyz fails for %gs while the gateway serves on; then it stops listening",
+                settings.drain_delay,
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), settings.drain_delay)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    log.info("stopping: open requests get %gs", settings.shutdown_timeout)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "gateway-mw") -> int:

@@ -1,0 +1,1 @@
+"""Helpers for the gateway's tests that run it as its own processes."""

@@ -3,6 +3,7 @@ readiness, metrics, forwarding."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shlex
@@ -18,7 +19,9 @@ from multidict import CIMultiDict
 
 from ..families import family_for
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from . import demo_model
 from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, path_refusal, request_id
+from .logs import configure_logging, warn_demo
 from .logsafe import GatewayAccessLogger, printable, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
 from .notes import NotedStats, RequestNote, current_note, note_of
@@ -223,7 +226,8 @@ def build_app(settings: Settings) -> web.Application:
         app[THINKEXTRACT_STATS] = NotedStats()  # the same statistics, which also tell the request's note
     counters = Counters()
     metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
-    proxy = app[PROXY] = Proxy(settings, metrics_)
+    demo = functools.partial(demo_model.serve, settings.pace) if settings.upstream is None else None
+    proxy = app[PROXY] = Proxy(settings, metrics_, local_upstream=demo)
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/readyz", readyz, name="readyz")
@@ -247,8 +251,6 @@ def app_factory() -> web.Application:
         require_upstream(settings)
     except SettingsError as exc:
         _refuse(str(exc))
-    from .serving import configure_logging, warn_demo
-
     configure_logging(settings)
     warn_demo(settings)
     workers = gunicorn_workers(sys.argv[1:], os.environ)

@@ -18,6 +18,7 @@ Used by the gateway (``gateway-mw``, ``examples/proxy.py``) when no upstream is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -27,7 +28,9 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["MODELS", "QUESTION", "build_app", "model_text", "responses_input_text", "tokens"]
+from .connections import GatewayRunner
+
+__all__ = ["MODELS", "QUESTION", "build_app", "model_text", "responses_input_text", "serve", "tokens"]
 
 MODELS = ("demo", "demo-r1")
 QUESTION = "What is 2+2?"
@@ -381,3 +384,17 @@ def build_app(pace: float = 30.0) -> web.Application:
     app.router.add_post("/v1/responses", responses)
     app.router.add_get("/v1/models", models)
     return app
+
+
+@contextlib.asynccontextmanager
+async def serve(pace: float) -> AsyncIterator[int]:
+    """Serve the demo model on a free loopback port, given, for as long as the context lasts."""
+    # Once the gateway's own requests are done, nothing the demo model still answers has a client.
+    runner = GatewayRunner(build_app(pace), access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()

@@ -17,7 +17,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -27,9 +27,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from ..incoming import THINKEXTRACT_REQUEST_BODY
-from . import demo_model
 from .auth import ClientKeys
-from .connections import GatewayRunner
 from .detect import detect_server
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
@@ -166,8 +164,15 @@ class Proxy:
     disconnect_poll = 0.2
     """Seconds between checks for clients that went away while their upstream is silent."""
 
-    def __init__(self, settings: Settings, metrics: GatewayMetrics | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: GatewayMetrics | None = None,
+        local_upstream: Callable[[], contextlib.AbstractAsyncContextManager[int]] | None = None,
+    ) -> None:
         self.settings = settings
+        self.local_upstream = local_upstream
+        """Without ``settings.upstream``: serves the upstream on loopback for the app's life, giving its port."""
         self.counters = metrics.counters if metrics is not None else Counters()
         self.metrics = metrics if metrics is not None else GatewayMetrics(None, self.counters)
         self.keys = _client_keys(settings.client_keys)
@@ -202,13 +207,15 @@ class Proxy:
         return self.origin + self.base_path
 
     async def context(self, app: web.Application) -> AsyncIterator[None]:
-        """``cleanup_ctx``: the demo model (if any), the session and the disconnect watcher."""
+        """``cleanup_ctx``: the local upstream (if any), the session and the disconnect watcher."""
         async with contextlib.AsyncExitStack() as stack:
-            if self.settings.upstream is None:
-                port = await stack.enter_async_context(_serve_demo_model(self.settings.pace))
+            if self.settings.upstream is not None:
+                self.set_upstream(self.settings.upstream)
+            elif self.local_upstream is not None:
+                port = await stack.enter_async_context(self.local_upstream())
                 self.set_upstream(f"http://127.0.0.1:{port}")
             else:
-                self.set_upstream(self.settings.upstream)
+                raise SettingsError("no upstream: set one, or give the Proxy a local upstream to serve")
             s = self.settings
             self.session = await stack.enter_async_context(
                 aiohttp.ClientSession(
@@ -425,16 +432,3 @@ def _client_keys(keys: tuple[Secret, ...]) -> ClientKeys:
 def _describe(exc: BaseException) -> str:
     text = printable(str(exc))  # it may quote what the upstream sent
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@contextlib.asynccontextmanager
-async def _serve_demo_model(pace: float) -> AsyncIterator[int]:
-    # Once the gateway's own requests are done, nothing the demo model still answers has a client.
-    runner = GatewayRunner(demo_model.build_app(pace), access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()

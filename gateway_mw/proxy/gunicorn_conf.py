@@ -28,7 +28,7 @@ import signal
 import sys
 from typing import Any
 
-from .serving import ACCESS_LOG_FORMAT
+from .logs import ACCESS_LOG_FORMAT
 from .settings import Settings, SettingsError, load_settings, require_upstream
 
 __all__ = [

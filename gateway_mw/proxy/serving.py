@@ -23,7 +23,8 @@ from . import demo_model
 from .app import PROXY, build_app
 from .connections import AcceptErrors, GatewayRunner
 from .forwarding import Proxy
-from .logsafe import GatewayAccessLogger, filter_parser_errors
+from .logs import ACCESS_LOG_FORMAT, configure_logging, warn_demo
+from .logsafe import GatewayAccessLogger
 from .settings import Settings, SettingsError, load_settings
 
 __all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_runner", "serve", "warn_demo"]
@@ -31,33 +32,6 @@ __all__ = ["ACCESS_LOG_FORMAT", "banner", "configure_logging", "main", "make_run
 log = logging.getLogger("gateway_mw.proxy")
 
 QUESTION = demo_model.QUESTION
-
-ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs "%{User-Agent}i" request_id=%{X-Request-Id}o key=%{key_alias}o'
-"""aiohttp's access log: client, request line, status, bytes, seconds, user agent, request id, the
-alias of the client's key. (No header that could carry a credential is logged;
-:class:`.logsafe.GatewayAccessLogger` writes it, with the request line's credential query parameters
-as ``***`` and every value printable.)"""
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def configure_logging(settings: Settings) -> None:
-    """Log to stderr at ``settings.log_level``, unless the host program (gunicorn) set logging up."""
-    level = getattr(logging, settings.log_level.upper())
-    logging.basicConfig(level=level, format=LOG_FORMAT)
-    for name in ("gateway_mw", "aiohttp"):
-        logging.getLogger(name).setLevel(level)
-    filter_parser_errors("aiohttp.server", "gunicorn.error")
-
-
-def warn_demo(settings: Settings) -> None:
-    """Say so, at WARNING, when the gateway serves the demo model: no real model answers."""
-    if settings.upstream is None:
-        why = "demo_model is set" if settings.demo_model else "no upstream (--upstream, GATEWAY_UPSTREAM)"
-        log.warning(
-            "%s: serving the embedded demo model, which answers every model name with the same canned text",
-            why,
-        )
 
 
 def banner(base: str, settings: Settings) -> str:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from gateway_mw import setup
 from gateway_mw.pipeline import StreamPipeline, transform_body
 from gateway_mw.scanner import CONTENT, extract
+from gateway_mw.surfaces.base import NewId
 
 from ..matrix import CASES, Case, Read
 from ..ssecompare import events_of
@@ -53,11 +54,17 @@ def expected(case: Case, text: str) -> Read:
     return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
 
 
+def new_ids() -> NewId:
+    """Made-up ids that are the same for every pipeline of a comparison."""
+    counter = itertools.count()
+    return lambda prefix: f"{prefix}{next(counter):032x}"
+
+
 def translated(case: Case, parts: list[bytes], reference: bool = False) -> bytes:
-    pipeline = StreamPipeline(case.surface, case.config)
+    pipeline = StreamPipeline(case.surface, case.config, new_ids())
     if reference:
         assert case.reference is not None
-        pipeline._translator = case.reference(case.config)
+        pipeline._translator = case.reference(case.config, new_ids())
     out = b"".join(pipeline.feed(part) for part in parts) + pipeline.finish()
     assert pipeline.error is None
     return out
@@ -140,32 +147,36 @@ async def _replay(request: web.Request) -> web.StreamResponse:
 
 
 @pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    """One real server for the module, in a thread of its own, every surface's routes translated."""
+def server_urls() -> Iterator[dict[str, str]]:
+    """Real servers for the module, in a thread of their own: one per surface, its routes translated with
+    its case's configuration."""
     ready = threading.Event()
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = {"urls": {}}
 
     def run() -> None:
         loop = asyncio.new_event_loop()
-        app = web.Application()
-        setup(app)
-        for route in {r for case in CASES.values() for r in case.routes.values()}:
-            app.router.add_post(route, _replay)
-        runner = web.AppRunner(app, access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        state["url"] = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        state["loop"], state["runner"] = loop, runner
+        runners = []
+        for name, case in CASES.items():
+            app = web.Application()
+            setup(app, case.config)
+            for route in set(case.routes.values()):
+                app.router.add_post(route, _replay)
+            runner = web.AppRunner(app, access_log=None)
+            loop.run_until_complete(runner.setup())
+            loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+            state["urls"][name] = f"http://127.0.0.1:{runner.addresses[0][1]}"
+            runners.append(runner)
+        state["loop"] = loop
         ready.set()
         loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
+        for runner in runners:
+            loop.run_until_complete(runner.cleanup())
         loop.close()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert ready.wait(10)
-    yield str(state["url"])
+    yield dict(state["urls"])
     state["loop"].call_soon_threadsafe(state["loop"].stop)
     thread.join(10)
 
@@ -180,10 +191,12 @@ def _post(url: str, body: bytes, content_type: str, cuts: list[int]) -> bytes:
 @pytest.mark.parametrize("name", CASES)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
 @given(data=st.data())
-def test_over_http_the_client_reads_the_models_text(name: str, server_url: str, data: st.DataObject) -> None:
+def test_over_http_the_client_reads_the_models_text(
+    name: str, server_urls: dict[str, str], data: st.DataObject
+) -> None:
     case = CASES[name]
     layout, pieces, stream, cuts = data.draw(upstream(case))
-    url = server_url + case.routes[layout]
+    url = server_urls[name] + case.routes[layout]
     text = "".join(pieces)
     assert case.read_stream(_post(url, stream, case.content_type, cuts)) == expected(case, text)
     assert case.read_body(_post(url, case.body(layout, text), "application/json", [])) == expected(case, text)

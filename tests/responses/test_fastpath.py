@@ -26,7 +26,7 @@ from gateway_mw.marks import NewId
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
-from gateway_mw.surfaces.responses.reference import Translator
+from gateway_mw.surfaces.responses.reference import ResponsesReference
 
 from ..spelling import SPACING, Spelling
 
@@ -47,9 +47,9 @@ def new_ids() -> NewId:
     return lambda prefix: f"{prefix}{next(counter):032x}"
 
 
-def full_path(config: ThinkExtractConfig) -> Translator:
+def full_path(config: ThinkExtractConfig) -> ResponsesReference:
     """The reference translator, alone: every event read and answered one by one."""
-    return Translator(config, new_id=new_ids())
+    return ResponsesReference(config, new_id=new_ids())
 
 
 def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tuple[bytes, tuple[int, ...]]:
@@ -609,7 +609,7 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
     for config in (CFG, CONTENT):
         pipeline = StreamPipeline("responses", config)
         reference = StreamPipeline("responses", config)
-        reference._translator = Translator(config, new_id=lambda prefix: prefix + "1" * 32)
+        reference._translator = ResponsesReference(config, new_id=lambda prefix: prefix + "1" * 32)
         pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
         for ev in head:
             assert pipeline.feed(ev) == reference.feed(ev)
@@ -653,7 +653,7 @@ def test_trim_reasoning_tail_reads_whitespace_in_the_full_path(word: str) -> Non
     ]
     pipeline = StreamPipeline("responses", config)
     reference = StreamPipeline("responses", config)
-    reference._translator = Translator(config, new_id=lambda prefix: prefix + "1" * 32)
+    reference._translator = ResponsesReference(config, new_id=lambda prefix: prefix + "1" * 32)
     pipeline._translator = ResponsesStream(config, new_id=lambda prefix: prefix + "1" * 32)
     for ev in events[:5]:
         assert pipeline.feed(ev) == reference.feed(ev)

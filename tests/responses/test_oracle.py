@@ -1,6 +1,6 @@
 """The deployed Responses translator against the reference alone: the same bytes, always.
 
-``ResponsesStream`` is the reference translator (``surfaces.responses.reference.Translator``) with the
+``ResponsesStream`` is the reference translator (``surfaces.responses.reference.ResponsesReference``) with the
 fast path as a layer over it. Run alone, the reference is the oracle: a pipeline with it must give
 exactly the bytes a pipeline with the deployed translator gives, for every upstream, however it is
 cut, with the same counts and the same record of what was said.
@@ -27,7 +27,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.channels import Transcripts
 from gateway_mw.marks import NewId
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.responses.reference import Translator
+from gateway_mw.surfaces.responses.reference import ResponsesReference
 
 from ..spelling import SPACING, Spelling
 
@@ -226,7 +226,7 @@ def translated(pieces: list[bytes], config: ThinkExtractConfig, reference: bool)
     reference alone in its place."""
     pipeline = StreamPipeline("responses", config, new_ids(), keep=True)
     if reference:
-        pipeline._translator = Translator(config, new_id=new_ids())
+        pipeline._translator = ResponsesReference(config, new_id=new_ids())
         pipeline._translator.transcripts = Transcripts()
     out = b"".join(pipeline.feed(piece) for piece in pieces if piece) + pipeline.finish()
     assert pipeline.error is None

@@ -21,6 +21,7 @@ One idea per module, each above the ones it uses:
 * ``stream`` — the translator as deployed: the reference with the layer.
 """
 
+from .reference import ResponsesReference
 from .stream import ResponsesStream, transform_body, translate_stream
 
-__all__ = ["ResponsesStream", "transform_body", "translate_stream"]
+__all__ = ["ResponsesReference", "ResponsesStream", "transform_body", "translate_stream"]

@@ -1,7 +1,7 @@
 """Whole ``output`` lists translated by the stream's own step logic: the non-stream body, and the
 ``output`` that ``response.completed`` repeats.
 
-Each message item is played through a fresh :class:`~.reference.Translator` as the events a
+Each message item is played through a fresh :class:`~.reference.ResponsesReference` as the events a
 stream of it would be (added, its parts' text, done), and the items the client would have been
 sent are read back from the ``output_item.done`` events it writes. So stream and non-stream agree
 by construction. For the terminal event of a stream, the replay is given the ids the stream made up,

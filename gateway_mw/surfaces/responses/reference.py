@@ -22,7 +22,7 @@ from .numbering import Numbering
 from .oversized import OversizedEvents
 from .wire import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 
-__all__ = ["Translator", "replayer"]
+__all__ = ["ResponsesReference", "replayer"]
 
 # What a strict client requires of the response object, with the value written when it is missing.
 _RESPONSE_DEFAULTS: Obj = {
@@ -36,7 +36,7 @@ _RESPONSE_DEFAULTS: Obj = {
 }
 
 
-class Translator:
+class ResponsesReference:
     """Translate a Responses event stream, one event at a time."""
 
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
@@ -248,7 +248,7 @@ def _complete_response(body: Obj) -> tuple[Obj | None, bool]:
     return ({**response, **missing}, True) if missing else (response, False)
 
 
-def replayer(config: ThinkExtractConfig, new_id: NewId) -> Translator:
+def replayer(config: ThinkExtractConfig, new_id: NewId) -> ResponsesReference:
     """The translator that replays an output (the terminal event's, a non-stream body's): the
     reference, whose step logic the stream's is."""
-    return Translator(config, new_id=new_id)
+    return ResponsesReference(config, new_id=new_id)

@@ -1,6 +1,6 @@
 """The Responses stream as deployed: the reference translator with the fast path as a layer over it.
 
-:class:`ResponsesStream` is :class:`~.reference.Translator`, every event it is given read and
+:class:`ResponsesStream` is :class:`~.reference.ResponsesReference`, every event it is given read and
 translated as the reference reads and translates it, plus :meth:`fast_forward`, which gives for
 steady text what the reference would give without running it (``fastpath.FastPath``). The layer's
 one memory of the reference's state, the steady channel, is dropped whenever the reference runs: as
@@ -16,12 +16,12 @@ from ...sse import SSEEvent
 from ..base import Counts, NewId, random_id, translated
 from . import rebuild
 from .fastpath import FastPath
-from .reference import Translator, replayer
+from .reference import ResponsesReference, replayer
 
 __all__ = ["ResponsesStream", "transform_body", "translate_stream"]
 
 
-class ResponsesStream(Translator):
+class ResponsesStream(ResponsesReference):
     """Translate a Responses event stream, one event at a time, steady text without reading it."""
 
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:

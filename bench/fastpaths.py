@@ -11,23 +11,62 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import layouts
+import messages_stream
+import responses_stream
 from common import Spread, interleaved, no_collection
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.chat import ChatReference
+from gateway_mw.surfaces.messages import MessagesReference
+from gateway_mw.surfaces.responses import ResponsesReference
 
-CONFIG = ThinkExtractConfig()
-KINDS = ("content", "reasoning")
-
-# surface → (the reference translator, the layouts and their streams of n events)
 Streams = Callable[[str, str, int], list[bytes]]
-SURFACES: dict[str, tuple[Callable[[ThinkExtractConfig], Any], dict[str, str], Streams]] = {
-    "chat": (ChatReference, layouts.LAYOUTS, layouts.stream),
+"""(layout, kind of steady event, n) → a whole stream of about ``n`` events, one ``bytes`` per event."""
+
+
+class Surface(NamedTuple):
+    config: ThinkExtractConfig
+    reference: Callable[[ThinkExtractConfig], Any]
+    layouts: dict[str, str]
+    kinds: dict[str, str]
+    streams: Streams
+
+
+def _messages(layout: str, kind: str, n: int) -> list[bytes]:
+    head, body, tail = messages_stream.layout_stream(layout, kind, n)
+    return [*head, *body, *tail]
+
+
+def _responses(layout: str, kind: str, n: int) -> list[bytes]:
+    words = responses_stream.WORDS
+    return responses_stream.layout_stream(
+        layout, [responses_stream.STEADY[kind], *(words[i % len(words)] for i in range(n))]
+    )
+
+
+SURFACES = {
+    "chat": Surface(
+        ThinkExtractConfig(),
+        ChatReference,
+        layouts.LAYOUTS,
+        {k: layouts.STREAMS[k] for k in ("content", "reasoning")},
+        layouts.stream,
+    ),
+    "messages": Surface(
+        messages_stream.CONFIG, MessagesReference, messages_stream.LAYOUTS, messages_stream.STEADY, _messages
+    ),
+    "responses": Surface(
+        ThinkExtractConfig(),
+        ResponsesReference,
+        responses_stream.LAYOUTS,
+        {"content": "answer text", "answer": "answer after a reasoning item (renumbered)", "reasoning": "reasoning"},
+        _responses,
+    ),
 }
 
 
@@ -50,18 +89,18 @@ def _steady(events: list[bytes], make: Callable[[], SSEDecoder | StreamPipeline]
 
 
 def row(surface: str, layout: str, kind: str, n: int, rounds: int) -> dict[str, Spread]:
-    reference, _, streams = SURFACES[surface]
-    events = streams(layout, kind, n)
+    s = SURFACES[surface]
+    events = s.streams(layout, kind, n)
 
     def with_reference() -> StreamPipeline:
-        pipeline = StreamPipeline(surface, CONFIG)  # type: ignore[arg-type]
-        pipeline._translator = reference(CONFIG)
+        pipeline = StreamPipeline(surface, s.config)  # type: ignore[arg-type]
+        pipeline._translator = s.reference(s.config)
         return pipeline
 
     times = interleaved(
         {
             "baseline": lambda: _steady(events, SSEDecoder),
-            "production": lambda: _steady(events, lambda: StreamPipeline(surface, CONFIG)),  # type: ignore[arg-type]
+            "production": lambda: _steady(events, lambda: StreamPipeline(surface, s.config)),  # type: ignore[arg-type]
             "reference": lambda: _steady(events, with_reference),
         },
         rounds,
@@ -86,12 +125,12 @@ def table(rounds: int, quick: bool = False) -> str:
         "| surface | upstream layout | stream | production | reference | fast paths earn |",
         "|---|---|---|---|---|---|",
     ]
-    for surface, (_, labels, _) in SURFACES.items():
-        for layout, label in labels.items():
-            for kind in KINDS:
+    for surface, s in SURFACES.items():
+        for layout, label in s.layouts.items():
+            for kind, kind_label in s.kinds.items():
                 r = row(surface, layout, kind, n, rounds)
                 out.append(
-                    f"| {surface} | {label} | {layouts.STREAMS[kind]} | {r['production'].fmt()}"
+                    f"| {surface} | {label} | {kind_label} | {r['production'].fmt()}"
                     f" | {r['reference'].fmt()} | {r['earns'].fmt()} |"
                 )
     return "\n".join(out)

@@ -18,7 +18,9 @@ from typing import Any
 
 import chat_stream
 import deployment
+import fastpaths
 import faults
+import history
 import memory
 import messages_stream
 import peer_litellm
@@ -95,6 +97,14 @@ def main() -> None:
         in_process_table(responses_stream.run(events, rounds)),
         "",
         responses_stream.deployment_table(rounds, args.quick),
+        "",
+        "### What the fast paths earn",
+        "",
+        fastpaths.table(rounds, args.quick),
+        "",
+        "### The request side: a 200 KB agent history",
+        "",
+        history.tables(rounds, args.quick),
         "",
         "### Peak memory: Responses next to messages",
         "",

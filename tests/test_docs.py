@@ -53,16 +53,16 @@ COVERED_ELSEWHERE = {
     "python3 -m venv .venv && . .venv/bin/activate": ".ci/run (makes the virtual environment)",
     "pip install -e . && python examples/proxy.py": ".ci/run (the README smoke test)",
     "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
-    "python examples/proxy.py --demo": "tests/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
+    "python examples/proxy.py --demo": "tests/proxy/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
     "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
     "pip install . gunicorn": ".ci/installed (pip install of the wheel; the test extra installs gunicorn)",
     "python -m pip wheel --no-deps --wheel-dir dist .": ".ci/installed (the same command, into a temporary directory)",
     "pip install dist/gateway_mw-0.1.0-py3-none-any.whl gunicorn": ".ci/installed (installs the wheel it built)",
     "GATEWAY_UPSTREAM=http://127.0.0.1:8000 GATEWAY_HOST=0.0.0.0 gunicorn -c python:gateway_mw.proxy.gunicorn_conf "
-    "-w 4": "tests/test_proxy_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens",
+    "-w 4": "tests/proxy/test_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens",
     "PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn -c "
     "python:gateway_mw.proxy.gunicorn_conf -w 4": (
-        "tests/test_proxy_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens"
+        "tests/proxy/test_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens"
     ),
     "podman build --format docker -t gateway-mw .": ".ci/container (on BASE_IMAGE, or a base it makes)",
     "podman run --rm -p 8080:8080 -e GATEWAY_UPSTREAM=http://model-server:8000 gateway-mw": (

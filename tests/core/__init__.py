@@ -1,0 +1,1 @@
+"""What every surface shares: the scanner, model families, configuration, the SSE codec, raw JSON, the matrix."""

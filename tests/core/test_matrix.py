@@ -1,4 +1,4 @@
-"""The properties every surface holds, over every real layout of its upstreams (``tests/matrix.py``):
+"""The properties every surface holds, over every real layout of its upstreams (``tests/core/matrix.py``):
 
 * the client, reading with its official SDK, gets the model's text back: the reasoning and the answer
   the plain scanner finds in the whole text, whatever the pieces the model wrote it in;
@@ -28,8 +28,8 @@ from gateway_mw.pipeline import StreamPipeline, transform_body
 from gateway_mw.scanner import CONTENT, extract
 from gateway_mw.surfaces.base import NewId
 
-from ..matrix import CASES, Case, Read
 from ..ssecompare import events_of
+from .matrix import CASES, Case, Read
 
 TOKENS = ["<think>", "</think>", "abc", " ", "\n", "é", "🙂", "<", "/", "x y", '"q"', "\\", "`"]
 PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=12)

@@ -1,1 +1,1 @@
-"""Helpers for the gateway's tests that run it as its own processes."""
+"""The gateway: examples/proxy.py and gateway-mw over real HTTP, its operator features, processes, deployment."""

@@ -1,0 +1,1 @@
+"""The chat completions surface: stream and body translation, the fast paths, the SDKs."""

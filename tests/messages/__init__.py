@@ -1,0 +1,1 @@
+"""The Anthropic messages surface: stream and body translation, numbering, the fast path, the SDK."""

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat import ChatReference
 from gateway_mw.surfaces.chat import fast as chat_fast
@@ -23,8 +22,7 @@ from gateway_mw.surfaces.chat import fast as chat_fast
 from ..chatlayouts import LAYOUTS, body, dumps, event
 from ..spelling import SPACING, Spelling
 from ..ssecompare import events_of
-
-CFG = ThinkExtractConfig()
+from .support import CFG, EXTRA, TEXT, WORDS, run_events
 
 
 def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
@@ -35,13 +33,6 @@ def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
     counts = pipeline.counts
     # Not unreadable_events: an event the fast path proves tag-free is passed without being read.
     return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
-
-
-TEXT = st.lists(
-    st.sampled_from(["abc", " ", "é", "🙂", '"q"', "\\", "<think>", "</think>", "<", "`", "\n", "[THINK]", "x"]),
-    min_size=1,
-    max_size=4,
-).map("".join)
 
 
 @st.composite
@@ -157,9 +148,7 @@ def test_the_fast_paths_are_taken(trim: bool | str) -> None:
 
 # -- every upstream layout, one event per feed ------------------------------------------------------
 
-WORDS = st.sampled_from([" step", " by", " the", "ü", "数", "🙂", ' "q"', " a\\b", " x/y", " tab\t", "word"])
 DELTAS = st.one_of(WORDS, WORDS, WORDS, TEXT)
-EXTRA = st.sampled_from([None, "", [], {}, 0, False, "x", [1], {"a": None}])
 
 
 @st.composite
@@ -185,16 +174,6 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
             where[draw(st.sampled_from(["extra", "usage", "tool_calls", "role", "reasoning_details"]))] = draw(EXTRA)
     events = [b"data: " + encode(doc).encode() + b"\n\n" for doc in docs] + [b"data: [DONE]\n\n"]
     return b"".join(events), events
-
-
-def run_events(events: list[bytes], full: bool, config: ThinkExtractConfig = CFG) -> tuple[bytes, tuple[int, ...]]:
-    """``events`` fed one by one (each may be any piece of the stream): the bytes out, and the counts."""
-    pipeline = StreamPipeline("chat", config)
-    if full:
-        pipeline._translator = ChatReference(config)
-    out = b"".join(pipeline.feed(event) for event in events) + pipeline.finish()
-    counts = pipeline.counts
-    return out, (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed, counts.overflows)
 
 
 @settings(max_examples=300, deadline=None)

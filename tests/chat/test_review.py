@@ -19,7 +19,7 @@ from gateway_mw import ThinkExtractConfig
 from ..chatlayouts import LAYOUTS, body
 from ..spelling import SPACING, Spelling
 from ..ssecompare import events_of
-from .test_fastpath import EXTRA, TEXT, WORDS, run_events
+from .support import EXTRA, TEXT, WORDS, run_events
 
 HARMONY = st.sampled_from(
     [

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, Segment, TagPair, ThinkExtractConfig, extract
 from gateway_mw.harmony import _H_HEADER_MAX, HarmonyScanner
 
-from .scanning import merge, scan
-from .test_scanner_properties import PAYLOAD, chunkings, trim_edges
+from .scanning import PAYLOAD, chunkings, merge, scan, trim_edges
 
 HARMONY = [
     "<|start|>",

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, TagPair, ThinkExtractConfig, extract
 
-from .scanning import merge, scan
+from .scanning import PAYLOAD, chunkings, merge, scan, trim_edges
 
-# Characters that occur in no tag string: they must all survive, in order, whatever happens.
-PAYLOAD = "0123456789zqxé日🙂"
 OVERLAPPING = (TagPair("<w>", "]]>"), TagPair("<w>v", "</w>"), TagPair("aab", "aac"))
 TAG_FRAGMENTS = sorted(
     {s for pair in DEFAULT_TAG_PAIRS + OVERLAPPING for tag in (pair.open, pair.close) for s in (tag, tag[:2], tag[1:])}
@@ -41,13 +37,6 @@ CONFIGS = st.builds(
 )
 
 
-@st.composite
-def chunkings(draw: st.DrawFn, text: str) -> list[str]:
-    cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=max(1, len(text) - 1)), max_size=len(text))))
-    bounds = [0, *[c for c in cuts if c < len(text)], len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-
-
 @settings(max_examples=600, deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_chunking_invariance_and_stream_equals_non_stream(
@@ -71,20 +60,6 @@ def test_no_payload_character_is_ever_lost(data: st.DataObject, text: str, confi
 BODY = st.text(alphabet="zq é\n\t日🙂", max_size=8)
 PAIRS = st.sampled_from(DEFAULT_TAG_PAIRS)
 PLAN = st.lists(st.tuples(st.sampled_from(["reasoning", "content"]), BODY, PAIRS), max_size=8)
-
-
-def trim_edges(raw: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """What ``trim_tag_edges`` removes from a text's closed blocks, in order: a reasoning block
-    loses the whitespace after its open tag and before its close tag; a content block that
-    follows a reasoning block loses the whitespace after that close tag; nothing else changes."""
-    out = []
-    for i, (kind, body) in enumerate(raw):
-        if kind == "reasoning":
-            body = body.strip()
-        elif i > 0 and raw[i - 1][0] == "reasoning":
-            body = body.lstrip()
-        out.append((kind, body))
-    return out
 
 
 def _expected(plan: list[tuple[str, str, TagPair]], trim: bool = False) -> list[tuple[str, str]]:

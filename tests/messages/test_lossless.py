@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 
+from ..lossless import only_tags_removed, parse_sse
 from ..messageswire import end, message_start, sse, start, stop, text
-from ..middleware.test_faults_http import parse_sse
-from ..middleware.test_lossless_http import only_tags_removed
 
 PIECE = st.lists(st.sampled_from(["<think>", "</think>", "<thi", "nk>", "</th", "ink>", "<", "a", "bc", "é", "🙂"]))
 BAD = st.sampled_from(

@@ -7,8 +7,6 @@ bytes the client receives, and what an SSE parser recovers from them, in order.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,50 +19,10 @@ from gateway_mw import THINKEXTRACT_STATS, ThinkExtractConfig, setup
 from gateway_mw.sse import BOM
 
 from ..chatwire import ENVELOPE, choice, chunk, read_sse, sse
+from ..lossless import parse_sse, recovered
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 ROUTE = "/v1/chat/completions"
-
-
-def parse_sse(body: bytes) -> list[str]:
-    """An SSE parser written from the standard, independent of the project's decoder: the data of
-    every dispatched event. A stream that ends inside an event drops that event."""
-    out: list[str] = []
-    data: list[str] = []
-    text = body.decode("utf-8", "replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = re.split(r"\r\n|\r|\n", text)
-    for line in lines[:-1]:  # the last piece has no line terminator: never a complete line
-        if not line:
-            if data:
-                out.append("\n".join(data))
-            data = []
-        elif line.startswith("data"):
-            name, _, value = line.partition(":")
-            if name == "data":
-                data.append(value[1:] if value.startswith(" ") else value)
-    return out
-
-
-def recovered(body: bytes, field: str = "reasoning_content") -> list[tuple[str, str]]:
-    """(kind, text) of every delta of choice 0 an SSE client reads, in wire order."""
-    runs: list[tuple[str, str]] = []
-    for data in parse_sse(body):
-        try:
-            item = json.loads(data)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(item, dict):
-            continue
-        for ch in item.get("choices") or []:
-            if not isinstance(ch, dict) or ch.get("index") != 0 or not isinstance(ch.get("delta"), dict):
-                continue
-            for key, kind in ((field, "reasoning"), ("content", "content")):
-                value = ch["delta"].get(key)
-                if isinstance(value, str) and value:
-                    runs.append((kind, value))
-    return runs
 
 
 def scripted(*pieces: bytes, delay: float = 0.0) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

@@ -10,7 +10,6 @@ would have recovered without the middleware, with only whole tags taken out.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import threading
 import urllib.request
@@ -24,10 +23,9 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, ThinkExtractConfig, setup
 
 from ..chatwire import chunk, sse
-from .test_faults_http import parse_sse, recovered
+from ..lossless import only_tags_removed, parse_sse, recovered
 
 ROUTE = "/v1/chat/completions"
-TAGS = sorted({t for pair in DEFAULT_TAG_PAIRS[:2] for t in (pair.open, pair.close)}, key=len, reverse=True)
 
 
 async def _replay(request: web.Request) -> web.StreamResponse:
@@ -77,20 +75,6 @@ def server_url() -> Iterator[str]:
     assert isinstance(loop, asyncio.AbstractEventLoop)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
-
-
-def only_tags_removed(original: str, received: str) -> bool:
-    """Whether ``received`` is ``original`` with some whole tag occurrences deleted, nothing else."""
-
-    @functools.cache
-    def match(i: int, j: int) -> bool:
-        if i == len(original):
-            return j == len(received)
-        if any(original.startswith(tag, i) and match(i + len(tag), j) for tag in TAGS):
-            return True
-        return j < len(received) and original[i] == received[j] and match(i + 1, j + 1)
-
-    return match(0, 0)
 
 
 # No whitespace in the model's text: a whitespace-only block emits nothing by design (rule 4).

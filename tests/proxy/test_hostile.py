@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from gateway_mw.proxy import PROXY, build_app
 from gateway_mw.proxy.logsafe import printable
 
-from .test_operator import records, serving, settings
-from .test_proxy import SSE_HEAD, RawUpstream, chunked, free_port, raw_request, sse_chunk
+from .processes import free_port
+from .support import SSE_HEAD, RawUpstream, chunked, raw_request, records, serving, settings, sse_chunk
 
 GATEWAY_LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
 UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

@@ -26,7 +26,7 @@ from gateway_mw import ModelProfile
 from gateway_mw.proxy import DEMO_CONFIG, load_settings
 
 from .processes import gunicorn
-from .test_operator import records, samples, serving
+from .support import records, samples, serving
 
 USAGE = {
     "prompt_tokens": 10,

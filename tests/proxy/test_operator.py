@@ -29,52 +29,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.parser import text_string_to_metric_families
 
-from gateway_mw.proxy import DEMO_CONFIG, PROXY, Settings, SettingsError, build_app, load_settings, main
+from gateway_mw.proxy import PROXY, SettingsError, build_app, load_settings, main
 from gateway_mw.proxy.auth import ClientKeys
 from gateway_mw.proxy.demo_model import QUESTION, model_text, tokens
-from gateway_mw.proxy.serving import make_runner
 
-from .test_proxy import SSE_HEAD, USER, RawUpstream, chunked, free_port, refused_port, split, sse_chunk
+from .processes import free_port
+from .support import (
+    SCRIPTED,
+    SSE_HEAD,
+    USER,
+    RawUpstream,
+    chunked,
+    records,
+    refused_port,
+    samples,
+    serving,
+    settings,
+    split,
+    sse_chunk,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-SCRIPTED = DEMO_CONFIG.replace(upstream_server="generic")
-"""The demo's defaults with the upstream's server named: a scripted upstream answers only what a test
-sends it (the gateway would ask it GET /v1/models first, to tell which server it is)."""
-
-
-def settings(**changes: Any) -> Settings:
-    if "upstream" in changes and "think_extract" not in changes:
-        changes["think_extract"] = SCRIPTED
-    return msgspec.structs.replace(Settings(pace=0.0, think_extract=DEMO_CONFIG), **changes)
-
-
-@contextlib.asynccontextmanager
-async def serving(s: Settings, app: web.Application | None = None) -> AsyncIterator[str]:
-    """The gateway as ``gateway-mw`` serves it (access log and all), on a free port; its base URL."""
-    runner = make_runner(s, app)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
-
-def records(caplog: pytest.LogCaptureFixture, *loggers: str) -> list[tuple[str, int, str]]:
-    return [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name in loggers]
-
-
-def samples(exposition: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(exposition)
-        for s in family.samples
-        if not s.name.endswith("_created")
-    }
 
 
 # -- logging ------------------------------------------------------------------------------------------

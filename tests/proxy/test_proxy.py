@@ -17,11 +17,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,11 @@ from examples import demo_model, proxy
 from gateway_mw import THINKEXTRACT_STATS, ModelProfile, TagPair, ThinkExtractConfig
 from gateway_mw.proxy.app import gateway_middleware
 
+from .processes import free_port
+from .support import SSE_HEAD, USER, RawUpstream, chunked, raw_request, refused_port, split, sse_chunk
+
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = demo_model.QUESTION
-
-
-def split(model: str) -> tuple[str, str]:
-    """(reasoning, answer) the demo model writes for ``model``."""
-    reasoning, _, answer = demo_model.model_text(model, QUESTION).removeprefix("<think>").partition("</think>")
-    return reasoning, answer
 
 
 @contextlib.asynccontextmanager
@@ -119,9 +115,6 @@ def oai(base: str) -> openai.AsyncOpenAI:
 
 def claude(base: str) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(base_url=base, api_key="k", max_retries=0, _strict_response_validation=True)
-
-
-USER: Any = [{"role": "user", "content": QUESTION}]
 
 
 @pytest.mark.parametrize("model", ["demo", "demo-r1"])
@@ -245,94 +238,6 @@ async def test_demo_model_paces_its_tokens() -> None:
 
 
 # -- a scripted upstream ------------------------------------------------------------------------------
-
-
-class RawUpstream:
-    """An HTTP/1.1 server scripted byte by byte, recording what reaches it and when the proxy leaves."""
-
-    def __init__(self, respond: Callable[[RawUpstream, asyncio.StreamWriter], Awaitable[None]]) -> None:
-        self.respond = respond
-        self.requests: list[tuple[str, list[tuple[str, str]], bytes]] = []
-        self.closed = asyncio.Event()
-        self.go = asyncio.Event()
-        self.reader: asyncio.StreamReader | None = None
-        self._server: asyncio.Server | None = None
-        self.port = 0
-
-    async def __aenter__(self) -> RawUpstream:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._server.wait_closed(), 1)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        try:
-            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            headers = [tuple(h.split(": ", 1)) for h in head[1:] if h]
-            length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
-            body = await reader.readexactly(length) if length else b""
-            if any(k.lower() == "transfer-encoding" for k, _ in headers):
-                while (size := int((await reader.readline()).strip(), 16)) > 0:
-                    body += (await reader.readexactly(size + 2))[:-2]
-                await reader.readline()
-            self.requests.append((head[0], headers, body))  # type: ignore[arg-type]
-            await self.respond(self, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            self.closed.set()
-            writer.close()
-
-    async def wait_closed_by_peer(self, writer: asyncio.StreamWriter, tick: bytes | None = None) -> None:
-        """Until the proxy closes the connection; optionally writing ``tick`` every 20 ms."""
-        assert self.reader is not None
-        while True:
-            try:
-                if await asyncio.wait_for(self.reader.read(1), 0.02) == b"":
-                    return
-            except asyncio.TimeoutError:
-                if tick is not None:
-                    writer.write(tick)
-                    await writer.drain()
-
-
-def chunked(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def sse_chunk(content: str) -> bytes:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}],
-    }
-    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
-
-
-SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-async def raw_request(base: str, head: str, body: bytes = b"") -> bytes:
-    """Send ``head`` (request line and headers, no final blank line) as written; the whole answer."""
-    port = int(base.rsplit(":", 1)[1])
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(head.replace("\n", "\r\n").encode() + b"\r\nConnection: close\r\n\r\n" + body)
-    await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 5)
-    writer.close()
-    return answer
 
 
 async def test_request_forwarded_with_hop_by_hop_headers_stripped() -> None:
@@ -482,21 +387,6 @@ async def test_client_cannot_choose_the_upstream_host_or_leave_the_prefix() -> N
                 "code": "invalid_request",
             }
         }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def refused_port() -> Iterator[int]:
-    """A port that refuses connections for as long as the block runs: bound and never listening,
-    so that no server started meanwhile (on port 0) can be given it, as a freed port can."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 UNREACHABLE = {

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from gateway_mw.proxy import SettingsError, load_settings
 from gateway_mw.proxy.routes import DEFAULT_ROUTES, parse_routes
 
-from .test_operator import serving as gateway
-from .test_operator import settings
+from .support import serving as gateway
+from .support import settings
 
 
 class Upstream:

@@ -13,7 +13,6 @@ Python's ``json.dumps`` spacing, with and without ``event:`` lines.
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -22,13 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
-from gateway_mw.marks import NewId
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
 from gateway_mw.surfaces.responses.reference import ResponsesReference
 
 from ..spelling import SPACING, Spelling
+from .support import full_path, layout_body, new_ids, run_events, text_events
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")
@@ -39,17 +38,6 @@ CONFIGS = [
     ThinkExtractConfig(stream_mode="buffered"),
     ThinkExtractConfig(code_aware=False, separator=""),
 ]
-
-
-def new_ids() -> NewId:
-    """Made-up ids, the same for both pipelines of a comparison."""
-    counter = itertools.count()
-    return lambda prefix: f"{prefix}{next(counter):032x}"
-
-
-def full_path(config: ThinkExtractConfig) -> ResponsesReference:
-    """The reference translator, alone: every event read and answered one by one."""
-    return ResponsesReference(config, new_id=new_ids())
 
 
 def run(stream: bytes, piece: int, config: ThinkExtractConfig, full: bool) -> tuple[bytes, tuple[int, ...]]:
@@ -436,20 +424,6 @@ LAYOUT_CONFIGS = [
 ]
 
 
-def layout_body(layout: str, body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` (in OpenAI's key order) with the members and order ``layout``'s server writes."""
-    if layout == "llamacpp":  # nlohmann::json: keys sorted; no indexes, numbers or delta logprobs
-        body = {k: v for k, v in body.items() if k not in ("output_index", "content_index", "sequence_number")}
-        if body["type"] == "response.output_text.delta":
-            body.pop("logprobs", None)
-        return dict(sorted(body.items()))
-    if layout == "vllm":  # pydantic's model_dump_json: the SDK's (alphabetical) field order
-        return dict(sorted(body.items()))
-    if layout == "openai" and body["type"] == "response.output_text.delta":
-        return {"type": body["type"], "sequence_number": body["sequence_number"], **body, "obfuscation": "Zq3x"}
-    return body
-
-
 @st.composite
 def layout_stream(draw: st.DrawFn) -> list[bytes]:
     """A whole stream in one server's layout, keys reordered, spaced and escaped at random, now and
@@ -515,25 +489,6 @@ def layout_stream(draw: st.DrawFn) -> list[bytes]:
     return out
 
 
-def run_events(
-    events: list[bytes], group: int, config: ThinkExtractConfig, full: bool
-) -> tuple[bytes, tuple[int, ...]]:
-    """``events`` through a pipeline ``group`` whole events per feed (1: one per feed), or (``group``
-    0) as one stream cut in 4 KiB pieces."""
-    pipeline = StreamPipeline("responses", config, new_ids())
-    if full:
-        pipeline._translator = full_path(config)
-    if group:
-        feeds = [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
-    else:
-        stream = b"".join(events)
-        feeds = [stream[i : i + 4096] for i in range(0, len(stream), 4096)]
-    out = b"".join(pipeline.feed(f) for f in feeds) + pipeline.finish()
-    assert pipeline.error is None
-    c = pipeline.counts
-    return out, (c.reasoning_blocks, c.reasoning_chars, c.unclosed, c.overflows, c.unreadable_events)
-
-
 @settings(max_examples=400, deadline=None)
 @given(events=layout_stream(), group=st.sampled_from([1, 1, 2, 5, 16, 0]), config=st.sampled_from(LAYOUT_CONFIGS))
 def test_every_layout_gives_what_the_full_path_gives(
@@ -568,7 +523,7 @@ def test_keys_that_look_like_the_owned_ones(fake: str, layout: str, start: str, 
     output is the full path's, byte for byte, one event per feed and in runs."""
     words = [start, *([" step", " by"] * 12)]
     events: list[bytes] = []
-    for seq, body in enumerate(_events(layout, words)):
+    for seq, body in enumerate(text_events(layout, words)):
         if body.get("delta") in (" step", " by") and seq % 3 == 0:
             data = json.dumps(body, separators=(",", ":"))
             events.append(f"event: {body['type']}\ndata: {data[:-1]}{fake}}}\n\n".encode())
@@ -581,26 +536,13 @@ def test_keys_that_look_like_the_owned_ones(fake: str, layout: str, start: str, 
         assert fast_counts == full_counts
 
 
-def _events(layout: str, deltas: list[str]) -> list[dict[str, Any]]:
-    msg = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-    at = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": "resp_1", "object": "response", "model": "m", "output": []}},
-        {"type": "response.output_item.added", "output_index": 0, "item": msg},
-        {"type": "response.content_part.added", **at, "part": {"type": "output_text", "text": ""}},
-        *({"type": "response.output_text.delta", **at, "delta": d, "logprobs": []} for d in deltas),
-        {"type": "response.output_text.done", **at, "text": "".join(deltas), "logprobs": []},
-    ]
-    return [layout_body(layout, {**e, "sequence_number": i}) for i, e in enumerate(events)]
-
-
 @pytest.mark.parametrize("layout", ["openai", "vllm", "llamacpp", "pyjson"])
 @pytest.mark.parametrize("start", ["Hello", "<think>r</think>Hi", "<think>r"])
 def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start: str) -> None:
     """In steady answer text (as it came, or renumbered after a reasoning item) and in steady
     reasoning, no event of any layout reaches the full path, and each goes out as it would write it."""
     words = [start, " first", *([" step", " by", " é", " 4"] * 5)]
-    bodies = _events(layout, words)
+    bodies = text_events(layout, words)
     if layout == "pyjson":
         events = [f"data: {json.dumps(b)}\n\n".encode() for b in bodies]
     else:
@@ -631,7 +573,9 @@ def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> No
         return decode(data)
 
     monkeypatch.setattr(wire, "_decode_head", counting)
-    events = [f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in _events("openai", ["Hello"] * 4)]
+    events = [
+        f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in text_events("openai", ["Hello"] * 4)
+    ]
     pipeline = StreamPipeline("responses", CFG)
     for ev in events[:5]:
         pipeline.feed(ev)
@@ -649,7 +593,8 @@ def test_trim_reasoning_tail_reads_whitespace_in_the_full_path(word: str) -> Non
     any takes the fast path, one with some is read by the full path; both as the full path writes."""
     config = ThinkExtractConfig(trim_tag_edges=True, trim_reasoning_tail=True)
     events = [
-        f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode() for b in _events("vllm", ["<think>r", *[word] * 6])
+        f"data: {json.dumps(b, separators=(',', ':'))}\n\n".encode()
+        for b in text_events("vllm", ["<think>r", *[word] * 6])
     ]
     pipeline = StreamPipeline("responses", config)
     reference = StreamPipeline("responses", config)

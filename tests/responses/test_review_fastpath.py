@@ -18,7 +18,7 @@ from gateway_mw.sse import SSEDecoder
 
 from ..responseswire import normalize
 from ..ssecompare import events_of
-from .test_fastpath import _events, run_events
+from .support import run_events, text_events
 
 CFG = ThinkExtractConfig()
 CONTENT = ThinkExtractConfig(responses_reasoning_format="content")
@@ -74,7 +74,7 @@ def test_a_zero_index_spelled_otherwise_in_a_renumbered_run(
     bytes; ``0.0`` and ``-0`` went out as they came where the full path writes the client's
     number. The output must be the full path's, byte for byte."""
     first = "Hi" if moved else "Hello"
-    bodies = _events("openai", ["<think>r</think>Hi" if moved else first, *[" step"] * 12])
+    bodies = text_events("openai", ["<think>r</think>Hi" if moved else first, *[" step"] * 12])
     if not moved:
         bodies = [{**body, "sequence_number": body["sequence_number"] + 5} for body in bodies]
     delta = 3 + which  # an answer delta after the first one

@@ -13,7 +13,9 @@ import re
 from typing import Final
 
 from .config import ThinkExtractConfig
-from .scanner import _CONTENT, _START, CONTENT, PROTOCOLS, REASONING, Kind, Scanner, Segment, _prefix_start
+from .scanner import PROTOCOLS, Scanner
+from .scanrules import IN_CONTENT, START, prefix_start
+from .segments import CONTENT, REASONING, Kind, Segment
 
 __all__ = ["HarmonyScanner"]
 
@@ -88,9 +90,9 @@ class HarmonyScanner(Scanner):
         self._opening = True  # no marker seen yet: text outside messages starts at no tag
         self._steady_kind: Kind = CONTENT
         self._fresh = None  # see starting
-        if self._state == _START:  # the prompt ended inside an analysis body
+        if self._state == START:  # the prompt ended inside an analysis body
             self._open_body(REASONING, "")
-        self._state = _CONTENT
+        self._state = IN_CONTENT
 
     @property
     def steady(self) -> Kind | None:
@@ -209,7 +211,7 @@ class HarmonyScanner(Scanner):
     def _scan_header(self, buf: str, pos: int) -> int:
         n = len(buf)
         idx = buf.find(_H_MESSAGE, pos)
-        end = idx if idx >= 0 else (n if self._finished else _prefix_start(buf, pos, _H_MESSAGE))
+        end = idx if idx >= 0 else (n if self._finished else prefix_start(buf, pos, _H_MESSAGE))
         room = _H_HEADER_MAX - self._header_len
         if end - pos > room:  # no header is this long: what was taken for one is text
             self._header.append(buf[pos : pos + room])

@@ -10,38 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import HERE, Proxy, offline_env
+from .conftest import Proxy
+from .drive_aisdk import run
 from .expect import FINAL, TOOL, turn_for
 from .scripted import ScriptedUpstream
-
-
-def run(
-    node_modules: Path,
-    provider: str,
-    base: str,
-    mode: str,
-    tools: bool = False,
-    model: str = "demo",
-    store: bool | None = None,
-) -> dict[str, Any]:
-    args = json.dumps(
-        {"provider": provider, "base": base, "mode": mode, "tools": tools, "model": model, "store": store}
-    )
-    env = offline_env()
-    # ESM resolves bare imports from the script's own directory upwards: run a copy next to node_modules.
-    script = node_modules.parent / "aisdk.mjs"
-    if not script.exists():
-        script.write_text((HERE / "aisdk.mjs").read_text())
-    done = subprocess.run(["node", str(script), args], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 def expected_parts(steps: int, tool_first: bool) -> list[list[str]]:

@@ -13,13 +13,13 @@ import openai
 import pytest
 
 from .conftest import Proxy
+from .drive_aisdk import run as aisdk
+from .drive_claude_code import ClaudeCode, shown
+from .drive_codex import Codex, items
+from .drive_langchain import ask, make, reasoning_of
+from .drive_litellm import complete
 from .expect import PLAIN, demo_turn
 from .scripted import ScriptedUpstream
-from .test_aisdk import run as aisdk
-from .test_claude_code import ClaudeCode, shown
-from .test_codex import Codex, items
-from .test_langchain import ask, make, reasoning_of
-from .test_litellm import complete
 
 # -- item 2: which chat field each client reads (the proxy passes an upstream's own field as it came) ----
 

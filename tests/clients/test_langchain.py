@@ -12,45 +12,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import Proxy, require
+from .conftest import Proxy
+from .drive_langchain import ask, make, reasoning_of, weather
 from .expect import FINAL, TOOL, llama_accepts_reasoning_item, turn_for
 from .scripted import ScriptedUpstream
-
-
-def _models() -> Any:
-    try:
-        from langchain_anthropic import ChatAnthropic
-        from langchain_deepseek import ChatDeepSeek
-        from langchain_openai import ChatOpenAI
-    except ImportError as exc:
-        require(False, f"the LangChain clients are not installed ({exc}): pip install -e '.[clients]'")
-    return ChatOpenAI, ChatDeepSeek, ChatAnthropic
-
-
-def make(client: str, base: str, model: str = "demo") -> Any:
-    chat_openai, chat_deepseek, chat_anthropic = _models()
-    common: dict[str, Any] = {"model": model, "api_key": "unused", "max_retries": 0, "timeout": 60}
-    if client == "ChatOpenAI":
-        return chat_openai(base_url=f"{base}/v1", **common)
-    if client == "ChatOpenAI(responses)":
-        return chat_openai(base_url=f"{base}/v1", use_responses_api=True, **common)
-    if client == "ChatDeepSeek":
-        return chat_deepseek(api_base=f"{base}/v1", **common)
-    return chat_anthropic(base_url=base, max_tokens=512, **common)
-
-
-def reasoning_of(message: Any) -> list[str]:
-    return [b["reasoning"] for b in message.content_blocks if b.get("type") == "reasoning" and "reasoning" in b]
-
-
-def ask(model: Any, mode: str, messages: Any) -> Any:
-    if mode == "invoke":
-        return model.invoke(messages)
-    merged = None
-    for chunk in model.stream(messages):
-        merged = chunk if merged is None else merged + chunk
-    return merged
-
 
 CLIENTS = ["ChatOpenAI", "ChatOpenAI(responses)", "ChatDeepSeek", "ChatAnthropic"]
 STREAMED_REPLAY = (
@@ -80,17 +45,6 @@ def test_one_turn_shows_reasoning_and_clean_answer(
     assert message.text == turn.answer
     # ChatOpenAI on chat completions keeps no field outside the OpenAI schema: it has no reasoning place.
     assert reasoning_of(message) == ([] if client == "ChatOpenAI" else [turn.reasoning])
-
-
-def _weather() -> Any:
-    from langchain_core.tools import tool
-
-    @tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return "sunny"
-
-    return get_weather
 
 
 # What each client sends back in the assistant turn of its second request (measured).
@@ -162,7 +116,7 @@ def tool_cases() -> list[Any]:
 def test_tool_turn_and_replayed_second_turn(
     client: str, mode: str, scripted_proxy: Proxy, scripted: ScriptedUpstream
 ) -> None:
-    model = make(client, scripted_proxy.base).bind_tools([_weather()])
+    model = make(client, scripted_proxy.base).bind_tools([weather()])
     from langchain_core.messages import HumanMessage, ToolMessage
 
     question = [HumanMessage("What is the weather in Paris?")]

@@ -8,55 +8,13 @@ LiteLLM's reasoning place is ``message.reasoning_content`` (streamed: ``delta.re
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from .conftest import Proxy, require
+from .conftest import Proxy
+from .drive_litellm import ROUTES, WEATHER, complete
 from .expect import FINAL, TOOL, turn_for
 from .scripted import ScriptedUpstream
-
-ROUTES = {"openai/": "/v1", "hosted_vllm/": "/v1", "anthropic/": ""}
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
-
-
-def litellm() -> Any:
-    try:
-        import litellm as module
-    except ImportError as exc:
-        require(False, f"LiteLLM is not installed ({exc}): pip install -e '.[clients]'")
-    module.telemetry = False
-    module.suppress_debug_info = True
-    return module
-
-
-def complete(
-    route: str, base: str, messages: list[Any], stream: bool = False, model: str = "demo", **extra: Any
-) -> tuple[Any, str]:
-    """(message, reasoning as streamed) of one completion."""
-    ll = litellm()
-    kw: dict[str, Any] = {
-        "model": f"{route}{model}",
-        "api_base": base + ROUTES[route],
-        "api_key": "unused",
-        "messages": messages,
-        "max_tokens": 512,
-        "num_retries": 0,
-        "timeout": 60,
-        **extra,
-    }
-    if not stream:
-        return ll.completion(**kw).choices[0].message, ""
-    chunks = list(ll.completion(stream=True, **kw))
-    streamed = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks if c.choices)
-    return ll.stream_chunk_builder(chunks).choices[0].message, streamed
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])

@@ -17,6 +17,11 @@ import openai
 import pytest
 
 from .conftest import Proxy
+from .drive_aisdk import run
+from .drive_claude_code import ClaudeCode, shown
+from .drive_codex import Codex, items
+from .drive_langchain import make, reasoning_of
+from .drive_litellm import complete
 from .llama import WORDS, LlamaServer
 
 WORD = "(?:" + "|".join(WORDS) + ")"
@@ -242,8 +247,6 @@ def test_replayed_reasoning(llama_server: LlamaServer, llama_proxy: Proxy, case:
 
 
 def test_claude_code_two_turns(llama_proxy: Proxy, claude: Path, tmp_path: Path) -> None:
-    from .test_claude_code import ClaudeCode, shown
-
     cc = ClaudeCode(claude, llama_proxy.base, tmp_path)
     for flags in ((), ("--continue",)):
         thinking, signatures, texts, result = shown(cc.run("hi", *flags))
@@ -254,8 +257,6 @@ def test_claude_code_two_turns(llama_proxy: Proxy, claude: Path, tmp_path: Path)
 
 @pytest.mark.parametrize("client", ["ChatDeepSeek", "ChatAnthropic"])
 def test_langchain_two_turns(llama_proxy: Proxy, client: str) -> None:
-    from .test_langchain import make, reasoning_of
-
     model = make(client, llama_proxy.base)
     first = model.invoke("hi")
     second = model.invoke([("human", "hi"), first, ("human", "and again")])
@@ -266,8 +267,6 @@ def test_langchain_two_turns(llama_proxy: Proxy, client: str) -> None:
 
 @pytest.mark.parametrize("route", ["openai/", "hosted_vllm/", "anthropic/"])
 def test_litellm_two_turns(llama_proxy: Proxy, route: str) -> None:
-    from .test_litellm import complete
-
     question = [{"role": "user", "content": "hi"}]
     first, _ = complete(route, llama_proxy.base, question)
     second, streamed = complete(
@@ -281,8 +280,6 @@ def test_litellm_two_turns(llama_proxy: Proxy, route: str) -> None:
 @pytest.mark.parametrize("mode", ["generate", "stream"])
 @pytest.mark.parametrize("provider", ["chat", "anthropic"])
 def test_ai_sdk(llama_proxy: Proxy, node_modules: Path, provider: str, mode: str) -> None:
-    from .test_aisdk import run
-
     shown = run(node_modules, provider, llama_proxy.base, mode, model="tiny")
     ((step),) = shown["steps"]
     assert phrase(step["reasoningText"]) and phrase(step["text"]), shown
@@ -290,8 +287,6 @@ def test_ai_sdk(llama_proxy: Proxy, node_modules: Path, provider: str, mode: str
 
 
 def test_codex(llama_proxy: Proxy, codex: Path, tmp_path: Path) -> None:
-    from .test_codex import Codex, items
-
     events = Codex(codex, llama_proxy.base, tmp_path, "tiny").run("hi")
     (message,) = [i["text"] for i in items(events, "agent_message")]
     (reasoning,) = [i["text"] for i in items(events, "reasoning")]

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from ..history import servers
-from .conftest import Proxy
+from .conftest import HERE, Proxy
+from .drive_aisdk import run as aisdk
+from .drive_claude_code import ClaudeCode, shown
+from .drive_codex import Codex, items
+from .drive_langchain import ask, make, weather
+from .drive_litellm import WEATHER, complete
 from .expect import FINAL, TOOL
 from .scripted import ScriptedUpstream
-from .test_aisdk import run as aisdk
-from .test_claude_code import HERE, ClaudeCode, shown
-from .test_codex import Codex, items
-from .test_langchain import _weather, ask, make
-from .test_litellm import WEATHER, complete
 
 FLAVOURS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "ollama": "library"}
 MODEL = {"vllm": "qwen3-8b", "llamacpp": "qwen3-8b", "sglang": "scripted", "ollama": "scripted"}
@@ -117,7 +117,7 @@ def test_langchain(client: str, mode: str, fresh: Flavour) -> None:
     responses = client == "ChatOpenAI(responses)"
     if responses and fresh.server == "sglang":
         pytest.skip("SGLang serves no Responses API")
-    model = make(client, fresh.proxy.base, fresh.model).bind_tools([_weather()])
+    model = make(client, fresh.proxy.base, fresh.model).bind_tools([weather()])
     from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
 
     question = [HumanMessage("What is the weather in Paris?")]
@@ -160,7 +160,7 @@ def test_claude_code_with_redacted_thinking_before_sglang(claude: Path, tmp_path
 @pytest.mark.parametrize("client", ["ChatOpenAI", "ChatDeepSeek"])
 @pytest.mark.parametrize("mode", ["invoke", "stream"])
 def test_langchain_chat_clients_that_drop_the_reasoning(client: str, mode: str, fresh: Flavour) -> None:
-    model = make(client, fresh.proxy.base, fresh.model).bind_tools([_weather()])
+    model = make(client, fresh.proxy.base, fresh.model).bind_tools([weather()])
     from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
 
     question = [HumanMessage("What is the weather in Paris?")]

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from .conftest import Proxy
+from .drive_aisdk import run as aisdk
+from .drive_codex import items, tool_loop
+from .drive_langchain import ask, make, reasoning_of, weather
 from .expect import FINAL, TOOL
 from .scripted import ScriptedUpstream
-from .test_aisdk import run as aisdk
-from .test_codex import _tool_loop, items
-from .test_langchain import _weather, ask, make, reasoning_of
 
 RS_ID = re.compile(r"rs_[0-9a-f]{32}")
 
@@ -31,7 +31,7 @@ def replayed(scripted: ScriptedUpstream) -> list[dict[str, Any]]:
 
 
 def test_codex(codex: Path, tmp_path: Path, summary_proxy: Proxy, scripted: ScriptedUpstream) -> None:
-    events = _tool_loop(codex, tmp_path, summary_proxy, scripted)
+    events = tool_loop(codex, tmp_path, summary_proxy, scripted)
     assert [i["text"] for i in items(events, "reasoning")] == [TOOL.reasoning, FINAL.reasoning]
     (item,) = replayed(scripted)
     assert RS_ID.fullmatch(item.pop("id"))
@@ -50,7 +50,7 @@ def test_ai_sdk(mode: str, node_modules: Path, summary_proxy: Proxy, scripted: S
 
 @pytest.mark.parametrize("mode", ["invoke", "stream"])
 def test_langchain(mode: str, summary_proxy: Proxy, scripted: ScriptedUpstream) -> None:
-    model = make("ChatOpenAI(responses)", summary_proxy.base, "scripted").bind_tools([_weather()])
+    model = make("ChatOpenAI(responses)", summary_proxy.base, "scripted").bind_tools([weather()])
     from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
 
     question = [HumanMessage("What is the weather in Paris?")]

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -321,6 +322,15 @@ class Proxy:
         self._inflight[task] = request
         try:
             return await self._exchange(request, url, surface or "other", start)
+        except asyncio.CancelledError:
+            note = note_of(request)
+            if not note.client_gone:
+                raise
+            # The disconnect watcher cancelled it: its client left. A handler that returns gets its
+            # access line (aiohttp logs none for a cancelled one), as every other request does.
+            if sys.version_info >= (3, 11):
+                task.uncancel()
+            return note.response if note.response is not None else web.Response(status=499)
         finally:
             self._inflight.pop(task, None)
             self.metrics.latency.labels(surface=surface or "other").observe(time.monotonic() - start)
@@ -373,7 +383,7 @@ class Proxy:
             if self.draining:
                 resp.force_close()  # the client's next request goes to another instance
             await resp.prepare(request)
-            note.status = upstream.status
+            note.status, note.response = upstream.status, resp
             if stream:
                 self.metrics.open_streams.labels(surface=surface).inc()
                 opened = True

@@ -26,7 +26,7 @@ NO_KEY = "-"
 
 
 class RequestNote:
-    __slots__ = ("alias", "client_gone", "model", "outcome", "passed", "status", "usage")
+    __slots__ = ("alias", "client_gone", "model", "outcome", "passed", "response", "status", "usage")
 
     def __init__(self) -> None:
         self.alias = NO_KEY
@@ -36,6 +36,7 @@ class RequestNote:
         self.passed: str | None = None  # why the middleware passed the answer through
         self.usage: Usage = {}
         self.model: str | None = None
+        self.response: web.StreamResponse | None = None  # the answer, once its head went out
 
 
 _CURRENT: contextvars.ContextVar[RequestNote | None] = contextvars.ContextVar("gateway_mw_note", default=None)

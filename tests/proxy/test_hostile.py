@@ -178,6 +178,48 @@ async def test_a_client_leaving_after_done_before_the_upstreams_end_is_one_count
     assert [r.exc_info for r in caplog.records if r.name in GATEWAY_LOGGERS] == [None, None]
 
 
+@pytest.mark.parametrize("head_sent", [True, False], ids=["answering", "before-the-head"])
+async def test_a_client_leaving_while_the_upstream_is_silent_still_gets_its_access_line(
+    head_sent: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The disconnect watcher ends the request of a client that left while its upstream writes nothing;
+    that request is logged like any other: its status, or 499 when no answer had started."""
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        if head_sent:
+            writer.write(SSE_HEAD + chunked(sse_chunk("thinking")))
+            await writer.drain()
+        await up.go.wait()  # silent until the test is over
+
+    async with RawUpstream(respond) as up:
+        s = settings(upstream=up.url)
+        app = build_app(s)
+        app[PROXY].disconnect_poll = 0.05
+        async with serving(s, app) as base:
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+            body = b'{"model":"m","stream":true}'
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: silent-1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+            if head_sent:
+                await asyncio.wait_for(reader.readuntil(b"\n\n"), 5)
+            else:
+                await asyncio.sleep(0.2)  # the request reached the upstream
+            writer.close()
+            counters = app[PROXY].counters
+            await until(lambda: counters.client_disconnects > 0)
+            await until(lambda: any(r.name == "aiohttp.access" for r in caplog.records))
+            up.go.set()
+    access = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert [(line.split('"')[1], line.split('" ')[1].split(" ")[0], line.split()[-2]) for line in access] == [
+        ("POST /v1/chat/completions HTTP/1.1", "200" if head_sent else "499", "request_id=silent-1")
+    ]
+    assert counters.client_disconnects == 1
+
+
 # -- paths that try to leave the prefix ---------------------------------------------------------------
 
 DOT_SEGMENTS = {"message": "dot segments are not allowed in the path"}

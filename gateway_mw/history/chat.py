@@ -15,7 +15,7 @@ import msgspec
 
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
-from .recall import Recall, Recalled, TurnKeys, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, TurnKeys, assistant_turn_keys, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "keys", "transform", "transform_messages"]
@@ -116,17 +116,7 @@ def keys(body: bytes) -> list[str]:
     if read is None:
         return []
     _, _, messages = read
-    out: list[str] = []
-    turns: TurnKeys | None = None
-    for i, m in enumerate(messages):
-        if m.role == "assistant":
-            calls = _call_ids(m)
-            if calls:
-                out += [call_key(c) for c in calls]
-            else:
-                turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
-                out.append(turns.upto(i + 1))
-    return out
+    return assistant_turn_keys(messages, _call_ids, lambda: _lines(messages, len(messages) - 1))
 
 
 def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:

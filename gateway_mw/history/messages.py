@@ -18,7 +18,7 @@ import msgspec
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Recalled, TurnKeys, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, TurnKeys, assistant_turn_keys, call_key, conversation_lines, turn_key
 from .text import inline, split_inline, split_written
 
 __all__ = ["answer_key", "keys", "transform"]
@@ -98,17 +98,7 @@ def keys(body: bytes) -> list[str]:
     if read is None:
         return []
     _, messages = read
-    out: list[str] = []
-    turns: TurnKeys | None = None
-    for i, m in enumerate(messages):
-        if m.role == "assistant":
-            ids = _tool_ids(m)
-            if ids:
-                out += [call_key(c) for c in ids]
-            else:
-                turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
-                out.append(turns.upto(i + 1))
-    return out
+    return assistant_turn_keys(messages, _tool_ids, lambda: _lines(messages, len(messages) - 1))
 
 
 def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:

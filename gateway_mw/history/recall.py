@@ -7,7 +7,8 @@ the adapter fetches what the record holds for them, and the transform then reads
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -16,6 +17,7 @@ __all__ = [
     "Recall",
     "Recalled",
     "TurnKeys",
+    "assistant_turn_keys",
     "call_key",
     "conversation_lines",
     "item_key",
@@ -82,3 +84,30 @@ class TurnKeys:
             self._digest.update(_line_digest(self._lines[len(keys) - 1]))
             keys.append("turn:" + self._digest.hexdigest())
         return keys[n]
+
+
+class _Turn(Protocol):
+    @property
+    def role(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Turn)
+
+
+def assistant_turn_keys(
+    messages: Sequence[T], call_ids: Callable[[T], list[str]], lines: Callable[[], Sequence[str]]
+) -> list[str]:
+    """The keys the record may hold each assistant turn under: its tool calls' ids, or, for a turn
+    without any, the digest of the conversation up to and including it (``lines()``: the
+    conversation's lines, asked for only when a turn needs them)."""
+    out: list[str] = []
+    turns: TurnKeys | None = None
+    for i, message in enumerate(messages):
+        if message.role == "assistant":
+            ids = call_ids(message)
+            if ids:
+                out += [call_key(c) for c in ids]
+            else:
+                turns = turns or TurnKeys(lines())
+                out.append(turns.upto(i + 1))
+    return out

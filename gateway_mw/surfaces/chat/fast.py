@@ -54,6 +54,61 @@ class _RunChunk(msgspec.Struct, gc=False):
 
 decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
 
+# A value that says nothing, as write.says_nothing reads it: null, "", [] or {}.
+_Nothing = (
+    None
+    | Literal[""]
+    | Annotated[list[object], msgspec.Meta(max_length=0)]
+    | Annotated[dict[str, object], msgspec.Meta(max_length=0)]
+)
+
+
+class _QuietDelta(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    content: str | None = None
+    role: _Nothing = None
+    reasoning_content: _Nothing = None
+    reasoning: _Nothing = None
+    reasoning_details: _Nothing = None
+    tool_calls: _Nothing = None
+    function_call: _Nothing = None
+    refusal: _Nothing = None
+
+
+class _QuietChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    index: msgspec.Raw = msgspec.Raw()
+    delta: _QuietDelta | None = None
+    logprobs: _Nothing = None
+    finish_reason: _Nothing = None
+    stop_reason: _Nothing = None
+    matched_stop: _Nothing = None
+
+
+class _QuietChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A one-choice chunk that says nothing but its text, in the keys real servers write: it
+    decodes only if every other value is the envelope or says nothing (any other key is refused).
+    Such a chunk whose text was all held (a tag) is one the reference drops."""
+
+    choices: tuple[_QuietChoice]
+    id: msgspec.Raw = msgspec.Raw()
+    object: msgspec.Raw = msgspec.Raw()
+    created: msgspec.Raw = msgspec.Raw()
+    model: msgspec.Raw = msgspec.Raw()
+    system_fingerprint: msgspec.Raw = msgspec.Raw()
+    service_tier: msgspec.Raw = msgspec.Raw()
+    obfuscation: msgspec.Raw = msgspec.Raw()
+    usage: None = None
+
+
+_decode_quiet = msgspec.json.Decoder(_QuietChunk).decode
+
+
+def _quiet(data: bytes) -> bool:
+    try:
+        _decode_quiet(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return True
+
 
 class _Steady(NamedTuple):
     """Choice 0 alone under way with nothing held: a text free of ``triggers`` goes through
@@ -139,7 +194,11 @@ class ChatStream(ChatReference):
     def output(
         self, event: SSEEvent, data: bytes, choices: Sequence[ReadChoice], runs: dict[int, list[Segment]]
     ) -> list[SSEEvent]:
-        """One choice, one run: the edit on the bytes, where it is provably the rebuild's."""
+        """One choice, one run: the edit on the bytes, where it is provably the rebuild's. One choice
+        whose text was all held, in a chunk that says nothing else: nothing, as the rebuild finds."""
+        if len(choices) == 1 and not runs[0] and _quiet(data):
+            self.last_raw = data  # its envelope, decoded only if held text needs it
+            return []
         if len(choices) == 1 and len(runs[0]) == 1 and (delta := choices[0].delta) is not None:
             seg = runs[0][0]
             out = edited(data, delta, self.field, seg.kind != CONTENT, seg.text)

@@ -165,6 +165,7 @@ async def _until_stopped(proxy: Proxy, settings: Settings) -> None:
 
     handlers = {signal.SIGINT: stop.set, signal.SIGTERM: on_term, signal.SIGHUP: on_hup}
     for sig, handler in handlers.items():
+        # Windows' event loops take no signal handlers, and it has no SIGHUP: Ctrl-C still stops it.
         with contextlib.suppress(NotImplementedError, AttributeError):
             loop.add_signal_handler(sig, handler)
     waiters = [asyncio.ensure_future(event.wait()) for event in (stop, term)]

@@ -88,6 +88,8 @@ class OllamaStream:
         if not channels.enabled:
             return [event]
         self._chat = line.message is not None
+        if channels.is_native(_ANSWER):
+            return [event]  # after Ollama's own reasoning, its answer lines too go on as they came
         text, thinking = _text_of(line)
         if thinking:  # Ollama's own parser ran: its reasoning wins
             return [*self._lines(channels.native(_ANSWER), data), event]

@@ -1,0 +1,71 @@
+"""Ollama's own reasoning (Ollama ≥ 0.12.4 parses a thinking model's reasoning by default): ``thinking``
+lines, then answer lines without it. The upstream's reasoning wins: every line goes on as the same
+bytes, whatever the cuts, and the real ``ollama`` client reads the whole answer."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+
+import ollama
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw.pipeline import StreamPipeline
+
+from .wire import native_stream
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+TOKENS = ["a", " ", "<think>", "</think>", "<", "é", "&", "\n"]
+TEXT = st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4).map("".join)
+
+
+def through(data: bytes, cuts: list[int], config: ThinkExtractConfig) -> bytes:
+    pipeline = StreamPipeline("ollama", config, None)
+    points = [0, *sorted({c % (len(data) + 1) for c in cuts}), len(data)]
+    out = b"".join(pipeline.feed(data[a:b]) for a, b in itertools.pairwise(points)) + pipeline.finish()
+    assert pipeline.error is None
+    return out
+
+
+@given(
+    kind=st.sampled_from(["chat", "generate"]),
+    model=st.sampled_from(["qwen3:8b", "deepseek-r1:7b", "m"]),
+    thinking=st.lists(TEXT, min_size=1, max_size=4),
+    answer=st.lists(TEXT, min_size=1, max_size=4),
+    joined=st.booleans(),
+    cuts=st.lists(st.integers(0, 2000), max_size=6),
+)
+def test_every_line_after_ollamas_own_thinking_goes_on_as_it_came(
+    kind: str, model: str, thinking: list[str], answer: list[str], joined: bool, cuts: list[int]
+) -> None:
+    data = native_stream(kind, model, thinking, answer, joined)
+    assert through(data, cuts, ThinkExtractConfig()) == data
+
+
+async def test_the_ollama_client_reads_the_answer_after_ollamas_own_thinking(aiohttp_server: ServerFactory) -> None:
+    data = native_stream("chat", "qwen3:8b", ["I think"], ["The answer", " is 4."])
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await resp.prepare(request)
+        for line in data.splitlines(keepends=True):
+            await resp.write(line)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/api/chat", answer)
+    server = await aiohttp_server(app)
+    client = ollama.AsyncClient(host=str(server.make_url("")))
+    question = [{"role": "user", "content": "2+2?"}]
+    parts = [p async for p in await client.chat(model="qwen3:8b", messages=question, stream=True)]
+    assert ["".join(p.message.thinking or "" for p in parts), "".join(p.message.content or "" for p in parts)] == [
+        "I think",
+        "The answer is 4.",
+    ]
+    assert [p.done for p in parts] == [False, False, False, True]

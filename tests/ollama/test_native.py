@@ -5,6 +5,7 @@ bytes, whatever the cuts, and the real ``ollama`` client reads the whole answer.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Awaitable, Callable
 
 import ollama
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 
-from .wire import native_stream
+from .wire import native_stream, stream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 TOKENS = ["a", " ", "<think>", "</think>", "<", "é", "&", "\n"]
@@ -69,3 +70,24 @@ async def test_the_ollama_client_reads_the_answer_after_ollamas_own_thinking(aio
         "The answer is 4.",
     ]
     assert [p.done for p in parts] == [False, False, False, True]
+
+
+@given(
+    kind=st.sampled_from(["chat", "generate"]),
+    pieces=st.lists(TEXT, min_size=1, max_size=5),
+    native=st.lists(TEXT, max_size=2),
+    cuts=st.lists(st.integers(0, 2000), max_size=6),
+)
+def test_one_done_line_the_last_and_held_text_before_it(
+    kind: str, pieces: list[str], native: list[str], cuts: list[int]
+) -> None:
+    """Text held when the done line (or Ollama's own thinking) arrives goes out in lines that say
+    ``done: false``: a client that stops at the first ``done: true`` reads everything."""
+    data = stream(kind, "m", pieces)
+    if native:  # Ollama's own thinking after inline text that ended in a partial tag
+        data = b"".join([*data.splitlines(keepends=True)[:-1], native_stream(kind, "m", native, ["x"])])
+    lines = [json.loads(line) for line in through(data, cuts, ThinkExtractConfig()).splitlines()]
+    assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
+    assert lines[-1] == json.loads(data.splitlines()[-1])  # the upstream's own done line, metrics and all
+    # No line before the last repeats the done line's metrics or reason.
+    assert all(set(line) <= {"model", "created_at", "message", "response", "thinking", "done"} for line in lines[:-1])

@@ -63,7 +63,7 @@ class OllamaStream:
 
     def __init__(self, config: ThinkExtractConfig) -> None:
         self._channels = Channels(config)
-        self._envelope: Obj = {}  # of the last line rewritten: the envelope of lines written for held text
+        self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
         self.counts = self._channels.counts
 
@@ -100,8 +100,9 @@ class OllamaStream:
             self._envelope = _envelope_of(data)
             runs += channels.end(_ANSWER)
             return [*self._lines(runs, None), self._with_text(data, "", None) if text else event]
-        if not runs and text:
-            return []  # all held (a tag): nothing to say yet
+        if not runs and text:  # all held (a tag): nothing to say yet, but the line a flush will copy
+            self._envelope = _envelope_of(data)
+            return []
         if not text or (len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text):
             return [event]
         return self._lines(runs, data)

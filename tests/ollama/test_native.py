@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 
-from .wire import native_stream, stream
+from .wire import CREATED, native_stream, stream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 TOKENS = ["a", " ", "<think>", "</think>", "<", "é", "&", "\n"]
@@ -91,3 +91,13 @@ def test_one_done_line_the_last_and_held_text_before_it(
     assert lines[-1] == json.loads(data.splitlines()[-1])  # the upstream's own done line, metrics and all
     # No line before the last repeats the done line's metrics or reason.
     assert all(set(line) <= {"model", "created_at", "message", "response", "thinking", "done"} for line in lines[:-1])
+
+
+@given(kind=st.sampled_from(["chat", "generate"]), pieces=st.lists(TEXT, min_size=1, max_size=5))
+def test_held_text_at_an_early_end_goes_out_in_a_line_of_the_stream(kind: str, pieces: list[str]) -> None:
+    """A stream that stops before its done line: what was held goes out in a line with the stream's
+    model and time, as every line the client read before it."""
+    data = b"".join(stream(kind, "qwen3:8b", pieces).splitlines(keepends=True)[:-1])
+    lines = [json.loads(line) for line in through(data, [], ThinkExtractConfig()).splitlines()]
+    assert all(line["model"] == "qwen3:8b" and line["created_at"] == CREATED for line in lines)
+    assert all(line["done"] is False for line in lines)

@@ -140,7 +140,7 @@ def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.
 # -- a server that parsed the reasoning itself --------------------------------------------------------
 
 NATIVE_PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=6)
-MODELS = ["m", "deepseek-r1-distill-qwen-7b"]  # the second's preset opens its answers inside reasoning
+MODELS = ["m", "deepseek-r1-distill-qwen-7b", "gpt-oss-20b"]  # presets: opened inside reasoning; Harmony
 
 
 class Native(NamedTuple):

@@ -9,6 +9,7 @@ into (reasoning, answer), and which plain reference translator its fast paths ar
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -374,8 +375,13 @@ def _responses_stream(layout: str, pieces: list[str]) -> bytes:
     return _sse(events, layout, named=layout != "data-only")
 
 
+_VLLM_OWN_EVENTS = re.compile(rb"event: response\.reasoning_part\.(added|done)\ndata: [^\n]*\n\n")
+
+
 def _read_responses_stream(body: bytes) -> Read:
     reasoning, answer = [], []
+    # vLLM's own event types (not the API's) the SDK hands on untyped; every other event is validated.
+    body = _VLLM_OWN_EVENTS.sub(b"", body)
     for item in responseswire.read_events(body, event_lines=None):  # validated against the SDK's types
         if item["type"] == "response.reasoning_text.delta":
             reasoning.append(item["delta"])
@@ -409,18 +415,23 @@ def _vllm_message(item_id: str, text: str | None) -> dict[str, Any]:
     return {"id": item_id, "content": content, "role": "assistant", "status": status, "type": "message"}
 
 
-def _responses_native_events(model: str, reasoning: list[str], answer: list[str]) -> list[dict[str, Any]]:
-    """vLLM's /v1/responses stream with a reasoning parser: a reasoning item, then a message item."""
+def _responses_native_events(layout: str, model: str, reasoning: list[str], answer: list[str]) -> list[dict[str, Any]]:
+    """vLLM's /v1/responses stream with a reasoning parser: a reasoning item, then a message item.
+    ``vllm-reasoning-part``: later versions, whose reasoning part opens and closes with events of their
+    own (``response.reasoning_part.*``) and whose items' ids are bare uuids."""
     w = responseswire
-    r_id, m_id, r_text, m_text = "msg_a0", "msg_b1", "".join(reasoning), "".join(answer)
+    part_events = layout == "vllm-reasoning-part"
+    r_id, m_id = ("9f1c" * 8, "0d3e" * 8) if part_events else ("msg_a0", "msg_b1")
+    r_text, m_text = "".join(reasoning), "".join(answer)
     r_part, m_part = {"type": "reasoning_text", "text": ""}, w.output_text("")
+    part = "response.reasoning_part" if part_events else "response.content_part"
     at_r = {"item_id": r_id, "output_index": 0, "content_index": 0}
     events = [w.created(model), w.in_progress(model), w.added(0, _vllm_reasoning_item(r_id, None))]
-    events += [w.ev("response.content_part.added", **at_r, part=r_part)]
+    events += [w.ev(f"{part}.added", **at_r, part=r_part)]
     events += [w.ev("response.reasoning_text.delta", **at_r, delta=p) for p in reasoning]
     events += [
         w.ev("response.reasoning_text.done", **at_r, text=r_text),
-        w.ev("response.content_part.done", **at_r, part={"type": "reasoning_text", "text": r_text}),
+        w.ev(f"{part}.done", **at_r, part={"type": "reasoning_text", "text": r_text}),
         w.item_done(0, _vllm_reasoning_item(r_id, r_text)),
         w.added(1, _vllm_message(m_id, None)),
         w.part_added(m_id, 1, m_part),
@@ -436,12 +447,12 @@ def _responses_native_events(model: str, reasoning: list[str], answer: list[str]
 def _responses_native_body(layout: str, model: str, reasoning: str, answer: str) -> bytes:
     output = [_vllm_reasoning_item("msg_a0", reasoning), _vllm_message("msg_b1", answer)]
     doc = responseswire.response("completed", output, usage=responseswire.USAGE, model=model)
-    return _json(doc, layout).encode()
+    return _json(doc, layout.partition("-")[0]).encode()
 
 
 RESPONSES = Case(
     surface="responses",
-    routes=dict.fromkeys(("openai", "data-only", "vllm", "pyjson"), "/v1/responses"),
+    routes=dict.fromkeys(("openai", "data-only", "vllm", "pyjson", "vllm-reasoning-part"), "/v1/responses"),
     content_type="text/event-stream",
     config=ThinkExtractConfig(),
     layouts=("openai", "data-only", "vllm", "pyjson"),
@@ -450,9 +461,9 @@ RESPONSES = Case(
     read_stream=_read_responses_stream,
     read_body=_read_responses_body,
     reference=lambda config, new_id: ResponsesReference(config, new_id=new_id),
-    native_layouts=("vllm",),
+    native_layouts=("vllm", "vllm-reasoning-part"),
     native_stream=lambda layout, model, reasoning, answer: _sse(
-        _responses_native_events(model, reasoning, answer), layout
+        _responses_native_events(layout, model, reasoning, answer), layout.partition("-")[0]
     ),
     native_body=_responses_native_body,
     native_read=lambda layout, reasoning, answer: (reasoning, answer),

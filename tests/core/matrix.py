@@ -119,6 +119,7 @@ _CHAT_NATIVE = {
     "sglang": "reasoning_content",  # nulls everywhere
     "llamacpp-deepseek": "reasoning_content",  # --reasoning-format deepseek
     "llamacpp-deepseek-legacy": "reasoning_content",  # …deepseek-legacy: the tags kept in content too
+    "ollama": "reasoning",  # Ollama's OpenAI-compatible route: role and content in every delta
     "vllm-joined": "reasoning",  # the chunk that ends the reasoning also opens the answer
     "sglang-joined": "reasoning_content",
 }
@@ -145,7 +146,7 @@ def _chat_native_stream(layout: str, model: str, reasoning: list[str], answer: l
     legacy = layout == "llamacpp-deepseek-legacy"
     events = [_chat_chunk(layout, model, {"content": ""}, first=True)]
     for i, piece in enumerate(reasoning):
-        delta = {field: piece}
+        delta = {"content": "", field: piece} if layout == "ollama" else {field: piece}
         if legacy:  # llama.cpp's deepseek-legacy: the reasoning also in content, tags and all
             delta = {"content": ("<think>" if i == 0 else "") + piece, field: piece}
         events.append(_chat_chunk(layout, model, delta))

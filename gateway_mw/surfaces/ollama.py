@@ -34,6 +34,7 @@ _ANSWER = 0  # the one channel
 class _Message(msgspec.Struct, gc=False):
     content: str | None = None
     thinking: str | None = None
+    tool_calls: Any = None  # read for their ids only (the reasoning record's keys)
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -89,6 +90,9 @@ class OllamaStream:
         if not channels.enabled:
             return [event]
         self._chat = line.message is not None
+        if channels.transcripts is not None and line.message is not None and line.message.tool_calls:
+            for call_id in _ids(line.message.tool_calls):
+                channels.transcripts.call(_ANSWER, call_id)
         if channels.is_native(_ANSWER):
             return [event]  # after Ollama's own reasoning, its answer lines too go on as they came
         text, thinking = _text_of(line)
@@ -123,7 +127,9 @@ class OllamaStream:
 
     def said(self) -> list[Said]:
         t = self.transcripts
-        return [Said(t.text(_ANSWER))] if t is not None and t.texts else []
+        if t is None or not (t.texts or t.calls):
+            return []
+        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())))]
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -153,6 +159,13 @@ class OllamaStream:
         if data is None:
             doc["done"] = False
         return encode_line(encode(doc))
+
+
+def _ids(tool_calls: Any) -> list[str]:
+    """The ids of a line's tool calls, where they have one (keys of the reasoning record, as a body's are)."""
+    if not isinstance(tool_calls, list):
+        return []
+    return [c["id"] for c in tool_calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
 
 
 def _envelope_of(data: bytes, doc: Obj | None = None) -> Obj:

@@ -78,8 +78,8 @@ class OllamaStream:
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         data = event.data
-        if data is None:
-            return [event]
+        if data is None or self._channels.is_native(_ANSWER):
+            return [event]  # after Ollama's own reasoning, every line goes on as it came: not even read
         try:
             line = _decode_line(data)
         except UNREADABLE:
@@ -93,8 +93,6 @@ class OllamaStream:
         if channels.transcripts is not None and line.message is not None and line.message.tool_calls:
             for call_id in _ids(line.message.tool_calls):
                 channels.transcripts.call(_ANSWER, call_id)
-        if channels.is_native(_ANSWER):
-            return [event]  # after Ollama's own reasoning, its answer lines too go on as they came
         text, thinking = _text_of(line)
         if thinking:  # Ollama's own parser ran: its reasoning wins, after what was held
             self._envelope = _envelope_of(data)

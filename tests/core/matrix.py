@@ -56,8 +56,8 @@ class Case(NamedTuple):
     native_view: Callable[[ThinkExtractConfig, bytes, bytes], tuple[Any, Any]]
     """(upstream, client) as the native property compares them: the same bytes, or (chat) the same
     events once the reasoning fields are read as the field policy of ``config`` allows them."""
-    final: bytes
-    """What opens the stream's final event: every character of the answer arrives before it."""
+    final: re.Pattern[bytes]
+    """What marks the stream's final event, in any layout: every character of the answer arrives before it."""
 
 
 def _json(doc: Any, layout: str) -> str:
@@ -244,7 +244,7 @@ CHAT = Case(
     native_body=_chat_native_body,
     native_read=_chat_native_read,
     native_view=_chat_view,
-    final=b"data: [DONE]",
+    final=re.compile(rb"data: \[DONE\]"),
 )
 
 
@@ -306,7 +306,7 @@ OLLAMA = Case(
     native_body=_ollama_native_body,
     native_read=lambda layout, reasoning, answer: (reasoning, answer),
     native_view=_same_bytes,
-    final=b'"done":true',
+    final=re.compile(rb'"done": ?true'),
 )
 
 # -- Anthropic messages -----------------------------------------------------------------------------
@@ -362,7 +362,7 @@ MESSAGES = Case(
     native_body=_messages_native_body,
     native_read=lambda layout, reasoning, answer: (reasoning, answer),
     native_view=_same_bytes,
-    final=b"event: message_stop",
+    final=re.compile(rb'"type": ?"message_stop"'),
 )
 
 
@@ -469,7 +469,7 @@ RESPONSES = Case(
     native_body=_responses_native_body,
     native_read=lambda layout, reasoning, answer: (reasoning, answer),
     native_view=_same_bytes,
-    final=b"event: response.completed",
+    final=re.compile(rb'"type": ?"response\.completed"'),
 )
 
 CASES = {case.surface: case for case in (CHAT, MESSAGES, RESPONSES, OLLAMA)}

@@ -137,6 +137,18 @@ def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.
     assert case.read_body(upstream_body if body is None else body) == case.read_stream(translated(case, [stream]))
 
 
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_character_arrives_before_the_final_event(name: str, data: st.DataObject) -> None:
+    """Text held at the end (a partial tag) goes out before ``[DONE]``, ``message_stop``,
+    ``response.completed`` or the done line: a client that stops reading there has it all."""
+    case = CASES[name]
+    _, pieces, stream, cuts = data.draw(upstream(case))
+    out = translated(case, cut(stream, cuts))
+    assert case.read_stream(before_final(case, out)) == expected(case, "".join(pieces))
+
+
 # -- a server that parsed the reasoning itself --------------------------------------------------------
 
 NATIVE_PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=6)
@@ -168,7 +180,9 @@ def native_read(case: Case, up: Native) -> Read:
 
 def before_final(case: Case, stream: bytes) -> bytes:
     """The stream up to its final event (``[DONE]``, ``message_stop``, ``response.completed``, the done line)."""
-    at = stream.index(case.final)
+    found = case.final.search(stream)
+    assert found is not None, "no final event"
+    at = found.start()
     end = b"\n\n" if case.content_type == "text/event-stream" else b"\n"
     start = stream.rfind(end, 0, at)
     return stream[: start + len(end)] if start >= 0 else b""

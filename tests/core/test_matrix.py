@@ -5,6 +5,7 @@
 * the fast paths give the plain reference translator's events, one event per read and in any cuts;
 * any cutting of the upstream's bytes gives the same events;
 * a stream and a non-stream answer of the same text read the same;
+* every character arrives before the final event (held text is never sent after it);
 * over real HTTP, through the middleware, the same holds.
 
 And for servers that parsed the reasoning themselves (each surface's ``native_layouts``): the client

@@ -146,6 +146,15 @@ EVENT_TYPES = frozenset(
 )
 
 
+def _as_sdk_reads(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as the SDK reads it: llama.cpp starts a thinking block without its ``signature``, which
+    the SDK (it builds events without validating them) leaves unset until the ``signature_delta``."""
+    block = item.get("content_block")
+    if item["type"] == "content_block_start" and isinstance(block, dict) and block.get("type") == "thinking":
+        return {**item, "content_block": {"signature": "", **block}}
+    return item
+
+
 def read_sse(body: bytes, max_event_bytes: int = 64 * 1024 * 1024) -> list[Any]:
     """The data of each event: decoded JSON, or the raw string (bytes if not UTF-8) when it is not JSON.
 
@@ -171,7 +180,7 @@ def read_sse(body: bytes, max_event_bytes: int = 64 * 1024 * 1024) -> list[Any]:
         if isinstance(item, dict) and item.get("type") in EVENT_TYPES:
             assert event.event == item["type"], (event.event, item)
             if item["type"] not in ("error", "ping"):
-                validate_type(type_=RawMessageStreamEvent, value=item)
+                validate_type(type_=RawMessageStreamEvent, value=_as_sdk_reads(item))
         out.append(item)
     return out
 

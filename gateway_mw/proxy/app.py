@@ -17,6 +17,7 @@ from typing import NoReturn
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
+from ..config import Surface
 from ..families import family_for
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from . import demo_model
@@ -47,10 +48,11 @@ _WHY_PASSED = {
     "http10_length": "an HTTP/1.0 client and a stream with a length",
     "file": "the handler sent a file",
 }
-_HOW = {
+_HOW: dict[Surface, str] = {
     "chat": "reasoning into {field}",
     "messages": "reasoning into thinking blocks ({policy})",
     "responses": "reasoning into reasoning items",
+    "ollama": "reasoning into thinking",
 }
 
 

@@ -6,8 +6,9 @@ One answer per response, one channel (:class:`~gateway_mw.channels.Channels`). A
 scanner passes unchanged goes on as the same bytes; a line whose text holds reasoning becomes one line
 per run, in order, each the upstream's line with its text replaced (a reasoning run in ``thinking``,
 the text ``""``). Text held back (a partial tag) goes out before the final ``done`` line, which keeps
-its metrics. A line that already carries ``thinking`` (Ollama's own parser ran) is the upstream's
-reasoning: it wins, and the channel is left alone from then on.
+its metrics, in lines that say ``done: false``: the upstream's done line is the one that says it is.
+A line that already carries ``thinking`` (Ollama's own parser ran) is the upstream's reasoning: it
+wins, and every line from then on goes on as it came, answer lines included.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _ANSWER = 0  # the one channel
 class _Message(msgspec.Struct, gc=False):
     content: str | None = None
     thinking: str | None = None
+    tool_calls: Any = None  # read for their ids only (the reasoning record's keys)
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -62,7 +64,7 @@ class OllamaStream:
 
     def __init__(self, config: ThinkExtractConfig) -> None:
         self._channels = Channels(config)
-        self._last: Obj | None = None  # the last line read: the envelope of lines written for held text
+        self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
         self.counts = self._channels.counts
 
@@ -76,8 +78,8 @@ class OllamaStream:
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         data = event.data
-        if data is None:
-            return [event]
+        if data is None or self._channels.is_native(_ANSWER):
+            return [event]  # after Ollama's own reasoning, every line goes on as it came: not even read
         try:
             line = _decode_line(data)
         except UNREADABLE:
@@ -88,15 +90,21 @@ class OllamaStream:
         if not channels.enabled:
             return [event]
         self._chat = line.message is not None
+        if channels.transcripts is not None and line.message is not None and line.message.tool_calls:
+            for call_id in _ids(line.message.tool_calls):
+                channels.transcripts.call(_ANSWER, call_id)
         text, thinking = _text_of(line)
-        if thinking:  # Ollama's own parser ran: its reasoning wins
-            return [*self._lines(channels.native(_ANSWER), data), event]
+        if thinking:  # Ollama's own parser ran: its reasoning wins, after what was held
+            self._envelope = _envelope_of(data)
+            return [*self._lines(channels.native(_ANSWER), None), event]
         runs = channels.text(_ANSWER, text or "")
-        if line.done is True:
+        if line.done is True:  # the one done line, last: what it ends goes out before it
+            self._envelope = _envelope_of(data)
             runs += channels.end(_ANSWER)
-            return [*self._lines(runs, data), self._with_text(data, "", None) if text else event]
-        if not runs and text:
-            return []  # all held (a tag): nothing to say yet
+            return [*self._lines(runs, None), self._with_text(data, "", None) if text else event]
+        if not runs and text:  # all held (a tag): nothing to say yet, but the line a flush will copy
+            self._envelope = _envelope_of(data)
+            return []
         if not text or (len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text):
             return [event]
         return self._lines(runs, data)
@@ -117,12 +125,15 @@ class OllamaStream:
 
     def said(self) -> list[Said]:
         t = self.transcripts
-        return [Said(t.text(_ANSWER))] if t is not None and t.texts else []
+        if t is None or not (t.texts or t.calls):
+            return []
+        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())))]
 
     # -- writing --------------------------------------------------------------------------------
 
     def _lines(self, runs: list[Segment], data: bytes | None) -> list[SSEEvent]:
-        """One line per run, each the line ``data`` (or the last one read) with its text replaced."""
+        """One line per run, each the line ``data`` with its text replaced; with no ``data``, a line
+        of the envelope saying ``done: false``."""
         out: list[SSEEvent] = []
         for seg in merge_segments(runs):
             if seg.kind == CONTENT:
@@ -132,17 +143,40 @@ class OllamaStream:
         return out
 
     def _with_text(self, data: bytes | None, text: str, thinking: str | None) -> SSEEvent:
-        doc: Obj = (obj(data) or {}) if data is not None else dict(self._last or {})
         if data is not None:
-            self._last = {k: v for k, v in doc.items() if k in ("model", "created_at", "message")}
-        if data is None:  # a line for held text: not the last, whatever the last one said
-            doc["done"] = False
+            doc: Obj = obj(data) or {}
+            self._envelope = _envelope_of(data, doc)
+        else:  # a line for held text: never the last, whatever the last one said
+            doc = dict(self._envelope)
         if self._chat:
-            message: Obj = obj(doc.get("message")) or {"role": "assistant"}
+            held = doc.get("message")
+            message = dict(held) if isinstance(held, dict) else obj(held) or {"role": "assistant"}
             doc["message"] = _put(message, "content", text, thinking)
         else:
             doc = _put(doc, "response", text, thinking)
+        if data is None:
+            doc["done"] = False
         return encode_line(encode(doc))
+
+
+def _ids(tool_calls: Any) -> list[str]:
+    """The ids of a line's tool calls, where they have one (keys of the reasoning record, as a body's are)."""
+    if not isinstance(tool_calls, list):
+        return []
+    return [c["id"] for c in tool_calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def _envelope_of(data: bytes, doc: Obj | None = None) -> Obj:
+    """What a line written for held text copies of the line ``data``: who wrote it, when, and the
+    message's role; not its tool calls, its metrics or whether it is done."""
+    doc = obj(data) if doc is None else doc
+    if doc is None:
+        return {}
+    out: Obj = {k: doc[k] for k in ("model", "created_at") if k in doc}
+    message = obj(doc.get("message"))
+    if message is not None:
+        out["message"] = {k: message[k] for k in ("role",) if k in message}
+    return out
 
 
 def _put(doc: Obj, key: str, text: str, thinking: str | None) -> Obj:

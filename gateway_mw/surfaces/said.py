@@ -51,6 +51,11 @@ def said_of_body(surface: Surface, body: bytes, item_ids: tuple[str, ...] = ()) 
             if isinstance(message, dict):
                 out.append(Said(_text(message.get("content"), "text"), _ids(message.get("tool_calls"), "id")))
         return out
+    if surface == "ollama":  # /api/chat's message, or /api/generate's response (no history to key it)
+        message = doc.get("message")
+        if isinstance(message, dict):
+            return [Said(_text(message.get("content"), "text"), _ids(message.get("tool_calls"), "id"))]
+        return [Said(_text(doc.get("response"), "text"))]
     if surface == "messages":
         content = doc.get("content")
         calls = tuple(

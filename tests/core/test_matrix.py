@@ -5,7 +5,14 @@
 * the fast paths give the plain reference translator's events, one event per read and in any cuts;
 * any cutting of the upstream's bytes gives the same events;
 * a stream and a non-stream answer of the same text read the same;
+* every character arrives before the final event (held text is never sent after it);
 * over real HTTP, through the middleware, the same holds.
+
+And for servers that parsed the reasoning themselves (each surface's ``native_layouts``): the client
+gets the upstream's answer as it came (on chat, but for the names of the reasoning fields), whatever
+the cuts; a stream and a body of the same answer read the same; every character of the answer
+arrives before the final event. Their answers hold tags too (``TOKENS``): what follows the server's
+own reasoning is not scanned, as the surfaces' pages say, so the tags reach the client as written.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import json
 import threading
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from aiohttp import web
@@ -131,6 +138,108 @@ def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.
     assert case.read_body(upstream_body if body is None else body) == case.read_stream(translated(case, [stream]))
 
 
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_character_arrives_before_the_final_event(name: str, data: st.DataObject) -> None:
+    """Text held at the end (a partial tag) goes out before ``[DONE]``, ``message_stop``,
+    ``response.completed`` or the done line: a client that stops reading there has it all."""
+    case = CASES[name]
+    _, pieces, stream, cuts = data.draw(upstream(case))
+    out = translated(case, cut(stream, cuts))
+    assert case.read_stream(before_final(case, out)) == expected(case, "".join(pieces))
+
+
+# -- a server that parsed the reasoning itself --------------------------------------------------------
+
+NATIVE_PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=6)
+MODELS = ["m", "deepseek-r1-distill-qwen-7b", "gpt-oss-20b"]  # presets: opened inside reasoning; Harmony
+
+
+class Native(NamedTuple):
+    layout: str
+    model: str
+    reasoning: list[str]
+    answer: list[str]
+    stream: bytes
+    cuts: list[int]
+
+
+@st.composite
+def native_upstream(draw: st.DrawFn, case: Case) -> Native:
+    """A server of the surface that parsed the reasoning, its stream of it, and cuts of that stream."""
+    layout, model = draw(st.sampled_from(case.native_layouts)), draw(st.sampled_from(MODELS))
+    reasoning, answer = draw(NATIVE_PIECES), draw(NATIVE_PIECES)
+    data = case.native_stream(layout, model, reasoning, answer)
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(data) - 1)), max_size=8)))
+    return Native(layout, model, reasoning, answer, data, cuts)
+
+
+def native_read(case: Case, up: Native) -> Read:
+    return case.native_read(up.layout, "".join(up.reasoning), "".join(up.answer))
+
+
+def before_final(case: Case, stream: bytes) -> bytes:
+    """The stream up to its final event (``[DONE]``, ``message_stop``, ``response.completed``, the done line)."""
+    found = case.final.search(stream)
+    assert found is not None, "no final event"
+    at = found.start()
+    end = b"\n\n" if case.content_type == "text/event-stream" else b"\n"
+    start = stream.rfind(end, 0, at)
+    return stream[: start + len(end)] if start >= 0 else b""
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_servers_own_reasoning_reaches_the_client_as_it_came(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    up = data.draw(native_upstream(case))
+    out = translated(case, cut(up.stream, up.cuts))
+    upstream_view, client_view = case.native_view(case.config, up.stream, out)
+    assert client_view == upstream_view
+    assert case.read_stream(out) == native_read(case, up)
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_servers_own_reasoning_every_character_of_the_answer_before_the_final_event(
+    name: str, data: st.DataObject
+) -> None:
+    case = CASES[name]
+    up = data.draw(native_upstream(case))
+    out = translated(case, cut(up.stream, up.cuts))
+    assert case.read_stream(before_final(case, out)) == native_read(case, up)
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_servers_own_reasoning_reads_the_same_streamed_or_not(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    up = data.draw(native_upstream(case))
+    upstream_body = case.native_body(up.layout, up.model, "".join(up.reasoning), "".join(up.answer))
+    body, _, error = transform_body(case.surface, upstream_body, False, case.config)
+    assert error is None
+    out = upstream_body if body is None else body
+    upstream_view, client_view = case.native_view(case.config, upstream_body, out)
+    assert client_view == upstream_view
+    assert case.read_body(out) == case.read_stream(translated(case, [up.stream])) == native_read(case, up)
+
+
+@pytest.mark.parametrize("name", WITH_REFERENCE)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_servers_own_reasoning_the_fast_paths_give_the_references_events(name: str, data: st.DataObject) -> None:
+    case = CASES[name]
+    up = data.draw(native_upstream(case))
+    reads = events_per_read(case, up.stream)
+    oracle = frames(case, translated(case, reads, reference=True))
+    assert frames(case, translated(case, reads)) == oracle
+    assert frames(case, translated(case, cut(up.stream, up.cuts))) == oracle
+
+
 # -- over HTTP --------------------------------------------------------------------------------------
 
 
@@ -200,3 +309,23 @@ def test_over_http_the_client_reads_the_models_text(
     text = "".join(pieces)
     assert case.read_stream(_post(url, stream, case.content_type, cuts)) == expected(case, text)
     assert case.read_body(_post(url, case.body(layout, text), "application/json", [])) == expected(case, text)
+
+
+@pytest.mark.parametrize("name", CASES)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
+@given(data=st.data())
+def test_over_http_a_servers_own_reasoning_reaches_the_client_as_it_came(
+    name: str, server_urls: dict[str, str], data: st.DataObject
+) -> None:
+    case = CASES[name]
+    up = data.draw(native_upstream(case))
+    url = server_urls[name] + case.routes[up.layout]
+    out = _post(url, up.stream, case.content_type, up.cuts)
+    upstream_view, client_view = case.native_view(case.config, up.stream, out)
+    assert client_view == upstream_view
+    assert case.read_stream(before_final(case, out)) == native_read(case, up)
+    upstream_body = case.native_body(up.layout, up.model, "".join(up.reasoning), "".join(up.answer))
+    body = _post(url, upstream_body, "application/json", [])
+    upstream_view, client_view = case.native_view(case.config, upstream_body, body)
+    assert client_view == upstream_view
+    assert case.read_body(body) == native_read(case, up)

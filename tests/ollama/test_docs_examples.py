@@ -25,8 +25,8 @@ def compact(text: str) -> bytes:
     return json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def test_the_doc_shows_four_pairs() -> None:
-    assert len(blocks()) == 7
+def test_the_doc_shows_its_examples() -> None:
+    assert len(blocks()) == 8
 
 
 def test_the_stream_example_is_what_the_gateway_sends_line_by_line() -> None:
@@ -44,7 +44,17 @@ def test_the_non_stream_examples_are_what_the_gateway_sends() -> None:
     assert ollama.transform_body(generate_before.encode(), CFG)[0] == generate_after.encode()
 
 
+def test_ollamas_own_reasoning_goes_on_as_the_same_bytes() -> None:
+    (native,) = blocks()[5:6]
+    pipeline = StreamPipeline("ollama", CFG)
+    out = b"".join(pipeline.feed(line.encode() + b"\n") for line in native.splitlines()) + pipeline.finish()
+    assert out.decode() == native
+    lines = [json.loads(line)["message"] for line in native.splitlines()]
+    assert "".join(m.get("thinking", "") for m in lines) == "2+2 is 4; say it."
+    assert "".join(m["content"] for m in lines) == "It is 4. <think> is a tag."
+
+
 def test_the_request_example_is_what_ollama_receives() -> None:
-    before, after = blocks()[5:7]
+    before, after = blocks()[6:8]
     config = ThinkExtractConfig(upstream_server="ollama")
     assert transform_request("ollama", compact(before), config) == compact(after)

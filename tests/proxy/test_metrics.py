@@ -13,7 +13,7 @@ import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import aiohttp
 import msgspec
@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway_mw import ModelProfile
+from gateway_mw.config import Surface
 from gateway_mw.proxy import DEMO_CONFIG, load_settings
 
 from .processes import gunicorn
@@ -255,3 +256,44 @@ async def test_one_debug_line_per_request_says_whether_and_how_it_was_translated
         "request d-6: POST /v1/responses: 401, key -: refused, not forwarded",
     ]
     assert not any("sk-aaaa" in record.getMessage() for record in caplog.records)
+
+
+async def answer_any(request: web.Request) -> web.Response:
+    """A model server of every surface: a non-stream answer with reasoning inline, on any route."""
+    return web.json_response({"model": "m", "message": {"role": "assistant", "content": "<think>a</think>b"}})
+
+
+async def test_the_debug_line_says_how_every_surface_translates(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="gateway_mw.proxy")
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", answer_any)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        upstream_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        flags = ["--upstream", upstream_url, "--forward-routes", "* /**", "--messages-policy", "unsigned"]
+        s, _ = load_settings(flags, {})
+        config = s.think_extract
+        how = {  # every surface the code knows must say how it translates (a new one fails here)
+            "chat": f"reasoning into {config.chat_reasoning_field}",
+            "messages": f"reasoning into thinking blocks ({config.messages_policy})",
+            "responses": "reasoning into reasoning items",
+            "ollama": "reasoning into thinking",
+        }
+        paths = {surface: next(p for p, s in config.routes.items() if s == surface) for surface in get_args(Surface)}
+        async with serving(s) as base, aiohttp.ClientSession() as session:
+            for surface, path in paths.items():
+                headers = {"X-Request-Id": f"s-{surface}"}
+                async with session.post(base + path, json={"model": "m"}, headers=headers) as resp:
+                    assert resp.status == 200
+                    await resp.read()
+    finally:
+        await runner.cleanup()
+    lines = [message for _, level, message in records(caplog, "gateway_mw.proxy") if level == logging.DEBUG]
+    assert lines == [
+        f"request s-{surface}: POST {path}: 200, key -, model 'm', no family preset; "
+        f"{surface}: translated, {how[surface]}"
+        for surface, path in paths.items()
+    ]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

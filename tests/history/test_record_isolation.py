@@ -274,3 +274,51 @@ async def test_an_agent_that_writes_its_tool_calls_as_text_gets_its_reasoning_ba
     await post(base, "/responses", {**body, "input": replay})
     thought = reasoning_for({"model": MODEL}, first[0]["content"])
     assert up.bodies[1]["input"][1] == {"role": "assistant", "content": f"<think>{thought}</think>{said}"}
+
+
+async def test_the_gateway_with_client_keys_scopes_by_the_key_it_accepted() -> None:
+    """The Anthropic SDK sends its key as ``x-api-key``; a client that also carries another
+    ``Authorization`` (its own proxy's, say) is the same client to the gateway that accepted its key."""
+    from gateway_mw.proxy.settings import Secret
+
+    from ..proxy.support import serving, settings
+
+    up = Upstream()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", up.chat)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    upstream = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    keys = (Secret("key-a", "alice"), Secret("key-b", "bob"))
+    try:
+        async with serving(settings(upstream=upstream, client_keys=keys)) as base:
+            question = [{"role": "user", "content": "Weather in Paris?"}]
+            body = {"model": MODEL, "messages": question, "tools": TOOLS}
+            answer = await post(f"{base}/v1", "/chat/completions", body, {"Authorization": "Bearer key-a"})
+            replay = {**body, "messages": chat_replay(question, answer)}
+            both = {"x-api-key": "key-a", "Authorization": "Bearer sk-not-for-the-gateway"}
+            await post(f"{base}/v1", "/chat/completions", replay, both)
+            await post(f"{base}/v1", "/chat/completions", replay, {"x-api-key": "key-b"})
+    finally:
+        await runner.cleanup()
+    thought = reasoning_for({"model": MODEL}, "Weather in Paris?")
+    contents = [body["messages"][1]["content"] for body in up.bodies[1:]]
+    assert contents == [f"<think>{thought}</think>Let me look.", "Let me look."]
+
+
+async def test_a_reference_to_a_message_the_record_lacks_goes_on_as_it_came(aiohttp_server: ServerFactory) -> None:
+    """The AI SDK replays an answer as an ``item_reference`` to its message's id; one the record no
+    longer holds (expired, another worker's) is the upstream's to resolve or refuse, not dropped
+    (the answer would vanish from the history)."""
+    from gateway_mw.marks import random_id
+
+    base, up, _ = await gateway(aiohttp_server)
+    message_id = random_id("msg_")  # as the gateway makes them
+    items = [
+        {"role": "user", "content": "What animal is this?"},
+        {"type": "item_reference", "id": message_id},
+        {"role": "user", "content": "Sure?"},
+    ]
+    await post(base, "/responses", {"model": MODEL, "input": items})
+    assert up.bodies[0]["input"] == items

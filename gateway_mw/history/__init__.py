@@ -20,6 +20,7 @@ from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answe
 from .text import split_written
 
 __all__ = [
+    "MAX_RECALL_KEYS",
     "NOTHING",
     "Plan",
     "Recall",

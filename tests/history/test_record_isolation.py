@@ -322,3 +322,30 @@ async def test_a_reference_to_a_message_the_record_lacks_goes_on_as_it_came(aioh
     ]
     await post(base, "/responses", {"model": MODEL, "input": items})
     assert up.bodies[0]["input"] == items
+
+
+async def test_a_request_naming_thousands_of_tool_calls_looks_up_the_latest_few(aiohttp_server: ServerFactory) -> None:
+    """One client's request that names thousands of tool calls costs the record no more than any
+    other (the keys of its latest turns), so it cannot tie up the store other clients read."""
+    from gateway_mw.history import MAX_RECALL_KEYS
+
+    base, up, app = await gateway(aiohttp_server)
+    long: list[dict[str, Any]] = []
+    for i in range(5000):
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}
+        long += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": "sunny"},
+        ]
+    long.append({"role": "user", "content": "So, the weather?"})
+    answer = await post(base, "/chat/completions", {"model": MODEL, "messages": long, "tools": TOOLS})
+    record = app[THINKEXTRACT_RECORD]
+    await record.drain()
+    text = answer["choices"][0]["message"]["content"]
+    assert text == "It is sunny."
+    before = record.counts.hits + record.counts.misses
+    replay = [*long, {"role": "assistant", "content": text}, {"role": "user", "content": "Thanks."}]
+    await post(base, "/chat/completions", {"model": MODEL, "messages": replay, "tools": TOOLS})
+    assert record.counts.hits + record.counts.misses - before == MAX_RECALL_KEYS
+    thought = reasoning_for({"model": MODEL}, None)  # the first message the upstream saw had no content
+    assert up.bodies[1]["messages"][-2] == {"role": "assistant", "content": f"<think>{thought}</think>It is sunny."}

@@ -22,6 +22,7 @@ from collections.abc import Hashable
 from typing import NamedTuple
 
 from .config import ThinkExtractConfig
+from .record.base import DEFAULT_MAX_ENTRY_BYTES
 from .scanner import Scanner, Segment
 from .transcript import Budget, Transcript
 
@@ -103,7 +104,7 @@ class Transcripts:
 
     __slots__ = ("budget", "calls", "texts")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int = DEFAULT_MAX_ENTRY_BYTES) -> None:
         self.budget = Budget(limit)
         self.texts: dict[Hashable, Transcript] = {}
         self.calls: dict[Hashable, list[str]] = {}

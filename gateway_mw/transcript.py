@@ -4,6 +4,8 @@ memory a long answer takes stays that of the answer's pieces in flight."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 __all__ = ["Budget", "Transcript"]
 
 
@@ -44,6 +46,10 @@ class Transcript:
             budget.drop()
             return
         self.parts.append(text)
+
+    def __iter__(self) -> Iterator[str]:
+        """The texts kept, in order."""
+        return iter(self.parts)
 
     def text(self) -> str:
         """Every text kept, joined; ``""`` once the budget is over (never a part of the answer)."""

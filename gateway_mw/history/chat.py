@@ -15,7 +15,7 @@ import msgspec
 
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
-from .recall import Recall, Recalled, Thread, raw_digest, recalled, turn_keys
+from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
 __all__ = ["keys", "prefix", "transform", "transform_messages"]
@@ -93,7 +93,7 @@ _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may n
 
 
 def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
-    return Thread(model, b"", raws, lambda raw: raw_digest(bytes(raw), _UNSAID))
+    return Thread(model, b"", raws, lambda raw: canonical_json(bytes(raw), _UNSAID))
 
 
 def prefix(body: bytes) -> bytes | None:

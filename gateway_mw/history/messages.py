@@ -18,7 +18,7 @@ import msgspec
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Recalled, Thread, fields_digest, raw_digest, recalled, turn_keys
+from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
 __all__ = ["keys", "prefix", "transform"]
@@ -52,9 +52,8 @@ def _read(body: bytes) -> tuple[list[msgspec.Raw], list[_Message], Thread] | Non
     except UNREADABLE:
         return None
     model = request.model if isinstance(request.model, str) else None
-    system = bytes(request.system)
-    head = fields_digest({"system": system}) if system else b""
-    thread = Thread(model, head, request.messages, lambda raw: raw_digest(bytes(raw)))
+    head = canonical({"system": request.system}) if bytes(request.system) else b""
+    thread = Thread(model, head, request.messages, lambda raw: canonical_json(bytes(raw)))
     return request.messages, messages, thread
 
 

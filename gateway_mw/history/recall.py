@@ -13,6 +13,7 @@ less what a client may or may not send back (reasoning, cache markers). An id a 
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -32,10 +33,10 @@ __all__ = [
     "after_key",
     "answer_key",
     "call_key",
+    "canonical",
+    "canonical_json",
     "echoes",
-    "fields_digest",
     "item_key",
-    "raw_digest",
     "recalled",
     "turn_keys",
 ]
@@ -60,6 +61,10 @@ NOTHING: Recall = {}
 _PERSON = b"gateway_mw.thr1"  # BLAKE2b's personalisation: digests of conversations, version 1
 _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_LENGTH = struct.Struct(">Q")
+_LENGTHS = struct.Struct(">IQ")
+_encoder = msgspec.json.Encoder(order="sorted")
+_encode_sorted = _encoder.encode
 _VOLATILE = frozenset({"cache_control"})  # moved from message to message by clients (Claude Code)
 _REASONING_PARTS = frozenset({b'"thinking"', b'"redacted_thinking"'})
 
@@ -122,55 +127,44 @@ def recalled(
     return found
 
 
-def fields_digest(fields: Mapping[str, msgspec.Raw | bytes], skip: frozenset[str] = frozenset()) -> bytes:
+def canonical(fields: Mapping[str, msgspec.Raw], skip: frozenset[str] = frozenset()) -> bytes:
     """One message (or item) as the model sees it, in fields of any order: its fields but ``skip``
-    (reasoning carriers) and cache markers, its content parts but reasoning ones, each hashed as the
-    client spelled it."""
-    digest = hashlib.blake2b(digest_size=32, person=_PERSON)
-    for key in sorted(fields):
-        if key in skip or key in _VOLATILE:
-            continue
-        value = bytes(fields[key])
-        _piece(digest, key.encode("utf-8", "surrogatepass"))
-        if key in ("content", "system") and value.startswith(b"["):
-            _parts(digest, value)
-        else:
-            _piece(digest, value)
-    return digest.digest()
+    (reasoning carriers) and cache markers, its content parts but reasoning ones, each value as the
+    client spelled it (JSON, its keys sorted)."""
+    kept = {key: value for key, value in fields.items() if key not in skip and key not in _VOLATILE}
+    for key in ("content", "system"):
+        value = kept.get(key)
+        if value is not None and bytes(memoryview(value)[:1]) == b"[":
+            kept[key] = _parts(value)
+    return _encode_sorted(kept)
 
 
-def raw_digest(raw: bytes, skip: frozenset[str] = frozenset()) -> bytes:
-    """:func:`fields_digest` of a message's JSON (a value that is no object: its bytes)."""
+def canonical_json(raw: bytes, skip: frozenset[str] = frozenset()) -> bytes:
+    """:func:`canonical` of a message's JSON (a value that is no object: its bytes)."""
     try:
         fields = _decode_fields(raw)
     except UNREADABLE:
-        return hashlib.blake2b(raw, digest_size=32, person=_PERSON).digest()
-    return fields_digest(fields, skip)
+        return raw
+    return canonical(fields, skip)
 
 
-def _parts(digest: hashlib.blake2b, value: bytes) -> None:
+def _parts(value: msgspec.Raw) -> msgspec.Raw:
+    """A list of content parts, those that hold reasoning left out."""
     try:
         parts = _decode_parts(value)
     except UNREADABLE:
-        _piece(digest, value)
-        return
-    _piece(digest, b"[")
+        return value
+    kept: list[msgspec.Raw] = []
     for raw in parts:
-        part = bytes(raw)
         try:
-            fields = _decode_fields(part)
+            fields = _decode_fields(raw)
         except UNREADABLE:
-            _piece(digest, part)
+            kept.append(raw)
             continue
         kind = fields.get("type")
-        if kind is not None and bytes(kind) in _REASONING_PARTS:
-            continue
-        _piece(digest, fields_digest(fields))
-
-
-def _piece(digest: hashlib.blake2b, data: bytes) -> None:
-    digest.update(len(data).to_bytes(8, "big"))
-    digest.update(data)
+        if kind is None or bytes(kind) not in _REASONING_PARTS:
+            kept.append(msgspec.Raw(canonical(fields)))
+    return msgspec.Raw(msgspec.json.encode(kept))
 
 
 T = TypeVar("T")
@@ -178,23 +172,39 @@ T = TypeVar("T")
 
 class Thread:
     """The digest of each prefix of one conversation: the model and ``head`` (what stands before the
-    messages), then each message's digest (``digest(message)``), each computed once and only as far
-    as asked: a long agent history costs linear time."""
+    messages), then each message as ``spell(message)`` writes it (:func:`canonical`). Asked for
+    prefixes in growing order, as a request's turns are, each message is read once: a long agent
+    history costs linear time."""
 
-    __slots__ = ("_at", "_digest", "_messages", "_prefixes")
+    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_spell")
 
-    def __init__(self, model: str | None, head: bytes, messages: Sequence[T], digest: Callable[[T], bytes]) -> None:
+    def __init__(self, model: str | None, head: bytes, messages: Sequence[T], spell: Callable[[T], bytes]) -> None:
         self._messages = messages
-        self._digest = digest
-        self._at = hashlib.blake2b(digest_size=32, person=_PERSON)
-        _piece(self._at, b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass"))
-        _piece(self._at, head)
-        self._prefixes = [self._at.digest()]
+        self._spell = spell
+        named = b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass")
+        self._head = _LENGTHS.pack(len(named), len(head)) + named + head
+        self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
+        self._done = 0  # the messages in _at
+        self._known: dict[int, bytes] = {}
 
     def upto(self, n: int) -> bytes:
         """The digest of the conversation's first ``n`` messages (after the head)."""
-        prefixes = self._prefixes
-        while len(prefixes) <= n:
-            _piece(self._at, self._digest(self._messages[len(prefixes) - 1]))
-            prefixes.append(self._at.digest())
-        return prefixes[n]
+        known = self._known.get(n)
+        if known is not None:
+            return known
+        if n < self._done:  # asked out of order: that prefix afresh
+            at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
+            self._feed(at, 0, n)
+        else:
+            at = self._at
+            self._feed(at, self._done, n)
+            self._done = n
+        digest = self._known[n] = at.digest()
+        return digest
+
+    def _feed(self, at: hashlib.blake2b, start: int, end: int) -> None:
+        spell, messages = self._spell, self._messages
+        for i in range(start, end):
+            message = spell(messages[i])
+            at.update(_LENGTH.pack(len(message)))
+            at.update(message)

@@ -24,7 +24,7 @@ import msgspec
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Thread, fields_digest, item_key, recalled, turn_keys
+from .recall import Recall, Thread, canonical, item_key, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
 __all__ = ["asks_for_blobs", "keys", "prefix", "transform"]
@@ -98,18 +98,19 @@ def _in_thread(item: Any) -> bool:
     return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
 
 
-def _canonical(value: Any) -> bytes:
+def _sorted_json(value: Any) -> msgspec.Raw:
     try:
-        return msgspec.json.encode(value, order="sorted")
+        return msgspec.Raw(msgspec.json.encode(value, order="sorted"))
     except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):  # a lone surrogate, say
-        return repr(value).encode("utf-8", "surrogatepass")
+        return msgspec.Raw(msgspec.json.encode(repr(value)))
 
 
-def _item_digest(item: Any) -> bytes:
+def _spelled(item: Any) -> bytes:
+    """An item as :func:`canonical` spells a message (a role message is the same with or without
+    its implied ``"type": "message"``)."""
     if not isinstance(item, dict):
-        return fields_digest({"": _canonical(item)})
-    # A role message is the same with or without its implied "type": "message".
-    return fields_digest({k: _canonical(v) for k, v in item.items() if not (k == "type" and v == "message")})
+        return bytes(_sorted_json(item))
+    return canonical({k: _sorted_json(v) for k, v in item.items() if not (k == "type" and v == "message")})
 
 
 class _Prefixes:
@@ -125,8 +126,8 @@ class _Prefixes:
         self._before.append(len(counted))
         model = request.model if isinstance(request.model, str) else None
         instructions = bytes(request.instructions)
-        head = fields_digest({"system": instructions}) if instructions and instructions != b"null" else b""
-        self._thread = Thread(model, head, counted, _item_digest)
+        head = canonical({"system": request.instructions}) if instructions not in (b"", b"null") else b""
+        self._thread = Thread(model, head, counted, _spelled)
 
     def before(self, at: int) -> bytes:
         """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""

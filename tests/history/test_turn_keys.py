@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway_mw.history.recall import Thread, raw_digest
+from gateway_mw.history.recall import Thread, canonical_json
 
 MESSAGES = st.lists(st.binary(max_size=20), max_size=12)
 JSON = st.recursive(
@@ -46,10 +46,10 @@ def test_a_prefix_depends_on_every_message_the_model_and_the_head(messages: list
 
 @given(fields=st.dictionaries(st.sampled_from(["role", "content", "name", "tool_call_id"]), JSON, min_size=1))
 def test_a_message_digest_ignores_key_order_reasoning_and_cache_markers(fields: dict[str, Any]) -> None:
-    plain = raw_digest(json.dumps(fields).encode(), frozenset({"reasoning_content"}))
+    plain = canonical_json(json.dumps(fields).encode(), frozenset({"reasoning_content"}))
     reordered = dict(reversed(list(fields.items())))
     extra = {**reordered, "reasoning_content": "I think.", "cache_control": {"type": "ephemeral"}}
-    assert raw_digest(json.dumps(extra).encode(), frozenset({"reasoning_content"})) == plain
+    assert canonical_json(json.dumps(extra).encode(), frozenset({"reasoning_content"})) == plain
 
 
 def test_a_message_digest_covers_images_and_skips_thinking_parts() -> None:
@@ -57,9 +57,9 @@ def test_a_message_digest_covers_images_and_skips_thinking_parts() -> None:
         parts = [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url}}]
         return json.dumps({"role": "user", "content": parts}).encode()
 
-    assert raw_digest(user("data:image/png;base64,AAAA")) != raw_digest(user("data:image/png;base64,BBBB"))
+    assert canonical_json(user("data:image/png;base64,AAAA")) != canonical_json(user("data:image/png;base64,BBBB"))
     said = [{"type": "text", "text": "A cat.", "cache_control": {"type": "ephemeral"}}]
     thought = [{"type": "thinking", "thinking": "Whiskers.", "signature": "s"}, {"type": "text", "text": "A cat."}]
-    assert raw_digest(json.dumps({"role": "assistant", "content": said}).encode()) == raw_digest(
+    assert canonical_json(json.dumps({"role": "assistant", "content": said}).encode()) == canonical_json(
         json.dumps({"role": "assistant", "content": thought}).encode()
     )

@@ -42,7 +42,7 @@ TRANSFORMS: dict[Surface, RequestTransform] = {
     "responses": responses.transform,
     "ollama": ollama.transform,
 }
-KEYS: dict[Surface, Callable[[bytes], list[str]]] = {
+KEYS: dict[Surface, Callable[[bytes, int], list[str]]] = {
     "chat": chat.keys,
     "messages": messages.keys,
     "responses": responses.keys,
@@ -82,7 +82,7 @@ def server_of(config: ThinkExtractConfig) -> Server:
 def record_keys(surface: Surface, body: bytes) -> list[str]:
     """The keys the reasoning record is asked for before :func:`transform_request` runs: those of
     the latest turns, at most :data:`MAX_RECALL_KEYS`."""
-    return KEYS[surface](body)[-MAX_RECALL_KEYS:]
+    return KEYS[surface](body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
 
 
 def record_entries(

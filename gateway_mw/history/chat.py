@@ -93,7 +93,7 @@ _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may n
 
 
 def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
-    return Thread(model, b"", raws, lambda raw: canonical_json(bytes(raw), _UNSAID))
+    return Thread(model, b"", raws, lambda raw: canonical_json(raw, _UNSAID))
 
 
 def prefix(body: bytes) -> bytes | None:
@@ -105,19 +105,18 @@ def prefix(body: bytes) -> bytes | None:
     return _thread(model, raws).upto(len(raws))
 
 
-def keys(body: bytes) -> list[str]:
-    """The record keys of every assistant message: its first tool call's, else its answer's and the
-    conversation's before it."""
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages: its first tool call's, else its
+    answer's and the conversation's before it."""
     read = _read(body)
     if read is None:
         return []
     model, raws, messages = read
     thread = _thread(model, raws)
     out: list[str] = []
-    for i, m in enumerate(messages):
-        if m.role == "assistant":
-            calls = _call_ids(m)
-            out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(m.content))
+    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
+        calls = _call_ids(messages[i])
+        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content))
     return out
 
 

@@ -53,7 +53,7 @@ def _read(body: bytes) -> tuple[list[msgspec.Raw], list[_Message], Thread] | Non
         return None
     model = request.model if isinstance(request.model, str) else None
     head = canonical({"system": request.system}) if bytes(request.system) else b""
-    thread = Thread(model, head, request.messages, lambda raw: canonical_json(bytes(raw)))
+    thread = Thread(model, head, request.messages, lambda raw: canonical_json(raw))
     return request.messages, messages, thread
 
 
@@ -88,16 +88,16 @@ def prefix(body: bytes) -> bytes | None:
     return thread.upto(len(raws))
 
 
-def keys(body: bytes) -> list[str]:
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages."""
     read = _read(body)
     if read is None:
         return []
     _, messages, thread = read
     out: list[str] = []
-    for i, m in enumerate(messages):
-        if m.role == "assistant":
-            ids = _tool_ids(m)
-            out += turn_keys(thread.upto(i), ids, "" if ids else _text(m))
+    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
+        ids = _tool_ids(messages[i])
+        out += turn_keys(thread.upto(i), ids, "" if ids else _text(messages[i]))
     return out
 
 

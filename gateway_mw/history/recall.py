@@ -139,12 +139,12 @@ def canonical(fields: Mapping[str, msgspec.Raw], skip: frozenset[str] = frozense
     return _encode_sorted(kept)
 
 
-def canonical_json(raw: bytes, skip: frozenset[str] = frozenset()) -> bytes:
+def canonical_json(raw: msgspec.Raw | bytes, skip: frozenset[str] = frozenset()) -> bytes:
     """:func:`canonical` of a message's JSON (a value that is no object: its bytes)."""
     try:
         fields = _decode_fields(raw)
     except UNREADABLE:
-        return raw
+        return bytes(raw)
     return canonical(fields, skip)
 
 

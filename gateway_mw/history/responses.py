@@ -176,13 +176,14 @@ def _turn_text(turn: list[Any]) -> str:
     return "".join(_text(it.get("content")) for it in turn if _kind(it) == "message")
 
 
-def keys(body: bytes) -> list[str]:
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant turns."""
     read = _read(body)
     if read is None or read[2]:
         return []
     items, prefixes, _ = read
     out = []
-    for start, end in _turns(items):
+    for start, end in _turns(items)[-turns:]:
         before = prefixes.before(start)
         for item in items[start:end]:
             kind = _kind(item)

@@ -63,8 +63,7 @@ _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _LENGTH = struct.Struct(">Q")
 _LENGTHS = struct.Struct(">IQ")
-_encoder = msgspec.json.Encoder(order="sorted")
-_encode_sorted = _encoder.encode
+_encode_sorted = msgspec.json.Encoder(order="sorted").encode
 _VOLATILE = frozenset({"cache_control"})  # moved from message to message by clients (Claude Code)
 _REASONING_PARTS = frozenset({b'"thinking"', b'"redacted_thinking"'})
 

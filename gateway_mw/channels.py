@@ -22,7 +22,9 @@ from collections.abc import Hashable
 from typing import NamedTuple
 
 from .config import ThinkExtractConfig
+from .record.base import DEFAULT_MAX_ENTRY_BYTES
 from .scanner import Scanner, Segment
+from .transcript import Budget, Transcript
 
 __all__ = [
     "Channels",
@@ -97,23 +99,33 @@ class Said(NamedTuple):
 
 class Transcripts:
     """Every text each channel of one response was given, and the tool calls of each answer, kept
-    while the reasoning record wants them (a translator that has none keeps nothing)."""
+    while the reasoning record wants them (a translator that has none keeps nothing), up to
+    ``limit`` characters in all: past that, none (an entry so large is never stored)."""
 
-    __slots__ = ("calls", "texts")
+    __slots__ = ("budget", "calls", "texts")
 
-    def __init__(self) -> None:
-        self.texts: dict[Hashable, list[str]] = {}
+    def __init__(self, limit: int = DEFAULT_MAX_ENTRY_BYTES) -> None:
+        self.budget = Budget(limit)
+        self.texts: dict[Hashable, Transcript] = {}
         self.calls: dict[Hashable, list[str]] = {}
+
+    def channel(self, channel: Hashable) -> Transcript:
+        """The transcript of ``channel`` (a new, empty one the first time)."""
+        transcript = self.texts.get(channel)
+        if transcript is None:
+            transcript = self.texts[channel] = Transcript(self.budget)
+        return transcript
 
     def watch(self, channel: Hashable, scanner: Scanner) -> None:
         """Keep what ``scanner`` is given as the text of ``channel`` (after what it had)."""
-        scanner.transcript = self.texts.setdefault(channel, [])
+        scanner.transcript = self.channel(channel)
 
     def call(self, answer: Hashable, call_id: str) -> None:
         self.calls.setdefault(answer, []).append(call_id)
 
     def text(self, channel: Hashable) -> str:
-        return "".join(self.texts.get(channel, ()))
+        transcript = self.texts.get(channel)
+        return "" if transcript is None else transcript.text()
 
 
 def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:

@@ -11,8 +11,6 @@ take the new one's length, which :data:`THINKEXTRACT_REQUEST_BODY` holds.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from typing import Any, NamedTuple
 
@@ -22,6 +20,7 @@ from aiohttp.streams import StreamReader
 
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
+from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, asks_for_blobs, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
 
@@ -54,9 +53,8 @@ THINKEXTRACT_SCOPE: Any = (
 )
 """Optional, set by an outer middleware: whose reasoning record this request reads and writes (bytes
 no one can turn back into a credential). By default, a keyed digest of the API key the request
-presents (``Authorization: Bearer`` or ``x-api-key``), or one shared scope when it presents none."""
-
-_SCOPE_KEY = b"gateway_mw reasoning record scope"
+presents, the same as ``Authorization: Bearer`` or as ``x-api-key``, or one shared scope when it
+presents none."""
 
 
 class Incoming(NamedTuple):
@@ -76,12 +74,7 @@ def scope_of(request: web.Request) -> bytes:
     scope = request.get(THINKEXTRACT_SCOPE)
     if scope is not None:
         return bytes(scope)
-    presented = [v for v in request.headers.getall(hdrs.AUTHORIZATION, ()) if v.strip()]
-    presented += [v for v in request.headers.getall("x-api-key", ()) if v.strip()]
-    if not presented:
-        return b""
-    credential = "\n".join(sorted(v.strip() for v in presented)).encode("utf-8", "surrogateescape")
-    return hmac.new(_SCOPE_KEY, credential, hashlib.sha256).digest()
+    return scope_for(credentials(request.headers))
 
 
 async def rewrite_request(

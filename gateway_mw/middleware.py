@@ -36,7 +36,7 @@ from .incoming import (
 )
 from .marks import NewId, random_id
 from .pipeline import StreamPipeline, transform_body
-from .record import ReasoningRecord, open_record
+from .record import DEFAULT_MAX_ENTRY_BYTES, ReasoningRecord, RecordBase, open_record
 from .stats import ThinkExtractStats
 from .surfaces import FRAMINGS, Counts
 from .surfaces.said import said_of_body
@@ -426,8 +426,12 @@ class _TranslatingWriter(AbstractStreamWriter):
                 del headers[hdrs.CONTENT_LENGTH]
                 self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
-            keep = session.record is not None
-            self._pipeline = StreamPipeline(session.surface, session.config, session.new_id, keep=keep)
+            record = session.record
+            # A record of the package's own says how large an entry it stores; beyond that, no transcript.
+            limit = record.max_entry_bytes if isinstance(record, RecordBase) else DEFAULT_MAX_ENTRY_BYTES
+            self._pipeline = StreamPipeline(
+                session.surface, session.config, session.new_id, keep=record is not None, keep_limit=limit
+            )
             return _SSE
         if kind == _JSON:
             return _JSON

@@ -19,6 +19,7 @@ from .channels import Said, Transcripts
 from .config import Surface, ThinkExtractConfig
 from .marks import NewId, random_id
 from .ndjson import NDJSONDecoder
+from .record import DEFAULT_MAX_ENTRY_BYTES
 from .sse import SSEDecoder, SSEEvent
 from .surfaces import BODY_TRANSFORMS, FRAMINGS, STREAM_TRANSLATORS, Counts, StreamTranslator
 
@@ -35,11 +36,17 @@ class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
     def __init__(
-        self, surface: Surface, config: ThinkExtractConfig, new_id: NewId = random_id, *, keep: bool = False
+        self,
+        surface: Surface,
+        config: ThinkExtractConfig,
+        new_id: NewId = random_id,
+        *,
+        keep: bool = False,
+        keep_limit: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
         self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config, new_id)
-        if keep:  # what the model wrote, for the reasoning record
-            self._translator.transcripts = Transcripts()
+        if keep:  # what the model wrote, for the reasoning record, while an entry could hold it
+            self._translator.transcripts = Transcripts(keep_limit)
         large = self._translator.large_events
         self._decoder: SSEDecoder | NDJSONDecoder
         if FRAMINGS[surface] == "sse":

@@ -19,6 +19,7 @@ from .config import ThinkExtractConfig
 from .scanrules import IN_CONTENT, IN_REASONING, NOTHING, START, scan_settings, with_whitespace
 from .segments import CONTENT, REASONING, Kind, Segment, merge_segments, utf8_len
 from .tagreader import TagReader
+from .transcript import Transcript
 
 __all__ = ["CONTENT", "PROTOCOLS", "REASONING", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
 
@@ -56,8 +57,8 @@ class Scanner(TagReader):
         self._fresh = None if self._strip or settings.start_with_reasoning else self._content_triggers
         self.unclosed = False
         """Whether the channel ended inside a reasoning block."""
-        self.transcript: list[str] | None = None
-        """Set to a list to keep every text the channel was given, in order (:meth:`feed`,
+        self.transcript: Transcript | None = None
+        """Set to keep every text the channel was given, in order (:meth:`feed`,
         :meth:`pass_steady`, :meth:`take_steady`): what the model wrote, for the reasoning record."""
 
     @property

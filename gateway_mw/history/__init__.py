@@ -16,10 +16,11 @@ from ..channels import Said
 from ..config import Surface, ThinkExtractConfig
 from . import chat, messages, ollama, responses
 from .plan import Plan, Server, plan_for
-from .recall import NOTHING, Recall, Recalled, call_key, item_key
+from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .text import split_written
 
 __all__ = [
+    "MAX_RECALL_KEYS",
     "NOTHING",
     "Plan",
     "Recall",
@@ -41,17 +42,17 @@ TRANSFORMS: dict[Surface, RequestTransform] = {
     "responses": responses.transform,
     "ollama": ollama.transform,
 }
-KEYS: dict[Surface, Callable[[bytes], list[str]]] = {
+KEYS: dict[Surface, Callable[[bytes, int], list[str]]] = {
     "chat": chat.keys,
     "messages": messages.keys,
     "responses": responses.keys,
     "ollama": ollama.keys,
 }
-ANSWER_KEYS: dict[Surface, Callable[[bytes, str], str | None]] = {
-    "chat": chat.answer_key,
-    "messages": messages.answer_key,
-    "responses": responses.answer_key,
-    "ollama": ollama.answer_key,
+PREFIXES: dict[Surface, Callable[[bytes], bytes | None]] = {
+    "chat": chat.prefix,
+    "messages": messages.prefix,
+    "responses": responses.prefix,
+    "ollama": ollama.prefix,
 }
 asks_for_blobs = responses.asks_for_blobs
 
@@ -79,28 +80,33 @@ def server_of(config: ThinkExtractConfig) -> Server:
 
 
 def record_keys(surface: Surface, body: bytes) -> list[str]:
-    """The keys the reasoning record is asked for before :func:`transform_request` runs."""
-    return KEYS[surface](body)
+    """The keys the reasoning record is asked for before :func:`transform_request` runs: those of
+    the latest turns, at most :data:`MAX_RECALL_KEYS`."""
+    return KEYS[surface](body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
 
 
 def record_entries(
     surface: Surface, request: bytes, said: list[Said], config: ThinkExtractConfig
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
-    reasoning, its reasoning and the model's text, under every key a later request may name it by
-    (its tool calls' ids, the ids the gateway gave its items, else the conversation up to it)."""
+    reasoning, its reasoning and the model's text, under every key a later request may name it by,
+    each in the conversation it follows (its tool calls' ids, the ids of its items, else its text;
+    and, for a response of one answer, the conversation itself)."""
+    prefix = PREFIXES[surface](request)
+    if prefix is None:
+        return {}
     cfg = config.for_model(request_model(request))
     out: dict[str, Recalled] = {}
     for answer in said:
         reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
         if not reasoning:
             continue
-        entry = Recalled(reasoning=reasoning, original=answer.original)
-        keys = [call_key(c) for c in answer.call_ids] + [item_key(i) for i in answer.item_ids]
+        entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)
+        keys = [call_key(prefix, c) for c in answer.call_ids] + [item_key(i, prefix) for i in answer.item_ids]
         if not answer.call_ids:
-            turn = ANSWER_KEYS[surface](request, content)
-            if turn is not None:
-                keys.append(turn)
+            keys.append(answer_key(prefix, content))
+        if len(said) == 1:
+            keys.append(after_key(prefix))
         for key in keys:
             out[key] = entry
     return out

@@ -15,10 +15,10 @@ import msgspec
 
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
-from .recall import Recall, Recalled, TurnKeys, assistant_turn_keys, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["answer_key", "keys", "transform", "transform_messages"]
+__all__ = ["keys", "prefix", "transform", "transform_messages"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -89,34 +89,35 @@ def _text_of(raw: msgspec.Raw) -> str:
     return ""
 
 
-def _lines(messages: list[_Message], upto: int, answer: str | None = None) -> list[str]:
-    out = []
-    for i, m in enumerate(messages[: upto + 1]):
-        role = m.role if isinstance(m.role, str) else ""
-        text = answer if (i == upto and answer is not None) else _text_of(m.content)
-        answered = m.tool_call_id if isinstance(m.tool_call_id, str) else ""
-        out.append((role, text, _call_ids(m), answered))
-    return conversation_lines(out)
+_UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may not send back (Ollama: thinking)
 
 
-def answer_key(body: bytes, answer: str) -> str | None:
-    """The turn key of a plain answer (no tool call) to this request, as the next request that
-    replays it will compute it."""
+def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
+    return Thread(model, b"", raws, lambda raw: canonical_json(raw, _UNSAID))
+
+
+def prefix(body: bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows."""
     read = _read(body)
     if read is None:
         return None
-    _, _, messages = read
-    lines = _lines(messages, len(messages) - 1) if messages else []
-    return turn_key([*lines, *conversation_lines([("assistant", answer, [], "")])])
+    model, raws, _ = read
+    return _thread(model, raws).upto(len(raws))
 
 
-def keys(body: bytes) -> list[str]:
-    """The record keys of every assistant message: its tool calls' ids, else its turn digest."""
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages: its first tool call's, else its
+    answer's and the conversation's before it."""
     read = _read(body)
     if read is None:
         return []
-    _, _, messages = read
-    return assistant_turn_keys(messages, _call_ids, lambda: _lines(messages, len(messages) - 1))
+    model, raws, messages = read
+    thread = _thread(model, raws)
+    out: list[str] = []
+    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
+        calls = _call_ids(messages[i])
+        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content))
+    return out
 
 
 def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
@@ -149,21 +150,18 @@ def transform_messages(
     read = _read(body)
     if read is None:
         return None
-    _, raws, messages = read
+    model, raws, messages = read
     scope = _in_scope(plan, messages)
     changed = False
     new_raws = list(raws)
-    turns: TurnKeys | None = None
+    thread = _thread(model, raws) if recall else None
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
         calls = _call_ids(m)
         found = None
-        if calls:
-            found = recall.get(call_key(calls[0]))
-        elif recall:
-            turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
-            found = recall.get(turns.upto(i + 1))
+        if thread is not None:
+            found = recalled(recall, thread.upto(i), calls, "" if calls else _text_of(m.content), plan.config)
         new = _message(raws[i], plan, scope[i], bool(calls), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)

@@ -18,10 +18,10 @@ import msgspec
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Recalled, TurnKeys, assistant_turn_keys, call_key, conversation_lines, turn_key
+from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["answer_key", "keys", "transform"]
+__all__ = ["keys", "prefix", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -34,6 +34,7 @@ class _Message(msgspec.Struct, gc=False):
 
 class _Request(msgspec.Struct, gc=False):
     model: Any = None
+    system: msgspec.Raw = msgspec.Raw()
     messages: list[msgspec.Raw] | None = None
 
 
@@ -41,14 +42,19 @@ _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
 
 
-def _read(body: bytes) -> tuple[list[msgspec.Raw], list[_Message]] | None:
+def _read(body: bytes) -> tuple[list[msgspec.Raw], list[_Message], Thread] | None:
+    """The messages (raw and read), and the conversation's thread (the system prompt its head)."""
     try:
         request = _decode_request(body)
         if not request.messages:
             return None
-        return request.messages, [_decode_message(m) for m in request.messages]
+        messages = [_decode_message(m) for m in request.messages]
     except UNREADABLE:
         return None
+    model = request.model if isinstance(request.model, str) else None
+    head = canonical({"system": request.system}) if bytes(request.system) else b""
+    thread = Thread(model, head, request.messages, lambda raw: canonical_json(raw))
+    return request.messages, messages, thread
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -73,32 +79,26 @@ def _text(message: _Message) -> str:
     return "".join(b.get("text", "") for b in _blocks(message.content) if b.get("type") == "text")
 
 
-def _lines(messages: list[_Message], upto: int, answer: str | None = None) -> list[str]:
-    rows = []
-    for i, m in enumerate(messages[: upto + 1]):
-        role = m.role if isinstance(m.role, str) else ""
-        text = answer if (i == upto and answer is not None) else _text(m)
-        answered = ",".join(b.get("tool_use_id", "") for b in _blocks(m.content) if b.get("type") == "tool_result")
-        rows.append((role, text, _tool_ids(m), answered))
-    return conversation_lines(rows)
-
-
-def answer_key(body: bytes, answer: str) -> str | None:
-    """The turn key of a plain answer (no tool call) to this request."""
+def prefix(body: bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows."""
     read = _read(body)
     if read is None:
         return None
-    _, messages = read
-    lines = _lines(messages, len(messages) - 1) if messages else []
-    return turn_key([*lines, *conversation_lines([("assistant", answer, [], "")])])
+    raws, _, thread = read
+    return thread.upto(len(raws))
 
 
-def keys(body: bytes) -> list[str]:
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages."""
     read = _read(body)
     if read is None:
         return []
-    _, messages = read
-    return assistant_turn_keys(messages, _tool_ids, lambda: _lines(messages, len(messages) - 1))
+    _, messages, thread = read
+    out: list[str] = []
+    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
+        ids = _tool_ids(messages[i])
+        out += turn_keys(thread.upto(i), ids, "" if ids else _text(messages[i]))
+    return out
 
 
 def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
@@ -107,11 +107,10 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     read = _read(body)
     if read is None:
         return None
-    raws, messages = read
+    raws, messages, thread = read
     last_query = max((i for i, m in enumerate(messages) if _is_query(m)), default=-1)
     changed = False
     new_raws = list(raws)
-    turns: TurnKeys | None = None
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
@@ -122,12 +121,7 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
             in_scope = bool(ids)
         else:
             in_scope = True
-        found = None
-        if ids:
-            found = recall.get(call_key(ids[0]))
-        elif recall:
-            turns = turns or TurnKeys(_lines(messages, len(messages) - 1))
-            found = recall.get(turns.upto(i + 1))
+        found = recalled(recall, thread.upto(i), ids, "" if ids else _text(m), plan.config) if recall else None
         new = _message(raws[i], m, plan, in_scope, found)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)

@@ -7,13 +7,13 @@ carrier and the one field."""
 
 from __future__ import annotations
 
-from .chat import answer_key as chat_answer_key
 from .chat import keys as chat_keys
+from .chat import prefix as chat_prefix
 from .chat import transform_messages
 from .plan import Plan
 from .recall import Recall
 
-__all__ = ["answer_key", "keys", "transform"]
+__all__ = ["keys", "prefix", "transform"]
 
 _THINKING = ("thinking",)
 
@@ -23,4 +23,4 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
 
 
 keys = chat_keys
-answer_key = chat_answer_key
+prefix = chat_prefix

@@ -2,112 +2,208 @@
 
 The request side is sans-I/O: it first names the keys it would look up (:func:`keys` per surface),
 the adapter fetches what the record holds for them, and the transform then reads that mapping.
+
+Every key but a gateway-made item id holds the digest of the conversation before the turn (a
+:class:`Thread` prefix): the model, what stands before the messages (a system prompt) and every
+message as the model sees it (all content parts, images and files included, tool calls and results),
+less what a client may or may not send back (reasoning, cache markers). An id a server made (Kimi K2's
+``functions.get_weather:0`` is the same in every conversation) is a key only together with it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol, TypeVar
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import msgspec
 
+from ..config import ThinkExtractConfig
+from ..marks import is_gateway_id
+from ..rawjson import UNREADABLE
+from .text import split_written
+
 __all__ = [
+    "MAX_RECALL_KEYS",
     "NOTHING",
     "Recall",
     "Recalled",
-    "TurnKeys",
-    "assistant_turn_keys",
+    "Thread",
+    "after_key",
+    "answer_key",
     "call_key",
-    "conversation_lines",
+    "canonical",
+    "canonical_json",
+    "echoes",
     "item_key",
-    "turn_key",
+    "recalled",
+    "turn_keys",
 ]
 
+MAX_RECALL_KEYS = 256
+"""Keys one request looks up at most (those of its latest turns): a request that names thousands of
+tool calls costs the record what any other does, and cannot hold up other clients' reads."""
 
-class Recalled(msgspec.Struct, frozen=True, kw_only=True):
-    """One assistant turn the gateway translated: the reasoning it moved out of the text, and the
-    text exactly as the model wrote it (tags included), when known."""
+
+class Recalled(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One assistant turn the gateway translated: the reasoning it moved out of the text, the text
+    exactly as the model wrote it (tags included) when known, and the ids of its tool calls."""
 
     reasoning: str
     original: str | None = None
+    calls: tuple[str, ...] = ()
 
 
 Recall = Mapping[str, Recalled]
 NOTHING: Recall = {}
 
-
-def call_key(call_id: str) -> str:
-    """A tool call's id (chat ``tool_calls[].id``, Responses ``call_id``, messages ``tool_use.id``)."""
-    return "call:" + call_id
-
-
-def item_key(item_id: str) -> str:
-    """An item id the gateway made (``rs_…``, ``msg_…``)."""
-    return "item:" + item_id
-
-
-def conversation_lines(messages: Iterable[tuple[str, str, list[str], str]]) -> list[str]:
-    """One line per message, (role, text, tool call ids, tool call ids answered), as the turn key
-    digests them: what a client reproduces exactly when it replays the conversation."""
-    return ["\x1f".join((role, text, ",".join(calls), answered)) for role, text, calls, answered in messages]
+_PERSON = b"gateway_mw.thr1"  # BLAKE2b's personalisation: digests of conversations, version 1
+_decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_LENGTH = struct.Struct(">Q")
+_LENGTHS = struct.Struct(">IQ")
+_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+_VOLATILE = frozenset({"cache_control"})  # moved from message to message by clients (Claude Code)
+_REASONING_PARTS = frozenset({b'"thinking"', b'"redacted_thinking"'})
 
 
-def turn_key(lines: Iterable[str]) -> str:
-    """A plain turn (no tool call, no id): the digest of the conversation up to and including it,
-    one line per message as :func:`conversation_lines` writes them."""
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(_line_digest(line))
-    return "turn:" + digest.hexdigest()
+def call_key(prefix: bytes, call_id: str) -> str:
+    """A tool call's id (chat ``tool_calls[].id``, Responses ``call_id``, messages ``tool_use.id``) in
+    the conversation ``prefix`` (the digest of what came before the turn that made it)."""
+    return f"call:{prefix.hex()}:{call_id}"
 
 
-def _line_digest(line: str) -> bytes:
-    return hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest()
+def answer_key(prefix: bytes, text: str) -> str:
+    """A turn without tool calls: the conversation before it and the answer's text as the client
+    was given it."""
+    digest = hashlib.blake2b(prefix, digest_size=32, person=_PERSON)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return "answer:" + digest.hexdigest()
 
 
-class TurnKeys:
-    """:func:`turn_key` of each prefix of one conversation's lines, each line digested once and only
-    as far as asked: a long agent history costs linear time, not the square of its length."""
-
-    __slots__ = ("_digest", "_keys", "_lines")
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        self._lines = lines
-        self._digest = hashlib.sha256()
-        self._keys = ["turn:" + self._digest.hexdigest()]
-
-    def upto(self, n: int) -> str:
-        """The key of the conversation's first ``n`` lines."""
-        keys = self._keys
-        while len(keys) <= n:
-            self._digest.update(_line_digest(self._lines[len(keys) - 1]))
-            keys.append("turn:" + self._digest.hexdigest())
-        return keys[n]
+def after_key(prefix: bytes) -> str:
+    """The answer given to the conversation ``prefix``, whatever shape the client echoes it in (an
+    agent that writes its tool calls as text): found only when the echo holds its text and call ids
+    (:func:`echoes`)."""
+    return "after:" + prefix.hex()
 
 
-class _Turn(Protocol):
-    @property
-    def role(self) -> str: ...
+def item_key(item_id: str, prefix: bytes) -> str:
+    """A Responses item id: one the gateway made (random, unique) alone; any other in its
+    conversation."""
+    return "item:" + item_id if is_gateway_id(item_id) else f"item:{prefix.hex()}:{item_id}"
 
 
-T = TypeVar("T", bound=_Turn)
+def echoes(found: Recalled, answer: str, text: str) -> bool:
+    """Whether a turn the client sent without tool calls (its ``text``) is the answer ``found``
+    holds (``answer``: its text as the client was given it), however the client wrote it down:
+    smolagents writes ``"Calling tools:\n[{'id': 'call_1', …}]"`` after the answer's text."""
+    return answer.strip() in text and all(call in text for call in found.calls)
 
 
-def assistant_turn_keys(
-    messages: Sequence[T], call_ids: Callable[[T], list[str]], lines: Callable[[], Sequence[str]]
-) -> list[str]:
-    """The keys the record may hold each assistant turn under: its tool calls' ids, or, for a turn
-    without any, the digest of the conversation up to and including it (``lines()``: the
-    conversation's lines, asked for only when a turn needs them)."""
-    out: list[str] = []
-    turns: TurnKeys | None = None
-    for i, message in enumerate(messages):
-        if message.role == "assistant":
-            ids = call_ids(message)
-            if ids:
-                out += [call_key(c) for c in ids]
-            else:
-                turns = turns or TurnKeys(lines())
-                out.append(turns.upto(i + 1))
-    return out
+def turn_keys(prefix: bytes, calls: Sequence[str], text: str) -> list[str]:
+    """The keys an assistant turn may be held under: its first tool call's, or, for a turn without
+    any, its answer's and the conversation's before it."""
+    if calls:
+        return [call_key(prefix, calls[0])]
+    return [answer_key(prefix, text), after_key(prefix)]
+
+
+def recalled(
+    recall: Recall, prefix: bytes, calls: Sequence[str], text: str, config: ThinkExtractConfig
+) -> Recalled | None:
+    """What the record holds for an assistant turn after the conversation ``prefix``: by its first
+    tool call, else by its text, else the answer to that conversation if the turn echoes it."""
+    if calls:
+        return recall.get(call_key(prefix, calls[0]))
+    found = recall.get(answer_key(prefix, text))
+    if found is not None:
+        return found
+    found = recall.get(after_key(prefix))
+    if found is None or found.original is None or not echoes(found, split_written(found.original, config)[1], text):
+        return None
+    return found
+
+
+def canonical(fields: Mapping[str, msgspec.Raw], skip: frozenset[str] = frozenset()) -> bytes:
+    """One message (or item) as the model sees it, in fields of any order: its fields but ``skip``
+    (reasoning carriers) and cache markers, its content parts but reasoning ones, each value as the
+    client spelled it (JSON, its keys sorted)."""
+    kept = {key: value for key, value in fields.items() if key not in skip and key not in _VOLATILE}
+    for key in ("content", "system"):
+        value = kept.get(key)
+        if value is not None and bytes(memoryview(value)[:1]) == b"[":
+            kept[key] = _parts(value)
+    return _encode_sorted(kept)
+
+
+def canonical_json(raw: msgspec.Raw | bytes, skip: frozenset[str] = frozenset()) -> bytes:
+    """:func:`canonical` of a message's JSON (a value that is no object: its bytes)."""
+    try:
+        fields = _decode_fields(raw)
+    except UNREADABLE:
+        return bytes(raw)
+    return canonical(fields, skip)
+
+
+def _parts(value: msgspec.Raw) -> msgspec.Raw:
+    """A list of content parts, those that hold reasoning left out."""
+    try:
+        parts = _decode_parts(value)
+    except UNREADABLE:
+        return value
+    kept: list[msgspec.Raw] = []
+    for raw in parts:
+        try:
+            fields = _decode_fields(raw)
+        except UNREADABLE:
+            kept.append(raw)
+            continue
+        kind = fields.get("type")
+        if kind is None or bytes(kind) not in _REASONING_PARTS:
+            kept.append(msgspec.Raw(canonical(fields)))
+    return msgspec.Raw(msgspec.json.encode(kept))
+
+
+T = TypeVar("T")
+
+
+class Thread:
+    """The digest of each prefix of one conversation: the model and ``head`` (what stands before the
+    messages), then each message as ``spell(message)`` writes it (:func:`canonical`). Asked for
+    prefixes in growing order, as a request's turns are, each message is read once: a long agent
+    history costs linear time."""
+
+    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_spell")
+
+    def __init__(self, model: str | None, head: bytes, messages: Sequence[T], spell: Callable[[T], bytes]) -> None:
+        self._messages = messages
+        self._spell = spell
+        named = b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass")
+        self._head = _LENGTHS.pack(len(named), len(head)) + named + head
+        self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
+        self._done = 0  # the messages in _at
+        self._known: dict[int, bytes] = {}
+
+    def upto(self, n: int) -> bytes:
+        """The digest of the conversation's first ``n`` messages (after the head)."""
+        known = self._known.get(n)
+        if known is not None:
+            return known
+        if n < self._done:  # asked out of order: that prefix afresh
+            at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
+            self._feed(at, 0, n)
+        else:
+            at = self._at
+            self._feed(at, self._done, n)
+            self._done = n
+        digest = self._known[n] = at.digest()
+        return digest
+
+    def _feed(self, at: hashlib.blake2b, start: int, end: int) -> None:
+        spell, messages = self._spell, self._messages
+        for i in range(start, end):
+            message = spell(messages[i])
+            at.update(_LENGTH.pack(len(message)))
+            at.update(message)

@@ -11,8 +11,8 @@ gateway made, or an item that lost its text). In the ``field`` form each server 
 * OpenAI: the items the gateway made are dropped (it refuses ids and blobs it did not issue);
 * any other: ``summary`` and ``content``.
 
-An ``item_reference`` to an id the gateway made that the record cannot resolve is dropped: no server
-issued that id.
+An ``item_reference`` to a reasoning id the gateway made (``rs_…``) that the record cannot resolve is
+dropped: no server issued that id. A reference to a message goes on as it came when the record lacks it.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import msgspec
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, TurnKeys, call_key, conversation_lines, item_key, turn_key
+from .recall import Recall, Thread, canonical, item_key, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["answer_key", "asks_for_blobs", "keys", "transform"]
+__all__ = ["asks_for_blobs", "keys", "prefix", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -36,6 +36,7 @@ _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "
 
 class _Request(msgspec.Struct, gc=False):
     model: Any = None
+    instructions: msgspec.Raw = msgspec.Raw()
     input: msgspec.Raw = msgspec.Raw()
     include: Any = None
 
@@ -53,15 +54,19 @@ def asks_for_blobs(body: bytes) -> bool:
     return isinstance(include, list) and "reasoning.encrypted_content" in include
 
 
-def _items(body: bytes) -> list[Any] | None:
+def _read(body: bytes) -> tuple[list[Any], _Prefixes, bool] | None:
+    """The input's items, the digests of the conversation before each, and whether the input was a
+    string (one user message)."""
     try:
-        raw = bytes(_decode_request(body).input)
-        if not raw.startswith(b"["):
-            return None
-        items = _decode_any(raw)
+        request = _decode_request(body)
+        raw = bytes(request.input)
+        value = _decode_any(raw) if raw else None
     except UNREADABLE:
         return None
-    return items if isinstance(items, list) else None
+    items = [{"role": "user", "content": value}] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return None
+    return items, _Prefixes(request, items), isinstance(value, str)
 
 
 def _kind(item: Any) -> str:
@@ -86,41 +91,47 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _lines(items: list[Any]) -> list[str]:
-    """The conversation's lines (see :func:`conversation_lines`): what a client replays exactly,
-    whether it sends items or plain role messages (no reasoning: that is what the record gives back)."""
-    return _numbered_lines(items)[0]
+def _in_thread(item: Any) -> bool:
+    """Whether an item is part of the conversation's digest: reasoning, which a client may or may
+    not send back, is not."""
+    kind = _kind(item)
+    return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
 
 
-class _Turns:
-    """The turn key of each prefix of ``items`` (``items[:end]``), each line digested once."""
-
-    def __init__(self, items: list[Any]) -> None:
-        lines, self._before = _numbered_lines(items)
-        self._keys = TurnKeys(lines)
-
-    def upto(self, end: int) -> str:
-        return self._keys.upto(self._before[end])
+def _sorted_json(value: Any) -> msgspec.Raw:
+    try:
+        return msgspec.Raw(msgspec.json.encode(value, order="sorted"))
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):  # a lone surrogate, say
+        return msgspec.Raw(msgspec.json.encode(repr(value)))
 
 
-def _numbered_lines(items: list[Any]) -> tuple[list[str], list[int]]:
-    """The lines of ``items``, and how many of them come before each item (one more at the end)."""
-    rows: list[tuple[str, str, list[str], str]] = []
-    before = []
-    for item in items:
-        before.append(len(rows))
-        kind = _kind(item)
-        if kind == "message":
-            role = item.get("role")
-            rows.append((role if isinstance(role, str) else "", _text(item.get("content")), [], ""))
-        elif kind in ("function_call", "custom_tool_call"):
-            call = item.get("call_id")
-            rows.append(("assistant", "", [call] if isinstance(call, str) else [], ""))
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            call = item.get("call_id")
-            rows.append(("tool", "", [], call if isinstance(call, str) else ""))
-    before.append(len(rows))
-    return conversation_lines(rows), before
+def _spelled(item: Any) -> bytes:
+    """An item as :func:`canonical` spells a message (a role message is the same with or without
+    its implied ``"type": "message"``)."""
+    if not isinstance(item, dict):
+        return bytes(_sorted_json(item))
+    return canonical({k: _sorted_json(v) for k, v in item.items() if not (k == "type" and v == "message")})
+
+
+class _Prefixes:
+    """The digest of the conversation before each item: the model, the instructions, the items."""
+
+    def __init__(self, request: _Request, items: list[Any]) -> None:
+        counted: list[Any] = []
+        self._before: list[int] = []
+        for item in items:
+            self._before.append(len(counted))
+            if _in_thread(item):
+                counted.append(item)
+        self._before.append(len(counted))
+        model = request.model if isinstance(request.model, str) else None
+        instructions = bytes(request.instructions)
+        head = canonical({"system": request.instructions}) if instructions not in (b"", b"null") else b""
+        self._thread = Thread(model, head, counted, _spelled)
+
+    def before(self, at: int) -> bytes:
+        """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
+        return self._thread.upto(self._before[at])
 
 
 def _turns(items: list[Any]) -> list[tuple[int, int]]:
@@ -152,45 +163,44 @@ def _bare(items: list[Any]) -> bool:
     return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
 
 
-def answer_key(body: bytes, answer: str) -> str | None:
-    """The turn key of a plain answer (no tool call) to this request."""
-    try:
-        raw = bytes(_decode_request(body).input)
-        value = _decode_any(raw) if raw else None
-    except UNREADABLE:
+def prefix(body: bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows."""
+    read = _read(body)
+    if read is None:
         return None
-    items = [{"role": "user", "content": value}] if isinstance(value, str) else value
-    if not isinstance(items, list):
-        return None
-    rows = _lines(items) + conversation_lines([("assistant", answer, [], "")])
-    return turn_key(rows)
+    items, prefixes, _ = read
+    return prefixes.before(len(items))
 
 
-def keys(body: bytes) -> list[str]:
-    items = _items(body)
-    if items is None:
+def _turn_text(turn: list[Any]) -> str:
+    return "".join(_text(it.get("content")) for it in turn if _kind(it) == "message")
+
+
+def keys(body: bytes, turns: int) -> list[str]:
+    """The record keys of the latest ``turns`` assistant turns."""
+    read = _read(body)
+    if read is None or read[2]:
         return []
+    items, prefixes, _ = read
     out = []
-    for item in items:
-        kind = _kind(item)
-        item_id = item.get("id")
-        if isinstance(item_id, str) and (kind == "item_reference" or (kind == "reasoning" and is_gateway_id(item_id))):
-            out.append(item_key(item_id))
-    turns: _Turns | None = None
-    for start, end in _turns(items):
-        calls = _calls(items[start:end])
-        if calls:
-            out += [call_key(c) for c in calls]
-        elif _bare(items[start:end]):
-            turns = turns or _Turns(items)
-            out.append(turns.upto(end))
+    for start, end in _turns(items)[-turns:]:
+        before = prefixes.before(start)
+        for item in items[start:end]:
+            kind = _kind(item)
+            item_id = item.get("id")
+            if isinstance(item_id, str) and (
+                kind == "item_reference" or (kind == "reasoning" and is_gateway_id(item_id))
+            ):
+                out.append(item_key(item_id, before))
+        if _bare(items[start:end]):
+            calls = _calls(items[start:end])
+            out += turn_keys(before, calls, "" if calls else _turn_text(items[start:end]))
     return out
 
 
-def _recalled(items: list[Any], recall: Recall, plan: Plan) -> dict[int, str]:
+def _recalled(items: list[Any], prefixes: _Prefixes, recall: Recall, plan: Plan) -> dict[int, str]:
     """Turns that carry no reasoning, by their first item: the reasoning the record holds for them."""
     out = {}
-    turns: _Turns | None = None
     for start, end in _turns(items):
         turn = items[start:end]
         if not _bare(turn) or any(
@@ -198,12 +208,7 @@ def _recalled(items: list[Any], recall: Recall, plan: Plan) -> dict[int, str]:
         ):
             continue
         calls = _calls(turn)
-        found = None
-        for call in calls:
-            found = found or recall.get(call_key(call))
-        if found is None and not calls and recall:
-            turns = turns or _Turns(items)
-            found = recall.get(turns.upto(end))
+        found = recalled(recall, prefixes.before(start), calls, "" if calls else _turn_text(turn), plan.config)
         if found is not None and found.reasoning:
             out[start] = found.reasoning
     return out
@@ -269,11 +274,13 @@ def _scopes(items: list[Any], plan: Plan) -> list[bool]:
 def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
-    items = _items(body)
-    if items is None:
+    read = _read(body)
+    if read is None or read[2]:
         return None
+    items, prefixes, _ = read
     scopes = _scopes(items, plan)
-    recalled = _recalled(items, recall, plan) if recall else {}
+    found = _recalled(items, prefixes, recall, plan) if recall else {}
+    starts = _starts(items)
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
@@ -281,16 +288,20 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
         if pending and not _assistant_side(item):
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
-        if at in recalled and scopes[at] and plan.form in ("field", "inline") and plan.server != "openai":
+        if at in found and scopes[at] and plan.form in ("field", "inline") and plan.server != "openai":
             if plan.form == "field":
-                new.append(_shaped({}, recalled[at], plan))  # what the client did not send back
+                new.append(_shaped({}, found[at], plan))  # what the client did not send back
             else:
-                pending = recalled[at]
+                pending = found[at]
         if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
-            item = _resolved_message(item, recall, plan)  # a message the upstream may not have kept
+            # A message the upstream may not have kept, as the record holds it.
+            item = _resolved_message(item, recall, prefixes.before(starts[at]), plan)
             kind = _kind(item)
+            if kind == "item_reference":  # the record lacks it: it goes on as it came
+                new.append(item)
+                continue
         if kind in ("reasoning", "item_reference"):
-            reasoning, made_here = _read_reasoning(item, recall)
+            reasoning, made_here = _read_reasoning(item, recall, prefixes.before(starts[at]))
             if kind == "item_reference" and reasoning is None and not made_here:
                 new.append(item)  # the upstream's own reference
                 continue
@@ -323,11 +334,19 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     return out
 
 
-def _resolved_message(item: dict[str, Any], recall: Recall, plan: Plan) -> dict[str, Any]:
+def _starts(items: list[Any]) -> list[int]:
+    """The first item of the turn each item is in (an item that is in none: itself)."""
+    out = list(range(len(items)))
+    for start, end in _turns(items):
+        out[start:end] = [start] * (end - start)
+    return out
+
+
+def _resolved_message(item: dict[str, Any], recall: Recall, before: bytes, plan: Plan) -> dict[str, Any]:
     """A reference to an answer's message item, as the message itself when the record holds that
     answer (its text as the client was given it); else the reference, as it came."""
     item_id = item.get("id")
-    found = recall.get(item_key(item_id)) if isinstance(item_id, str) else None
+    found = recall.get(item_key(item_id, before)) if isinstance(item_id, str) else None
     if found is None or found.original is None:
         return item
     answer = split_written(found.original, plan.config)[1]
@@ -335,7 +354,7 @@ def _resolved_message(item: dict[str, Any], recall: Recall, plan: Plan) -> dict[
     return {"type": "message", "role": "assistant", "id": item_id, "content": [part]}
 
 
-def _read_reasoning(item: dict[str, Any], recall: Recall) -> tuple[str | None, bool]:
+def _read_reasoning(item: dict[str, Any], recall: Recall, before: bytes) -> tuple[str | None, bool]:
     """The text of a reasoning item or reference, and whether the gateway made it."""
     item_id = item.get("id")
     made_here = isinstance(item_id, str) and is_gateway_id(item_id)
@@ -344,7 +363,7 @@ def _read_reasoning(item: dict[str, Any], recall: Recall) -> tuple[str | None, b
         made_here = True
     text = _reasoning_text(item) if _kind(item) == "reasoning" else ""
     if not text and made_here:
-        found = recall.get(item_key(item_id)) if isinstance(item_id, str) else None
+        found = recall.get(item_key(item_id, before)) if isinstance(item_id, str) else None
         text = found.reasoning if found is not None else ""
     if _kind(item) == "item_reference":
         return (text or None), made_here

@@ -18,7 +18,9 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from ..config import Surface
+from ..credentials import scope_for
 from ..families import family_for
+from ..incoming import THINKEXTRACT_SCOPE
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from . import demo_model
 from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, path_refusal, request_id
@@ -131,11 +133,12 @@ async def gateway_middleware(
     status = 500
     try:
         if proxy.keys:
-            alias = proxy.keys.identify(request)
-            if alias is None:
+            matched = proxy.keys.match(request)
+            if matched is None:
                 response = _unauthorized(proxy, request, route)
                 return response
-            note.alias = alias
+            note.alias, key = matched
+            request[THINKEXTRACT_SCOPE] = scope_for([key])  # the accepted key's, whatever else is presented
         refusal = path_refusal(request.rel_url.raw_path)  # a path that could leave its route: 400 first
         if refusal is not None:
             surface = proxy.settings.think_extract.surface_for_path(request.path)

@@ -12,7 +12,9 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
-from aiohttp import hdrs, web
+from aiohttp import web
+
+from ..credentials import bearer_keys
 
 __all__ = ["ClientKeys"]
 
@@ -55,18 +57,18 @@ class ClientKeys:
 
     def presented(self, request: web.Request) -> list[str]:
         """The keys a request carries: every ``Authorization: Bearer`` and ``x-api-key`` value."""
-        keys = []
-        for value in request.headers.getall(hdrs.AUTHORIZATION, ()):
-            scheme, _, token = value.strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                keys.append(token.strip())
-        keys += [value.strip() for value in request.headers.getall("x-api-key", ()) if value.strip()]
-        return keys
+        return bearer_keys(request.headers)
+
+    def match(self, request: web.Request) -> tuple[str, str] | None:
+        """The first accepted key the request carries, with its alias, or ``None`` (refused)."""
+        presented = self.presented(request)
+        aliases = [self.alias(key) for key in presented]  # each one compared, in full
+        return next(((alias, key) for alias, key in zip(aliases, presented, strict=True) if alias is not None), None)
 
     def identify(self, request: web.Request) -> str | None:
         """The alias of the first accepted key the request carries, or ``None`` (refused)."""
-        aliases = [self.alias(key) for key in self.presented(request)]  # each one compared, in full
-        return next((alias for alias in aliases if alias is not None), None)
+        matched = self.match(request)
+        return None if matched is None else matched[0]
 
     def allows(self, request: web.Request) -> bool:
         """Whether the request carries an accepted key (always, when no keys are set)."""

@@ -99,7 +99,8 @@ class ReasoningRecord(Protocol):
 
     @property
     def degraded(self) -> bool:
-        """True from a failed read or write until the next one that works."""
+        """True from a failed read or write until a read and a write have worked since (of each
+        kind that failed)."""
         ...
 
     async def get(self, scope: bytes, keys: Sequence[str]) -> dict[str, bytes]:
@@ -169,7 +170,8 @@ class RecordBase(abc.ABC):
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._closed = False
-        self._failing = False
+        self._failing: set[str] = set()  # the kinds of operation ("read", "write") failing now
+        self._warned = False  # a warning went out that no "answers again" has followed yet
         self._warned_at = -math.inf
         self._unreported = 0
 
@@ -183,7 +185,7 @@ class RecordBase(abc.ABC):
 
     @property
     def degraded(self) -> bool:
-        return self._failing
+        return bool(self._failing)
 
     # What a backend supplies.
 
@@ -213,10 +215,10 @@ class RecordBase(abc.ABC):
         try:
             values = await self._bounded(self._fetch(list(wanted)))
         except Exception as exc:  # any failure of the backend is "nothing recorded"
-            self._failed(exc)
+            self._failed("read", exc)
             self.counts.misses += len(wanted)
             return {}
-        self._succeeded()
+        self._succeeded("read")
         found = {key: value for key, value in zip(wanted.values(), values, strict=True) if value is not None}
         self.counts.hits += len(found)
         self.counts.misses += len(wanted) - len(found)
@@ -232,9 +234,9 @@ class RecordBase(abc.ABC):
         try:
             await self._bounded(self._store(items))
         except Exception as exc:  # any failure of the backend drops the write
-            self._failed(exc)
+            self._failed("write", exc)
             return
-        self._succeeded()
+        self._succeeded("write")
         self.counts.written += len(items)
         self._stored(items)
 
@@ -267,7 +269,7 @@ class RecordBase(abc.ABC):
             try:
                 await self._close()
             except Exception as exc:
-                self._failed(exc)
+                self._failed("close", exc)
 
     # Shared machinery.
 
@@ -322,22 +324,31 @@ class RecordBase(abc.ABC):
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        """A ``kind`` of operation failed: counted, and warned of at most once per interval."""
         self.counts.backend_errors += 1
-        self._failing = True
+        self._failing.add(kind)
         now = time.monotonic()
         if now - self._warned_at < self.warn_interval:
             self._unreported += 1
             return
         more = f" ({self._unreported} more since the last warning)" if self._unreported else ""
-        log.warning("reasoning record (%s) failed, going on without it: %s%s", self.label, _brief(exc), more)
+        log.warning("reasoning record (%s) failed, going on without it: %s%s", self.label, self._reason(exc), more)
         self._warned_at = now
         self._unreported = 0
+        self._warned = True
 
-    def _succeeded(self) -> None:
-        if self._failing:
-            self._failing = False
+    def _succeeded(self, kind: str) -> None:
+        """A ``kind`` of operation worked: once every kind that failed has, and a warning went out,
+        one line says so (a store whose writes fail and reads work says nothing per request)."""
+        self._failing.discard(kind)
+        if self._warned and not self._failing:
+            self._warned = False
             log.info("reasoning record (%s) answers again", self.label)
+
+    def _reason(self, exc: BaseException) -> str:
+        """What a warning says of a failure: its type and a short reason, never a key or a value."""
+        return _brief(exc)
 
 
 def check_positive(name: str, value: float) -> None:

@@ -24,6 +24,15 @@ KEY_PREFIX = b"gateway_mw:record:"
 MAX_CONNECTIONS = 64
 """Connections per process; a read or write that finds none free waits for one up to the timeout."""
 INSTALL_HINT = "pip install 'gateway_mw[redis]'"
+_REFUSALS = {
+    "ReadOnlyError": "the server is a read-only replica",
+    "OutOfMemoryError": "the server is full (maxmemory reached, and its policy evicts nothing)",
+    "AuthenticationError": "the server refused the password, or wants one",
+    "NoPermissionError": "the server's ACL refuses the command",
+    "BusyLoadingError": "the server is loading its data",
+}
+"""What a warning says of the server's refusals, by the client's class for them: never the message,
+which quotes a pipeline's failing command (its key and entry)."""
 
 
 class RedisRecord(RecordBase):
@@ -59,6 +68,7 @@ class RedisRecord(RecordBase):
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
             from redis.exceptions import ConnectionError as RedisConnectionError
+            from redis.exceptions import ResponseError
         except ImportError:
             raise ValueError(f"reasoning record: a redis:// store needs the redis client: {INSTALL_HINT}") from None
         path = urlsplit(url).path
@@ -80,6 +90,7 @@ class RedisRecord(RecordBase):
             raise ValueError(f"reasoning record: not a usable Redis URL: {exc}") from None
         if pool.connection_kwargs.get("decode_responses"):  # a URL's query can ask for it
             raise ValueError("reasoning record: entries are bytes; drop decode_responses from the Redis URL")
+        self._refused = ResponseError
         self._client: Redis = Redis.from_pool(pool)
         self._ttl_ms = max(1, round(self.ttl * 1000))
         where = pool.connection_kwargs
@@ -91,6 +102,19 @@ class RedisRecord(RecordBase):
     @property
     def label(self) -> str:
         return f"redis {self._where}"
+
+    def _reason(self, exc: BaseException) -> str:
+        name = type(exc).__name__
+        if name in _REFUSALS:
+            return f"{name}: {_REFUSALS[name]}"
+        message = str(exc)
+        if isinstance(exc, self._refused):
+            # "Command # 1 (SET <key> <entry> PX …) of pipeline caused error: MISCONF …": its code only
+            code = getattr(exc, "status_code", None) or message.rpartition("caused error: ")[2].split(" ", 1)[0]
+            return f"{name}: {code}" if isinstance(code, str) and code.isalpha() and code.isupper() else name
+        if "Command # " in message or "pipeline" in message:
+            return name  # a command quoted: none of it is logged
+        return super()._reason(exc)
 
     async def _fetch(self, skeys: list[bytes]) -> list[bytes | None]:
         # bytes: the client does not decode responses (refused in the URL)

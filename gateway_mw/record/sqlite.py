@@ -200,7 +200,7 @@ class SqliteRecord(RecordBase):
         try:
             evicted = await self._run("write", self._prune_now)
         except Exception as exc:
-            self._failed(exc)
+            self._failed("write", exc)
         else:
             self.counts.evicted += evicted
         finally:

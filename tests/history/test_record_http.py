@@ -125,7 +125,9 @@ async def test_another_key_gets_nothing(aiohttp_server: ServerFactory) -> None:
     assistant = up.bodies[1]["messages"][1]
     assert assistant == {"role": "assistant", "content": "Let me look.", "tool_calls": [CALL]}  # as the client sent it
     counts = app[THINKEXTRACT_RECORD].counts
-    assert (counts.written, counts.hits) == (2, 0)  # each answer written, under key-a; key-b read none
+    # Each answer written under key-a, twice: by its call's id (or its text) and by the conversation
+    # before it; key-b read none.
+    assert (counts.written, counts.hits) == (4, 0)
 
 
 async def test_the_record_off_keeps_nothing(aiohttp_server: ServerFactory) -> None:

@@ -1,23 +1,65 @@
-"""The turn keys of a conversation's prefixes, each line digested once, are the plain digest of each
-prefix (:func:`turn_key`, the oracle), in any order they are asked for."""
+"""The digests the reasoning record's keys are made of: a conversation's prefix, each message digested
+once, is the digest of that prefix alone, in any order asked; a message's digest covers every part a
+model sees and nothing a client may or may not send back."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway_mw.history.recall import TurnKeys, turn_key
+from gateway_mw.history.recall import Thread, canonical_json
 
-LINES = st.lists(st.text(max_size=20), max_size=12)
-
-
-@given(lines=LINES, asked=st.lists(st.integers(0, 12), max_size=8))
-def test_each_prefix_key_is_the_plain_digest_of_that_prefix(lines: list[str], asked: list[int]) -> None:
-    keys = TurnKeys(lines)
-    wanted = [n for n in asked if n <= len(lines)]
-    assert [keys.upto(n) for n in wanted] == [turn_key(lines[:n]) for n in wanted]
+MESSAGES = st.lists(st.binary(max_size=20), max_size=12)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
 
 
-def test_a_longer_conversation_keeps_every_earlier_key() -> None:
-    lines = ["user\x1fhi\x1f\x1f", "assistant\x1fhello\x1f\x1f", "user\x1fmore\x1f\x1f"]
-    assert [TurnKeys(lines).upto(n) for n in (1, 2)] == [TurnKeys(lines[:2]).upto(n) for n in (1, 2)]
+def ident(message: bytes) -> bytes:
+    return message
+
+
+@given(messages=MESSAGES, asked=st.lists(st.integers(0, 12), max_size=8), model=st.none() | st.text(max_size=5))
+def test_each_prefix_is_the_digest_of_that_prefix_alone(
+    messages: list[bytes], asked: list[int], model: str | None
+) -> None:
+    thread = Thread(model, b"head", messages, ident)
+    wanted = [n for n in asked if n <= len(messages)]
+    assert [thread.upto(n) for n in wanted] == [Thread(model, b"head", messages[:n], ident).upto(n) for n in wanted]
+
+
+@given(messages=MESSAGES, other=st.binary(max_size=20))
+def test_a_prefix_depends_on_every_message_the_model_and_the_head(messages: list[bytes], other: bytes) -> None:
+    base = Thread("m", b"", messages, ident).upto(len(messages))
+    assert Thread("n", b"", messages, ident).upto(len(messages)) != base
+    assert Thread(None, b"", messages, ident).upto(len(messages)) != base
+    assert Thread("m", b"system", messages, ident).upto(len(messages)) != base
+    if messages and messages[-1] != other:
+        changed = [*messages[:-1], other]
+        assert Thread("m", b"", changed, ident).upto(len(changed)) != base
+
+
+@given(fields=st.dictionaries(st.sampled_from(["role", "content", "name", "tool_call_id"]), JSON, min_size=1))
+def test_a_message_digest_ignores_key_order_reasoning_and_cache_markers(fields: dict[str, Any]) -> None:
+    plain = canonical_json(json.dumps(fields).encode(), frozenset({"reasoning_content"}))
+    reordered = dict(reversed(list(fields.items())))
+    extra = {**reordered, "reasoning_content": "I think.", "cache_control": {"type": "ephemeral"}}
+    assert canonical_json(json.dumps(extra).encode(), frozenset({"reasoning_content"})) == plain
+
+
+def test_a_message_digest_covers_images_and_skips_thinking_parts() -> None:
+    def user(url: str) -> bytes:
+        parts = [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url}}]
+        return json.dumps({"role": "user", "content": parts}).encode()
+
+    assert canonical_json(user("data:image/png;base64,AAAA")) != canonical_json(user("data:image/png;base64,BBBB"))
+    said = [{"type": "text", "text": "A cat.", "cache_control": {"type": "ephemeral"}}]
+    thought = [{"type": "thinking", "thinking": "Whiskers.", "signature": "s"}, {"type": "text", "text": "A cat."}]
+    assert canonical_json(json.dumps({"role": "assistant", "content": said}).encode()) == canonical_json(
+        json.dumps({"role": "assistant", "content": thought}).encode()
+    )

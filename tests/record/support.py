@@ -45,6 +45,7 @@ class ScriptedRecord(RecordBase):
         super().__init__(**options)
         self.data: dict[bytes, bytes] = {}
         self.error: Exception | None = None
+        self.write_error: Exception | None = None  # writes alone fail (a read-only replica)
         self.hang = False
         self.stubborn = 0.0  # once cancelled, go on this many seconds, then fail
         self.gate: asyncio.Event | None = None
@@ -70,6 +71,8 @@ class ScriptedRecord(RecordBase):
 
     async def _store(self, items: list[tuple[bytes, bytes]]) -> None:
         await self._act()
+        if self.write_error is not None:
+            raise self.write_error
         self.data.update(items)
 
     async def _close(self) -> None:

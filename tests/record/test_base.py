@@ -77,10 +77,33 @@ async def test_a_failing_backend_reads_as_empty_and_warns_once_per_interval(capl
 
     record.error = None
     assert await record.get(SECRET_SCOPE, [SECRET_KEY]) == {SECRET_KEY: b"value-secret"}
+    assert record.degraded  # reads work again; writes have not been tried since they failed
+    await record.put(SECRET_SCOPE, {"another": b"v"})
     assert not record.degraded
     await record.get(SECRET_SCOPE, [SECRET_KEY])
     back = [r for r in caplog.records if r.levelno == logging.INFO and "answers again" in r.getMessage()]
     assert len(back) == 1 and len(record_warnings(caplog)) == 2
+
+
+async def test_a_store_whose_writes_fail_says_so_once_per_interval_not_once_per_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A read-only replica: every request's read works and its write fails. The log says it once in
+    # the interval, not "failed" and "answers again" for every request.
+    caplog.set_level(logging.INFO, logger="gateway_mw.record")
+    record = ScriptedRecord(timeout=0.5, warn_interval=3600)
+    record.write_error = ConnectionError("READONLY")
+    for _ in range(20):
+        await record.get(SECRET_SCOPE, [SECRET_KEY])
+        await record.put(SECRET_SCOPE, {SECRET_KEY: b"value-secret"})
+    assert record.degraded and record.counts.backend_errors == 20
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "gateway_mw.record"]
+    assert lines == [("WARNING", "reasoning record (scripted) failed, going on without it: ConnectionError: READONLY")]
+    record.write_error = None
+    for _ in range(3):
+        await record.put(SECRET_SCOPE, {SECRET_KEY: b"value-secret"})
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "gateway_mw.record"]
+    assert lines[1:] == [("INFO", "reasoning record (scripted) answers again")] and not record.degraded
 
 
 async def test_a_hanging_backend_holds_a_request_no_longer_than_the_timeout(caplog: pytest.LogCaptureFixture) -> None:

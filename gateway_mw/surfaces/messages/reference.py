@@ -225,7 +225,7 @@ class MessagesReference:
             text_block = self._blocks[upstream] = TextBlock(upstream, event)
             transcripts = self.transcripts
             if transcripts is not None:
-                transcripts.texts.setdefault(upstream, [])  # the answer has a text block, however empty
+                transcripts.channel(upstream)  # the answer has a text block, however empty
             if block.text:  # a start carrying text (the real API sends ""): the block's first text
                 text, text_block.half = join_surrogates("", block.text)
                 return self._writer.emit(text_block, self._channels.text(upstream, text))

@@ -27,7 +27,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..incoming import THINKEXTRACT_REQUEST_BODY
+from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY
 from .auth import ClientKeys
 from .detect import detect_server
 from .logsafe import printable, request_line
@@ -44,6 +44,7 @@ __all__ = [
     "VIA",
     "Proxy",
     "UpstreamDropped",
+    "body_timed_out",
     "error_response",
 ]
 
@@ -143,12 +144,22 @@ def error_response(surface: str | None, status: int, code: str, message: str) ->
             401: "authentication_error",
             404: "not_found_error",
             405: "invalid_request_error",
+            408: "timeout_error",
             504: "timeout_error",
         }.get(status, "api_error")
         return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
     kind = "invalid_request_error" if status < 500 else "server_error"
     error = {"message": message, "type": kind, "param": None, "code": code}
     return web.json_response({"error": error}, status=status)
+
+
+def body_timed_out(request: web.Request, surface: str | None) -> web.Response:
+    """The answer to a request whose body stopped arriving (``read_timeout`` without a byte): 408,
+    the connection closed (what is left of the body is never read), one INFO line."""
+    log.info("request %s: %s: the request body stopped arriving", request_id(request), request_line(request))
+    refused = error_response(surface, 408, "request_timeout", "the request body stopped arriving")
+    refused.force_close()
+    return refused
 
 
 class UpstreamDropped(Exception):
@@ -330,7 +341,7 @@ class Proxy:
             # access line (aiohttp logs none for a cancelled one), as every other request does.
             if sys.version_info >= (3, 11):
                 task.uncancel()
-            return note.response if note.response is not None else web.Response(status=499)
+            return note.response if note.response is not None else web.Response(status=CLIENT_GONE)
         finally:
             self._inflight.pop(task, None)
             self.metrics.latency.labels(surface=surface or "other").observe(time.monotonic() - start)
@@ -357,6 +368,8 @@ class Proxy:
             )
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except asyncio.TimeoutError:
+            if (failed := self._body_failed(request, surface, rewritten is not None)) is not None:
+                return failed
             self.counters.upstream_timeouts += 1
             log.warning("request %s: upstream %s: no answer within %gs", rid, self.upstream, self.settings.read_timeout)
             return error_response(surface, 504, "upstream_timeout", "the upstream model server did not answer in time")
@@ -365,6 +378,8 @@ class Proxy:
             log.warning("request %s: upstream %s unreachable: %s", rid, self.upstream, exc.os_error.strerror or exc)
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except aiohttp.ClientError as exc:
+            if (failed := self._body_failed(request, surface, rewritten is not None)) is not None:
+                return failed
             self.counters.upstream_dropped += 1
             log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
             return error_response(surface, 502, "upstream_error", "the upstream model server failed to answer")
@@ -426,6 +441,19 @@ class Proxy:
                 self.metrics.streams.labels(surface=surface, outcome=note.outcome).inc()
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
+
+    def _body_failed(self, request: web.Request, surface: str, rewritten: bool) -> web.Response | None:
+        """The answer when what failed the exchange was the client's body, not the upstream: a client
+        that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
+        connection closed); ``None`` when the body was whole."""
+        if rewritten or not request.body_exists or request.content.is_eof():
+            return None
+        if isinstance(request.content.exception(), ConnectionError):
+            task = asyncio.current_task()
+            assert task is not None
+            self._client_left(task, request)
+            return web.Response(status=CLIENT_GONE)
+        return body_timed_out(request, surface)
 
     def _count_usage(self, tap: UsageTap, surface: str, note: RequestNote) -> None:
         note.usage = tap.usage()

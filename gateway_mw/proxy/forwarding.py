@@ -78,6 +78,7 @@ _USAGE_TYPES = STREAM_TYPES | {"application/json"}
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
 """What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
+_PIECE = 256 * 1024
 REQUEST_ID: Any = web.RequestKey("gateway_mw.request_id", str) if hasattr(web, "RequestKey") else "request_id"
 
 
@@ -351,15 +352,14 @@ class Proxy:
         rid = request_id(request)
         headers = self._upstream_headers(request, rid)
         rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
-        if rewritten is not None:
-            headers.popall(hdrs.CONTENT_LENGTH, None)  # the client's length was its own body's
+        whole = rewritten if rewritten is not None else request._read_bytes  # a body read whole already
+        data: Any = request.content if request.body_exists else None
+        if whole:
+            headers[hdrs.CONTENT_LENGTH] = str(len(whole))  # the client's length was its own body's
+            data = _pieces(whole)
         try:
             upstream = await self.session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=rewritten if rewritten is not None else request.content if request.body_exists else None,
-                allow_redirects=False,
+                request.method, url, headers=headers, data=data, allow_redirects=False
             )
         except aiohttp.ConnectionTimeoutError:
             self.counters.upstream_connect_errors += 1
@@ -461,6 +461,14 @@ class Proxy:
             self.metrics.tokens.labels(surface=surface, key=note.alias, kind=kind).inc(tokens)
         if log.isEnabledFor(logging.DEBUG):  # only the per-request debug line shows it
             note.model = tap.model()
+
+
+async def _pieces(body: bytes) -> AsyncIterator[memoryview]:
+    """A body in memory, in pieces: each written as the upstream's connection takes it, where the
+    whole written at once would be copied into the transport's buffer on the event loop."""
+    view = memoryview(body)
+    for start in range(0, len(body), _PIECE):
+        yield view[start : start + _PIECE]
 
 
 def _client_keys(keys: tuple[Secret, ...]) -> ClientKeys:

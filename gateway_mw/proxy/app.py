@@ -18,6 +18,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from ..families import family_for
+from ..incoming import CLIENT_GONE
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from . import demo_model
 from .forwarding import (
@@ -170,6 +171,8 @@ async def gateway_middleware(
         except web.HTTPException as exc:
             status = exc.status
             raise
+        if response.status == CLIENT_GONE and not note.client_gone:  # the middleware found the client gone
+            proxy.client_left(request, "its body")
         if not response.prepared:  # the gateway's own answers (502, 504, 400)
             response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
             if proxy.draining:

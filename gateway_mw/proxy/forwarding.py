@@ -27,7 +27,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY
+from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from .auth import ClientKeys
 from .detect import detect_server
 from .logsafe import printable, request_line
@@ -294,12 +294,16 @@ class Proxy:
     def _client_left(self, task: asyncio.Task[Any], request: web.Request) -> None:
         """Count a client that went away before its answer's end, once: the watcher and a failed
         write may both see it."""
-        if self._inflight.pop(task, None) is None:
-            return
+        if self._inflight.pop(task, None) is not None:
+            whole = not request.body_exists or request.content.is_eof()
+            self.client_left(request, "the answer" if whole else "its body")
+
+    def client_left(self, request: web.Request, before: str) -> None:
+        """Count a client that went away before the end of ``before`` (one DEBUG line)."""
         note_of(request).client_gone = True
         self.counters.client_disconnects += 1
         rid = request_id(request)
-        log.debug("request %s: %s: the client left before the end of the answer", rid, request_line(request))
+        log.debug("request %s: %s: the client left before the end of %s", rid, request_line(request), before)
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
         headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
@@ -368,8 +372,8 @@ class Proxy:
             )
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except asyncio.TimeoutError:
-            if (failed := self._body_failed(request, surface, rewritten is not None)) is not None:
-                return failed
+            if (failed := self._body_failed(request, surface)) is not None:
+                return failed  # the client's body timed out (raised as it was set), not the upstream
             self.counters.upstream_timeouts += 1
             log.warning("request %s: upstream %s: no answer within %gs", rid, self.upstream, self.settings.read_timeout)
             return error_response(surface, 504, "upstream_timeout", "the upstream model server did not answer in time")
@@ -378,7 +382,7 @@ class Proxy:
             log.warning("request %s: upstream %s unreachable: %s", rid, self.upstream, exc.os_error.strerror or exc)
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except aiohttp.ClientError as exc:
-            if (failed := self._body_failed(request, surface, rewritten is not None)) is not None:
+            if (failed := self._body_failed(request, surface)) is not None:
                 return failed
             self.counters.upstream_dropped += 1
             log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
@@ -442,18 +446,19 @@ class Proxy:
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
 
-    def _body_failed(self, request: web.Request, surface: str, rewritten: bool) -> web.Response | None:
+    def _body_failed(self, request: web.Request, surface: str) -> web.Response | None:
         """The answer when what failed the exchange was the client's body, not the upstream: a client
         that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
-        connection closed); ``None`` when the body was whole."""
-        if rewritten or not request.body_exists or request.content.is_eof():
-            return None
-        if isinstance(request.content.exception(), ConnectionError):
+        connection closed); ``None`` when the body did not fail."""
+        failed = request.content.exception() if request.body_exists else None
+        if isinstance(failed, ConnectionError):
             task = asyncio.current_task()
             assert task is not None
             self._client_left(task, request)
             return web.Response(status=CLIENT_GONE)
-        return body_timed_out(request, surface)
+        if isinstance(failed, RequestBodyTimeout):
+            return body_timed_out(request, surface)
+        return None
 
     def _count_usage(self, tap: UsageTap, surface: str, note: RequestNote) -> None:
         note.usage = tap.usage()

@@ -270,6 +270,11 @@ async def test_a_client_that_leaves_mid_upload_is_a_499_and_no_error(
             await until_counted(lambda: counted(metrics.exposition().decode(), surface))
             await asyncio.sleep(0.05)  # anything aiohttp would log after the handler
     assert counted(metrics.exposition().decode(), surface) == {"499": 1.0}
+    assert app[PROXY].counters.client_disconnects == 1
+    left = [m for _, _, m in records(caplog, "gateway_mw.proxy") if "the client left" in m]
+    assert [m.split(": ", 1)[1] for m in left] == [
+        f"POST {path_of(surface)}: the client left before the end of its body"
+    ]
     assert errors(caplog) == []
     assert [r.exc_info for r in caplog.records if r.name in LOGGERS and r.exc_info] == []
 

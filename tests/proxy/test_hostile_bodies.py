@@ -16,11 +16,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
-from gateway_mw import history
+from gateway_mw import history, setup
 from gateway_mw.config import Surface, ThinkExtractConfig
 from gateway_mw.incoming import OFF_LOOP_BYTES
 from gateway_mw.proxy import PROXY, build_app
+from gateway_mw.proxy.connections import GatewayRunner
 from gateway_mw.proxy.routes import DEFAULT_ROUTES as FORWARDED
 
 from .support import SCRIPTED, RawUpstream, records, samples, serving, settings
@@ -293,3 +295,32 @@ async def until_counted(check: Callable[[], dict[str, float]], seconds: float = 
         if check():
             return
         await asyncio.sleep(0.01)
+
+
+async def test_the_middleware_on_its_own_answers_a_body_timed_out_by_its_server_with_408() -> None:
+    """An application of its own, served by the gateway's connections: the middleware's read of a body
+    that stops arriving ends in aiohttp's 408, the connection closed, the handler never called."""
+    called: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        called.append(await request.read())
+        return web.json_response({})
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = GatewayRunner(app, body_timeout=0.3, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", runner.addresses[0][1])
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)  # until the server closes
+        writer.close()
+    finally:
+        await runner.cleanup()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert (head.split(b"\r\n")[0], body) == (b"HTTP/1.1 408 Request Timeout", b"the request body stopped arriving")
+    assert b"Connection: close" in head.split(b"\r\n")
+    assert called == []

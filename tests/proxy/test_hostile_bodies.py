@@ -18,9 +18,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway_mw import history, setup
+from gateway_mw import history, incoming, setup
 from gateway_mw.config import Surface, ThinkExtractConfig
 from gateway_mw.incoming import OFF_LOOP_BYTES
+from gateway_mw.middleware import THINKEXTRACT_RECORD
 from gateway_mw.proxy import PROXY, build_app
 from gateway_mw.proxy.connections import GatewayRunner
 from gateway_mw.proxy.routes import DEFAULT_ROUTES as FORWARDED
@@ -324,3 +325,48 @@ async def test_the_middleware_on_its_own_answers_a_body_timed_out_by_its_server_
     assert (head.split(b"\r\n")[0], body) == (b"HTTP/1.1 408 Request Timeout", b"the request body stopped arriving")
     assert b"Connection: close" in head.split(b"\r\n")
     assert called == []
+
+
+async def test_the_record_entries_of_a_large_request_are_made_in_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the answer, what the record keeps is read from the request again (its turns are the
+    keys): for a large one, in a worker thread; the entry is written all the same."""
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+    entries = incoming.record_entries
+
+    def watched(*args: Any) -> dict[str, history.Recalled]:
+        seen.append(threading.current_thread())
+        return entries(*args)
+
+    monkeypatch.setattr(incoming, "record_entries", watched)
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>Sunny.</think>It is."},
+                     "finish_reason": "stop"}],
+    }  # fmt: skip
+    answer = json.dumps(completion).encode()
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(answer))
+        writer.write(answer)
+        await writer.drain()
+
+    question = {"model": "m", "messages": [{"role": "user", "content": "Weather? " * (OFF_LOOP_BYTES // 9 + 1)}]}
+    async with RawUpstream(respond) as up:
+        s = settings(upstream=up.url)
+        app = build_app(s)
+        record = app[THINKEXTRACT_RECORD]
+        async with serving(s, app) as base:
+            status, _ = await post(base, "/v1/chat/completions", encoded(question))
+            for _ in range(1_000):
+                if record.counts.written:
+                    break
+                await asyncio.sleep(0.01)
+    assert status == 200
+    assert record.counts.written == 1
+    assert [thread is loop_thread for thread in seen] == [False]

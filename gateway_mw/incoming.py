@@ -15,7 +15,9 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, TypeVar
 
 import msgspec
@@ -141,8 +143,22 @@ async def rewrite_request(
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
     """``work(*args)`` for a body of ``size`` bytes: in a worker thread when it is large."""
     if size > OFF_LOOP_BYTES:
-        return await asyncio.to_thread(work, *args)
+        return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
     return work(*args)
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The request side's own threads, one per CPU (the work holds the GIL: more would only queue
+    there), so that large bodies never take the loop's default executor from what else uses it
+    (aiohttp's DNS lookups do). Made in each process that uses it: a forked child has none of its
+    parent's threads."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gateway_mw-request"))
+    return _pool[1]
 
 
 def _before_recall(surface: Surface, body: bytes, keyed: bool) -> tuple[bool, list[str]]:
@@ -177,7 +193,7 @@ def remember(
     if len(body) <= OFF_LOOP_BYTES:
         _keep(record, incoming.scope, record_entries(surface, body, said, config))
         return
-    task = asyncio.ensure_future(asyncio.to_thread(record_entries, surface, body, said, config))
+    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, surface, body, said, config)
     _reading.add(task)
     task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
 

@@ -11,8 +11,12 @@ take the new one's length, which :data:`THINKEXTRACT_REQUEST_BODY` holds.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any, NamedTuple
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 from aiohttp import hdrs, web
@@ -25,10 +29,13 @@ from .history import NOTHING, Recall, Recalled, asks_for_blobs, record_entries, 
 from .record import ReasoningRecord
 
 __all__ = [
+    "CLIENT_GONE",
+    "OFF_LOOP_BYTES",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",
     "THINKEXTRACT_SERVER",
     "Incoming",
+    "RequestBodyTimeout",
     "reads_history",
     "remember",
     "rewrite_request",
@@ -56,6 +63,22 @@ no one can turn back into a credential). By default, a keyed digest of the API k
 presents, the same as ``Authorization: Bearer`` or as ``x-api-key``, or one shared scope when it
 presents none."""
 
+OFF_LOOP_BYTES = 64 * 1024
+"""A request body over this many bytes is read for its history in a worker thread (its keys, its
+transform), so that the event loop serves other requests meanwhile: a few megabytes of history take
+longer to rewrite than any request should hold the loop."""
+
+CLIENT_GONE = 499
+"""The status logged for a request whose client left before its body's end (nginx's "client closed
+request"): nothing is sent, and it is no server error."""
+
+_T = TypeVar("_T")
+
+
+class RequestBodyTimeout(asyncio.TimeoutError):
+    """Set by a server on the payload of a request whose body stopped arriving (the gateway's
+    connections do, after ``read_timeout`` seconds without a byte): the middleware answers 408."""
+
 
 class Incoming(NamedTuple):
     """What the way back in did with a request."""
@@ -81,7 +104,10 @@ async def rewrite_request(
     request: web.Request, surface: Surface, config: ThinkExtractConfig, record: ReasoningRecord | None
 ) -> Incoming:
     """Give the handler the request with its history in the upstream's form, reasoning the client
-    did not send back restored from ``record`` where it holds some."""
+    did not send back restored from ``record`` where it holds some.
+
+    Raises :class:`aiohttp.web.HTTPRequestTimeout` (connection closed after it) when the body stopped
+    arriving; a client that left mid-body is ``Incoming("client_gone")``."""
     if not reads_history(config):
         return Incoming("pass")
     server = request.get(THINKEXTRACT_SERVER)
@@ -90,14 +116,16 @@ async def rewrite_request(
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):
         return Incoming(body)
-    blobs = surface == "responses" and asks_for_blobs(body)
     scope = scope_of(request) if record is not None else b""
     try:
-        recall = await _recall(record, scope, surface, body) if record is not None else NOTHING
-        new = transform_request(surface, body, config, recall)
+        blobs, keys = await _off_loop(len(body), _before_recall, surface, body, record is not None)
+        recall = await _recall(record, scope, keys) if record is not None and keys else NOTHING
+        new = await _off_loop(len(body), transform_request, surface, body, config, recall)
+    except RecursionError:  # nested deeper than a parser goes: no history to read in it
+        return Incoming("too_deep")
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
-        return Incoming("error", body, blobs, scope)
+        return Incoming("error", body, False, scope)
     if new is None:
         return Incoming("unchanged", body, blobs, scope)
     _hand_over(request, new)
@@ -105,14 +133,38 @@ async def rewrite_request(
     return Incoming("rewritten", body, blobs, scope)
 
 
+async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)`` for a body of ``size`` bytes: in a worker thread when it is large."""
+    if size > OFF_LOOP_BYTES:
+        return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
+    return work(*args)
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The request side's own threads, one per CPU (the work holds the GIL: more would only queue
+    there), so that large bodies never take the loop's default executor from what else uses it
+    (aiohttp's DNS lookups do). Made in each process that uses it: a forked child has none of its
+    parent's threads."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gateway_mw-request"))
+    return _pool[1]
+
+
+def _before_recall(surface: Surface, body: bytes, keyed: bool) -> tuple[bool, list[str]]:
+    """Whether the client asks for reasoning blobs, and the record keys to look up."""
+    blobs = surface == "responses" and asks_for_blobs(body)
+    return blobs, record_keys(surface, body) if keyed else []
+
+
 _decode_recalled = msgspec.json.Decoder(Recalled).decode
 
 
-async def _recall(record: ReasoningRecord, scope: bytes, surface: Surface, body: bytes) -> Recall:
-    """What the record holds for the turns of ``body`` (its own timeout bounds the wait)."""
-    keys = record_keys(surface, body)
-    if not keys:
-        return NOTHING
+async def _recall(record: ReasoningRecord, scope: bytes, keys: list[str]) -> Recall:
+    """What the record holds for the turns of a body, by their ``keys`` (its own timeout bounds the wait)."""
     found = await record.get(scope, keys)
     out: dict[str, Recalled] = {}
     for key, value in found.items():
@@ -125,14 +177,40 @@ async def _recall(record: ReasoningRecord, scope: bytes, surface: Surface, body:
 
 def remember(
     record: ReasoningRecord, incoming: Incoming, surface: Surface, said: list[Said], config: ThinkExtractConfig
-) -> int:
-    """Keep what the answers to a request said, after the response (written in the background)."""
-    if incoming.body is None or not said:
-        return 0
-    entries = record_entries(surface, incoming.body, said, config)
+) -> None:
+    """Keep what the answers to a request said, after the response (written in the background; a
+    large request is read for its keys in a worker thread)."""
+    body = incoming.body
+    if body is None or not said:
+        return
+    if len(body) <= OFF_LOOP_BYTES:
+        _keep(record, incoming.scope, record_entries(surface, body, said, config))
+        return
+    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, surface, body, said, config)
+    _reading.add(task)
+    task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
+
+
+_reading: set[asyncio.Future[dict[str, Recalled]]] = set()
+"""The large requests being read for their record entries (held: the loop keeps only weak references)."""
+
+
+def _kept_off_loop(record: ReasoningRecord, scope: bytes, done: asyncio.Future[dict[str, Recalled]]) -> None:
+    _reading.discard(done)
+    if done.cancelled():
+        return
+    error = done.exception()
+    if isinstance(error, RecursionError):
+        return  # nested deeper than a parser goes: nothing to keep
+    if error is not None:
+        log.error("gateway_mw: the reasoning record could not be written", exc_info=error)
+        return
+    _keep(record, scope, done.result())
+
+
+def _keep(record: ReasoningRecord, scope: bytes, entries: dict[str, Recalled]) -> None:
     if entries:
-        record.put_soon(incoming.scope, {key: msgspec.json.encode(entry) for key, entry in entries.items()})
-    return len(entries)
+        record.put_soon(scope, {key: msgspec.json.encode(entry) for key, entry in entries.items()})
 
 
 def reads_history(config: ThinkExtractConfig) -> bool:
@@ -156,9 +234,25 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
         return "too_large"
     if request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower() != "identity":
         return "content_encoding"
-    body = await request._payload.read()  # not .content: aiohttp caches what that returns
+    try:
+        body = await _read_all(request._payload, length)  # not .content: aiohttp caches what that returns
+    except RequestBodyTimeout:
+        refused = web.HTTPRequestTimeout(text="the request body stopped arriving")
+        refused.force_close()  # what is left of the body is never read
+        raise refused from None
+    except ConnectionError:  # the client left before its body's end: nothing to answer
+        return "client_gone"
     _hand_over(request, body)
     return body
+
+
+async def _read_all(payload: StreamReader, length: int) -> bytes:
+    """The body's pieces as they come, joined once: for a large body in a worker thread, where the
+    copy lets the loop run (``bytes.join`` releases the GIL while it copies a large result)."""
+    pieces = []
+    while piece := await payload.readany():
+        pieces.append(piece)
+    return await _off_loop(length, b"".join, pieces)
 
 
 def _hand_over(request: web.Request, body: bytes) -> None:

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - older aiohttp
 from .channels import Said
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .incoming import (
+    CLIENT_GONE,
     THINKEXTRACT_REQUEST_BODY,
     THINKEXTRACT_SCOPE,
     THINKEXTRACT_SERVER,
@@ -42,6 +43,7 @@ from .surfaces import FRAMINGS, Counts
 from .surfaces.said import said_of_body
 
 __all__ = [
+    "CLIENT_GONE",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_IDS",
     "THINKEXTRACT_RECORD",
@@ -158,6 +160,8 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     record = _innermost(request, THINKEXTRACT_RECORD)
     incoming = await rewrite_request(request, surface, config, record)
     session.history(incoming.outcome)
+    if incoming.outcome == "client_gone":
+        return web.Response(status=CLIENT_GONE)  # no one to answer: what the access log shows
     if incoming.blobs:  # the client keeps reasoning it can send back only as encrypted_content
         session.config = config.replace(responses_encrypted_content=True)
     if record is not None and incoming.body is not None:

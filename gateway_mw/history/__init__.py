@@ -14,7 +14,7 @@ import msgspec
 
 from ..channels import Said
 from ..config import Surface, ThinkExtractConfig
-from . import chat, messages, ollama, responses
+from . import chat, messages, ollama, responses, surrogates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .text import split_written
@@ -117,5 +117,8 @@ def transform_request(
 ) -> bytes | None:
     """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
     nothing changes."""
-    plan = plan_for(config, request_model(body), server_of(config))
-    return TRANSFORMS[surface](body, plan, recall)
+    masked = surrogates.mask(body)  # a lone surrogate escape would keep every other turn from being read
+    readable = body if masked is None else masked
+    plan = plan_for(config, request_model(readable), server_of(config))
+    new = TRANSFORMS[surface](readable, plan, recall)
+    return new if new is None or masked is None else surrogates.unmask(new)

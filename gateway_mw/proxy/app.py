@@ -20,10 +20,18 @@ from multidict import CIMultiDict
 from ..config import Surface
 from ..credentials import scope_for
 from ..families import family_for
-from ..incoming import THINKEXTRACT_SCOPE
+from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from . import demo_model
-from .forwarding import REQUEST_ID_HEADER, Proxy, UpstreamDropped, error_response, path_refusal, request_id
+from .forwarding import (
+    REQUEST_ID_HEADER,
+    Proxy,
+    UpstreamDropped,
+    body_timed_out,
+    error_response,
+    path_refusal,
+    request_id,
+)
 from .logs import configure_logging, warn_demo
 from .logsafe import GatewayAccessLogger, printable, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
@@ -161,9 +169,14 @@ async def gateway_middleware(
                 transport.close()  # what was written goes out, then the connection ends without the stream's end
             response = exc.response
             return response  # aiohttp's write_eof then fails quietly on the closed connection
+        except web.HTTPRequestTimeout:  # the middleware's read of a body that stopped arriving
+            response = body_timed_out(request, proxy.settings.think_extract.surface_for_path(request.path))
+            return response
         except web.HTTPException as exc:
             status = exc.status
             raise
+        if response.status == CLIENT_GONE and not note.client_gone:  # the middleware found the client gone
+            proxy.client_left(request, "its body")
         if not response.prepared:  # the gateway's own answers (502, 504, 400)
             response.headers.setdefault(REQUEST_ID_HEADER, request_id(request))
             if proxy.draining:
@@ -225,7 +238,9 @@ def build_app(settings: Settings) -> web.Application:
     """The gateway as an aiohttp application: gateway_mw, health, readiness, metrics, and the
     forwarding route (every other path, held to ``forward_routes``)."""
     # handler_args reach aiohttp's connection handler under any runner, gunicorn's worker included.
-    app = web.Application(middlewares=[gateway_middleware], handler_args={"access_log_class": GatewayAccessLogger})
+    # auto_decompress off: a compressed request body goes upstream as it came, never inflated here.
+    handler_args = {"access_log_class": GatewayAccessLogger, "auto_decompress": False}
+    app = web.Application(middlewares=[gateway_middleware], handler_args=handler_args)
     if settings.middleware:
         setup(app, settings.think_extract)
         app[THINKEXTRACT_STATS] = NotedStats()  # the same statistics, which also tell the request's note

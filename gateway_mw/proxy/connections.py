@@ -7,6 +7,10 @@ needs on top.
   forever in aiohttp 3.14.0, which starts that timer only after a first response), so a few hundred
   of them exhaust the process's file descriptors. An idle keep-alive connection between two requests
   is left to aiohttp's keep-alive timeout, which a load balancer in front expects to be long.
+* A request body that sends nothing for ``body_timeout`` seconds while the gateway waits for it is
+  given up on: its readers get :class:`~gateway_mw.incoming.RequestBodyTimeout`, the request is
+  answered 408 and the connection closed. aiohttp has no such bound: a body that stops half way holds
+  its connection, and whatever was read of it, for as long as the client keeps the socket open.
 * On shutdown, requests still open after ``shutdown_timeout`` are cancelled, so that the stop takes
   that long and not twice as long: aiohttp waits ``shutdown_timeout`` for them, then cancels only
   their request bodies and waits as long again for handlers that read no body any more (a stream
@@ -35,6 +39,8 @@ from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from ..incoming import RequestBodyTimeout
+
 __all__ = ["AcceptErrors", "GatewayRunner"]
 
 log = logging.getLogger("gateway_mw.proxy")
@@ -43,11 +49,26 @@ log = logging.getLogger("gateway_mw.proxy")
 class _Connection(RequestHandler):
     """One client connection."""
 
-    __slots__ = ("_busy", "_head_timer", "_header_timeout", "_request_task")
+    __slots__ = (
+        "_body",
+        "_body_at",
+        "_body_timeout",
+        "_body_timer",
+        "_busy",
+        "_head_timer",
+        "_header_timeout",
+        "_request_task",
+    )
 
-    def __init__(self, manager: web.Server, *, header_timeout: float | None, **kwargs: Any) -> None:
+    def __init__(
+        self, manager: web.Server, *, header_timeout: float | None, body_timeout: float | None, **kwargs: Any
+    ) -> None:
         super().__init__(manager, **kwargs)
         self._header_timeout = header_timeout
+        self._body_timeout = body_timeout
+        self._body: StreamReader | None = None  # the body being received, while it is
+        self._body_at = 0.0  # when its last bytes came
+        self._body_timer: asyncio.TimerHandle | None = None
         self._head_timer: asyncio.TimerHandle | None = None
         self._busy = False  # from a complete request head to the end of its response
         self._request_task: asyncio.Task[None] | None = None
@@ -60,16 +81,23 @@ class _Connection(RequestHandler):
         if data and not self._busy and self._head_timer is None:
             self._expect_head()  # the first bytes of a later request on a kept-alive connection
         super().data_received(data)
+        if self._body is not None:
+            self._body_at = self._loop.time()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._head_arrived()
+        self._body_done()
         super().connection_lost(exc)
 
-    def request_started(self, task: asyncio.Task[None]) -> None:
+    def request_started(self, task: asyncio.Task[None], payload: StreamReader) -> None:
         """A complete request head was read: its handling starts, under ``task`` (the connection's)."""
         self._busy = True
         self._request_task = task
         self._head_arrived()
+        if self._body_timeout is not None and not payload.is_eof():
+            self._body = payload
+            self._body_at = self._loop.time()
+            self._body_timer = self._loop.call_later(self._body_timeout, self._body_late)
 
     def cancel_request(self) -> bool:
         """Cancel the request being handled, if one is; whether one was."""
@@ -85,6 +113,7 @@ class _Connection(RequestHandler):
             return await super().finish_response(request, resp, start_time)
         finally:
             self._busy = False
+            self._body_done()
 
     def _expect_head(self) -> None:
         if self._header_timeout is not None:
@@ -94,6 +123,31 @@ class _Connection(RequestHandler):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _body_done(self) -> None:
+        self._body = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_late(self) -> None:
+        """``body_timeout`` after the body's last bytes, unless more came meanwhile."""
+        self._body_timer = None
+        body = self._body
+        if body is None or body.is_eof() or body.exception() is not None:
+            self._body = None
+            return
+        now = self._loop.time()
+        if self._reading_paused:  # the gateway is not reading (its buffer is full): the client is not silent
+            self._body_at = now
+        silent = now - self._body_at
+        assert self._body_timeout is not None
+        if silent < self._body_timeout:
+            self._body_timer = self._loop.call_later(self._body_timeout - silent, self._body_late)
+            return
+        self._body = None
+        log.debug("a request body stopped arriving: nothing for %gs", self._body_timeout)
+        body.set_exception(RequestBodyTimeout(f"no bytes of the request body for {self._body_timeout:g}s"))
 
     def _head_late(self) -> None:
         self._head_timer = None
@@ -131,9 +185,10 @@ class _Connection(RequestHandler):
 class _Server(web.Server):
     """The application's aiohttp ``Server``, whose connections are :class:`_Connection` s."""
 
-    def __init__(self, plain: web.Server, header_timeout: float | None) -> None:
+    def __init__(self, plain: web.Server, header_timeout: float | None, body_timeout: float | None) -> None:
         self._app_request = plain.request_factory
         self._header_timeout = header_timeout
+        self._body_timeout = body_timeout
         super().__init__(
             plain.request_handler,
             request_factory=self._request,
@@ -143,7 +198,9 @@ class _Server(web.Server):
         )
 
     def __call__(self) -> RequestHandler:
-        return _Connection(self, loop=self._loop, header_timeout=self._header_timeout, **self._kwargs)
+        return _Connection(
+            self, loop=self._loop, header_timeout=self._header_timeout, body_timeout=self._body_timeout, **self._kwargs
+        )
 
     def _request(
         self,
@@ -155,7 +212,7 @@ class _Server(web.Server):
     ) -> BaseRequest:
         """aiohttp makes the request once its head is complete (a refused one included)."""
         if isinstance(protocol, _Connection):
-            protocol.request_started(task)
+            protocol.request_started(task, payload)
         return self._app_request(message, payload, protocol, writer, task)
 
 
@@ -167,13 +224,15 @@ handler that does not end when cancelled."""
 class GatewayRunner(web.AppRunner):
     """``web.AppRunner`` (same arguments) whose connections are the gateway's; ``header_timeout``:
     seconds for a request head (``None``: no bound, as aiohttp); ``shutdown_timeout``: how long open
-    requests may go on once ``cleanup()`` starts, after which they are cancelled."""
+    requests may go on once ``cleanup()`` starts, after which they are cancelled; ``body_timeout``:
+    seconds a request body may send nothing while it is awaited (``None``: no bound, as aiohttp)."""
 
     def __init__(
         self,
         app: web.Application,
         *,
         header_timeout: float | None = None,
+        body_timeout: float | None = None,
         shutdown_timeout: float = 60.0,
         **kwargs: Any,
     ) -> None:
@@ -181,11 +240,12 @@ class GatewayRunner(web.AppRunner):
         # one loop iteration leave aiohttp setting the result of a future its timeout just cancelled.
         super().__init__(app, shutdown_timeout=shutdown_timeout + _BACKSTOP, **kwargs)
         self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
         self.shutdown_timeout = shutdown_timeout
         self._deadline: asyncio.TimerHandle | None = None
 
     async def _make_server(self) -> web.Server:
-        return _Server(await super()._make_server(), self.header_timeout)
+        return _Server(await super()._make_server(), self.header_timeout, self.body_timeout)
 
     async def shutdown(self) -> None:
         """Called by ``cleanup()`` once the sites are closed, before it waits for open requests."""

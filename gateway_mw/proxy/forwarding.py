@@ -27,7 +27,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..incoming import THINKEXTRACT_REQUEST_BODY
+from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from .auth import ClientKeys
 from .detect import detect_server
 from .logsafe import printable, request_line
@@ -44,6 +44,7 @@ __all__ = [
     "VIA",
     "Proxy",
     "UpstreamDropped",
+    "body_timed_out",
     "error_response",
 ]
 
@@ -77,6 +78,7 @@ _USAGE_TYPES = STREAM_TYPES | {"application/json"}
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
 """What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
+_PIECE = 256 * 1024
 REQUEST_ID: Any = web.RequestKey("gateway_mw.request_id", str) if hasattr(web, "RequestKey") else "request_id"
 
 
@@ -143,12 +145,22 @@ def error_response(surface: str | None, status: int, code: str, message: str) ->
             401: "authentication_error",
             404: "not_found_error",
             405: "invalid_request_error",
+            408: "timeout_error",
             504: "timeout_error",
         }.get(status, "api_error")
         return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
     kind = "invalid_request_error" if status < 500 else "server_error"
     error = {"message": message, "type": kind, "param": None, "code": code}
     return web.json_response({"error": error}, status=status)
+
+
+def body_timed_out(request: web.Request, surface: str | None) -> web.Response:
+    """The answer to a request whose body stopped arriving (``read_timeout`` without a byte): 408,
+    the connection closed (what is left of the body is never read), one INFO line."""
+    log.info("request %s: %s: the request body stopped arriving", request_id(request), request_line(request))
+    refused = error_response(surface, 408, "request_timeout", "the request body stopped arriving")
+    refused.force_close()
+    return refused
 
 
 class UpstreamDropped(Exception):
@@ -282,12 +294,16 @@ class Proxy:
     def _client_left(self, task: asyncio.Task[Any], request: web.Request) -> None:
         """Count a client that went away before its answer's end, once: the watcher and a failed
         write may both see it."""
-        if self._inflight.pop(task, None) is None:
-            return
+        if self._inflight.pop(task, None) is not None:
+            whole = not request.body_exists or request.content.is_eof()
+            self.client_left(request, "the answer" if whole else "its body")
+
+    def client_left(self, request: web.Request, before: str) -> None:
+        """Count a client that went away before the end of ``before`` (one DEBUG line)."""
         note_of(request).client_gone = True
         self.counters.client_disconnects += 1
         rid = request_id(request)
-        log.debug("request %s: %s: the client left before the end of the answer", rid, request_line(request))
+        log.debug("request %s: %s: the client left before the end of %s", rid, request_line(request), before)
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
         headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
@@ -330,7 +346,7 @@ class Proxy:
             # access line (aiohttp logs none for a cancelled one), as every other request does.
             if sys.version_info >= (3, 11):
                 task.uncancel()
-            return note.response if note.response is not None else web.Response(status=499)
+            return note.response if note.response is not None else web.Response(status=CLIENT_GONE)
         finally:
             self._inflight.pop(task, None)
             self.metrics.latency.labels(surface=surface or "other").observe(time.monotonic() - start)
@@ -340,15 +356,14 @@ class Proxy:
         rid = request_id(request)
         headers = self._upstream_headers(request, rid)
         rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
-        if rewritten is not None:
-            headers.popall(hdrs.CONTENT_LENGTH, None)  # the client's length was its own body's
+        whole = rewritten if rewritten is not None else request._read_bytes  # a body read whole already
+        data: Any = request.content if request.body_exists else None
+        if whole:
+            headers[hdrs.CONTENT_LENGTH] = str(len(whole))  # the client's length was its own body's
+            data = _pieces(whole)
         try:
             upstream = await self.session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=rewritten if rewritten is not None else request.content if request.body_exists else None,
-                allow_redirects=False,
+                request.method, url, headers=headers, data=data, allow_redirects=False
             )
         except aiohttp.ConnectionTimeoutError:
             self.counters.upstream_connect_errors += 1
@@ -357,6 +372,8 @@ class Proxy:
             )
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except asyncio.TimeoutError:
+            if (failed := self._body_failed(request, surface)) is not None:
+                return failed  # the client's body timed out (raised as it was set), not the upstream
             self.counters.upstream_timeouts += 1
             log.warning("request %s: upstream %s: no answer within %gs", rid, self.upstream, self.settings.read_timeout)
             return error_response(surface, 504, "upstream_timeout", "the upstream model server did not answer in time")
@@ -365,6 +382,8 @@ class Proxy:
             log.warning("request %s: upstream %s unreachable: %s", rid, self.upstream, exc.os_error.strerror or exc)
             return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except aiohttp.ClientError as exc:
+            if (failed := self._body_failed(request, surface)) is not None:
+                return failed
             self.counters.upstream_dropped += 1
             log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
             return error_response(surface, 502, "upstream_error", "the upstream model server failed to answer")
@@ -427,12 +446,34 @@ class Proxy:
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
 
+    def _body_failed(self, request: web.Request, surface: str) -> web.Response | None:
+        """The answer when what failed the exchange was the client's body, not the upstream: a client
+        that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
+        connection closed); ``None`` when the body did not fail."""
+        failed = request.content.exception() if request.body_exists else None
+        if isinstance(failed, ConnectionError):
+            task = asyncio.current_task()
+            assert task is not None
+            self._client_left(task, request)
+            return web.Response(status=CLIENT_GONE)
+        if isinstance(failed, RequestBodyTimeout):
+            return body_timed_out(request, surface)
+        return None
+
     def _count_usage(self, tap: UsageTap, surface: str, note: RequestNote) -> None:
         note.usage = tap.usage()
         for kind, tokens in note.usage.items():
             self.metrics.tokens.labels(surface=surface, key=note.alias, kind=kind).inc(tokens)
         if log.isEnabledFor(logging.DEBUG):  # only the per-request debug line shows it
             note.model = tap.model()
+
+
+async def _pieces(body: bytes) -> AsyncIterator[memoryview]:
+    """A body in memory, in pieces: each written as the upstream's connection takes it, where the
+    whole written at once would be copied into the transport's buffer on the event loop."""
+    view = memoryview(body)
+    for start in range(0, len(body), _PIECE):
+        yield view[start : start + _PIECE]
 
 
 def _client_keys(keys: tuple[Secret, ...]) -> ClientKeys:

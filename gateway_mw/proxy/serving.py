@@ -115,6 +115,7 @@ def make_runner(settings: Settings, app: web.Application | None = None) -> web.A
         access_log_format=ACCESS_LOG_FORMAT,
         shutdown_timeout=settings.shutdown_timeout,
         header_timeout=settings.header_timeout,
+        body_timeout=settings.read_timeout,
     )
 
 

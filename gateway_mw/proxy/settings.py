@@ -139,7 +139,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     client's ``Authorization``/``x-api-key``."""
     connect_timeout: Seconds = 10.0
     read_timeout: Seconds = 300.0
-    """Longest wait for the upstream's next bytes (its headers included)."""
+    """Longest wait for the upstream's next bytes (its headers included), and for a request body's
+    next bytes (then 408)."""
     pace: Pace = 30.0
     """Demo model speed in tokens per second (0: as fast as possible)."""
     log_level: LogLevel = "info"
@@ -348,7 +349,9 @@ def parser(prog: str = "gateway-mw") -> argparse.ArgumentParser:
     )
     p.add_argument("--upstream-key-env", metavar="NAME", help="environment variable holding the upstream API key")
     p.add_argument("--connect-timeout", metavar="S", help="upstream connect timeout in seconds (default 10)")
-    p.add_argument("--read-timeout", metavar="S", help="longest upstream silence in seconds (default 300)")
+    p.add_argument(
+        "--read-timeout", metavar="S", help="longest silence of the upstream or of a request body (default 300 s)"
+    )
     p.add_argument("--pace", metavar="TOKENS_PER_S", help="demo model speed (default 30; 0 = no delay)")
     p.add_argument(
         "--log-level",

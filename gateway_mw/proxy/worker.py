@@ -77,6 +77,7 @@ class GatewayWorker(GunicornWebWorker):
                     access_log_format=fmt,
                     shutdown_timeout=shutdown,
                     header_timeout=proxy.settings.header_timeout,
+                    body_timeout=proxy.settings.read_timeout,
                 )
 
             self.wsgi = runner

@@ -1,0 +1,372 @@
+"""The request side against hostile bodies, over real loopback HTTP through the gateway as ``gateway-mw``
+serves it, on every surface the request side reads: a large body rewritten off the event loop, a body
+that stops arriving, a compressed body, a lone surrogate escape, a value nested past any parser's
+depth, and a client that leaves half way through its body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from gateway_mw import history, incoming, setup
+from gateway_mw.config import Surface, ThinkExtractConfig
+from gateway_mw.incoming import OFF_LOOP_BYTES
+from gateway_mw.middleware import THINKEXTRACT_RECORD
+from gateway_mw.proxy import PROXY, build_app
+from gateway_mw.proxy.connections import GatewayRunner
+from gateway_mw.proxy.routes import DEFAULT_ROUTES as FORWARDED
+
+from .support import SCRIPTED, RawUpstream, records, samples, serving, settings
+
+LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
+SURFACES: list[Surface] = list(history.TRANSFORMS)
+"""Every surface with a request transform (the table the request side dispatches on)."""
+
+
+def path_of(surface: Surface) -> str:
+    """The first forwarded path the gateway reads as ``surface``."""
+    for suffix, routed in ThinkExtractConfig().routes.items():
+        if routed == surface:
+            return suffix if f"POST {suffix}" in FORWARDED else "/v1" + suffix
+    raise AssertionError(surface)
+
+
+def turn(surface: Surface, tool_result: str) -> dict[str, Any]:
+    """A request whose history the gateway rewrites (an earlier answer's reasoning, sent back where
+    the default plan moves it), with ``tool_result`` as the text of a tool's result."""
+    if surface in ("chat", "ollama"):
+        field = "thinking" if surface == "ollama" else "reasoning_content"
+        return {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "", field: "I call the tool.",
+                 "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": tool_result},
+            ],
+        }  # fmt: skip
+    if surface == "messages":
+        return {
+            "model": "m",
+            "max_tokens": 16,
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": [
+                    {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "w", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": tool_result},
+                ]},
+            ],
+        }  # fmt: skip
+    assert surface == "responses"
+    return {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "Weather?"},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "I call the tool."}]},
+            {"type": "function_call", "call_id": "call_1", "name": "w", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": tool_result},
+        ],
+    }
+
+
+def encoded(doc: Any) -> bytes:
+    return json.dumps(doc).encode()  # ensure_ascii: a lone surrogate is written as its escape
+
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+
+
+async def answer_ok(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+    writer.write(OK_HEAD)
+    await writer.drain()
+
+
+async def post(base: str, path: str, body: bytes, **headers: str) -> tuple[int, bytes]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            base + path, data=body, headers={"Content-Type": "application/json", **headers}, auto_decompress=False
+        ) as resp,
+    ):
+        return resp.status, await resp.read()
+
+
+def upstream_body(up: RawUpstream) -> bytes:
+    ((_, _, body),) = up.requests
+    return body
+
+
+def errors(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, str]]:
+    return [r for r in records(caplog, *LOGGERS) if r[1] >= logging.WARNING]
+
+
+# -- 1. a large body is rewritten off the event loop -----------------------------------------------------
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_large_body_is_rewritten_in_a_worker_thread_while_the_gateway_answers_others(
+    surface: Surface, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transform of a body over ``OFF_LOOP_BYTES`` is held in its thread by an event: meanwhile
+    ``/healthz`` is answered over HTTP, which it could not be were the transform on the loop."""
+    loop_thread = threading.current_thread()
+    entered, release = threading.Event(), threading.Event()
+    seen: list[threading.Thread] = []
+    transform = history.TRANSFORMS[surface]
+
+    def held(body: bytes, plan: history.Plan, recall: history.Recall) -> bytes | None:
+        seen.append(threading.current_thread())
+        entered.set()
+        if threading.current_thread() is not loop_thread:  # on the loop, waiting would only deadlock
+            release.wait(10)
+        return transform(body, plan, recall)
+
+    monkeypatch.setitem(history.TRANSFORMS, surface, held)
+    body = encoded(turn(surface, "sunny " * (OFF_LOOP_BYTES // 6 + 1)))
+    assert len(body) > OFF_LOOP_BYTES
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        sent = asyncio.create_task(post(base, path_of(surface), body))
+        assert await asyncio.to_thread(entered.wait, 10)
+        async with aiohttp.ClientSession() as session, session.get(base + "/healthz") as health:
+            healthy = (health.status, await health.json())
+        release.set()
+        assert await asyncio.wait_for(sent, 10) == (200, b"ok")
+    assert healthy == (200, {"status": "ok"})
+    assert [thread is loop_thread for thread in seen] == [False]
+    assert upstream_body(up) != body  # rewritten all the same
+
+
+# -- 2. a body that stops arriving -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("middleware", [True, False], ids=["middleware", "plain"])
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_body_that_stops_arriving_is_answered_408_within_the_read_timeout_and_closed(
+    surface: Surface, middleware: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    body = encoded(turn(surface, "sunny " * 100_000))
+    async with RawUpstream(answer_ok) as up:
+        s = settings(upstream=up.url, middleware=middleware, read_timeout=0.5)
+        async with serving(s) as base:
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+            head = (
+                f"POST {path_of(surface)} HTTP/1.1\r\nHost: x\r\nX-Request-Id: stalled-1\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            writer.write(head.encode() + body[: len(body) // 2])  # and then nothing, the socket open
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), 10)  # until the gateway closes
+            writer.close()
+    status, _, rest = answer.partition(b"\r\n")
+    headers, _, sent = rest.partition(b"\r\n\r\n")
+    assert status == b"HTTP/1.1 408 Request Timeout"
+    assert b"Connection: close" in headers.split(b"\r\n")
+    message = "the request body stopped arriving"
+    if surface == "messages":
+        assert json.loads(sent) == {"type": "error", "error": {"type": "timeout_error", "message": message}}
+    else:
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "request_timeout"}
+        assert json.loads(sent) == {"error": error}
+    assert up.requests == []
+    line = f"request stalled-1: POST {path_of(surface)}: {message}"
+    assert [r for r in records(caplog, *LOGGERS) if r[1] >= logging.INFO] == [("gateway_mw.proxy", logging.INFO, line)]
+
+
+# -- 3. a compressed body --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("middleware", [True, False], ids=["middleware", "plain"])
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_gzip_body_goes_upstream_as_it_came_never_inflated(surface: Surface, middleware: bool) -> None:
+    bomb = gzip.compress(encoded(turn(surface, "0" * 20_000_000)), 9)  # 20 MB once inflated
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url, middleware=middleware)) as base:
+        assert await post(base, path_of(surface), bomb, **{"Content-Encoding": "gzip"}) == (200, b"ok")
+    ((_, headers, body),) = up.requests
+    got = {k.lower(): v for k, v in headers if k.lower() in ("content-encoding", "content-length")}
+    assert (got, body) == ({"content-encoding": "gzip", "content-length": str(len(bomb))}, bomb)
+
+
+# -- 4. a lone surrogate escape --------------------------------------------------------------------------
+
+LONE = "\ud83d"  # JavaScript's string cut inside an emoji, which JSON.stringify writes as an escape
+STAND_IN = "QQQQQQ"  # as long as the escape, and plain ASCII: a body any decoder reads
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_lone_surrogate_in_a_tool_result_leaves_only_that_string_as_it_was(surface: Surface) -> None:
+    """The body with the lone escape is rewritten exactly as the same body with plain text in its
+    place: that string goes as it came, every other turn as the plan says (SGLang, which refuses a
+    ``redacted_thinking`` block, gets none)."""
+    config = SCRIPTED.replace(upstream_server="sglang")
+    plain, hostile = encoded(turn(surface, STAND_IN)), encoded(turn(surface, f"cut {LONE} here"))
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url, think_extract=config)) as base:
+        assert await post(base, path_of(surface), plain) == (200, b"ok")
+        rewritten = upstream_body(up)
+        up.requests.clear()
+        assert await post(base, path_of(surface), hostile) == (200, b"ok")
+    assert rewritten != plain  # the plan changes this history
+    assert upstream_body(up) == rewritten.replace(STAND_IN.encode(), b"cut \\ud83d here")
+    assert b"redacted_thinking" not in rewritten
+
+
+def test_a_body_whose_backslashes_could_be_taken_for_the_mask_goes_as_it_came() -> None:
+    hostile = encoded({"model": "m", "messages": [{"role": "assistant", "content": "a\\d83d", "reasoning": LONE}]})
+    assert history.surrogates.mask(hostile) is None
+    paired = encoded({"model": "m", "messages": [{"role": "user", "content": "\U0001f600"}]})
+    assert history.surrogates.mask(paired) is None
+
+
+# -- 5. a value nested past any parser's depth -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_value_nested_a_thousand_deep_is_forwarded_unchanged_and_quietly(
+    surface: Surface, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    deep = b"[" * 1_000 + b'"bottom"' + b"]" * 1_000  # past the depth Python's own json writes, too
+    body = encoded(turn(surface, "sunny") | {"metadata": "DEEP"}).replace(b'"DEEP"', deep)
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        assert await post(base, path_of(surface), body) == (200, b"ok")
+    assert upstream_body(up) == body
+    assert errors(caplog) == []
+
+
+# -- 6. a client that leaves half way through its body ---------------------------------------------------
+
+
+@pytest.mark.parametrize("middleware", [True, False], ids=["middleware", "plain"])
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_client_that_leaves_mid_upload_is_a_499_and_no_error(
+    surface: Surface, middleware: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    body = encoded(turn(surface, "sunny " * 100_000))
+    async with RawUpstream(answer_ok) as up:
+        s = settings(upstream=up.url, middleware=middleware)
+        app = build_app(s)
+        metrics = app[PROXY].metrics
+        async with serving(s, app) as base:
+            _, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+            head = (
+                f"POST {path_of(surface)} HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            writer.write(head.encode() + body[: len(body) // 2])
+            await writer.drain()
+            await asyncio.sleep(0)
+            writer.transport.abort()  # gone, half way through
+            await until_counted(lambda: counted(metrics.exposition().decode(), surface))
+            await asyncio.sleep(0.05)  # anything aiohttp would log after the handler
+    assert counted(metrics.exposition().decode(), surface) == {"499": 1.0}
+    assert app[PROXY].counters.client_disconnects == 1
+    left = [m for _, _, m in records(caplog, "gateway_mw.proxy") if "the client left" in m]
+    assert [m.split(": ", 1)[1] for m in left] == [
+        f"POST {path_of(surface)}: the client left before the end of its body"
+    ]
+    assert errors(caplog) == []
+    assert [r.exc_info for r in caplog.records if r.name in LOGGERS and r.exc_info] == []
+
+
+def counted(exposition: str, surface: str) -> dict[str, float]:
+    """The requests the gateway counted on ``surface``, by status."""
+    return {
+        dict(labels)["status"]: value
+        for (name, labels), value in samples(exposition).items()
+        if name == "gateway_proxy_requests_total" and dict(labels)["surface"] == surface
+    }
+
+
+async def until_counted(check: Callable[[], dict[str, float]], seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_the_middleware_on_its_own_answers_a_body_timed_out_by_its_server_with_408() -> None:
+    """An application of its own, served by the gateway's connections: the middleware's read of a body
+    that stops arriving ends in aiohttp's 408, the connection closed, the handler never called."""
+    called: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        called.append(await request.read())
+        return web.json_response({})
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = GatewayRunner(app, body_timeout=0.3, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", runner.addresses[0][1])
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)  # until the server closes
+        writer.close()
+    finally:
+        await runner.cleanup()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert (head.split(b"\r\n")[0], body) == (b"HTTP/1.1 408 Request Timeout", b"the request body stopped arriving")
+    assert b"Connection: close" in head.split(b"\r\n")
+    assert called == []
+
+
+async def test_the_record_entries_of_a_large_request_are_made_in_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the answer, what the record keeps is read from the request again (its turns are the
+    keys): for a large one, in a worker thread; the entry is written all the same."""
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+    entries = incoming.record_entries
+
+    def watched(*args: Any) -> dict[str, history.Recalled]:
+        seen.append(threading.current_thread())
+        return entries(*args)
+
+    monkeypatch.setattr(incoming, "record_entries", watched)
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>Sunny.</think>It is."},
+                     "finish_reason": "stop"}],
+    }  # fmt: skip
+    answer = json.dumps(completion).encode()
+
+    async def respond(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(answer))
+        writer.write(answer)
+        await writer.drain()
+
+    question = {"model": "m", "messages": [{"role": "user", "content": "Weather? " * (OFF_LOOP_BYTES // 9 + 1)}]}
+    async with RawUpstream(respond) as up:
+        s = settings(upstream=up.url)
+        app = build_app(s)
+        record = app[THINKEXTRACT_RECORD]
+        async with serving(s, app) as base:
+            status, _ = await post(base, "/v1/chat/completions", encoded(question))
+            for _ in range(1_000):
+                if record.counts.written:
+                    break
+                await asyncio.sleep(0.01)
+    assert status == 200
+    assert record.counts.written == 1
+    assert [thread is loop_thread for thread in seen] == [False]

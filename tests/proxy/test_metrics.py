@@ -55,7 +55,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         request.transport.abort()
         return resp
     if model in ("slow", "stall"):
-        for _ in range(100):
+        for _ in range(3000):  # until the gateway lets go: longer than any test takes, on any machine
             await asyncio.sleep(0.1 if model == "slow" else 5)
             await resp.write(chunk({"content": " and"}))
     await resp.write(chunk({"content": " is 4</think>It is 4."}))
@@ -136,7 +136,7 @@ async def test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens(tmp_p
         async with gunicorn(tmp_path, env) as gw:
             # Waves of team-a's streams until both workers have served some (the kernel picks).
             n = 0
-            for _ in range(20):
+            for _ in range(200):  # until both have: a busy machine may leave one worker idle for long
                 statuses = await asyncio.gather(*(ask(gw.base, "sk-aaaa-1") for _ in range(6)))
                 assert statuses == [200] * 6
                 n += 6
@@ -158,7 +158,7 @@ async def test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens(tmp_p
             slow.close()
             await session.close()
             gone = ("gateway_proxy_streams_total", (("outcome", "client_gone"), ("surface", "chat")))
-            for _ in range(100):
+            for _ in range(600):  # a bound for a hang, not a speed
                 if (await scrape(gw.base)).get(gone):
                     break
                 await asyncio.sleep(0.1)
@@ -166,7 +166,7 @@ async def test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens(tmp_p
             workers = gw.workers
             # aiohttp writes a request's access line after its handler returns, which for the stream
             # whose client left may come after the counter a scrape already shows.
-            for _ in range(50):
+            for _ in range(600):  # a bound for a hang, not a speed
                 log = gw.text()
                 if sum('"POST /v1/chat/completions' in line for line in log.splitlines()) >= n + 5:
                     break

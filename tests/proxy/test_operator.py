@@ -586,7 +586,7 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
             # Waves of concurrent requests until both workers have served some: which worker accepts a
             # connection is the kernel's choice, and one may take a whole wave.
             n = 0
-            for _ in range(20):
+            for _ in range(200):  # until both have: a busy machine may leave one worker idle for long
                 await asyncio.gather(*(one() for _ in range(8)))
                 n += 8
                 served = per_worker()

@@ -84,7 +84,7 @@ class Running:
     async def wait(self, timeout: float) -> int:
         return await asyncio.to_thread(self.process.wait, timeout)
 
-    async def until_logged(self, pattern: str, count: int = 1, timeout: float = 10.0) -> None:
+    async def until_logged(self, pattern: str, count: int = 1, timeout: float = 60.0) -> None:
         """Until ``pattern`` (a regular expression) is in ``count`` lines of the log."""
         deadline = time.monotonic() + timeout
         while len([line for line in self.lines() if re.search(pattern, line)]) < count:
@@ -98,7 +98,7 @@ def children(pid: int) -> list[int]:
     return sorted(int(p) for p in out)
 
 
-async def _until_up(running: Running, workers: int, timeout: float = 30.0) -> None:
+async def _until_up(running: Running, workers: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     async with aiohttp.ClientSession() as session:
         while True:

@@ -19,7 +19,7 @@ from gateway_mw.proxy import DEMO_CONFIG, Settings, SettingsError, banner, load_
 from gateway_mw.proxy.app import app_factory
 from gateway_mw.proxy.settings import PROXY_FIELDS, Secret, flags, parser
 
-from .processes import clean_env, gateway_mw, gunicorn_path
+from .processes import clean_env, gateway_mw, gunicorn_env, gunicorn_path
 
 GATEWAY = [sys.executable, "-m", "gateway_mw"]
 NO_UPSTREAM = (
@@ -71,7 +71,7 @@ def test_a_bad_setting_under_gunicorn_is_one_line_and_a_nonzero_exit(
     gunicorn = gunicorn_path()
     conf = subprocess.run(
         [gunicorn, "-c", "python:gateway_mw.proxy.gunicorn_conf", "-w", "2"],
-        env=clean_env(GATEWAY_PORT="0", **env),
+        env=gunicorn_env(tmp_path, GATEWAY_PORT="0", **env),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -82,7 +82,7 @@ def test_a_bad_setting_under_gunicorn_is_one_line_and_a_nonzero_exit(
     cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     plain = subprocess.run(
         [*cmd, "-w", "2", "--bind", "127.0.0.1:0"],
-        env=clean_env(**env),
+        env=gunicorn_env(tmp_path, **env),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -119,7 +119,7 @@ def test_a_bad_setting_is_one_line_when_the_other_workers_fail_after_the_first_h
     cmd = [gunicorn_path(), "one_at_a_time:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     plain = subprocess.run(
         [*cmd, "-w", str(workers), "--bind", "127.0.0.1:0", "--graceful-timeout", "600"],
-        env=clean_env(GATEWAY_READ_TIMEOUT="soon", GATEWAY_UPSTREAM="http://127.0.0.1:8000"),
+        env=gunicorn_env(tmp_path, GATEWAY_READ_TIMEOUT="soon", GATEWAY_UPSTREAM="http://127.0.0.1:8000"),
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -88,7 +88,7 @@ def gateway(tmp_path: Path, *args: str, env: dict[str, str] | None = None, preex
         process.stdout.close()
 
 
-async def exchange(port: int, raw: bytes, seconds: float = 5.0) -> bytes:
+async def exchange(port: int, raw: bytes, seconds: float = 60.0) -> bytes:
     """Send ``raw`` as it is; everything the gateway answers until it closes."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
@@ -150,12 +150,12 @@ async def test_a_client_leaving_after_done_before_the_upstreams_end_is_one_count
                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
             )
             await writer.drain()
-            await asyncio.wait_for(reader.readuntil(b"data: [DONE]\n\n"), 5)
+            await asyncio.wait_for(reader.readuntil(b"data: [DONE]\n\n"), 60)
             writer.close()  # the client has all it wants
             inflight = app[PROXY]._inflight.values()
             await until(lambda: all(r.transport is None or r.transport.is_closing() for r in inflight))  # seen go
             up.go.set()
-            await asyncio.wait_for(up.closed.wait(), 5)
+            await asyncio.wait_for(up.closed.wait(), 60)
             counters = app[PROXY].counters
             await until(lambda: counters.client_disconnects > 0)
             await asyncio.sleep(0.1)  # anything aiohttp would log after the handler
@@ -206,7 +206,7 @@ async def test_a_client_leaving_while_the_upstream_is_silent_still_gets_its_acce
             )
             await writer.drain()
             if head_sent:
-                await asyncio.wait_for(reader.readuntil(b"\n\n"), 5)
+                await asyncio.wait_for(reader.readuntil(b"\n\n"), 60)
             else:
                 await until(lambda: up.requests)  # the request reached the upstream
             writer.close()
@@ -459,7 +459,7 @@ async def held_for(port: int, first: bytes, drip: bool = False) -> tuple[float, 
 
 
 async def read_response(reader: asyncio.StreamReader) -> bytes:
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
     length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
     return head + await reader.readexactly(length)
 
@@ -517,7 +517,7 @@ async def test_out_of_descriptors_silent_connections_are_shed_healthz_answers_an
         async with aiohttp.ClientSession() as session:
             body = {"model": "demo", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
             stream = await session.post(gw.base + "/v1/chat/completions", json=body)
-            await asyncio.wait_for(stream.content.readuntil(b"\n\n"), 5)
+            await asyncio.wait_for(stream.content.readuntil(b"\n\n"), 60)
             silent = [await asyncio.open_connection("127.0.0.1", gw.port) for _ in range(100)]
             await asyncio.sleep(0.3)
             # Answered once the silent connections have been shed (each after its header timeout).
@@ -554,7 +554,7 @@ async def test_sigterm_with_a_stream_that_never_ends_exits_within_shutdown_timeo
                 body = {"model": "m", "stream": True}
                 resp = await session.post(gw.base + "/v1/chat/completions", json=body)
                 assert resp.status == 200
-                await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+                await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 60)
                 gw.process.send_signal(signal.SIGTERM)
                 start = time.monotonic()
                 with pytest.raises(aiohttp.ClientPayloadError):  # cut, not ended: the client knows

@@ -305,7 +305,7 @@ async def test_response_hop_by_hop_headers_stripped_and_body_streamed_as_it_come
         aiohttp.ClientSession() as session,
         session.post(base + "/v1/chat/completions", json={"model": "m"}) as resp,
     ):
-        first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+        first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 60)
         up.go.set()
         rest = await resp.read()
         headers = {k.lower(): v for k, v in resp.headers.items() if k not in ("Date", "Server")}
@@ -478,7 +478,7 @@ async def test_client_disconnect_cancels_the_upstream_request(upstream_talks: bo
         async with running(app) as base:
             async with aiohttp.ClientSession() as session:
                 resp = await session.post(base + "/v1/chat/completions", json={"model": "m", "stream": True})
-                first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 5)
+                first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 60)
                 assert json.loads(first[6:])["choices"][0]["delta"] == {"reasoning_content": "thinking"}
                 resp.close()  # the client goes away mid-stream
                 await asyncio.wait_for(up.closed.wait(), 60)  # else the upstream would wait for ever

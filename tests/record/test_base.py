@@ -143,7 +143,7 @@ async def test_an_entry_over_the_cap_is_not_stored_and_is_counted() -> None:
 
 
 async def test_background_writes_are_held_bounded_and_awaited_on_close() -> None:
-    record = ScriptedRecord(max_pending_writes=4, timeout=5)
+    record = ScriptedRecord(max_pending_writes=4, timeout=60)
     record.gate = asyncio.Event()
     accepted = [record.put_soon(b"", {f"k{i}": b"v", f"j{i}": b"w"}) for i in range(6)]
     assert accepted == [True] * 4 + [False] * 2

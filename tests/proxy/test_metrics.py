@@ -56,7 +56,7 @@ async def chat(request: web.Request) -> web.StreamResponse:
         return resp
     if model in ("slow", "stall"):
         for _ in range(3000):  # until the gateway lets go: longer than any test takes, on any machine
-            await asyncio.sleep(0.1 if model == "slow" else 5)
+            await asyncio.sleep(0.1 if model == "slow" else 3600)
             await resp.write(chunk({"content": " and"}))
     await resp.write(chunk({"content": " is 4</think>It is 4."}))
     await resp.write(chunk({}, usage=None) + chunk({}, choices=[], usage=USAGE) + b"data: [DONE]\n\n")
@@ -213,7 +213,9 @@ async def test_one_debug_line_per_request_says_whether_and_how_it_was_translated
     keyfile = tmp_path / "keys"
     keyfile.write_text("team-a sk-aaaa-1\n")
     async with upstream() as up:
-        s, _ = load_settings(["--upstream", up, "--client-keys-file", str(keyfile), "--read-timeout", "0.5"], {})
+        # The read timeout ends the stalled stream; the others, written at once, must not meet it even
+        # on a busy machine: seconds, not a fraction.
+        s, _ = load_settings(["--upstream", up, "--client-keys-file", str(keyfile), "--read-timeout", "2"], {})
         config = DEMO_CONFIG.replace(
             upstream_server="vllm", profiles=(ModelProfile(match="qwen3*", trim_reasoning_tail=False),)
         )

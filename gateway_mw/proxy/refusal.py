@@ -18,6 +18,7 @@ Elsewhere, the line and status 4 alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -38,25 +39,28 @@ def refuse(message: str) -> NoReturn:
     if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/") and sys.platform == "linux":
         master = os.getppid()
         claim = _claim(f"\0gateway-mw-refused-{master}")
-        if not isinstance(claim, socket.socket):
+        if isinstance(claim, int):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             _until_gone(claim)
             os.kill(os.getpid(), signal.SIGTERM)
             raise SystemExit(0)  # not reached: SIGTERM has ended the process
-        _hand_over(claim, master)
+        if claim is not None:
+            _hand_over(claim, master)
     print(f"gateway-mw: error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(4)
 
 
-def _claim(name: str) -> socket.socket | int:
+def _claim(name: str) -> socket.socket | int | None:
     """The claim, listening (those that find it taken read who has it); or the pid of the worker that
-    claimed it."""
+    claimed it; or None when there is no claiming here (each worker says it, then)."""
     while True:
         claim = socket.socket(socket.AF_UNIX)
         try:
             claim.bind(name)
-        except OSError:
+        except OSError as exc:
             claim.close()
+            if exc.errno != errno.EADDRINUSE:
+                return None
         else:
             claim.listen(socket.SOMAXCONN)
             return claim
@@ -69,6 +73,8 @@ def _claim(name: str) -> socket.socket | int:
         except ConnectionRefusedError:
             time.sleep(0.001)  # claimed a moment ago, not listening yet (or its holder just ended)
             continue
+        except OSError:
+            return None
         else:
             pid, _, _ = _PEERCRED.unpack(peer.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
             return int(pid)

@@ -6,6 +6,13 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis times each example (a deadline of 200 ms) and how long its data take to make (the too_slow
+# health check): on a busy machine either fails a test whose property holds. Neither is a property of
+# the code under test, so neither is checked; every other setting stays hypothesis's, or the test's own.
+settings.register_profile("gateway_mw", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gateway_mw")
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,7 @@ import functools
 import logging
 import os
 import shlex
-import signal
-import socket
 import sys
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import NoReturn
 
@@ -36,6 +33,7 @@ from .logs import configure_logging, warn_demo
 from .logsafe import GatewayAccessLogger, printable, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics
 from .notes import NotedStats, RequestNote, current_note, note_of
+from .refusal import refuse
 from .settings import Settings, SettingsError, load_settings, require_upstream
 
 __all__ = ["PROXY", "app_factory", "build_app", "gateway_middleware", "healthz", "metrics", "readyz"]
@@ -302,28 +300,6 @@ def gunicorn_workers(argv: list[str], environ: Mapping[str, str]) -> int:
         return 1
 
 
-_FIRST_HOLDS = 1.0  # seconds the first worker to fail keeps its claim while the others start
-
-
 def _refuse(message: str) -> NoReturn:
-    """Stop on a bad setting: one line, exit status 4.
-
-    Under gunicorn every worker runs ``app_factory()``, and each would say the same; worse, gunicorn's
-    stop fails with a traceback of its own when a second worker exits with status 4 while it stops
-    after the first. So in gunicorn's workers (Linux) the first to fail claims an abstract socket named
-    after the master, reports and exits; the others wait, silent, for the master's SIGTERM.
-    """
-    claim = None
-    if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/") and sys.platform == "linux":
-        claim = socket.socket(socket.AF_UNIX)
-        try:
-            claim.bind(f"\0gateway-mw-refused-{os.getppid()}")
-        except OSError:  # another worker reports it
-            claim.close()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            time.sleep(60)
-            raise SystemExit(4) from None
-    print(f"gateway-mw: error: {message}", file=sys.stderr, flush=True)
-    if claim is not None:
-        time.sleep(_FIRST_HOLDS)
-    raise SystemExit(4)
+    """Stop on a bad setting: one line, exit status 4; under gunicorn, one line from all its workers."""
+    refuse(message)

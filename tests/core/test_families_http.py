@@ -167,7 +167,9 @@ def test_chat_non_stream_and_single_characters(base_url: str, case: Case) -> Non
 
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_chat_random_chunkings(base_url: str, case: Case, data: st.DataObject) -> None:
     cuts = data.draw(st.lists(st.integers(min_value=1, max_value=max(1, len(case.text) - 1)), max_size=12))

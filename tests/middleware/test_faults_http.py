@@ -219,7 +219,7 @@ async def test_a_gone_client_stops_the_handler_on_a_production_runner(content_ty
             else:
                 request.cancel()
             gone.set()
-        await asyncio.wait_for(finished.wait(), 10)
+        await asyncio.wait_for(finished.wait(), 60)
     finally:
         await runner.cleanup()
     assert outcome == ["stopped"]

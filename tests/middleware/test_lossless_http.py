@@ -129,7 +129,9 @@ def segments(body: bytes) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["live", "buffered"])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(upstream=upstreams())
 def test_no_character_is_lost_or_reordered(server_url: str, mode: str, upstream: tuple[bytes, list[int]]) -> None:
     stream, cuts = upstream

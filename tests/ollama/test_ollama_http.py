@@ -101,7 +101,9 @@ async def test_the_reasoning_arrives_in_thinking(aiohttp_server: ServerFactory, 
     assert {k: getattr(last, k) for k in METRICS} == METRICS  # the final line keeps its metrics
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     text=st.lists(st.sampled_from(["<think>", "</think>", "<thi", "nk>", "a", " b", "é🙂", "\n", "ok."]), max_size=10),
     size=st.integers(1, 7),

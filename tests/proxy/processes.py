@@ -1,5 +1,8 @@
 """The gateway as processes: ``python -m gateway_mw``, or gunicorn with the gateway's configuration and
-two workers, on a free loopback port, their output kept in a file."""
+two workers, on a loopback port of the kernel's choice, their output kept in a file.
+
+No port is chosen beforehand (another process, another test suite, could take it meanwhile): each is
+started on port 0 and its address read from what it prints."""
 
 from __future__ import annotations
 
@@ -34,6 +37,27 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(CLEAN)} | extra
 
 
+def gunicorn_env(home: Path, **extra: str) -> dict[str, str]:
+    """:func:`clean_env` for gunicorn: a home of its own, for gunicorn (25 and later) makes its control
+    socket at ``$XDG_RUNTIME_DIR/gunicorn.ctl`` or ``~/.gunicorn/gunicorn.ctl``, one path for every
+    gunicorn of the user, and each removes the other's."""
+    env = clean_env(HOME=str(home), **extra)
+    env.pop("XDG_RUNTIME_DIR", None)
+    return env
+
+
+async def listening_at(log: Path, process: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+    """The base URL gunicorn, bound to port 0, says it listens at in its ``log``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"gunicorn says no address:\n{log.read_text(errors='replace')}")
+        await asyncio.sleep(0.05)
+
+
 def gunicorn_path() -> str:
     found = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or shutil.which("gunicorn")
     if found is None:
@@ -60,7 +84,7 @@ class Running:
     async def wait(self, timeout: float) -> int:
         return await asyncio.to_thread(self.process.wait, timeout)
 
-    async def until_logged(self, pattern: str, count: int = 1, timeout: float = 10.0) -> None:
+    async def until_logged(self, pattern: str, count: int = 1, timeout: float = 60.0) -> None:
         """Until ``pattern`` (a regular expression) is in ``count`` lines of the log."""
         deadline = time.monotonic() + timeout
         while len([line for line in self.lines() if re.search(pattern, line)]) < count:
@@ -74,7 +98,7 @@ def children(pid: int) -> list[int]:
     return sorted(int(p) for p in out)
 
 
-async def _until_up(running: Running, workers: int, timeout: float = 30.0) -> None:
+async def _until_up(running: Running, workers: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     async with aiohttp.ClientSession() as session:
         while True:
@@ -102,15 +126,15 @@ async def _stop(process: subprocess.Popen[bytes]) -> None:
 async def gunicorn(tmp_path: Path, env: dict[str, str], *args: str, workers: int = 2) -> AsyncIterator[Running]:
     """``gunicorn -c python:gateway_mw.proxy.gunicorn_conf -w 2`` with ``env`` (and no other gateway
     setting); SIGINT stops it at the end if the test did not."""
-    port = free_port()
-    log = tmp_path / f"gunicorn-{port}.log"
+    log = tmp_path / f"gunicorn-{time.monotonic_ns()}.log"
     cmd = [gunicorn_path(), "-c", "python:gateway_mw.proxy.gunicorn_conf", "-w", str(workers), *args]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            cmd, cwd=tmp_path, env=clean_env(GATEWAY_PORT=str(port), **env), stdout=out, stderr=subprocess.STDOUT
+            cmd, cwd=tmp_path, env=gunicorn_env(tmp_path, GATEWAY_PORT="0", **env), stdout=out, stderr=subprocess.STDOUT
         )
-    running = Running(process, f"http://127.0.0.1:{port}", log)
+    running = Running(process, "", log)
     try:
+        running.base = await listening_at(log, process)
         await _until_up(running, workers)
         yield running
     finally:

@@ -91,6 +91,16 @@ class RawUpstream:
                     await writer.drain()
 
 
+async def until(check: Callable[[], object], seconds: float = 60.0) -> None:
+    """Until ``check()`` is true. ``seconds`` bounds the wait, for a test that would otherwise hang: it
+    says nothing of how fast the gateway is (a busy machine may take many times longer than an idle one)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not true within {seconds}s: {check}")
+        await asyncio.sleep(0.02)
+
+
 def chunked(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
@@ -115,7 +125,7 @@ async def raw_request(base: str, head: str, body: bytes = b"") -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(head.replace("\n", "\r\n").encode() + b"\r\nConnection: close\r\n\r\n" + body)
     await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 5)
+    answer = await asyncio.wait_for(reader.read(), 60)  # a bound for a hang, not a speed
     writer.close()
     return answer
 

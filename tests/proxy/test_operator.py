@@ -34,7 +34,7 @@ from gateway_mw.proxy import PROXY, SettingsError, build_app, load_settings, mai
 from gateway_mw.proxy.auth import ClientKeys
 from gateway_mw.proxy.demo_model import QUESTION, model_text, tokens
 
-from .processes import free_port
+from .processes import gunicorn_env, listening_at
 from .support import (
     SCRIPTED,
     SSE_HEAD,
@@ -182,7 +182,7 @@ async def test_connect_timeout_is_a_502_and_a_warning(
             start = time.monotonic()
             async with session.post(base + path, json={"model": "m"}, headers={"X-Request-Id": "ct-1"}) as resp:
                 assert (resp.status, await resp.json()) == (502, expected)
-            assert 0.3 <= time.monotonic() - start < 3
+            assert time.monotonic() - start >= 0.3  # not before the connect timeout (nothing ever answers)
     assert records(caplog, "gateway_mw.proxy") == [
         (
             "gateway_mw.proxy",
@@ -533,19 +533,19 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
     gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or shutil.which("gunicorn")
     if gunicorn is None:
         pytest.skip("gunicorn is not installed (pip install -e '.[test]' installs it)")
-    port = free_port()
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "THINK_EXTRACT_", "PROMETHEUS_"))}
-    env |= {"GATEWAY_PACE": "200", "GATEWAY_DEMO_MODEL": "true", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    env = gunicorn_env(
+        tmp_path, GATEWAY_PACE="200", GATEWAY_DEMO_MODEL="true", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)
+    )
     cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
-    cmd += ["-w", "2", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "3"]
+    cmd += ["-w", "2", "--bind", "127.0.0.1:0", "--graceful-timeout", "3"]
     log = tmp_path / "gunicorn.log"
     with log.open("wb") as out:
         server = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        base = await listening_at(log, server)
+        deadline = time.monotonic() + 60
         async with aiohttp.ClientSession() as session:
             while True:
                 workers = subprocess.run(
@@ -586,7 +586,7 @@ async def test_two_gunicorn_workers_metrics_add_up(tmp_path: Path) -> None:
             # Waves of concurrent requests until both workers have served some: which worker accepts a
             # connection is the kernel's choice, and one may take a whole wave.
             n = 0
-            for _ in range(20):
+            for _ in range(200):  # until both have: a busy machine may leave one worker idle for long
                 await asyncio.gather(*(one() for _ in range(8)))
                 n += 8
                 served = per_worker()

@@ -19,7 +19,7 @@ from gateway_mw.proxy import DEMO_CONFIG, Settings, SettingsError, banner, load_
 from gateway_mw.proxy.app import app_factory
 from gateway_mw.proxy.settings import PROXY_FIELDS, Secret, flags, parser
 
-from .processes import clean_env, free_port, gateway_mw, gunicorn_path
+from .processes import clean_env, gateway_mw, gunicorn_env, gunicorn_path
 
 GATEWAY = [sys.executable, "-m", "gateway_mw"]
 NO_UPSTREAM = (
@@ -69,10 +69,9 @@ def test_a_bad_setting_under_gunicorn_is_one_line_and_a_nonzero_exit(
     """With the gateway's gunicorn configuration, checked once in the master before any worker; with
     aiohttp's worker alone, by the first worker to fail, and gunicorn stops."""
     gunicorn = gunicorn_path()
-    port = str(free_port())
     conf = subprocess.run(
         [gunicorn, "-c", "python:gateway_mw.proxy.gunicorn_conf", "-w", "2"],
-        env=clean_env(GATEWAY_PORT=port, **env),
+        env=gunicorn_env(tmp_path, GATEWAY_PORT="0", **env),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -82,8 +81,8 @@ def test_a_bad_setting_under_gunicorn_is_one_line_and_a_nonzero_exit(
 
     cmd = [gunicorn, "gateway_mw.proxy:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
     plain = subprocess.run(
-        [*cmd, "-w", "2", "--bind", f"127.0.0.1:{port}"],
-        env=clean_env(**env),
+        [*cmd, "-w", "2", "--bind", "127.0.0.1:0"],
+        env=gunicorn_env(tmp_path, **env),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -93,6 +92,43 @@ def test_a_bad_setting_under_gunicorn_is_one_line_and_a_nonzero_exit(
     assert plain.returncode == 4  # gunicorn's "application failed to load"
     assert ours == [f"gateway-mw: error: {message}"]  # the first worker to fail says it, the others wait
     assert "Traceback" not in plain.stderr and len(plain.stderr.splitlines()) < 20
+
+
+# An application for gunicorn whose workers come to the gateway's settings one at a time: the first at
+# once, each other one only once the one before has exited (its lock is free then) — as on a busy
+# machine, where a worker may start seconds after another. gunicorn's SIGTERM, when the first has
+# exited, reaches them while they wait, as it reaches a worker still loading.
+ONE_AT_A_TIME = """
+import fcntl, os
+import gateway_mw.proxy
+
+def app_factory():
+    turn = os.open("turn.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(turn, fcntl.LOCK_EX)
+    return gateway_mw.proxy.app_factory()
+"""
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_bad_setting_is_one_line_when_the_other_workers_fail_after_the_first_has_exited(
+    workers: int, tmp_path: Path
+) -> None:
+    """The first worker's claim outlives it: a worker that fails later says nothing, and ends at once
+    (no wait for a SIGTERM it may have had while loading: gunicorn would wait its graceful timeout)."""
+    (tmp_path / "one_at_a_time.py").write_text(ONE_AT_A_TIME)
+    cmd = [gunicorn_path(), "one_at_a_time:app_factory()", "--worker-class", "aiohttp.GunicornWebWorker"]
+    plain = subprocess.run(
+        [*cmd, "-w", str(workers), "--bind", "127.0.0.1:0", "--graceful-timeout", "600"],
+        env=gunicorn_env(tmp_path, GATEWAY_READ_TIMEOUT="soon", GATEWAY_UPSTREAM="http://127.0.0.1:8000"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    ours = [line for line in plain.stderr.splitlines() if not line.startswith("[")]
+    assert ours == ["gateway-mw: error: GATEWAY_READ_TIMEOUT='soon' is invalid: expected a number of seconds > 0"]
+    assert plain.returncode == 4, plain.stderr
+    assert "Traceback" not in plain.stderr and "SIGKILL" not in plain.stderr, plain.stderr
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ class ScriptedRecord(RecordBase):
         self.error: Exception | None = None
         self.write_error: Exception | None = None  # writes alone fail (a read-only replica)
         self.hang = False
-        self.stubborn = 0.0  # once cancelled, go on this many seconds, then fail
+        self.stubborn: float | asyncio.Event = 0.0  # once cancelled, go on (seconds, or until set), then fail
         self.gate: asyncio.Event | None = None
         self.closed = False
 
@@ -60,7 +60,10 @@ class ScriptedRecord(RecordBase):
             except asyncio.CancelledError:
                 if not self.stubborn:
                     raise
-                await asyncio.sleep(self.stubborn)
+                if isinstance(self.stubborn, asyncio.Event):
+                    await self.stubborn.wait()
+                else:
+                    await asyncio.sleep(self.stubborn)
                 raise ConnectionError("ended late") from None
         if self.error is not None:
             raise self.error
@@ -99,21 +102,41 @@ def free_port() -> int:
 
 class RedisServer:
     """One ``redis-server`` on a free loopback port, without persistence, in its own directory; it can
-    be stopped, started again on the same port, paused and resumed."""
+    be stopped, started again on the same port, paused and resumed.
+
+    A port free when chosen may be taken before the server binds it (another test suite running at
+    the same time): the first start then tries another one. Only a server that says it is this one (its
+    process id) counts as started."""
 
     def __init__(self, executable: str, directory: Path) -> None:
         self.executable = executable
         self.directory = directory
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        for _ in range(20):
+            try:
+                self._start()
+            except PortTaken:
+                if self.started:
+                    raise
+                self.port = free_port()
+            else:
+                self.started = True
+                return
+        raise RuntimeError("redis-server found no free port in 20 tries")
+
+    def _start(self) -> None:
         assert self.process is None
-        log = open(self.directory / "redis.log", "ab")  # noqa: SIM115 - the server writes it until stopped
+        path = self.directory / "redis.log"
+        before = path.stat().st_size if path.exists() else 0
+        log = open(path, "ab")  # noqa: SIM115 - the server writes it until stopped
         with log:
             self.process = subprocess.Popen(
                 [
@@ -129,21 +152,38 @@ class RedisServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )  # fmt: skip
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # a bound for a hang: a busy machine starts a process slowly
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {(self.directory / 'redis.log').read_text()[-2000:]}")
+                self.process = None
+                said = path.read_bytes()[before:].decode(errors="replace")
+                if "Address already in use" in said:
+                    raise PortTaken(self.port)
+                raise RuntimeError(f"redis-server exited: {said[-2000:]}")
             if self.ping():
                 return
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError("redis-server did not answer PING within 15 s")
+        raise RuntimeError("redis-server did not answer within 60 s")
 
     def ping(self) -> bool:
+        """Whether this server (not another process on its port) answers."""
+        assert self.process is not None
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(64).startswith(b"+PONG")
+                s.sendall(b"INFO server\r\n")
+                answer = b""
+                while b"\r\n" not in answer:
+                    answer += s.recv(65536) or b"\r\n"
+                head, _, text = answer.partition(b"\r\n")
+                if not head.startswith(b"$"):  # an error: loading, or not Redis
+                    return False
+                while len(text) < int(head[1:]) + 2:
+                    more = s.recv(65536)
+                    if not more:
+                        return False
+                    text += more
+                return b"\r\nprocess_id:%d\r\n" % self.process.pid in text
         except OSError:
             return False
 
@@ -166,6 +206,10 @@ class RedisServer:
     def resume(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGCONT)
+
+
+class PortTaken(Exception):
+    """The port was taken by another process before the server could bind it."""
 
 
 def redis_executable() -> str:

@@ -23,7 +23,7 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     made: list[RecordBase] = []
 
     def new(**options: Any) -> RecordBase:
-        options.setdefault("timeout", 2.0)  # these tests are about behaviour, not speed
+        options.setdefault("timeout", 60.0)  # these tests are about behaviour, not speed: a busy disk is slow
         record: RecordBase
         if request.param == "memory":
             record = MemoryRecord(**options)

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -92,13 +93,24 @@ async def tool_loop(first: str, second: str, key: str = "key-a", second_key: str
     """Turn one through ``first``, turn two (without the reasoning, as LangChain sends it) through
     ``second``; the assistant message of turn two as ``second``'s upstream received it."""
     async with aiohttp.ClientSession() as session:
+        writes = await writes_ended(first)
         answer = await turn(session, first, key, QUESTION)
         assert answer["reasoning_content"] == "I need the weather first."
         replay = [*QUESTION, {"role": "assistant", "content": answer["content"], "tool_calls": answer["tool_calls"]},
                   {"role": "tool", "tool_call_id": CALL["id"], "content": "sunny"}]  # fmt: skip
-        await asyncio.sleep(0.3)  # the first gateway writes after the response, in the background
+        # The first gateway writes after the response, in the background: until it has (or has failed to).
+        deadline = time.monotonic() + 60  # a bound for a hang, not a speed
+        while await writes_ended(first) == writes:
+            assert time.monotonic() < deadline, "the first gateway wrote nothing"
+            await asyncio.sleep(0.05)
         await turn(session, second, second_key or key, replay)
     return replay
+
+
+async def writes_ended(base: str) -> float:
+    """The writes ``base``'s record has done or given up on, so far."""
+    got = await metrics(base)
+    return got["gateway_mw_record_written_total"] + got["gateway_mw_record_backend_errors_total"]
 
 
 async def metrics(base: str) -> dict[str, float]:

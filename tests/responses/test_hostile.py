@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import openai
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import ResponseStreamEvent
@@ -213,7 +213,17 @@ def runs_of(final: list[Any]) -> list[tuple[str, str]]:
     return runs(out)
 
 
+# A partial close tag held in a reasoning block that an unread delta interrupted, then another item's
+# events over the cap: written in one piece (or cut after them), the upstream's events are decoded
+# together before the first is translated; the call must still go out after the held text.
+_HELD_THEN_BIG_CALL = [[("<think>", "big_delta"), ("</th", "big_call")]]
+
+
 @settings(max_examples=120, deadline=None)
+@example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[])
+@example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[1])
+@example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[100])
+@example(data=_HELD_THEN_BIG_CALL, call_first=True, cuts=[5000])
 @given(
     data=st.lists(st.lists(st.tuples(FRAGMENTS, HOSTILE), min_size=1, max_size=8), min_size=1, max_size=2),
     call_first=st.booleans(),

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import openai
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai.lib.streaming.responses._responses import ResponseStreamState
@@ -35,6 +36,7 @@ from ..responseswire import (
     text_delta,
     text_done,
 )
+from .support import new_ids
 
 CONFIG = ThinkExtractConfig(separator="", max_event_bytes=2048, max_body_bytes=1 << 20)
 BIG = "x" * 3000  # a delta over max_event_bytes: it streams through unscanned
@@ -248,3 +250,29 @@ def test_hostile_streams_reach_the_client_whole_and_in_order(
         assert runs_of(final) == runs_of(upstream_output)
     else:
         assert runs_of(final) == runs(expected)
+
+
+@pytest.mark.parametrize("call_first", [False, True])
+def test_the_bytes_a_client_gets_do_not_depend_on_where_the_upstream_writes_end(call_first: bool) -> None:
+    """Once a delta went through unread, every event over the cap streams through, however the
+    upstream's bytes are cut: decoded in one chunk with that delta, another item's events are not held
+    and read instead (which let them overtake the partial tag the reasoning block held)."""
+    pieces, _, _ = build([([d for d, _ in m], [t for _, t in m]) for m in _HELD_THEN_BIG_CALL], call_first)
+    body = b"".join(pieces)
+    ends = list(itertools.accumulate(len(p) for p in pieces))
+
+    def client_bytes(points: list[int]) -> tuple[bytes, int]:
+        pipeline = StreamPipeline("responses", CONFIG, new_ids())
+        bounds = [0, *points, len(body)]
+        out = b"".join(pipeline.feed(body[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
+        assert pipeline.error is None
+        return out, pipeline.counts.oversized_events
+
+    one_write_per_event = client_bytes(ends[:-1])
+    # After the delta: the call's two events, the message's three done events, the terminal event (a
+    # call before it was held and read).
+    assert one_write_per_event[1] == 1 + 2 + 3 + 1
+    assert client_bytes([]) == one_write_per_event
+    assert client_bytes(list(range(1, len(body)))) == one_write_per_event
+    for at in ends[:-1]:  # one cut, at each event's end
+        assert client_bytes([at]) == one_write_per_event

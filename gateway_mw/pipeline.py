@@ -192,10 +192,10 @@ class StreamPipeline:
         translate = self._translator.event
         newline = self._decoder.newline
         for event in events:
-            if event.oversized:
+            if event.oversized or (len(event.raw) > self._max_span and self._outgrown(event)):
                 if not self._in_oversized:
                     out += self._flush()
-                out.append(self._oversized(event))
+                out.append(self._oversized(event if event.oversized else SSEEvent(raw=event.raw, oversized=True)))
                 continue
             try:
                 produced = translate(event)
@@ -222,6 +222,13 @@ class StreamPipeline:
         if len(produced) == 1:
             return produced[0].raw
         return b"".join([e.raw for e in produced])
+
+    def _outgrown(self, event: SSEEvent) -> bool:
+        """An event decoded whole that the translator no longer holds past the cap (it stopped while
+        an earlier event of the same chunk went by): it goes on as it would had the chunk been cut
+        before it, so that what the client gets does not depend on where the upstream's writes end."""
+        decoder = self._decoder
+        return isinstance(decoder, SSEDecoder) and decoder.outgrown(event)
 
     def _oversized(self, piece: SSEEvent) -> bytes:
         """A piece of an event over the cap, through the translator (as it came after a fault)."""

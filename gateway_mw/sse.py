@@ -360,6 +360,15 @@ class SSEDecoder:
 
     # -- oversized events: streamed through raw ----------------------------------------------------
 
+    def outgrown(self, event: SSEEvent) -> bool:
+        """Whether ``event``, decoded whole, is over its cap as ``large_events`` stand now (and then
+        it counts as oversized). A chunk's events are all decoded before the first is translated,
+        and a translator may stop holding large events in between."""
+        if event.oversized or len(event.raw) <= self.max_event_bytes or not self._too_large(event.raw):
+            return False
+        self.oversized_events += 1
+        return True
+
     def _too_large(self, raw: bytes | bytearray) -> bool:
         """Whether ``raw`` (an event, whole or begun, over ``max_event_bytes``) is over its cap."""
         if len(raw) > self._max_large or not self.large_events:

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import openai
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai.lib.streaming.chat._completions import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
@@ -24,20 +24,22 @@ from ..chatwire import chunk
 CONFIG = ThinkExtractConfig(separator="", max_event_bytes=2048)
 BIG = "x" * 3000  # a chunk over max_event_bytes: streamed through unread
 FRAGMENTS = st.sampled_from(["<think>", "</think>", "<thi", "nk>", "</th", "ink>", "a", "b c", "é", "🙂", "ok."])
-HOSTILE = st.sampled_from(["unreadable", "duplicate_key", "float_index", "big", "late", None])
+HOSTILE = st.sampled_from(["unreadable", "duplicate_key", "float_index", "big", "big_call", "late", None])
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:
     return b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
 
 
-def build(deltas: list[tuple[str, str | None]]) -> tuple[bytes, str, str]:
-    """The upstream's stream, and the reasoning and content a client must end up with: what one
-    scanner fed the same text gives, flushed where the upstream sent something it cannot read."""
+def build(deltas: list[tuple[str, str | None]]) -> tuple[bytes, str, str, list[str]]:
+    """The upstream's stream, and the reasoning, content and tool calls' arguments a client must end
+    up with: what one scanner fed the same text gives, flushed where the upstream sent something it
+    cannot read."""
     out = [_sse(chunk("", delta={"role": "assistant"}))]
     scanner = Scanner(CONFIG)
     fields = {"reasoning": "", CONTENT: ""}
     late: list[str] = []
+    calls: list[str] = []
 
     def take(segments: list[Any]) -> None:
         for seg in segments:
@@ -58,6 +60,12 @@ def build(deltas: list[tuple[str, str | None]]) -> tuple[bytes, str, str]:
             take(scanner.flush())
             out.append(_sse(chunk(BIG)))
             fields[CONTENT] += BIG
+        elif trouble == "big_call":  # a tool call over max_event_bytes: streamed through unread
+            take(scanner.flush())
+            call = {"index": len(calls), "id": f"call_{len(calls)}", "type": "function"}
+            calls.append("z" * 2500)
+            call["function"] = {"name": "f", "arguments": calls[-1]}
+            out.append(_sse(chunk(delta={"tool_calls": [call]})))
         elif trouble == "late":
             late.append("late")
     out.append(_sse(chunk("", finish="stop")))
@@ -66,10 +74,10 @@ def build(deltas: list[tuple[str, str | None]]) -> tuple[bytes, str, str]:
         out.append(_sse(chunk(text)))
         fields[CONTENT] += text
     out.append(_sse("[DONE]"))
-    return b"".join(out), fields["reasoning"], fields[CONTENT]
+    return b"".join(out), fields["reasoning"], fields[CONTENT], calls
 
 
-def client_final(stream: bytes) -> tuple[str, str]:
+def client_final(stream: bytes) -> tuple[str, str, list[str]]:
     state: ChatCompletionStreamState[Any] = ChatCompletionStreamState(input_tools=openai.omit)
     decoder = SSEDecoder()
     frames = decoder.feed(stream)
@@ -81,10 +89,22 @@ def client_final(stream: bytes) -> tuple[str, str]:
         state.handle_chunk(ChatCompletionChunk.model_validate(json.loads(frame.data), strict=False))
     message = state.get_final_completion().choices[0].message
     extra = message.model_extra or {}
-    return extra.get("reasoning_content") or "", message.content or ""
+    calls = [call.function.arguments for call in message.tool_calls or []]
+    return extra.get("reasoning_content") or "", message.content or "", calls
+
+
+# The case the Responses surface failed: an open reasoning block, a chunk over the cap, a partial
+# close tag held, then another chunk over the cap (text, or a tool call); in one piece or cut.
+_HELD_THEN_BIG = [("<think>", "big"), ("</th", "big")]
+_HELD_THEN_BIG_CALL = [("<think>", "big"), ("</th", "big_call")]
 
 
 @settings(max_examples=150, deadline=None)
+@example(deltas=_HELD_THEN_BIG, cuts=[])
+@example(deltas=_HELD_THEN_BIG, cuts=[100])
+@example(deltas=_HELD_THEN_BIG_CALL, cuts=[])
+@example(deltas=_HELD_THEN_BIG_CALL, cuts=[3300])
+@example(deltas=[("<think>a</th", "big"), ("ink>b", "big_call")], cuts=[])
 @given(
     deltas=st.lists(st.tuples(FRAGMENTS, HOSTILE), min_size=1, max_size=10),
     cuts=st.lists(st.integers(0, 10_000), max_size=8),
@@ -92,12 +112,12 @@ def client_final(stream: bytes) -> tuple[str, str]:
 def test_hostile_streams_reach_the_client_whole_and_in_order(
     deltas: list[tuple[str, str | None]], cuts: list[int]
 ) -> None:
-    body, reasoning, content = build(deltas)
+    body, reasoning, content, calls = build(deltas)
     pipeline = StreamPipeline("chat", CONFIG)
     points = [0, *sorted({c % len(body) for c in cuts}), len(body)]
     out = b"".join(pipeline.feed(body[a:b]) for a, b in itertools.pairwise(points)) + pipeline.finish()
     assert pipeline.error is None
-    assert client_final(out) == (reasoning, content)
+    assert client_final(out) == (reasoning, content, calls)
 
 
 # -- several choices, and deltas cut between the two halves of a surrogate pair ------------------------

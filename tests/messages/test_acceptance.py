@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +77,7 @@ def event_bytes(doc: dict[str, Any], spelling: dict[str, Any]) -> bytes:
     return f"event: {doc['type']}\ndata: {data}\n\n".encode()
 
 
+PLAIN = {"float": False, "duplicate": False, "sorted": False}  # an event as a well-behaved server writes it
 SPELLING = st.fixed_dictionaries({"float": st.booleans(), "duplicate": st.booleans(), "sorted": st.just(False)})
 ODD = st.sampled_from(
     [
@@ -250,3 +252,92 @@ def test_an_oversized_delta_after_an_unknown_event_naming_another_block() -> Non
     pipeline = StreamPipeline("messages", ThinkExtractConfig(messages_policy="unsigned", max_event_bytes=1024))
     out = pipeline.feed(body[:1427]) + pipeline.feed(body[1427:]) + pipeline.finish()
     indexes_never_collide(out)
+
+
+# -- a held tag or an open reasoning block, an unread delta, then another block over the cap -------
+
+_UNREAD = None  # stands for a text delta over the cap in the pieces below
+_TOOL_OVER_CAP = {"type": "tool_use", "id": "toolu_" + "x" * BIG, "name": "write", "input": {}}
+
+
+@pytest.mark.parametrize(
+    ("pieces", "expected"),
+    [
+        # The reasoning block is open when the delta goes through unread; a partial close tag is held
+        # when the tool block starts: the tag is reasoning, before the tool.
+        (["<think>", _UNREAD, "</th"], [("text", "y" * BIG), ("reasoning", "</th"), ("tool_use", {"n": 1})]),
+        # A partial close tag is held when the delta goes through unread: it goes first, as the
+        # reasoning text it is (a tag cut by an event passed on is no tag), and the reasoning block
+        # goes on after the delta.
+        (
+            ["<think>a</th", _UNREAD, "ink>b"],
+            [("reasoning", "a</th"), ("text", "y" * BIG), ("reasoning", "ink>b"), ("tool_use", {"n": 1})],
+        ),
+        # A partial open tag is held: it is answer text, before the delta's.
+        (["<thi", _UNREAD, "nk>c"], [("text", "<thi" + "y" * BIG + "nk>c"), ("tool_use", {"n": 1})]),
+    ],
+    ids=["open-block", "held-close-tag", "held-open-tag"],
+)
+@pytest.mark.parametrize("stop_first", [True, False], ids=["stop-then-tool", "tool-before-stop"])
+@pytest.mark.parametrize("policy", ["unsigned", "redacted"])
+def test_held_text_goes_before_an_unread_delta_and_another_block_over_the_cap(
+    pieces: list[str | None], expected: list[tuple[str, Any]], stop_first: bool, policy: str
+) -> None:
+    """The case the Responses surface failed (there, another item over the cap overtook the held
+    tag when the upstream's events came in one piece): here too the client gets every character in
+    the order the model wrote it, the same bytes however the upstream's writes are cut."""
+    text_block = [
+        event_bytes({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, PLAIN),
+        *(
+            event_bytes(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p or "y" * BIG}},
+                PLAIN,
+            )
+            for p in pieces
+        ),
+    ]
+    stop_text = event_bytes({"type": "content_block_stop", "index": 0}, PLAIN)
+    tool_block = [
+        event_bytes({"type": "content_block_start", "index": 1, "content_block": _TOOL_OVER_CAP}, PLAIN),
+        event_bytes(
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"n": 1}'},
+            },
+            PLAIN,
+        ),
+        event_bytes({"type": "content_block_stop", "index": 1}, PLAIN),
+    ]
+    events = [
+        event_bytes(message_start(), PLAIN),
+        *text_block,
+        *([stop_text, *tool_block] if stop_first else [*tool_block, stop_text]),
+        *(event_bytes(e, PLAIN) for e in end("tool_use")),
+    ]
+    stream = b"".join(events)
+    ends = list(itertools.accumulate(len(e) for e in events))
+    outs = set()
+    for cuts in ([], ends[:-1], list(range(1, len(stream))), list(range(100, len(stream), 100))):
+        pipeline = StreamPipeline("messages", ThinkExtractConfig(messages_policy=policy, max_event_bytes=CAP))  # type: ignore[arg-type]
+        bounds = [0, *cuts, len(stream)]
+        out = b"".join(pipeline.feed(stream[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
+        assert pipeline.error is None
+        outs.add(out)
+    assert len(outs) == 1
+    indexes_never_collide(out)
+    blocks = final_message(out).content
+    got: list[tuple[str, Any]] = []
+    for b in blocks:
+        if b.type == "thinking":
+            assert b.signature == signature(b.thinking)
+            got.append(("reasoning", b.thinking))
+        elif b.type == "redacted_thinking":
+            got.append(("reasoning", base64.b64decode(b.data).decode()))
+        elif b.type == "text":
+            got.append(("text", b.text))
+        else:
+            got.append((b.type, b.input))
+    assert got == expected
+    reasoning_type = "thinking" if policy == "unsigned" else "redacted_thinking"
+    assert [b.type for b in blocks] == [reasoning_type if kind == "reasoning" else kind for kind, _ in expected]

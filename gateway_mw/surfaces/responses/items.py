@@ -352,6 +352,7 @@ class Writer:
         msg = ch.msg
         assert msg is not None
         ch.msg = None
+        ch.raw_text = False  # the part an unread delta went into is done: the next one's text is all known
         upstream_item = obj(src[0]["item"]) if src is not None and "item" in src[0] else None
         if src is not None and upstream_item is not None:
             body, fields = src

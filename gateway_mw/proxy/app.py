@@ -48,7 +48,7 @@ _WHY_PASSED = {
     "file": "the handler sent a file",
 }
 _HOW = {
-    "chat": "reasoning into {field}",
+    "chat": "reasoning into chat_reasoning_field={field}",
     "messages": "reasoning into thinking blocks ({policy})",
     "responses": "reasoning into reasoning items",
 }

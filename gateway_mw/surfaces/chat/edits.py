@@ -32,8 +32,9 @@ _decode_checked = msgspec.json.Decoder(_Checked).decode
 def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str) -> bytes | None:
     """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
     replaced by ``text`` and, for ``reasoning``, its ``content`` key renamed to ``field`` (an
-    explicit empty ``field`` of the delta renamed ``content``): what the rebuild gives, every other
-    byte kept. ``None`` when unproven. ``data`` may be a whole ``data: …`` event.
+    explicit empty ``field`` of the delta renamed ``content``; for ``both``, see
+    :func:`_edited_both`): what the rebuild gives, every other byte kept. ``None`` when unproven.
+    ``data`` may be a whole ``data: …`` event.
 
     With no ``\\u`` escape in the chunk every key is spelled as itself, so a ``"content"`` that
     occurs once is the delta's key (the decoder saw that key), and so is a reasoning field's name
@@ -43,6 +44,10 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
     original = delta.content
     if not original:
         return None
+    if field == "both":
+        if reasoning:
+            return _edited_both(data, delta, text)
+        field = "reasoning_content"  # the answer's text alone: no name of reasoning is written
     has_escape = escaped(data)
     key = FIELD_KEYS[field]
     present = getattr(delta, field) is not UNSET  # an explicit empty field: the keys trade names
@@ -61,6 +66,34 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
     if not reasoning and as_str(read.get("content")) != text:
         return None
     return out
+
+
+def _edited_both(data: bytes, delta: ReadDelta, text: str) -> bytes | None:
+    """:func:`edited` for ``both``: the edit for the one name the delta spells (an explicit empty
+    field), else for ``reasoning_content``, then the other name beside it with the same value, as
+    ``with_text`` writes the two. Without escapes only: every key is then spelled as itself."""
+    if escaped(data):
+        return None
+    if delta.reasoning is UNSET:
+        lead = "reasoning_content"
+    elif delta.reasoning_content is UNSET:
+        lead = "reasoning"
+    else:
+        return None  # both spelled: the rebuild drops one
+    out = edited(data, delta, lead, True, text)
+    if out is None:
+        return None
+    key = FIELD_KEYS[lead]
+    at = out.find(key)
+    if at < 0 or out.find(key, at + len(key)) >= 0:
+        return None  # the name is not the delta's key alone
+    value = string_at(out, at + len(key))
+    if value is None:
+        return None
+    start, end = value
+    if lead == "reasoning_content":
+        return b"".join((out[:end], b',"reasoning":', out[start:end], out[end:]))
+    return b"".join((out[:at], b'"reasoning_content":', out[start:end], b",", out[at:]))
 
 
 def _renamed(data: bytes, key: bytes, present: bool, has_escape: bool) -> bytes | None:
@@ -122,7 +155,12 @@ def renamed_all(span: bytes, bodies: list[bytes], deltas: list[ReadDelta], field
     """Steady reasoning: ``span`` (the ``data:`` lines ``bodies`` of chunks whose one delta each is
     ``deltas``) with each event's ``content`` key renamed to ``field``."""
     # With no escapes every event holds its delta's key spelled as itself: then one each.
-    if not escaped(span) and span.count(CONTENT_KEY) == len(deltas) and all(getattr(d, field) is UNSET for d in deltas):
+    if (
+        field != "both"
+        and not escaped(span)
+        and span.count(CONTENT_KEY) == len(deltas)
+        and all(getattr(d, field) is UNSET for d in deltas)
+    ):
         return span.replace(CONTENT_KEY, FIELD_KEYS[field])
     out: list[bytes] = []
     for body, delta in zip(bodies, deltas, strict=True):

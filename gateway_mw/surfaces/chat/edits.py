@@ -14,6 +14,9 @@ __all__ = ["FIELD_KEYS", "edited", "renamed_all"]
 
 CONTENT_KEY = b'"content"'
 FIELD_KEYS = {field: b'"' + field.encode() + b'"' for field in ("reasoning_content", "reasoning")}
+# Both names: the first with its value, then the second's key (its value follows as it came).
+_FIRST = b'"reasoning_content":'
+_SECOND = b',"reasoning"'
 
 
 class _CheckedChoice(msgspec.Struct, gc=False):
@@ -69,31 +72,39 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
 
 
 def _edited_both(data: bytes, delta: ReadDelta, text: str) -> bytes | None:
-    """:func:`edited` for ``both``: the edit for the one name the delta spells (an explicit empty
-    field), else for ``reasoning_content``, then the other name beside it with the same value, as
-    ``with_text`` writes the two. Without escapes only: every key is then spelled as itself."""
+    """:func:`edited` for ``both``, as ``with_text`` writes the two names: in ``content``'s place
+    ``"reasoning_content":…,"reasoning":…`` (the same string), and an explicit empty name of the
+    delta renamed ``content`` in its own place. The first name is put in front of the key, which is
+    renamed ``reasoning``: its value is only scanned when the text changed. Without ``\\u`` escapes
+    only: every key is then spelled as itself, so a ``"content"`` that occurs once is the delta's key."""
     if escaped(data):
         return None
-    if delta.reasoning is UNSET:
-        lead = "reasoning_content"
-    elif delta.reasoning_content is UNSET:
-        lead = "reasoning"
-    else:
+    has_content, has_reasoning = delta.reasoning_content is not UNSET, delta.reasoning is not UNSET
+    if has_content and has_reasoning:
         return None  # both spelled: the rebuild drops one
-    out = edited(data, delta, lead, True, text)
-    if out is None:
+    at = data.find(CONTENT_KEY)
+    if at < 0 or data.find(CONTENT_KEY, at + 9) >= 0:
         return None
-    key = FIELD_KEYS[lead]
-    at = out.find(key)
-    if at < 0 or out.find(key, at + len(key)) >= 0:
-        return None  # the name is not the delta's key alone
-    value = string_at(out, at + len(key))
-    if value is None:
-        return None
-    start, end = value
-    if lead == "reasoning_content":
-        return b"".join((out[:end], b',"reasoning":', out[start:end], out[end:]))
-    return b"".join((out[:at], b'"reasoning_content":', out[start:end], b",", out[at:]))
+    value = encode(text)
+    rest = at + 9  # where the bytes after the new names resume
+    names: tuple[bytes, ...] = (_FIRST, value, _SECOND)
+    if text != delta.content:
+        span = string_at(data, rest)
+        if span is None:
+            return None
+        names += (data[rest : span[0]], value)
+        rest = span[1]
+    if not (has_content or has_reasoning):
+        return b"".join((data[:at], *names, data[rest:]))
+    key = FIELD_KEYS["reasoning_content" if has_content else "reasoning"]
+    k = data.find(key)
+    if k < 0 or data.find(key, k + len(key)) >= 0:
+        return None  # the name must be the delta's key alone
+    if k >= rest:
+        return b"".join((data[:at], *names, data[rest:k], CONTENT_KEY, data[k + len(key) :]))
+    if k + len(key) <= at:
+        return b"".join((data[:k], CONTENT_KEY, data[k + len(key) : at], *names, data[rest:]))
+    return None
 
 
 def _renamed(data: bytes, key: bytes, present: bool, has_escape: bool) -> bytes | None:

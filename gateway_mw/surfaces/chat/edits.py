@@ -164,15 +164,18 @@ def _replaced(
 
 def renamed_all(span: bytes, bodies: list[bytes], deltas: list[ReadDelta], field: str) -> bytes | None:
     """Steady reasoning: ``span`` (the ``data:`` lines ``bodies`` of chunks whose one delta each is
-    ``deltas``) with each event's ``content`` key renamed to ``field``."""
+    ``deltas``) with each event's ``content`` key renamed to ``field`` (for ``both``, as
+    :func:`_edited_both` writes it)."""
     # With no escapes every event holds its delta's key spelled as itself: then one each.
-    if (
-        field != "both"
-        and not escaped(span)
-        and span.count(CONTENT_KEY) == len(deltas)
-        and all(getattr(d, field) is UNSET for d in deltas)
-    ):
-        return span.replace(CONTENT_KEY, FIELD_KEYS[field])
+    if not escaped(span) and span.count(CONTENT_KEY) == len(deltas):
+        if field != "both" and all(getattr(d, field) is UNSET for d in deltas):
+            return span.replace(CONTENT_KEY, FIELD_KEYS[field])
+        if field == "both" and all(d.reasoning_content is UNSET and d.reasoning is UNSET for d in deltas):
+            parts = span.split(CONTENT_KEY)
+            joined = [parts[0]]
+            for delta, part in zip(deltas, parts[1:], strict=True):
+                joined += (_FIRST, encode(delta.content), _SECOND, part)
+            return b"".join(joined)
     out: list[bytes] = []
     for body, delta in zip(bodies, deltas, strict=True):
         assert delta.content is not None

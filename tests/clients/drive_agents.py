@@ -13,11 +13,12 @@ from typing import Any
 from .conftest import HERE, offline_env, require
 
 
-def run_js(node_modules: Path, base: str, model: str, stream: bool) -> dict[str, Any]:
+def run_js(node_modules: Path, base: str, model: str, stream: bool, tools: bool = False) -> dict[str, Any]:
     """What ``@openai/agents`` shows: ``{output, reasoning: [each reasoning item's text], items: [types],
-    deltas: [each streamed reasoning item's text] (stream only)}``."""
+    deltas: [each streamed reasoning item's text] (stream only)}``; with ``tools``, a get_weather tool
+    and up to three turns."""
     require((node_modules / "@openai" / "agents").is_dir(), "@openai/agents is not installed: run .ci/clients-install")
-    args = json.dumps({"base": base, "model": model, "stream": stream})
+    args = json.dumps({"base": base, "model": model, "stream": stream, "tools": tools})
     # ESM resolves bare imports from the script's own directory upwards: run a copy next to node_modules.
     script = node_modules.parent / "agents.mjs"
     if not script.exists():

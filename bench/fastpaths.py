@@ -4,7 +4,10 @@ each over split-and-rejoin fed the same way, in every upstream layout.
 
 A fast path stays only where it earns at least 0.5 µs per event on a deployed layout.
 
-    python bench/fastpaths.py [--rounds 5] [--quick]
+``--fields``: instead, what chat's reasoning costs under both names (``chat_reasoning_field="both"``,
+the default) next to one name (``reasoning_content``), the production translator, every layout.
+
+    python bench/fastpaths.py [--rounds 5] [--quick] [--fields]
 """
 
 from __future__ import annotations
@@ -136,12 +139,47 @@ def table(rounds: int, quick: bool = False) -> str:
     return "\n".join(out)
 
 
+def fields_table(rounds: int, quick: bool = False) -> str:
+    """Chat's production translator with one reasoning name and with both, over split-and-rejoin."""
+    n = 400 if quick else 2000
+    configs = {
+        "one": ThinkExtractConfig(chat_reasoning_field="reasoning_content"),
+        "both": ThinkExtractConfig(chat_reasoning_field="both"),
+    }
+    out = [
+        f"The steady part of a {n:,}-event chat stream, one event per `feed`: CPU time the production translator"
+        f" adds over split-and-rejoin with `chat_reasoning_field` `reasoning_content` and `both`, and the"
+        f" difference, µs per event, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        "| upstream layout | stream | `reasoning_content` | `both` | both − one |",
+        "|---|---|---|---|---|",
+    ]
+    for layout, label in layouts.LAYOUTS.items():
+        for kind in ("reasoning", "typical", "content"):
+            row = _fields_row(layouts.stream(layout, kind, n), configs, rounds)
+            out.append(f"| {label} | {layouts.STREAMS[kind]} | {' | '.join(row)} |")
+    return "\n".join(out)
+
+
+def _fields_row(events: list[bytes], configs: dict[str, ThinkExtractConfig], rounds: int) -> tuple[str, str, str]:
+    variants: dict[str, Callable[[], float]] = {"baseline": lambda: _steady(events, SSEDecoder)}
+    for name, config in configs.items():
+        variants[name] = lambda config=config: _steady(events, lambda: StreamPipeline("chat", config))
+    per = {k: [t / (len(events) - 6) * 1e6 for t in v] for k, v in interleaved(variants, rounds).items()}
+    one = [x - b for x, b in zip(per["one"], per["baseline"], strict=True)]
+    both = [x - b for x, b in zip(per["both"], per["baseline"], strict=True)]
+    cost = [b - o for b, o in zip(both, one, strict=True)]
+    return Spread.of(one).fmt(), Spread.of(both).fmt(), Spread.of(cost).fmt()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--fields", action="store_true")
     args = parser.parse_args()
-    print(table(2 if args.quick else args.rounds, args.quick))
+    rounds = 2 if args.quick else args.rounds
+    print(fields_table(rounds, args.quick) if args.fields else table(rounds, args.quick))
 
 
 if __name__ == "__main__":

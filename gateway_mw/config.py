@@ -27,7 +27,7 @@ Surface = Literal["chat", "messages", "responses", "ollama"]
 MessagesPolicy = Literal["off", "unsigned", "redacted"]
 StreamMode = Literal["live", "buffered"]
 Placement = Literal["anywhere", "leading"]
-ChatReasoningField = Literal["reasoning_content", "reasoning"]
+ChatReasoningField = Literal["both", "reasoning_content", "reasoning"]
 ResponsesReasoningFormat = Literal["both", "content", "summary"]
 Protocol = Literal["tags", "harmony"]
 HistoryReasoning = Literal["auto", "pass", "field", "inline", "strip"]
@@ -163,11 +163,14 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     content_wrappers: tuple[TagPair, ...] = ()
     max_event_bytes: int = 1024 * 1024
     max_body_bytes: int = 64 * 1024 * 1024
-    chat_reasoning_field: ChatReasoningField = "reasoning_content"
+    chat_reasoning_field: ChatReasoningField = "both"
+    """Chat: the name(s) under which reasoning taken out of the text is written: ``both``
+    (``reasoning_content`` and ``reasoning``, the same text, so that clients that read either name
+    find it), ``reasoning_content`` or ``reasoning``."""
     chat_mirror_reasoning: bool = True
-    """Chat: reasoning the upstream sent under the other name (``reasoning`` when the field is
-    ``reasoning_content``, and the other way round) is also written under ``chat_reasoning_field``;
-    the upstream's own field stays."""
+    """Chat: reasoning the upstream sent under one name only is also written under the name(s) of
+    ``chat_reasoning_field`` it lacks (with ``both``, under the other name); the upstream's own
+    field stays."""
     responses_reasoning_format: ResponsesReasoningFormat = "both"
     responses_encrypted_content: bool = False
     """Responses: reasoning items carry an ``encrypted_content`` the gateway made (``gw1:``…) and reads

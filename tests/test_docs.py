@@ -186,4 +186,4 @@ def test_shell_command_runs_or_is_covered(doc: str, command: str, live_proxy: st
                     if key != "role":
                         joined[key] = joined.get(key, "") + value
     reasoning, _, answer = demo_model.model_text("demo-r1", demo_model.QUESTION).partition("</think>")
-    assert joined == {"content": answer, "reasoning_content": reasoning}
+    assert joined == {"content": answer, "reasoning_content": reasoning, "reasoning": reasoning}

@@ -57,7 +57,7 @@ _WHY_PASSED = {
     "file": "the handler sent a file",
 }
 _HOW: dict[Surface, str] = {
-    "chat": "reasoning into {field}",
+    "chat": "reasoning into chat_reasoning_field={field}",
     "messages": "reasoning into thinking blocks ({policy})",
     "responses": "reasoning into reasoning items",
     "ollama": "reasoning into thinking",

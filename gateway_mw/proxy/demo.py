@@ -147,14 +147,16 @@ async def _demo_exchange(
     lines += _side_by_side(left, right)
 
     is_reasoning = [any(x in where for x in _REASONING_WORDS) for where, _ in right]
-    reasoning = "".join(_reasoning_text(w, t) for (w, t), r in zip(right, is_reasoning, strict=True) if r)
+    texts = [_reasoning_text(w, t) for (w, t), r in zip(right, is_reasoning, strict=True) if r]
+    # The parts together (blocks), or the same text under each name (chat's two fields).
+    reasoning = texts[0] if len(texts) > 1 and len(set(texts)) == 1 else "".join(texts)
     answer = "".join(t for (_, t), r in zip(right, is_reasoning, strict=True) if not r)
     expected = extract(demo_model.model_text(model, QUESTION), app[PROXY].settings.think_extract.for_model(model))
     want = (
         "".join(s.text for s in expected if s.kind == "reasoning"),
         "".join(s.text for s in expected if s.kind == "content"),
     )
-    where = next((w.split(" ")[0] for (w, _), r in zip(right, is_reasoning, strict=True) if r), "")
+    where = " and ".join(w.split(" ")[0] for (w, _), r in zip(right, is_reasoning, strict=True) if r)
     if status == 200 and (reasoning, answer) == want and where:
         return [*lines, f"  ✓ reasoning moved into {where}, answer clean", ""], True
     if status == 200 and right == left and passed and all(reason in _WHY for reason in passed):

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat import ChatReference
 from gateway_mw.surfaces.chat import fast as chat_fast
@@ -24,11 +25,13 @@ from ..spelling import SPACING, Spelling
 from ..ssecompare import events_of
 from .support import CFG, EXTRA, TEXT, WORDS, run_events
 
+FIELDS = st.sampled_from(["both", "reasoning_content", "reasoning"])  # every chat_reasoning_field
 
-def run(stream: bytes, piece: int, full: bool) -> tuple[bytes, tuple[int, ...]]:
-    pipeline = StreamPipeline("chat", CFG)
+
+def run(stream: bytes, piece: int, full: bool, config: ThinkExtractConfig = CFG) -> tuple[bytes, tuple[int, ...]]:
+    pipeline = StreamPipeline("chat", config)
     if full:
-        pipeline._translator = ChatReference(CFG)
+        pipeline._translator = ChatReference(config)
     out = b"".join(pipeline.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + pipeline.finish()
     counts = pipeline.counts
     # Not unreadable_events: an event the fast path proves tag-free is passed without being read.
@@ -67,6 +70,8 @@ def chunk(draw: st.DrawFn) -> bytes:
         delta.append(("reasoning_content", draw(st.sampled_from(["null", '""', '"native"']))))
     if shape == 4:
         delta.append(("tool_calls", "null"))
+    if shape == 5:  # the other name, empty (both names written then trade with the one spelled)
+        delta.insert(draw(st.integers(0, len(delta))), ("reasoning", draw(st.sampled_from(["null", '""']))))
     choice = [("index", draw(st.sampled_from(["0", "0", "0", "1"]))), ("delta", obj(delta))]
     if draw(st.integers(0, 5)) == 0:
         choice.append(("logprobs", obj([("content", '[{"token":"t","logprob":-0.5,"bytes":[116]}]')])))
@@ -107,10 +112,11 @@ def stream(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=400, deadline=None)
-@given(upstream=stream(), piece=st.sampled_from([1500, 4096, 9000, 1 << 20]))
-def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int) -> None:
-    fast, fast_counts = run(upstream, piece, full=False)
-    full, full_counts = run(upstream, piece, full=True)
+@given(upstream=stream(), piece=st.sampled_from([1500, 4096, 9000, 1 << 20]), field=FIELDS)
+def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int, field: str) -> None:
+    config = CFG.replace(chat_reasoning_field=field)
+    fast, fast_counts = run(upstream, piece, full=False, config=config)
+    full, full_counts = run(upstream, piece, full=True, config=config)
     assert events_of(fast) == events_of(full)
     assert fast_counts == full_counts
 
@@ -123,7 +129,8 @@ def test_the_fast_paths_are_taken(trim: bool | str) -> None:
     whitespace as a trigger (``trim_reasoning_tail``) costs it nothing on text without any."""
     plain = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
     plain += b'"choices":[{"index":0,"delta":{"content":"word"},"logprobs":null,"finish_reason":null}]}\n\n'
-    for start, expected in ((b'"Hello"', plain), (b'"<think>"', plain.replace(b'"content"', b'"reasoning_content"'))):
+    both = plain.replace(b'"content":"word"', b'"reasoning_content":"word","reasoning":"word"')
+    for start, expected in ((b'"Hello"', plain), (b'"<think>"', both)):
         first = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":' + start + b"}}]}\n\n"
         config = CFG.replace(trim_tag_edges=bool(trim), trim_reasoning_tail=trim == "tail")
         pipeline = StreamPipeline("chat", config)
@@ -177,16 +184,17 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=layout_stream(), piece=st.sampled_from([0, 1500, 1 << 20]))
+@given(case=layout_stream(), piece=st.sampled_from([0, 1500, 1 << 20]), field=FIELDS)
 def test_every_layout_one_event_per_feed_gives_what_the_full_path_gives(
-    case: tuple[bytes, list[bytes]], piece: int
+    case: tuple[bytes, list[bytes]], piece: int, field: str
 ) -> None:
     upstream, events = case
+    config = CFG.replace(chat_reasoning_field=field)
     if piece:
-        fast, fast_counts = run(upstream, piece, full=False)
+        fast, fast_counts = run(upstream, piece, full=False, config=config)
     else:
-        fast, fast_counts = run_events(events, full=False)
-    full, full_counts = run_events(events, full=True)
+        fast, fast_counts = run_events(events, full=False, config=config)
+    full, full_counts = run_events(events, full=True, config=config)
     assert events_of(fast) == events_of(full)
     assert fast_counts == full_counts
 
@@ -197,7 +205,7 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
     """After the role chunk no event of any layout is decoded twice (the fast path translates the
     tag, the block's first text and the finish from its own decode), and in steady content and
     steady reasoning each goes out as the reference would write it: the same bytes, or its key
-    renamed."""
+    renamed and the second name beside it."""
     pipeline = StreamPipeline("chat", CFG)
     pipeline.feed(event(layout, "", first=True))
     translator = pipeline._translator
@@ -223,11 +231,17 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
         for word in (" step", " by", " step", " é", " 4"):
             doc = body(layout, word)
             delta = doc["choices"][0]["delta"]
-            # SGLang's explicit null reasoning_content trades names with content.
-            names = {"content": "reasoning_content", "reasoning_content": "content"}
-            doc["choices"][0]["delta"] = {names.get(k, k): v for k, v in delta.items()}
+            # Both names where content was; SGLang's explicit null reasoning_content trades with content.
+            renamed: dict[str, Any] = {}
+            for k, v in delta.items():
+                if k == "content":
+                    renamed |= {"reasoning_content": v, "reasoning": v}
+                else:
+                    renamed["content" if k == "reasoning_content" else k] = v
+            doc["choices"][0]["delta"] = renamed
             expected.append(b"data: " + dumps(doc, layout).encode() + b"\n\n")
-        assert out == expected
+        # The second name is written compact, in any layout: the same JSON, key order included.
+        assert [events_of(e) for e in out] == [events_of(e) for e in expected]
 
 
 NOTHING = st.sampled_from(["null", '""', "[]", "{}", " [ ] ", "{ }"])

@@ -34,7 +34,7 @@ async def through(aiohttp_server: ServerFactory, body: dict[str, Any]) -> Any:
         return web.json_response(body)
 
     app = web.Application()
-    setup(app, ThinkExtractConfig())
+    setup(app, ThinkExtractConfig(chat_reasoning_field="reasoning_content"))  # one name: parts are the point
     app.router.add_post("/v1/chat/completions", handler)
     server = await aiohttp_server(app)
     async with aiohttp.ClientSession() as http, http.post(server.make_url("/v1/chat/completions"), json={}) as resp:

@@ -87,7 +87,8 @@ def message_of(completion: Any) -> dict[str, Any]:
     return dumped
 
 
-EXPECTED_MESSAGE = {"role": "assistant", "content": ANSWER, "reasoning_content": REASONING}
+# The default chat_reasoning_field="both": the same text under each name, for the SDK's users to read either.
+EXPECTED_MESSAGE = {"role": "assistant", "content": ANSWER, "reasoning_content": REASONING, "reasoning": REASONING}
 
 
 async def test_non_stream_sync_and_async(base_url: str) -> None:
@@ -97,7 +98,7 @@ async def test_non_stream_sync_and_async(base_url: str) -> None:
     assert message_of(await asyncio.to_thread(sync)) == EXPECTED_MESSAGE
     completion = await async_client(base_url).chat.completions.create(model="m", messages=MESSAGES)
     assert message_of(completion) == EXPECTED_MESSAGE
-    assert completion.choices[0].message.model_extra == {"reasoning_content": REASONING}
+    assert completion.choices[0].message.model_extra == {"reasoning_content": REASONING, "reasoning": REASONING}
 
 
 async def test_stream_helper_sync_and_async(base_url: str) -> None:
@@ -113,13 +114,15 @@ async def test_stream_helper_sync_and_async(base_url: str) -> None:
 
 
 def deltas(chunks: list[Any]) -> list[tuple[str | None, str | None]]:
-    """(reasoning_content, content) of every chunk with a choice."""
+    """(reasoning, content) of every chunk with a choice; the reasoning the same under both names."""
     out = []
     for c in chunks:
         assert c.object == "chat.completion.chunk" and c.id == "chatcmpl-1"
         if c.choices:
             delta = c.choices[0].delta
-            out.append(((delta.model_extra or {}).get("reasoning_content"), delta.content))
+            extra = delta.model_extra or {}
+            assert extra.get("reasoning_content") == extra.get("reasoning")
+            out.append((extra.get("reasoning_content"), delta.content))
     return out
 
 

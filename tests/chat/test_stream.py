@@ -18,7 +18,8 @@ from gateway_mw.surfaces.chat import ChatStream, transform_body
 
 from ..chatwire import ENVELOPE, choice, chunk, completion, read_sse, sse, texts
 
-CFG = ThinkExtractConfig()
+# One name: these tests are about what moves where; the default's two names are test_fields.py's.
+CFG = ThinkExtractConfig(chat_reasoning_field="reasoning_content")
 
 
 def translate(stream: bytes, config: ThinkExtractConfig = CFG, piece: int = 0) -> list[Any]:

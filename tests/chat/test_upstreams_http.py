@@ -88,14 +88,19 @@ async def test_sglang_explicit_nulls_send_no_empty_chunk(aiohttp_server: ServerF
     deltas = await stream_deltas(server)
     # The role chunk goes out as it came; the tags and the whitespace held at the block's start
     # made no chunk of their own (they used to: four deltas of nulls before the first reasoning).
+    # Reasoning goes under both names (the default).
     first = {"role": "assistant", "content": "", "reasoning_content": None, "tool_calls": None}
+
+    def reasoning(text: str) -> dict[str, Any]:
+        return {"role": None, "reasoning_content": text, "reasoning": text, "content": None, "tool_calls": None}
+
     assert deltas == [
         (first, None),
-        (nulls(reasoning_content="Okay"), None),  # the newline after <think> touches it: trimmed
-        (nulls(reasoning_content=","), None),
-        (nulls(reasoning_content=" 2+2"), None),
-        (nulls(reasoning_content="."), None),
-        (nulls(reasoning_content="\n"), None),
+        (reasoning("Okay"), None),  # the newline after <think> touches it: trimmed
+        (reasoning(","), None),
+        (reasoning(" 2+2"), None),
+        (reasoning("."), None),
+        (reasoning("\n"), None),
         (nulls(content="It"), None),  # the blank lines after </think> too
         (nulls(content=" is"), None),
         (nulls(content=" 4"), None),
@@ -121,7 +126,7 @@ async def test_empty_string_reasoning_and_empty_tool_calls_say_nothing(aiohttp_s
     ]
     server = await aiohttp_server(upstream(events, {}, ThinkExtractConfig()))
     assert await stream_deltas(server) == [
-        ({"reasoning_content": "r", "content": ""}, None),  # the space after <think> touched it: trimmed
+        ({"reasoning_content": "r", "reasoning": "r", "content": ""}, None),  # the space after <think>: trimmed
         ({"content": "a", "reasoning_content": "", "role": "assistant"}, None),
     ]
 
@@ -155,7 +160,14 @@ async def test_a_held_chunk_that_carries_something_else_still_goes(aiohttp_serve
         },
         {
             **envelope,
-            "choices": [{"index": 0, "delta": {"reasoning_content": "r"}, "logprobs": None, "finish_reason": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"reasoning_content": "r", "reasoning": "r"},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            ],
         },
         {**envelope, "choices": [{"index": 0, "delta": {"content": "a"}, "logprobs": None, "finish_reason": None}]},
     ]

@@ -219,6 +219,16 @@ def codex(node_modules: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def unmirrored_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
+    """The proxy with ``chat_mirror_reasoning=false``, in front of the scripted upstream (its request side
+    off, as :func:`scripted_proxy`): an upstream's own chat reasoning field reaches the client as it came,
+    so a test reads which name each client reads."""
+    proxy = Proxy(scripted_upstream.base, "--set", "chat_mirror_reasoning=false", "--set", "history_reasoning=pass")
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
 def summary_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
     """The proxy with ``responses_reasoning_format=summary``, in front of the scripted upstream (its
     request side off, as :func:`scripted_proxy`)."""

@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from .conftest import Proxy
+from .drive_agents import run_js
 from .drive_aisdk import run as aisdk
 from .drive_claude_code import ClaudeCode, shown
 from .drive_codex import Codex, items
@@ -21,32 +22,63 @@ from .drive_litellm import complete
 from .expect import PLAIN, demo_turn
 from .scripted import ScriptedUpstream
 
-# -- item 2: which chat field each client reads (the proxy passes an upstream's own field as it came) ----
+# -- item 2: which chat field each client reads, and that each shows the reasoning once -------------
+
+CHAT_CLIENTS = [
+    "ChatOpenAI",
+    "ChatDeepSeek",
+    "litellm openai/",
+    "litellm hosted_vllm/",
+    "ai-sdk openai-compatible",
+    "openai-agents js",
+]
+# Measured (chat_mirror_reasoning=false: the upstream's one name reaches the client as it came).
+READS = {
+    "ChatOpenAI": (),
+    "ChatDeepSeek": ("reasoning", "reasoning_content"),
+    "litellm openai/": ("reasoning", "reasoning_content"),
+    "litellm hosted_vllm/": ("reasoning", "reasoning_content"),
+    "ai-sdk openai-compatible": ("reasoning", "reasoning_content"),
+    "openai-agents js": ("reasoning",),
+}
+
+
+def shown_by(client: str, base: str, model: str, stream: bool, request: Any) -> tuple[str, list[str]]:
+    """(the answer, each reasoning text) that ``client`` shows for one chat completion of ``model``."""
+    if client.startswith("Chat"):
+        message = ask(make(client, base, model), "stream" if stream else "invoke", "hi")
+        return message.text, reasoning_of(message)
+    if client.startswith("litellm"):
+        message, _ = complete(client.split()[1], base, [{"role": "user", "content": "hi"}], stream, model)
+        return message.content, [r for r in [message.reasoning_content] if r]
+    node_modules = request.getfixturevalue("node_modules")
+    if client == "openai-agents js":
+        agents = run_js(node_modules, base, model, stream)
+        return agents["output"], agents["reasoning"]
+    shown = aisdk(node_modules, "chat", base, "stream" if stream else "generate", model=model)
+    return shown["text"], [r for r in [shown["reasoningText"]] if r]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
 @pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
-@pytest.mark.parametrize(
-    "client", ["ChatOpenAI", "ChatDeepSeek", "litellm openai/", "litellm hosted_vllm/", "ai-sdk openai-compatible"]
-)
-def test_native_chat_field(
-    client: str, field: str, stream: bool, scripted_proxy: Proxy, scripted: ScriptedUpstream, request: Any
+@pytest.mark.parametrize("client", CHAT_CLIENTS)
+def test_which_chat_field_each_client_reads(
+    client: str, field: str, stream: bool, unmirrored_proxy: Proxy, scripted: ScriptedUpstream, request: Any
 ) -> None:
-    model = f"native-{field}"
-    if client.startswith("Chat"):
-        message = ask(make(client, scripted_proxy.base, model), "stream" if stream else "invoke", "hi")
-        answer, reasoning = message.text, reasoning_of(message)
-    elif client.startswith("litellm"):
-        message, _ = complete(
-            client.split()[1], scripted_proxy.base, [{"role": "user", "content": "hi"}], stream, model
-        )
-        answer, reasoning = message.content, [message.reasoning_content]
-    else:
-        node_modules = request.getfixturevalue("node_modules")
-        shown = aisdk(node_modules, "chat", scripted_proxy.base, "stream" if stream else "generate", model=model)
-        answer, reasoning = shown["text"], [shown["reasoningText"]]
+    answer, reasoning = shown_by(client, unmirrored_proxy.base, f"native-{field}", stream, request)
     assert answer == PLAIN.answer
-    # Measured: every client here but ChatOpenAI reads both fields; ChatOpenAI reads neither.
+    assert reasoning == ([PLAIN.reasoning] if field in READS[client] else [])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+@pytest.mark.parametrize("upstream", ["native-reasoning", "native-reasoning_content", "scripted", "sglang"])
+@pytest.mark.parametrize("client", CHAT_CLIENTS)
+def test_with_the_default_settings_each_chat_client_shows_the_reasoning_once(
+    client: str, upstream: str, stream: bool, scripted_proxy: Proxy, scripted: ScriptedUpstream, request: Any
+) -> None:
+    """Whichever name the upstream wrote (or tags), with both names written each client shows it once."""
+    answer, reasoning = shown_by(client, scripted_proxy.base, upstream, stream, request)
+    assert answer == PLAIN.answer
     assert reasoning == ([] if client == "ChatOpenAI" else [PLAIN.reasoning])
 
 

@@ -63,7 +63,8 @@ def test_tool_turn_and_replayed_second_turn(route: str, scripted_proxy: Proxy, s
         ]
     else:
         (body,) = scripted.posts("/chat/completions")[1:]
-        # LiteLLM sends the reasoning back in reasoning_content, the field it read it from.
+        # LiteLLM sends the reasoning back in reasoning_content, the field it read it from, and the name
+        # it did not read (the gateway writes both) in its provider_specific_fields, which it sends too.
         assert body["messages"][1:] == [
             {
                 "content": TOOL.answer,
@@ -76,6 +77,7 @@ def test_tool_turn_and_replayed_second_turn(route: str, scripted_proxy: Proxy, s
                     }
                 ],
                 "reasoning_content": TOOL.reasoning,
+                "provider_specific_fields": {"reasoning": TOOL.reasoning},
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
         ]

@@ -19,6 +19,7 @@ import pytest
 
 from ..history import servers
 from .conftest import HERE, Proxy
+from .drive_agents import run_js
 from .drive_aisdk import run as aisdk
 from .drive_claude_code import ClaudeCode, shown
 from .drive_codex import Codex, items
@@ -137,6 +138,15 @@ def test_litellm(route: str, stream: bool, fresh: Flavour) -> None:
     complete(route, fresh.proxy.base, turn, stream, model=fresh.model, tools=[WEATHER])
     surface, suffix = ("messages", "/messages") if route == "anthropic/" else ("chat", "/chat/completions")
     sees(surface, fresh, fresh.second(suffix))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+def test_agents_js(stream: bool, node_modules: Path, fresh: Flavour) -> None:
+    """The JavaScript Agents SDK sends the reasoning back as the assistant message's ``reasoning``."""
+    shown = run_js(node_modules, fresh.proxy.base, fresh.model, stream, tools=True)
+    reasoning = [r.strip() for r in shown["reasoning"]]  # (a Qwen3 model's reasoning ends with its newline)
+    assert (shown["output"], reasoning) == (FINAL.answer, [TOOL.reasoning, FINAL.reasoning])
+    sees("chat", fresh, fresh.second("/chat/completions"))
 
 
 @pytest.fixture(scope="module")

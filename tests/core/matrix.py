@@ -21,6 +21,7 @@ from gateway_mw.config import Surface
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.base import NewId
 from gateway_mw.surfaces.chat import ChatReference
+from gateway_mw.surfaces.chat.wire import NAMES
 from gateway_mw.surfaces.messages import MessagesReference
 from gateway_mw.surfaces.responses import ResponsesReference
 
@@ -180,7 +181,7 @@ def _chat_native_read(layout: str, reasoning: str, answer: str) -> Read:
 def _chat_policy_fields(config: ThinkExtractConfig) -> set[str]:
     """The reasoning fields the chat field policy of ``config`` writes server-parsed reasoning under,
     besides the server's own."""
-    return {config.chat_reasoning_field} if config.chat_mirror_reasoning else set()
+    return set(NAMES[config.chat_reasoning_field]) if config.chat_mirror_reasoning else set()
 
 
 def _chat_view(config: ThinkExtractConfig, upstream: bytes, client: bytes) -> tuple[Any, Any]:
@@ -221,7 +222,7 @@ def _chat_view(config: ThinkExtractConfig, upstream: bytes, client: bytes) -> tu
             assert len(texts) <= 1, written  # a server that writes both names writes the same text
             if texts:
                 (text,) = texts
-                assert set(given) >= set(written) | _chat_policy_fields(config), (given, written)
+                assert set(given) == set(written) | _chat_policy_fields(config), (given, written)
                 assert given == dict.fromkeys(given, text), (given, text)
             else:
                 assert given == {}, given

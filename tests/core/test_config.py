@@ -13,7 +13,7 @@ def test_defaults() -> None:
     assert (cfg.enabled, cfg.chat_enabled, cfg.responses_enabled, cfg.messages_policy) == (True, True, True, "off")
     assert (cfg.stream_mode, cfg.placement, cfg.separator, cfg.max_buffer_bytes) == ("live", "anywhere", "\n", 65536)
     assert (cfg.code_aware, cfg.strip_whitespace, cfg.start_with_reasoning) == (True, False, False)
-    assert cfg.chat_reasoning_field == "reasoning_content"
+    assert cfg.chat_reasoning_field == "both"
     assert cfg.routes == {
         "/chat/completions": "chat",
         "/messages": "messages",
@@ -164,7 +164,7 @@ BOOL = "expected one of 1, true, yes, on, 0, false, no, off"
         ("THINK_EXTRACT_MESSAGES_POLICY", "signed", "expected one of off, unsigned, redacted"),
         ("THINK_EXTRACT_STREAM_MODE", "batch", "expected one of live, buffered"),
         ("THINK_EXTRACT_PLACEMENT", "start", "expected one of anywhere, leading"),
-        ("THINK_EXTRACT_CHAT_REASONING_FIELD", "thoughts", "expected one of reasoning_content, reasoning"),
+        ("THINK_EXTRACT_CHAT_REASONING_FIELD", "thoughts", "expected one of both, reasoning_content, reasoning"),
         ("THINK_EXTRACT_CHAT_MIRROR_REASONING", "both", BOOL),
         ("THINK_EXTRACT_MAX_BUFFER_BYTES", "64k", "expected a positive integer (bytes)"),
         ("THINK_EXTRACT_MAX_BUFFER_BYTES", "-1", "expected a positive integer (bytes)"),
@@ -193,3 +193,9 @@ def test_trim_tag_edges_from_env_and_profiles() -> None:
         ThinkExtractConfig.from_env({"THINK_EXTRACT_TRIM_TAG_EDGES": "maybe"})
     config = ThinkExtractConfig.from_env({"THINK_EXTRACT_PROFILES": '[{"match": "raw-*", "trim_tag_edges": false}]'})
     assert (config.for_model("raw-1").trim_tag_edges, config.for_model("qwen3-8b").trim_tag_edges) == (False, True)
+
+
+@pytest.mark.parametrize("value", ["both", " Both ", "reasoning_content", "REASONING"])
+def test_every_chat_reasoning_field_is_read_from_its_variable(value: str) -> None:
+    env = {"THINK_EXTRACT_CHAT_REASONING_FIELD": value}
+    assert ThinkExtractConfig.from_env(env).chat_reasoning_field == value.strip().lower()

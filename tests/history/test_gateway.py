@@ -114,6 +114,7 @@ async def test_the_second_turn_reaches_the_server_where_it_reads(
         "role": "assistant",
         "content": "Sunny.",
         "reasoning_content": "It is sunny.",
+        "reasoning": "It is sunny.",
     }
     ((sent, length, size),) = up.posts
     assert (length, up.asked) == (str(size), 1)  # the rewritten body with its own length; asked once

@@ -98,6 +98,7 @@ async def test_chat(aiohttp_server: ServerFactory, trim: bool, expected: tuple[s
         "role": "assistant",
         "content": expected[1],
         "reasoning_content": expected[0],
+        "reasoning": expected[0],
         "refusal": None,
         "annotations": None,
         "audio": None,
@@ -107,7 +108,9 @@ async def test_chat(aiohttp_server: ServerFactory, trim: bool, expected: tuple[s
     reasoning, content, finish = "", "", []
     async for part in await client.chat.completions.create(**args, stream=True):
         for choice in part.choices:
-            reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+            extra = choice.delta.model_extra or {}
+            assert extra.get("reasoning") == extra.get("reasoning_content")  # both names, one text
+            reasoning += extra.get("reasoning_content") or ""
             content += choice.delta.content or ""
             finish.append(choice.finish_reason)
     assert (reasoning, content) == expected

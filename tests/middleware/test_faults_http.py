@@ -144,7 +144,7 @@ async def test_an_event_over_the_cap_streams_through_raw_and_translation_resumes
     pieces = [before, *(giant[i : i + 700] for i in range(0, len(giant), 700)), after]
     body, stats = await through(aiohttp_client, scripted(*pieces), max_event_bytes=1024)
     expected = sse(chunk("Hello "), held("<thi")).replace(b"\n", eol) + giant
-    expected += sse(chunk(delta={"reasoning_content": "r"}), chunk("\na")).replace(b"\n", eol)
+    expected += sse(chunk(delta={"reasoning_content": "r", "reasoning": "r"}), chunk("\na")).replace(b"\n", eol)
     assert body == expected
     assert recovered(body) == [
         ("content", "Hello "),
@@ -231,14 +231,14 @@ async def test_a_gone_client_stops_the_handler_on_a_production_runner(content_ty
 
 async def test_a_byte_order_mark_is_passed_on_and_the_stream_still_translated(aiohttp_client: ClientFactory) -> None:
     body, _ = await through(aiohttp_client, scripted(BOM + sse(chunk("<think>r</think>a"), "[DONE]")))
-    assert body == BOM + sse(chunk(delta={"reasoning_content": "r"}), chunk("a"), "[DONE]")
+    assert body == BOM + sse(chunk(delta={"reasoning_content": "r", "reasoning": "r"}), chunk("a"), "[DONE]")
     assert recovered(body) == [("reasoning", "r"), ("content", "a")]
 
 
 async def test_events_written_into_a_crlf_stream_end_their_lines_in_crlf(aiohttp_client: ClientFactory) -> None:
     upstream = sse(chunk("<think>r</think>a <thi"), "[DONE]").replace(b"\n", b"\r\n")
     body, _ = await through(aiohttp_client, scripted(upstream))
-    expected = sse(chunk(delta={"reasoning_content": "r"}), chunk("a "), held("<thi"), "[DONE]")
+    expected = sse(chunk(delta={"reasoning_content": "r", "reasoning": "r"}), chunk("a "), held("<thi"), "[DONE]")
     assert body == expected.replace(b"\n", b"\r\n")
 
 
@@ -277,5 +277,7 @@ async def test_the_opt_out_header_takes_every_false_value_and_any_off_wins(
     client = await aiohttp_client(app)
     headers = [("X-Think-Extract", v) for v in values]
     body = await (await client.post(ROUTE, headers=headers)).read()
-    expected = [chunk(delta={"reasoning_content": "r"}), chunk("a")] if translated else read_sse(upstream)
+    expected = (
+        [chunk(delta={"reasoning_content": "r", "reasoning": "r"}), chunk("a")] if translated else read_sse(upstream)
+    )
     assert read_sse(body) == expected

@@ -36,14 +36,14 @@ UPSTREAM = [
 UPSTREAM_BYTES = sse(*UPSTREAM, "[DONE]")
 EXPECTED = [
     chunk("", delta={"role": "assistant"}),
-    chunk(delta={"reasoning_content": "Two plus"}),
-    chunk(delta={"reasoning_content": " two."}),
+    chunk(delta={"reasoning_content": "Two plus", "reasoning": "Two plus"}),
+    chunk(delta={"reasoning_content": " two.", "reasoning": " two."}),
     chunk("It is 4."),
     chunk("", finish="stop"),
     "[DONE]",
 ]
 COMPLETION = completion("<think>Two plus two.</think>It is 4.")
-EXPECTED_COMPLETION = completion("It is 4.", reasoning_content="Two plus two.")
+EXPECTED_COMPLETION = completion("It is 4.", reasoning_content="Two plus two.", reasoning="Two plus two.")
 ROUTE = "/v1/chat/completions"
 
 
@@ -197,8 +197,8 @@ async def test_stream_cut_at_every_byte_offset_gives_identical_bytes(aiohttp_cli
     assert len(outputs) == 1
     assert read_sse(outputs.pop()) == [
         chunk("a"),
-        chunk(delta={"reasoning_content": "é日"}),
-        chunk(delta={"reasoning_content": "🙂"}),
+        chunk(delta={"reasoning_content": "é日", "reasoning": "é日"}),
+        chunk(delta={"reasoning_content": "🙂", "reasoning": "🙂"}),
         chunk("\nb"),
         "[DONE]",
     ]
@@ -332,9 +332,9 @@ async def test_translator_error_fails_open_without_losing_bytes(
     # never reached the scanner, so the block is still open: the answer reads as reasoning.
     assert events == [
         chunk("", delta={"role": "assistant"}),
-        chunk(delta={"reasoning_content": "Two plus"}),
+        chunk(delta={"reasoning_content": "Two plus", "reasoning": "Two plus"}),
         chunk(" two.</think>"),
-        chunk(delta={"reasoning_content": "It is 4."}),
+        chunk(delta={"reasoning_content": "It is 4.", "reasoning": "It is 4."}),
         chunk("", finish="stop"),
         "[DONE]",
     ]
@@ -355,8 +355,10 @@ async def test_dropped_upstream_still_flushes_what_was_held(aiohttp_client: Clie
         async for piece in resp.content.iter_any():
             received += piece
     assert read_sse(received) == [
-        chunk(delta={"reasoning_content": "partial"}),
-        chunk(delta={"reasoning_content": "</thi"}),  # held at the drop, flushed as reasoning (live mode)
+        chunk(delta={"reasoning_content": "partial", "reasoning": "partial"}),
+        chunk(
+            delta={"reasoning_content": "</thi", "reasoning": "</thi"}
+        ),  # held at the drop, flushed as reasoning (live mode)
     ]
 
 

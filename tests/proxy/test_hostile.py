@@ -161,7 +161,9 @@ async def test_a_client_leaving_after_done_before_the_upstreams_end_is_one_count
             await asyncio.sleep(0.1)  # anything aiohttp would log after the handler
     assert counters.client_disconnects == 1
     translated = (
-        "chat: translated, reasoning into reasoning_content" if middleware else "not translated: the middleware is off"
+        "chat: translated, reasoning into chat_reasoning_field=both"
+        if middleware
+        else "not translated: the middleware is off"
     )
     assert records(caplog, *GATEWAY_LOGGERS) == [
         (

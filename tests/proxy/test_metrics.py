@@ -247,13 +247,13 @@ async def test_one_debug_line_per_request_says_whether_and_how_it_was_translated
     qwen = "model 'qwen3-8b', family preset 'Qwen3 hybrid', profile 'qwen3*'"
     assert lines == [
         f"request d-1: POST /v1/chat/completions: 200, key team-a, {qwen}, stream completed, {tokens}; "
-        "chat: translated, reasoning into reasoning_content",
+        "chat: translated, reasoning into chat_reasoning_field=both",
         f"request d-2: POST /v1/chat/completions: 200, key team-a, {qwen}, stream completed, {tokens}; "
         "chat: passed through (client_off): the client sent X-Think-Extract: off",
         "request d-3: POST /v1/chat/completions: 500, key team-a; "
         "chat: passed through (status): the upstream's status is not a success",
         f"request d-4: POST /v1/chat/completions: 200, key team-a, {qwen}, stream timed_out; "
-        "chat: translated, reasoning into reasoning_content",
+        "chat: translated, reasoning into chat_reasoning_field=both",
         "request d-5: GET /v1/files: 404, key team-a: refused, not forwarded",
         "request d-6: POST /v1/responses: 401, key -: refused, not forwarded",
     ]
@@ -278,7 +278,7 @@ async def test_the_debug_line_says_how_every_surface_translates(caplog: pytest.L
         s, _ = load_settings(flags, {})
         config = s.think_extract
         how = {  # every surface the code knows must say how it translates (a new one fails here)
-            "chat": f"reasoning into {config.chat_reasoning_field}",
+            "chat": f"reasoning into chat_reasoning_field={config.chat_reasoning_field}",
             "messages": f"reasoning into thinking blocks ({config.messages_policy})",
             "responses": "reasoning into reasoning items",
             "ollama": "reasoning into thinking",

@@ -374,6 +374,7 @@ async def test_right_key_passes_on_every_surface_and_never_goes_upstream(
         "role": "assistant",
         "content": answer,
         "reasoning_content": reasoning,
+        "reasoning": reasoning,
     }
     assert [item.type for item in response.output] == ["reasoning", "message"] and response.output_text == answer
     async with claude(base, KEYS[1], header) as ant:
@@ -641,6 +642,7 @@ async def test_sigterm_lets_an_open_stream_finish_then_exits_0(tmp_path: Path) -
             "role": "assistant",
             "content": answer,
             "reasoning_content": reasoning,
+            "reasoning": reasoning,
         }
         assert await asyncio.to_thread(server.wait, 15) == 0
         with pytest.raises(aiohttp.ClientConnectionError):  # and it listens no more

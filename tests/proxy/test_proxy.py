@@ -132,6 +132,7 @@ async def test_chat_through_the_sdk(base: str, model: str, stream: bool) -> None
         "role": "assistant",
         "content": answer,
         "reasoning_content": reasoning,
+        "reasoning": reasoning,
     }
     assert (result.model, result.choices[0].finish_reason) == (model, "stop")
 
@@ -479,7 +480,10 @@ async def test_client_disconnect_cancels_the_upstream_request(upstream_talks: bo
             async with aiohttp.ClientSession() as session:
                 resp = await session.post(base + "/v1/chat/completions", json={"model": "m", "stream": True})
                 first = await asyncio.wait_for(resp.content.readuntil(b"\n\n"), 60)
-                assert json.loads(first[6:])["choices"][0]["delta"] == {"reasoning_content": "thinking"}
+                assert json.loads(first[6:])["choices"][0]["delta"] == {
+                    "reasoning_content": "thinking",
+                    "reasoning": "thinking",
+                }
                 resp.close()  # the client goes away mid-stream
                 await asyncio.wait_for(up.closed.wait(), 60)  # else the upstream would wait for ever
             assert app[proxy.PROXY].counters.client_disconnects == 1
@@ -583,7 +587,10 @@ async def test_upstream_dropping_mid_stream_cuts_the_client_after_the_held_text(
                 async for piece in resp.content.iter_any():
                     received += piece
     deltas = [json.loads(e[6:])["choices"][0]["delta"] for e in received.split(b"\n\n") if e]
-    assert deltas == [{"reasoning_content": "partial"}, {"reasoning_content": "</thi"}]
+    assert deltas == [
+        {"reasoning_content": "partial", "reasoning": "partial"},
+        {"reasoning_content": "</thi", "reasoning": "</thi"},
+    ]
 
 
 async def test_translated_body_gets_its_own_length_and_upstream_errors_pass_as_they_are(demo_base: str) -> None:
@@ -594,7 +601,12 @@ async def test_translated_body_gets_its_own_length_and_upstream_errors_pass_as_t
             raw = await resp.read()
             assert (resp.status, int(resp.headers["Content-Length"])) == (200, len(raw))
         message = json.loads(raw)["choices"][0]["message"]
-        assert message == {"role": "assistant", "content": answer, "reasoning_content": reasoning}
+        assert message == {
+            "role": "assistant",
+            "content": answer,
+            "reasoning_content": reasoning,
+            "reasoning": reasoning,
+        }
         async with session.post(demo_base + "/v1/chat/completions", data=b"{not json") as resp:
             assert (resp.status, await resp.json()) == (
                 400,
@@ -775,8 +787,8 @@ def test_demo_mode_exits_0_with_every_surface_shown() -> None:
     assert verdicts == [
         f"  ✓ reasoning moved into {where}, answer clean"
         for where in (
-            "message.reasoning_content",
-            "delta.reasoning_content",
+            "message.reasoning_content and message.reasoning",
+            "delta.reasoning_content and delta.reasoning",
             "content[0]",
             "content[0]",
             "output[0]",
@@ -823,6 +835,7 @@ async def test_gunicorn_two_workers_serve_a_stream(tmp_path: Path) -> None:
             "role": "assistant",
             "content": answer,
             "reasoning_content": reasoning,
+            "reasoning": reasoning,
         }
     finally:
         server.send_signal(signal.SIGTERM)

@@ -236,7 +236,7 @@ async def test_a_client_may_turn_the_translation_off_unless_the_operator_says_no
                 got.append((await resp.json())["choices"][0]["message"])
     assert got == [
         {"role": "assistant", "content": raw},
-        {"role": "assistant", "content": "It is 4.", "reasoning_content": "2+2 is 4"},
+        {"role": "assistant", "content": "It is 4.", "reasoning_content": "2+2 is 4", "reasoning": "2+2 is 4"},
     ]
     sent = [headers.get("X-Think-Extract") for _, _, headers in upstream.seen]
     assert sent == ["off", None]  # ignored is not forwarded either

@@ -12,7 +12,7 @@ from ...channels import Channels, Counts
 from ...config import ThinkExtractConfig
 from ...rawjson import as_str, obj, raw_list
 from ...scanner import CONTENT, merge_segments
-from .wire import EMPTY_RAW, OTHER_FIELD, Obj, decode_list, decode_obj, encode, with_mirror
+from .wire import EMPTY_RAW, NAMES, Obj, decode_list, decode_obj, encode, mirror_of, with_mirror
 
 __all__ = ["transform_body"]
 
@@ -69,7 +69,7 @@ def _split_message(choice: Obj, channels: Channels, at: int) -> bool:
             return False
         message["content"], reasoning = parts
         if reasoning:
-            message[cfg.chat_reasoning_field] = reasoning
+            message.update(dict.fromkeys(NAMES[cfg.chat_reasoning_field], reasoning))
         choice["message"] = message
         return True
     segments = merge_segments(channels.text(at, original) + channels.end(at))
@@ -80,21 +80,24 @@ def _split_message(choice: Obj, channels: Channels, at: int) -> bool:
     del segments, original
     message["content"] = content
     if reasoning:
-        message[cfg.chat_reasoning_field] = reasoning
+        message.update(dict.fromkeys(NAMES[cfg.chat_reasoning_field], reasoning))
     choice["message"] = message
     return True
 
 
 def _mirror_message(choice: Obj, message: Obj, cfg: ThinkExtractConfig) -> bool:
-    """With ``chat_mirror_reasoning``: a message whose reasoning came under the other name gets it
-    under ``chat_reasoning_field`` too, right after it; whether anything changed."""
+    """With ``chat_mirror_reasoning``: a message whose reasoning came under one name only gets it
+    under the name of ``chat_reasoning_field`` it lacks too, right after it; whether anything changed."""
     if not cfg.chat_mirror_reasoning:
         return False
-    field = cfg.chat_reasoning_field
-    source = OTHER_FIELD[field]
-    if source not in message or as_str(message[source]) in (None, "") or as_str(message.get(field)):
+    names = mirror_of(
+        cfg.chat_reasoning_field,
+        bool(as_str(message.get("reasoning_content"))),
+        bool(as_str(message.get("reasoning"))),
+    )
+    if names is None:
         return False
-    choice["message"] = with_mirror(message, source, field)
+    choice["message"] = with_mirror(message, *names)
     return True
 
 

@@ -14,6 +14,9 @@ __all__ = ["FIELD_KEYS", "edited", "renamed_all"]
 
 CONTENT_KEY = b'"content"'
 FIELD_KEYS = {field: b'"' + field.encode() + b'"' for field in ("reasoning_content", "reasoning")}
+# Both names: the first with its value, then the second's key (its value follows as it came).
+_FIRST = b'"reasoning_content":'
+_SECOND = b',"reasoning"'
 
 
 class _CheckedChoice(msgspec.Struct, gc=False):
@@ -32,8 +35,9 @@ _decode_checked = msgspec.json.Decoder(_Checked).decode
 def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str) -> bytes | None:
     """``data`` (a chunk whose one choice's text comes out as one run) with that delta's text
     replaced by ``text`` and, for ``reasoning``, its ``content`` key renamed to ``field`` (an
-    explicit empty ``field`` of the delta renamed ``content``): what the rebuild gives, every other
-    byte kept. ``None`` when unproven. ``data`` may be a whole ``data: …`` event.
+    explicit empty ``field`` of the delta renamed ``content``; for ``both``, see
+    :func:`_edited_both`): what the rebuild gives, every other byte kept. ``None`` when unproven.
+    ``data`` may be a whole ``data: …`` event.
 
     With no ``\\u`` escape in the chunk every key is spelled as itself, so a ``"content"`` that
     occurs once is the delta's key (the decoder saw that key), and so is a reasoning field's name
@@ -43,6 +47,10 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
     original = delta.content
     if not original:
         return None
+    if field == "both":
+        if reasoning:
+            return _edited_both(data, delta, text)
+        field = "reasoning_content"  # the answer's text alone: no name of reasoning is written
     has_escape = escaped(data)
     key = FIELD_KEYS[field]
     present = getattr(delta, field) is not UNSET  # an explicit empty field: the keys trade names
@@ -61,6 +69,42 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
     if not reasoning and as_str(read.get("content")) != text:
         return None
     return out
+
+
+def _edited_both(data: bytes, delta: ReadDelta, text: str) -> bytes | None:
+    """:func:`edited` for ``both``, as ``with_text`` writes the two names: in ``content``'s place
+    ``"reasoning_content":…,"reasoning":…`` (the same string), and an explicit empty name of the
+    delta renamed ``content`` in its own place. The first name is put in front of the key, which is
+    renamed ``reasoning``: its value is only scanned when the text changed. Without ``\\u`` escapes
+    only: every key is then spelled as itself, so a ``"content"`` that occurs once is the delta's key."""
+    if escaped(data):
+        return None
+    has_content, has_reasoning = delta.reasoning_content is not UNSET, delta.reasoning is not UNSET
+    if has_content and has_reasoning:
+        return None  # both spelled: the rebuild drops one
+    at = data.find(CONTENT_KEY)
+    if at < 0 or data.find(CONTENT_KEY, at + 9) >= 0:
+        return None
+    value = encode(text)
+    rest = at + 9  # where the bytes after the new names resume
+    names: tuple[bytes, ...] = (_FIRST, value, _SECOND)
+    if text != delta.content:
+        span = string_at(data, rest)
+        if span is None:
+            return None
+        names += (data[rest : span[0]], value)
+        rest = span[1]
+    if not (has_content or has_reasoning):
+        return b"".join((data[:at], *names, data[rest:]))
+    key = FIELD_KEYS["reasoning_content" if has_content else "reasoning"]
+    k = data.find(key)
+    if k < 0 or data.find(key, k + len(key)) >= 0:
+        return None  # the name must be the delta's key alone
+    if k >= rest:
+        return b"".join((data[:at], *names, data[rest:k], CONTENT_KEY, data[k + len(key) :]))
+    if k + len(key) <= at:
+        return b"".join((data[:k], CONTENT_KEY, data[k + len(key) : at], *names, data[rest:]))
+    return None
 
 
 def _renamed(data: bytes, key: bytes, present: bool, has_escape: bool) -> bytes | None:
@@ -120,10 +164,18 @@ def _replaced(
 
 def renamed_all(span: bytes, bodies: list[bytes], deltas: list[ReadDelta], field: str) -> bytes | None:
     """Steady reasoning: ``span`` (the ``data:`` lines ``bodies`` of chunks whose one delta each is
-    ``deltas``) with each event's ``content`` key renamed to ``field``."""
+    ``deltas``) with each event's ``content`` key renamed to ``field`` (for ``both``, as
+    :func:`_edited_both` writes it)."""
     # With no escapes every event holds its delta's key spelled as itself: then one each.
-    if not escaped(span) and span.count(CONTENT_KEY) == len(deltas) and all(getattr(d, field) is UNSET for d in deltas):
-        return span.replace(CONTENT_KEY, FIELD_KEYS[field])
+    if not escaped(span) and span.count(CONTENT_KEY) == len(deltas):
+        if field != "both" and all(getattr(d, field) is UNSET for d in deltas):
+            return span.replace(CONTENT_KEY, FIELD_KEYS[field])
+        if field == "both" and all(d.reasoning_content is UNSET and d.reasoning is UNSET for d in deltas):
+            parts = span.split(CONTENT_KEY)
+            joined = [parts[0]]
+            for delta, part in zip(deltas, parts[1:], strict=True):
+                joined += (_FIRST, encode(delta.content), _SECOND, part)
+            return b"".join(joined)
     out: list[bytes] = []
     for body, delta in zip(bodies, deltas, strict=True):
         assert delta.content is not None

@@ -16,7 +16,6 @@ from ...sse import SSEEvent, encode_event
 from .wire import (
     DONE,
     EMPTY_RAW,
-    OTHER_FIELD,
     Chunk,
     Delta,
     Obj,
@@ -26,6 +25,7 @@ from .wire import (
     decode_obj,
     has_native_reasoning,
     indexes,
+    mirror_of,
 )
 from .write import announcement, envelope_of, held_chunks, mirrored, rewritten
 
@@ -41,7 +41,7 @@ class ChatReference:
         self.channels = Channels(config, parallel=True)  # one per choice index, side by side
         self.counts = self.channels.counts
         self.field = config.chat_reasoning_field
-        self._mirror: str | None = None  # the upstream's other name for reasoning, when mirrored
+        self._mirror = False  # whether reasoning the upstream wrote under one name gets the other too
         self._envelope: Obj = {}  # of the last chunk read, for the chunks made for held text
         self.last_raw: bytes | None = None  # the last chunk read, its envelope not yet decoded
         # The order in which the client first sees each choice: the SDKs' accumulators file choices
@@ -88,7 +88,7 @@ class ChatReference:
         channels = self.channels
         if channels.config is None:
             config = channels.resolve(chunk.model)
-            self._mirror = OTHER_FIELD[self.field] if config.chat_mirror_reasoning else None
+            self._mirror = config.chat_mirror_reasoning
         if not channels.enabled:
             return [event]
         choices = chunk.choices
@@ -100,7 +100,7 @@ class ChatReference:
         self.last_raw = data
         before: list[SSEEvent] = []  # what choices that turned native held, sent ahead of this chunk
         runs: dict[int, list[Segment]] | None = None  # by position in the chunk: the choices that change
-        mirrored_at: list[int] = []  # native choices whose reasoning gets the client's name too
+        mirrors: list[tuple[int, str, str]] = []  # native choices whose reasoning gets a name more
         for pos, choice in enumerate(choices):
             delta = choice.delta
             if channels.transcripts is not None and delta is not None and delta.tool_calls:
@@ -114,11 +114,12 @@ class ChatReference:
                     continue
                 # Upstream reasoning wins: this choice is left as is from here on.
                 before += self._held([(choice.index, channels.native(choice.index))])
-            if self._mirror is not None and delta is not None and self._needs_mirror(delta):
-                mirrored_at.append(pos)
-        if mirrored_at:
-            assert self._mirror is not None
-            data = self.last_raw = mirrored(data, mirrored_at, self._mirror, self.field)
+            if self._mirror and delta is not None:
+                names = mirror_of(self.field, bool(delta.reasoning_content), bool(delta.reasoning))
+                if names is not None:
+                    mirrors.append((pos, *names))
+        if mirrors:
+            data = self.last_raw = mirrored(data, mirrors)
             event = encode_event(data, fields=event.fields)
         out = [event] if runs is None else self.output(event, data, choices, runs)
         if before:
@@ -177,11 +178,6 @@ class ChatReference:
         if len(out) == 1 and out[0].kind == CONTENT and out[0].text == text:
             return None
         return merge_segments(out)
-
-    def _needs_mirror(self, delta: Delta) -> bool:
-        """Whether ``delta`` carries reasoning under the other name only."""
-        source = delta.reasoning if self._mirror == "reasoning" else delta.reasoning_content
-        return bool(source) and not getattr(delta, self.field)
 
     def _whole_characters(self, data: bytes) -> bytes | None:
         """A chunk msgspec cannot read because a delta holds half a surrogate pair (a server that

@@ -14,8 +14,8 @@ __all__ = [
     "DONE",
     "EMPTY_RAW",
     "ENVELOPE",
+    "NAMES",
     "NULL",
-    "OTHER_FIELD",
     "Chunk",
     "ChunkChoice",
     "Delta",
@@ -32,6 +32,7 @@ __all__ = [
     "has_native_reasoning",
     "indexes",
     "is_null",
+    "mirror_of",
     "says_nothing",
     "with_mirror",
     "with_text",
@@ -44,7 +45,13 @@ Obj = dict[str, Any]  # a JSON object whose values are msgspec.Raw except where 
 EMPTY_RAW = (b"", b"null", b"false", b"[]", b"{}", b'""')
 _NOTHING_RAW = (b"", b"null", b"[]", b"{}", b'""')  # values that say nothing in a delta or a choice
 NULL = msgspec.Raw(b"null")
-OTHER_FIELD = {"reasoning_content": "reasoning", "reasoning": "reasoning_content"}
+# The keys a run's text is written under: the answer's, and the reasoning's per chat_reasoning_field.
+NAMES = {
+    "content": ("content",),
+    "both": ("reasoning_content", "reasoning"),
+    "reasoning_content": ("reasoning_content",),
+    "reasoning": ("reasoning",),
+}
 
 
 class Delta(msgspec.Struct, gc=False):
@@ -132,6 +139,16 @@ def has_native_reasoning(delta: Delta) -> bool:
     return bool(details) and bytes(details) not in EMPTY_RAW
 
 
+def mirror_of(field: str, has_content: bool, has_reasoning: bool) -> tuple[str, str] | None:
+    """For reasoning an upstream wrote (``has_content``: under ``reasoning_content``, ``has_reasoning``:
+    under ``reasoning``), the name it came under and the name of ``field`` it lacks, to be written
+    under too; ``None`` when it has every name ``field`` asks for, or none."""
+    if has_content == has_reasoning:
+        return None
+    source, target = ("reasoning_content", "reasoning") if has_content else ("reasoning", "reasoning_content")
+    return (source, target) if target in NAMES[field] else None
+
+
 def is_null(value: Any) -> bool:
     return value is None or (isinstance(value, msgspec.Raw) and bytes(value) in (b"", b"null"))
 
@@ -152,25 +169,31 @@ def delta_of(choice: Obj) -> Obj:
 
 
 def with_text(obj: Obj, key: str, text: str) -> Obj:
-    """``obj`` with its ``content`` replaced by ``key: text`` in the same place (else appended).
+    """``obj`` with its ``content`` replaced by ``text`` under the names of ``key`` (``content``, or a
+    ``chat_reasoning_field``: ``both`` is ``reasoning_content`` then ``reasoning``) in the same
+    place (else appended).
 
-    An explicit empty ``key`` (``null`` or ``""``, as SGLang writes every absent field) trades
-    places with ``content``: ``{"content":"r","reasoning_content":null}`` becomes
-    ``{"reasoning_content":"r","content":null}``, as the server writes reasoning it splits itself.
+    An explicit empty reasoning name (``null`` or ``""``, as SGLang writes every absent field)
+    trades places with ``content``: ``{"content":"r","reasoning_content":null}`` becomes
+    ``{"reasoning_content":"r","content":null}``, as the server writes reasoning it splits itself
+    (with two such names, the first trades; the other goes).
     """
+    names = NAMES[key]
     out: Obj = {}
     placed = False
-    swap = key != "content" and "content" in obj and key in obj and says_nothing(obj[key])
+    swap = key != "content" and "content" in obj and any(n in obj and says_nothing(obj[n]) for n in names)
     for k, v in obj.items():
         if k == "content":
-            out[key] = text
+            for name in names:
+                out[name] = text
             placed = True
-        elif k != key:
+        elif k not in names:
             out[k] = v
-        elif swap:
+        elif swap and "content" not in out:
             out["content"] = v
     if not placed:
-        out[key] = text
+        for name in names:
+            out[name] = text
     return out
 
 

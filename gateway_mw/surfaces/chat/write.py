@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...scanner import CONTENT, Segment, merge_segments
 from .wire import (
     ENVELOPE,
+    NAMES,
     NULL,
     Obj,
     decode_list,
@@ -57,8 +58,8 @@ def held_chunks(envelope: Obj, index: int, segments: list[Segment], field: str) 
     """One chunk per run of a choice's held text, in the stream's envelope."""
     out: list[bytes] = []
     for seg in merge_segments(segments):
-        key = "content" if seg.kind == CONTENT else field
-        choice = {"index": index, "delta": {key: seg.text}, "logprobs": None, "finish_reason": None}
+        names = NAMES["content" if seg.kind == CONTENT else field]
+        choice = {"index": index, "delta": dict.fromkeys(names, seg.text), "logprobs": None, "finish_reason": None}
         body = {**envelope, "choices": [choice]}
         body.setdefault("object", "chat.completion.chunk")
         out.append(encode(body))
@@ -74,12 +75,12 @@ def announcement(data: bytes, index: int) -> bytes:
     return encode(body)
 
 
-def mirrored(data: bytes, positions: list[int], source: str, target: str) -> bytes:
-    """``data`` with the reasoning of the choices at ``positions`` under ``target`` too, right after
-    ``source`` (an empty ``target`` replaced)."""
+def mirrored(data: bytes, mirrors: list[tuple[int, str, str]]) -> bytes:
+    """``data`` with the reasoning of the choice at each position of ``mirrors`` under its target
+    name too, right after its source name (an empty target replaced)."""
     chunk: Obj = decode_obj(data)
     choices: list[Obj] = decode_list(chunk["choices"])
-    for pos in positions:
+    for pos, source, target in mirrors:
         choices[pos]["delta"] = with_mirror(delta_of(choices[pos]), source, target)
     chunk["choices"] = choices
     return encode(chunk)
@@ -92,7 +93,7 @@ def _split_choice(choice: Obj, runs: list[Segment], field: str) -> list[Obj]:
     for i, seg in enumerate(runs):
         key = field if seg.kind != CONTENT else "content"
         part = dict(choice) if i == 0 else {"index": choice.get("index", 0)}
-        part["delta"] = with_text(delta, key, seg.text) if i == 0 else {key: seg.text}
+        part["delta"] = with_text(delta, key, seg.text) if i == 0 else dict.fromkeys(NAMES[key], seg.text)
         if i == 0 and len(runs) > 1 and "finish_reason" in part:
             part["finish_reason"] = None
         if i > 0:

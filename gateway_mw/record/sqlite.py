@@ -154,8 +154,12 @@ class SqliteRecord(RecordBase):
     @staticmethod
     def _check_owned(conn: sqlite3.Connection) -> bool:
         """True for an empty file, False for this record's; raises for anything else."""
-        names = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        # One statement, so one snapshot: another worker may create the record between two reads.
+        listed, version = conn.execute(
+            "SELECT (SELECT group_concat(name, char(31)) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'),"
+            " (SELECT user_version FROM pragma_user_version)"
+        ).fetchone()
+        names = set(listed.split("\x1f")) if listed else set()
         if not names and version == 0:
             return True
         if names != _TABLES or version != _SCHEMA_VERSION:

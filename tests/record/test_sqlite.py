@@ -245,6 +245,31 @@ def test_a_forked_worker_uses_its_own_threads(tmp_path: Path) -> None:
     assert run_python(FORKED, str(tmp_path / "r.db")).stdout.strip() == "ok"
 
 
+def test_a_record_another_worker_makes_while_the_file_is_checked_is_its_own(tmp_path: Path) -> None:
+    """Workers starting together: another one may make the record between two reads of the check (a
+    new file seen with the record's version but without its table was refused as someone else's)."""
+    path = tmp_path / "fresh.db"
+    statements: list[str] = []
+    made: list[SqliteRecord] = []
+
+    def another_worker_before_a_second_read(statement: str) -> None:
+        if statement.startswith("--"):  # a part of the statement before (the pragma function)
+            return
+        statements.append(statement)
+        if len(statements) == 2:
+            made.append(SqliteRecord(str(path)))
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.set_trace_callback(another_worker_before_a_second_read)
+        owned = SqliteRecord._check_owned(conn)
+    finally:
+        conn.close()
+        for record in made:
+            asyncio.run(record.close())
+    assert (owned, len(statements)) == (True, 1)  # one snapshot: the file as it was, still empty
+
+
 def test_two_workers_opening_a_new_file_at_once(tmp_path: Path) -> None:
     path = str(tmp_path / "fresh.db")
     opened = [start_python(READER, path, "x", "1") for _ in range(4)]

@@ -20,6 +20,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat import transform_body
 
 from ..chatwire import ENVELOPE, choice, chunk, completion, read_sse, sse
+from ..ssecompare import pairs
 
 DEFAULT = ThinkExtractConfig()
 
@@ -30,14 +31,6 @@ def translate(stream: bytes, config: ThinkExtractConfig = DEFAULT) -> list[Any]:
     out = pipeline.feed(stream) + pipeline.finish()
     read_sse(out)  # every chunk as the SDK's strict mode reads it
     return [json.loads(line[6:], object_pairs_hook=list) for line in out.split(b"\n") if line[:7] == b"data: {"]
-
-
-def pairs(value: Any) -> Any:
-    if isinstance(value, dict):
-        return [(k, pairs(v)) for k, v in value.items()]
-    if isinstance(value, list):
-        return [pairs(v) for v in value]
-    return value
 
 
 def test_the_default_writes_both_names() -> None:

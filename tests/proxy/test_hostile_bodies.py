@@ -334,11 +334,13 @@ async def test_the_record_entries_of_a_large_request_are_made_in_a_worker_thread
     keys): for a large one, in a worker thread; the entry is written all the same."""
     loop_thread = threading.current_thread()
     seen: list[threading.Thread] = []
+    made: list[dict[str, history.Recalled]] = []
     entries = incoming.record_entries
 
     def watched(*args: Any) -> dict[str, history.Recalled]:
         seen.append(threading.current_thread())
-        return entries(*args)
+        made.append(entries(*args))
+        return made[-1]
 
     monkeypatch.setattr(incoming, "record_entries", watched)
     completion = {
@@ -368,5 +370,6 @@ async def test_the_record_entries_of_a_large_request_are_made_in_a_worker_thread
                     break
                 await asyncio.sleep(0.01)
     assert status == 200
-    assert record.counts.written == 1
+    assert [len(keys) for keys in made] == [2]  # the answer's text in its conversation, and the conversation
+    assert record.counts.written == 2
     assert [thread is loop_thread for thread in seen] == [False]

@@ -132,7 +132,12 @@ def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:
     """The settings for the channels after a turn's first: a chat template injects ``<think>`` once
     per turn, before its first text, so a later text block or message item does not start inside
     reasoning."""
-    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+    if not config.start_with_reasoning:
+        return config
+    later: ThinkExtractConfig | None = config.derived.get("after_first")
+    if later is None:  # once per configuration: a scanner's tables are kept with it
+        later = config.derived["after_first"] = config.replace(start_with_reasoning=False)
+    return later
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -159,14 +164,28 @@ def join_surrogates(held: str, text: str) -> tuple[str, str]:
 class Channels:
     """The channels of one response (sans-I/O)."""
 
-    __slots__ = ("_base", "_high", "_native", "_parallel", "_scanners", "_started", "config", "counts", "transcripts")
+    __slots__ = (
+        "_base",
+        "_high",
+        "_injected",
+        "_native",
+        "_parallel",
+        "_scanners",
+        "_started",
+        "config",
+        "counts",
+        "transcripts",
+    )
 
-    def __init__(self, config: ThinkExtractConfig, *, parallel: bool = False) -> None:
+    def __init__(self, config: ThinkExtractConfig, *, parallel: bool = False, injected: bool = True) -> None:
         """``parallel``: the channels are answers side by side (chat's choices), each of which a
         template opens alike; otherwise they follow one another in one answer (text blocks, message
-        items), and only the first starts inside an injected open tag."""
+        items), and only the first starts inside an injected open tag. ``injected=False``: the
+        server never leaves its text inside an open tag the model did not write (Ollama), so no
+        channel starts inside reasoning, whatever ``start_with_reasoning`` says."""
         self._base = config
         self._parallel = parallel
+        self._injected = injected
         self.config: ThinkExtractConfig | None = None
         """The settings for the response's model, once :meth:`resolve` has run."""
         self._scanners: dict[Hashable, Scanner] = {}
@@ -280,7 +299,7 @@ class Channels:
 
     def _open(self, channel: Hashable) -> Scanner:
         config = self.resolve(None)
-        first = self._parallel or not self._started
+        first = self._injected and (self._parallel or not self._started)
         scanner = self._scanners[channel] = Scanner(config if first else after_first_channel(config))
         self._started += 1
         if self.transcripts is not None:

@@ -63,7 +63,7 @@ class OllamaStream:
     large_events: frozenset[bytes] = frozenset()
 
     def __init__(self, config: ThinkExtractConfig) -> None:
-        self._channels = Channels(config)
+        self._channels = Channels(config, injected=False)
         self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
         self.counts = self._channels.counts
@@ -210,7 +210,7 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     text = as_str(holder.get("content" if chat else "response"))
     if not text or as_str(holder.get("thinking")):
         return None, counts  # nothing to read, or Ollama's own reasoning: it wins
-    channels = Channels(cfg)
+    channels = Channels(cfg, injected=False)
     segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
     counts = channels.counts
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)

@@ -4,6 +4,7 @@ answer inside reasoning (DeepSeek-R1's ``start_with_reasoning``), that text is s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw.pipeline import StreamPipeline
 
 from .wire import body, ndjson, stream
 
@@ -74,3 +76,26 @@ async def test_think_false_on_generate_keeps_the_answer_in_response(
         parts = [await client.generate(model=MODEL, prompt="2+2?", think=False, stream=False)]
     assert [q["think"] for q in asked] == [False]
     assert ["".join(p.thinking or "" for p in parts), "".join(p.response for p in parts)] == ["", "The answer is 4."]
+
+
+@pytest.mark.parametrize("kind", ["chat", "generate"])
+def test_an_r1_answer_with_empty_reasoning_is_the_answer(kind: str) -> None:
+    """Ollama's own parser eats ``<think>\\n\\n</think>`` and writes no ``thinking`` line: what
+    follows is the answer, passed on as it came (the model writes its open tag on this surface)."""
+    upstream = stream(kind, MODEL, ANSWER)
+    pipeline = StreamPipeline("ollama", ThinkExtractConfig(), None)
+    assert pipeline.feed(upstream) + pipeline.finish() == upstream
+
+
+@pytest.mark.parametrize("kind", ["chat", "generate"])
+def test_tags_the_r1_model_writes_are_still_read(kind: str) -> None:
+    pipeline = StreamPipeline("ollama", ThinkExtractConfig(), None)
+    out = pipeline.feed(stream(kind, MODEL, ["<think>Add.</think>", "4"])) + pipeline.finish()
+    lines = [json.loads(line) for line in out.splitlines()]
+    field = (lambda line: line["message"]) if kind == "chat" else (lambda line: line)
+    key = "content" if kind == "chat" else "response"
+    assert [(field(line)[key], field(line).get("thinking")) for line in lines] == [
+        ("", "Add."),
+        ("4", None),
+        ("", None),
+    ]

@@ -26,7 +26,7 @@ def compact(text: str) -> bytes:
 
 
 def test_the_doc_shows_its_examples() -> None:
-    assert len(blocks()) == 9
+    assert len(blocks()) == 10
 
 
 def test_the_stream_example_is_what_the_gateway_sends_line_by_line() -> None:
@@ -61,7 +61,7 @@ def test_the_request_example_is_what_ollama_receives() -> None:
 
 
 def test_an_answer_without_reasoning_goes_on_as_the_same_bytes() -> None:
-    (plain,) = blocks()[8:9]
+    (plain,) = blocks()[9:10]
     pipeline = StreamPipeline("ollama", CFG)
     out = b"".join(pipeline.feed(line.encode() + b"\n") for line in plain.splitlines()) + pipeline.finish()
     assert out.decode() == plain

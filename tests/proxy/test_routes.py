@@ -51,6 +51,10 @@ FORWARDED = [
     ("GET", "/v1/models"),
     ("POST", "/api/chat"),  # Ollama's native routes
     ("POST", "/api/generate"),
+    ("GET", "/api/tags"),  # and the read-only ones its clients list and describe models with
+    ("GET", "/api/version"),
+    ("GET", "/api/ps"),
+    ("POST", "/api/show"),
 ]
 NOT_FOUND = [
     ("POST", "/v1/load_lora_adapter"),
@@ -58,7 +62,12 @@ NOT_FOUND = [
     ("POST", "/v1/files"),
     ("DELETE", "/v1/models/m"),
     ("POST", "/v1/embeddings"),
-    ("GET", "/api/tags"),
+    ("POST", "/api/pull"),  # Ollama's write operations stay opt-in
+    ("POST", "/api/push"),
+    ("DELETE", "/api/delete"),
+    ("POST", "/api/create"),
+    ("POST", "/api/copy"),
+    ("POST", "/api/blobs/sha256:abc"),
     ("GET", "/metrics/x"),
     ("POST", "/admin"),
 ]

@@ -73,6 +73,12 @@ def _call_ids(message: _Message) -> list[str]:
         return []
 
 
+def _calls(message: _Message) -> bool:
+    """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
+    raw = bytes(message.tool_calls).strip()
+    return bool(raw) and raw not in (b"null", b"[]")
+
+
 def _text_of(raw: msgspec.Raw) -> str:
     """A message's text: its string content, or its text parts joined."""
     value = bytes(raw)
@@ -127,7 +133,7 @@ def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
         if plan.scope == "current_turn":
             out.append(i > last_user)
         elif plan.scope == "tool_turns":
-            out.append(bool(_call_ids(m)))
+            out.append(_calls(m))
         else:
             out.append(True)
     return out
@@ -162,7 +168,7 @@ def transform_messages(
         found = None
         if thread is not None:
             found = recalled(recall, thread.upto(i), calls, "" if calls else _text_of(m.content), plan.config)
-        new = _message(raws[i], plan, scope[i], bool(calls), found, carriers, fields)
+        new = _message(raws[i], plan, scope[i], _calls(m), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)
             changed = True

@@ -15,7 +15,7 @@ import msgspec
 from ..channels import Said
 from ..config import Surface, ThinkExtractConfig
 from . import chat, messages, ollama, responses, surrogates
-from .plan import Plan, Server, plan_for
+from .plan import UNKNOWN_FAMILY, Form, Plan, Scope, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .text import split_written
 
@@ -54,6 +54,10 @@ PREFIXES: dict[Surface, Callable[[bytes], bytes | None]] = {
     "responses": responses.prefix,
     "ollama": ollama.prefix,
 }
+UNKNOWN: dict[Surface, tuple[Form, Scope]] = {
+    "ollama": ("field", "all"),  # Ollama reads `thinking` whatever the model: where the client's went
+}
+"""``auto`` for a model of no known family, where a surface's server reads reasoning whatever the model."""
 asks_for_blobs = responses.asks_for_blobs
 
 
@@ -119,6 +123,6 @@ def transform_request(
     nothing changes."""
     masked = surrogates.mask(body)  # a lone surrogate escape would keep every other turn from being read
     readable = body if masked is None else masked
-    plan = plan_for(config, request_model(readable), server_of(config))
+    plan = plan_for(config, request_model(readable), server_of(config), UNKNOWN.get(surface, UNKNOWN_FAMILY))
     new = TRANSFORMS[surface](readable, plan, recall)
     return new if new is None or masked is None else surrogates.unmask(new)

@@ -45,12 +45,17 @@ def turn(surface: Surface, tool_result: str) -> dict[str, Any]:
     """A request whose history the gateway rewrites (an earlier answer's reasoning, sent back where
     the default plan moves it), with ``tool_result`` as the text of a tool's result."""
     if surface in ("chat", "ollama"):
-        field = "thinking" if surface == "ollama" else "reasoning_content"
+        # Ollama reads `thinking` whatever the model: what its plan moves there is tags in the content
+        said = (
+            {"content": "<think>I call the tool.</think>"}
+            if surface == "ollama"
+            else {"content": "", "reasoning_content": "I call the tool."}
+        )
         return {
             "model": "m",
             "messages": [
                 {"role": "user", "content": "Weather?"},
-                {"role": "assistant", "content": "", field: "I call the tool.",
+                {"role": "assistant", **said,
                  "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": "call_1", "content": tool_result},
             ],

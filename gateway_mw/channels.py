@@ -65,6 +65,7 @@ class Counts:
     """What the scanners of one response did, summed when each channel finishes."""
 
     __slots__ = (
+        "native",
         "overflows",
         "oversized_events",
         "reasoning_blocks",
@@ -80,6 +81,7 @@ class Counts:
         self.overflows = 0
         self.unreadable_events = 0  # data events passed on untranslated because they could not be read
         self.oversized_events = 0  # events over max_event_bytes, streamed through raw
+        self.native = 0  # answers whose reasoning the upstream parsed itself, passed on as it wrote it
 
     def add(self, scanner: Scanner) -> None:
         self.reasoning_blocks += scanner.reasoning_blocks
@@ -273,6 +275,8 @@ class Channels:
 
     def native(self, channel: Hashable) -> list[Segment]:
         """``channel`` carries the upstream's own reasoning: what it held, then nothing more."""
+        if channel not in self._native:
+            self.counts.native += 1
         self._native.add(channel)
         return self.end(channel)
 

@@ -228,6 +228,8 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
         verdict = f"{surface}: passed through ({note.passed}): {_WHY_PASSED.get(note.passed, 'see the statistics')}"
     elif note.status is None:
         verdict = f"{surface}: no answer relayed"
+    elif note.native:  # nothing to move: the upstream wrote its reasoning where clients read it
+        verdict = f"{surface}: the upstream's own reasoning passed on"
     else:
         how = _HOW[surface].format(field=config.chat_reasoning_field, policy=config.messages_policy)
         verdict = f"{surface}: translated, {how}"

@@ -234,8 +234,11 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     if holder is None or not cfg.enabled:
         return None, counts
     text = as_str(holder.get("content" if chat else "response"))
-    if not text or as_str(holder.get("thinking")):
-        return None, counts  # nothing to read, or Ollama's own reasoning: it wins
+    if as_str(holder.get("thinking")):
+        counts.native = 1
+        return None, counts  # Ollama's own reasoning: it wins
+    if not text:
+        return None, counts
     channels = Channels(cfg, injected=False)
     segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
     counts = channels.counts

@@ -92,11 +92,14 @@ class Counts:
 
 class Said(NamedTuple):
     """What one assistant answer of a response said, for the reasoning record: the text as the
-    model wrote it (tags included), the tool calls it made, and the ids the gateway gave its items."""
+    model wrote it (tags included), the tool calls it made (their ids), the ids the gateway gave its
+    items, and its calls' names and arguments (:func:`~gateway_mw.calls.call_spellings`), where the
+    surface keeps them."""
 
     original: str
     call_ids: tuple[str, ...] = ()
     item_ids: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
 
 
 class Transcripts:

@@ -94,8 +94,9 @@ def record_entries(
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
-    each in the conversation it follows (its tool calls' ids, the ids of its items, else its text;
-    and, for a response of one answer, the conversation itself)."""
+    each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
+    its text and its calls' names and arguments; and, for a response of one answer, the
+    conversation itself)."""
     prefix = PREFIXES[surface](request)
     if prefix is None:
         return {}
@@ -107,8 +108,8 @@ def record_entries(
             continue
         entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)
         keys = [call_key(prefix, c) for c in answer.call_ids] + [item_key(i, prefix) for i in answer.item_ids]
-        if not answer.call_ids:
-            keys.append(answer_key(prefix, content))
+        if not answer.call_ids or answer.calls:  # what it said: found by a client that keeps no ids
+            keys.append(answer_key(prefix, content, answer.calls))
         if len(said) == 1:
             keys.append(after_key(prefix))
         for key in keys:

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ..calls import call_spellings
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
@@ -73,6 +74,17 @@ def _call_ids(message: _Message) -> list[str]:
         return []
 
 
+def _spellings(message: _Message) -> tuple[str, ...]:
+    """The names and arguments of the message's tool calls (a turn whose calls keep no ids is
+    found by them)."""
+    if not _calls(message):
+        return ()
+    try:
+        return call_spellings(_decode_any(bytes(message.tool_calls)))
+    except UNREADABLE:
+        return ()
+
+
 def _calls(message: _Message) -> bool:
     """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
     raw = bytes(message.tool_calls).strip()
@@ -122,7 +134,8 @@ def keys(body: bytes, turns: int) -> list[str]:
     out: list[str] = []
     for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
         calls = _call_ids(messages[i])
-        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content))
+        said = () if calls else _spellings(messages[i])
+        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content), said)
     return out
 
 
@@ -167,7 +180,8 @@ def transform_messages(
         calls = _call_ids(m)
         found = None
         if thread is not None:
-            found = recalled(recall, thread.upto(i), calls, "" if calls else _text_of(m.content), plan.config)
+            text, said = ("", ()) if calls else (_text_of(m.content), _spellings(m))
+            found = recalled(recall, thread.upto(i), calls, text, plan.config, said)
         new = _message(raws[i], plan, scope[i], _calls(m), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)

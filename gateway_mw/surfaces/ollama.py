@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ..calls import call_spellings
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
 from ..ndjson import encode_line
@@ -34,7 +35,7 @@ _ANSWER = 0  # the one channel
 class _Message(msgspec.Struct, gc=False):
     content: str | None = None
     thinking: str | None = None
-    tool_calls: Any = None  # read for their ids only (the reasoning record's keys)
+    tool_calls: Any = None  # read for the reasoning record's keys: their ids, names and arguments
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -66,6 +67,7 @@ class OllamaStream:
         self._channels = Channels(config, injected=False)
         self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
+        self._calls: tuple[str, ...] = ()  # the names and arguments of the answer's tool calls (record keys)
         self.counts = self._channels.counts
 
     @property
@@ -95,6 +97,7 @@ class OllamaStream:
         if channels.transcripts is not None and line.message is not None and line.message.tool_calls:
             for call_id in _ids(line.message.tool_calls):
                 channels.transcripts.call(_ANSWER, call_id)
+            self._calls += call_spellings(line.message.tool_calls)
         text, thinking = _text_of(line)
         if thinking:  # Ollama's own parser ran: its reasoning wins, after what was held
             self._envelope = _envelope_of(data)
@@ -132,7 +135,7 @@ class OllamaStream:
         t = self.transcripts
         if t is None or not (t.texts or t.calls):
             return []
-        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())))]
+        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())), (), self._calls)]
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ class Counts:
     """What the scanners of one response did, summed when each channel finishes."""
 
     __slots__ = (
+        "native",
         "overflows",
         "oversized_events",
         "reasoning_blocks",
@@ -80,6 +81,7 @@ class Counts:
         self.overflows = 0
         self.unreadable_events = 0  # data events passed on untranslated because they could not be read
         self.oversized_events = 0  # events over max_event_bytes, streamed through raw
+        self.native = 0  # answers whose reasoning the upstream parsed itself, passed on as it wrote it
 
     def add(self, scanner: Scanner) -> None:
         self.reasoning_blocks += scanner.reasoning_blocks
@@ -90,11 +92,14 @@ class Counts:
 
 class Said(NamedTuple):
     """What one assistant answer of a response said, for the reasoning record: the text as the
-    model wrote it (tags included), the tool calls it made, and the ids the gateway gave its items."""
+    model wrote it (tags included), the tool calls it made (their ids), the ids the gateway gave its
+    items, and its calls' names and arguments (:func:`~gateway_mw.calls.call_spellings`), where the
+    surface keeps them."""
 
     original: str
     call_ids: tuple[str, ...] = ()
     item_ids: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
 
 
 class Transcripts:
@@ -132,7 +137,12 @@ def after_first_channel(config: ThinkExtractConfig) -> ThinkExtractConfig:
     """The settings for the channels after a turn's first: a chat template injects ``<think>`` once
     per turn, before its first text, so a later text block or message item does not start inside
     reasoning."""
-    return config.replace(start_with_reasoning=False) if config.start_with_reasoning else config
+    if not config.start_with_reasoning:
+        return config
+    later: ThinkExtractConfig | None = config.derived.get("after_first")
+    if later is None:  # once per configuration: a scanner's tables are kept with it
+        later = config.derived["after_first"] = config.replace(start_with_reasoning=False)
+    return later
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -159,14 +169,28 @@ def join_surrogates(held: str, text: str) -> tuple[str, str]:
 class Channels:
     """The channels of one response (sans-I/O)."""
 
-    __slots__ = ("_base", "_high", "_native", "_parallel", "_scanners", "_started", "config", "counts", "transcripts")
+    __slots__ = (
+        "_base",
+        "_high",
+        "_injected",
+        "_native",
+        "_parallel",
+        "_scanners",
+        "_started",
+        "config",
+        "counts",
+        "transcripts",
+    )
 
-    def __init__(self, config: ThinkExtractConfig, *, parallel: bool = False) -> None:
+    def __init__(self, config: ThinkExtractConfig, *, parallel: bool = False, injected: bool = True) -> None:
         """``parallel``: the channels are answers side by side (chat's choices), each of which a
         template opens alike; otherwise they follow one another in one answer (text blocks, message
-        items), and only the first starts inside an injected open tag."""
+        items), and only the first starts inside an injected open tag. ``injected=False``: the
+        server never leaves its text inside an open tag the model did not write (Ollama), so no
+        channel starts inside reasoning, whatever ``start_with_reasoning`` says."""
         self._base = config
         self._parallel = parallel
+        self._injected = injected
         self.config: ThinkExtractConfig | None = None
         """The settings for the response's model, once :meth:`resolve` has run."""
         self._scanners: dict[Hashable, Scanner] = {}
@@ -254,6 +278,8 @@ class Channels:
 
     def native(self, channel: Hashable) -> list[Segment]:
         """``channel`` carries the upstream's own reasoning: what it held, then nothing more."""
+        if channel not in self._native:
+            self.counts.native += 1
         self._native.add(channel)
         return self.end(channel)
 
@@ -280,7 +306,7 @@ class Channels:
 
     def _open(self, channel: Hashable) -> Scanner:
         config = self.resolve(None)
-        first = self._parallel or not self._started
+        first = self._injected and (self._parallel or not self._started)
         scanner = self._scanners[channel] = Scanner(config if first else after_first_channel(config))
         self._started += 1
         if self.transcripts is not None:

@@ -262,13 +262,8 @@ class _Session:
             counter[outcome] = counter.get(outcome, 0) + 1
 
     def translated(self, counts: Counts, error: BaseException | None) -> None:
-        if self.stats is None:
-            return
-        surface = self.stats.surface(self.surface)
-        surface.translated += 1
-        surface.add(counts)
-        if error is not None:
-            surface.translation_errors += 1
+        if self.stats is not None:
+            self.stats.translated(self.surface, counts, error is not None)
 
     def rewrite_response(self, response: web.Response, body: bytes) -> None:
         """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""

@@ -57,6 +57,14 @@ class ThinkExtractStats(msgspec.Struct):
         stats: SurfaceStats = getattr(self, surface)
         return stats
 
+    def translated(self, surface: Surface, counts: Counts, error: bool) -> None:
+        """One answer on ``surface`` went through a translator (which failed, if ``error``)."""
+        stats = self.surface(surface)
+        stats.translated += 1
+        stats.add(counts)
+        if error:
+            stats.translation_errors += 1
+
     def passed(self, surface: Surface, reason: str) -> None:
         counter = self.surface(surface).passed_through
         counter[reason] = counter.get(reason, 0) + 1

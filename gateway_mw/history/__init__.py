@@ -15,7 +15,7 @@ import msgspec
 from ..channels import Said
 from ..config import Surface, ThinkExtractConfig
 from . import chat, messages, ollama, responses, surrogates
-from .plan import Plan, Server, plan_for
+from .plan import UNKNOWN_FAMILY, Form, Plan, Scope, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .text import split_written
 
@@ -54,6 +54,10 @@ PREFIXES: dict[Surface, Callable[[bytes], bytes | None]] = {
     "responses": responses.prefix,
     "ollama": ollama.prefix,
 }
+UNKNOWN: dict[Surface, tuple[Form, Scope]] = {
+    "ollama": ("field", "all"),  # Ollama reads `thinking` whatever the model: where the client's went
+}
+"""``auto`` for a model of no known family, where a surface's server reads reasoning whatever the model."""
 asks_for_blobs = responses.asks_for_blobs
 
 
@@ -90,8 +94,9 @@ def record_entries(
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
-    each in the conversation it follows (its tool calls' ids, the ids of its items, else its text;
-    and, for a response of one answer, the conversation itself)."""
+    each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
+    its text and its calls' names and arguments; and, for a response of one answer, the
+    conversation itself)."""
     prefix = PREFIXES[surface](request)
     if prefix is None:
         return {}
@@ -103,8 +108,8 @@ def record_entries(
             continue
         entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)
         keys = [call_key(prefix, c) for c in answer.call_ids] + [item_key(i, prefix) for i in answer.item_ids]
-        if not answer.call_ids:
-            keys.append(answer_key(prefix, content))
+        if not answer.call_ids or answer.calls:  # what it said: found by a client that keeps no ids
+            keys.append(answer_key(prefix, content, answer.calls))
         if len(said) == 1:
             keys.append(after_key(prefix))
         for key in keys:
@@ -119,6 +124,6 @@ def transform_request(
     nothing changes."""
     masked = surrogates.mask(body)  # a lone surrogate escape would keep every other turn from being read
     readable = body if masked is None else masked
-    plan = plan_for(config, request_model(readable), server_of(config))
+    plan = plan_for(config, request_model(readable), server_of(config), UNKNOWN.get(surface, UNKNOWN_FAMILY))
     new = TRANSFORMS[surface](readable, plan, recall)
     return new if new is None or masked is None else surrogates.unmask(new)

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ..calls import call_spellings
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
@@ -73,6 +74,23 @@ def _call_ids(message: _Message) -> list[str]:
         return []
 
 
+def _spellings(message: _Message) -> tuple[str, ...]:
+    """The names and arguments of the message's tool calls (a turn whose calls keep no ids is
+    found by them)."""
+    if not _calls(message):
+        return ()
+    try:
+        return call_spellings(_decode_any(bytes(message.tool_calls)))
+    except UNREADABLE:
+        return ()
+
+
+def _calls(message: _Message) -> bool:
+    """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
+    raw = bytes(message.tool_calls).strip()
+    return bool(raw) and raw not in (b"null", b"[]")
+
+
 def _text_of(raw: msgspec.Raw) -> str:
     """A message's text: its string content, or its text parts joined."""
     value = bytes(raw)
@@ -116,7 +134,8 @@ def keys(body: bytes, turns: int) -> list[str]:
     out: list[str] = []
     for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
         calls = _call_ids(messages[i])
-        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content))
+        said = () if calls else _spellings(messages[i])
+        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content), said)
     return out
 
 
@@ -127,7 +146,7 @@ def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
         if plan.scope == "current_turn":
             out.append(i > last_user)
         elif plan.scope == "tool_turns":
-            out.append(bool(_call_ids(m)))
+            out.append(_calls(m))
         else:
             out.append(True)
     return out
@@ -161,8 +180,9 @@ def transform_messages(
         calls = _call_ids(m)
         found = None
         if thread is not None:
-            found = recalled(recall, thread.upto(i), calls, "" if calls else _text_of(m.content), plan.config)
-        new = _message(raws[i], plan, scope[i], bool(calls), found, carriers, fields)
+            text, said = ("", ()) if calls else (_text_of(m.content), _spellings(m))
+            found = recalled(recall, thread.upto(i), calls, text, plan.config, said)
+        new = _message(raws[i], plan, scope[i], _calls(m), found, carriers, fields)
         if new is not None:
             new_raws[i] = msgspec.Raw(new)
             changed = True

@@ -8,7 +8,7 @@ from typing import Literal, NamedTuple
 from ..config import ThinkExtractConfig
 from ..families import family_for
 
-__all__ = ["CHAT_FIELDS", "Form", "Plan", "Scope", "Server", "plan_for"]
+__all__ = ["CHAT_FIELDS", "UNKNOWN_FAMILY", "Form", "Plan", "Scope", "Server", "plan_for"]
 
 Form = Literal["pass", "field", "inline", "strip"]
 Scope = Literal["all", "current_turn", "tool_turns"]
@@ -41,14 +41,20 @@ class Plan(NamedTuple):
         return self.config.protocol == "harmony"
 
 
-def plan_for(config: ThinkExtractConfig, model: str | None, server: Server) -> Plan:
+UNKNOWN_FAMILY: tuple[Form, Scope] = ("inline", "all")
+"""``auto`` for a model of no known family: what a client sends without a gateway."""
+
+
+def plan_for(
+    config: ThinkExtractConfig, model: str | None, server: Server, unknown: tuple[Form, Scope] = UNKNOWN_FAMILY
+) -> Plan:
     """The plan for a request to ``model``: its profile's or family's form and scope, or the
-    global ones (``auto`` is the family's, ``inline`` for a model of no known family: what a
-    client sends without a gateway)."""
+    global ones (``auto`` is the family's, ``unknown`` for a model of no known family: the
+    surface's, where its server reads reasoning whatever the model)."""
     resolved = config.for_model(model)
     form, scope = resolved.history_reasoning, resolved.history_scope
     family = family_for(model) if model is not None and resolved.families else None
-    default_form, default_scope = family.history if family is not None else ("inline", "all")
+    default_form, default_scope = family.history if family is not None else unknown
     if form == "auto":
         form = default_form  # type: ignore[assignment]
         if scope == "auto":

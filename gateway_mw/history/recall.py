@@ -74,11 +74,16 @@ def call_key(prefix: bytes, call_id: str) -> str:
     return f"call:{prefix.hex()}:{call_id}"
 
 
-def answer_key(prefix: bytes, text: str) -> str:
-    """A turn without tool calls: the conversation before it and the answer's text as the client
-    was given it."""
+def answer_key(prefix: bytes, text: str, calls: Sequence[str] = ()) -> str:
+    """What a turn said after the conversation ``prefix``: the answer's text as the client was given
+    it and its tool calls' names and arguments (:func:`~gateway_mw.calls.call_spellings`), so that
+    two answers to one question that call other tools are other keys."""
     digest = hashlib.blake2b(prefix, digest_size=32, person=_PERSON)
     digest.update(text.encode("utf-8", "surrogatepass"))
+    for call in calls:
+        spelled = call.encode("utf-8", "surrogatepass")
+        digest.update(_LENGTH.pack(len(spelled)))
+        digest.update(spelled)
     return "answer:" + digest.hexdigest()
 
 
@@ -102,22 +107,29 @@ def echoes(found: Recalled, answer: str, text: str) -> bool:
     return answer.strip() in text and all(call in text for call in found.calls)
 
 
-def turn_keys(prefix: bytes, calls: Sequence[str], text: str) -> list[str]:
-    """The keys an assistant turn may be held under: its first tool call's, or, for a turn without
-    any, its answer's and the conversation's before it."""
+def turn_keys(prefix: bytes, calls: Sequence[str], text: str, said: Sequence[str] = ()) -> list[str]:
+    """The keys an assistant turn may be held under: its first tool call's id, or, for a turn
+    without ids, what it said (its text and ``said``, its calls' names and arguments) and the
+    conversation's before it."""
     if calls:
         return [call_key(prefix, calls[0])]
-    return [answer_key(prefix, text), after_key(prefix)]
+    return [answer_key(prefix, text, said), after_key(prefix)]
 
 
 def recalled(
-    recall: Recall, prefix: bytes, calls: Sequence[str], text: str, config: ThinkExtractConfig
+    recall: Recall,
+    prefix: bytes,
+    calls: Sequence[str],
+    text: str,
+    config: ThinkExtractConfig,
+    said: Sequence[str] = (),
 ) -> Recalled | None:
     """What the record holds for an assistant turn after the conversation ``prefix``: by its first
-    tool call, else by its text, else the answer to that conversation if the turn echoes it."""
+    tool call's id, else by what it said (``text`` and ``said``), else the answer to that
+    conversation if the turn echoes it."""
     if calls:
         return recall.get(call_key(prefix, calls[0]))
-    found = recall.get(answer_key(prefix, text))
+    found = recall.get(answer_key(prefix, text, said))
     if found is not None:
         return found
     found = recall.get(after_key(prefix))

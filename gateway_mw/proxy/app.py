@@ -26,6 +26,7 @@ from .forwarding import (
     UpstreamDropped,
     body_timed_out,
     error_response,
+    error_shape,
     path_refusal,
     request_id,
 )
@@ -85,7 +86,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 def _unauthorized(proxy: Proxy, request: web.Request, route: str | None) -> web.Response:
     proxy.counters.client_auth_failures += 1
-    surface = proxy.settings.think_extract.surface_for_path(request.path) if route == _FORWARD else None
+    surface = error_shape(proxy.settings, request.path) if route == _FORWARD else None
     if proxy.keys.presented(request):
         message = "the API key is not valid for this gateway"
     else:
@@ -98,7 +99,7 @@ def _unauthorized(proxy: Proxy, request: web.Request, route: str | None) -> web.
 
 
 def _not_forwarded(proxy: Proxy, request: web.Request, allowed: tuple[str, ...]) -> web.Response:
-    surface = proxy.settings.think_extract.surface_for_path(request.path)
+    surface = error_shape(proxy.settings, request.path)
     if allowed:
         resp = error_response(surface, 405, "method_not_allowed", "this method is not allowed on this route")
         resp.headers[hdrs.ALLOW] = ", ".join(allowed)
@@ -147,8 +148,7 @@ async def gateway_middleware(
             request[THINKEXTRACT_SCOPE] = scope_for([key])  # the accepted key's, whatever else is presented
         refusal = path_refusal(request.rel_url.raw_path)  # a path that could leave its route: 400 first
         if refusal is not None:
-            surface = proxy.settings.think_extract.surface_for_path(request.path)
-            response = error_response(surface, 400, "invalid_request", refusal)
+            response = error_response(error_shape(proxy.settings, request.path), 400, "invalid_request", refusal)
             response.headers[REQUEST_ID_HEADER] = request_id(request)
             return response
         allowed = proxy.routes.check(request.method, request.path)
@@ -168,7 +168,7 @@ async def gateway_middleware(
             response = exc.response
             return response  # aiohttp's write_eof then fails quietly on the closed connection
         except web.HTTPRequestTimeout:  # the middleware's read of a body that stopped arriving
-            response = body_timed_out(request, proxy.settings.think_extract.surface_for_path(request.path))
+            response = body_timed_out(request, error_shape(proxy.settings, request.path))
             return response
         except web.HTTPException as exc:
             status = exc.status
@@ -226,6 +226,8 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
         verdict = f"{surface}: passed through ({note.passed}): {_WHY_PASSED.get(note.passed, 'see the statistics')}"
     elif note.status is None:
         verdict = f"{surface}: no answer relayed"
+    elif note.native:  # nothing to move: the upstream wrote its reasoning where clients read it
+        verdict = f"{surface}: the upstream's own reasoning passed on"
     else:
         how = _HOW[surface].format(field=config.chat_reasoning_field, policy=config.messages_policy)
         verdict = f"{surface}: translated, {how}"

@@ -137,8 +137,23 @@ def _append(headers: CIMultiDict[str], name: str, value: str) -> None:
     headers[name] = ", ".join([*present, value])
 
 
+OLLAMA_API = "/api/"  # where Ollama's native routes live
+
+
+def error_shape(settings: Settings, path: str) -> str | None:
+    """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or
+    Ollama's for its other routes (``/api/tags``, ``/api/show``…), outside the prefix."""
+    surface = settings.think_extract.surface_for_path(path)
+    if surface is None and path.startswith(OLLAMA_API) and not path.startswith(settings.prefix):
+        return "ollama"
+    return surface
+
+
 def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
-    """An error body in the shape of the surface's API (Anthropic for messages, OpenAI otherwise)."""
+    """An error body in the shape of the surface's API: Anthropic's for messages, Ollama's for its
+    native routes (``error`` a string: its clients read it so), OpenAI's otherwise."""
+    if surface == "ollama":
+        return web.json_response({"error": message}, status=status)
     if surface == "messages":
         kind = {
             400: "invalid_request_error",
@@ -330,7 +345,7 @@ class Proxy:
         raw_path = request.rel_url.raw_path  # the origin form, even for an absolute-form target
         refusal = path_refusal(raw_path)
         if refusal is not None:
-            return error_response(surface, 400, "invalid_request", refusal)
+            return error_response(error_shape(self.settings, request.path), 400, "invalid_request", refusal)
         query = request.rel_url.raw_query_string
         url = URL(self.origin + self.base_path + raw_path + ("?" + query if query else ""), encoded=True)
         task = asyncio.current_task()
@@ -354,6 +369,7 @@ class Proxy:
     async def _exchange(self, request: web.Request, url: URL, surface: str, start: float) -> web.StreamResponse:
         assert self.session is not None
         rid = request_id(request)
+        shape = error_shape(self.settings, request.path)
         headers = self._upstream_headers(request, rid)
         rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
         whole = rewritten if rewritten is not None else request._read_bytes  # a body read whole already
@@ -370,23 +386,23 @@ class Proxy:
             log.warning(
                 "request %s: upstream %s: no connection within %gs", rid, self.upstream, self.settings.connect_timeout
             )
-            return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
+            return error_response(shape, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except asyncio.TimeoutError:
-            if (failed := self._body_failed(request, surface)) is not None:
+            if (failed := self._body_failed(request, shape)) is not None:
                 return failed  # the client's body timed out (raised as it was set), not the upstream
             self.counters.upstream_timeouts += 1
             log.warning("request %s: upstream %s: no answer within %gs", rid, self.upstream, self.settings.read_timeout)
-            return error_response(surface, 504, "upstream_timeout", "the upstream model server did not answer in time")
+            return error_response(shape, 504, "upstream_timeout", "the upstream model server did not answer in time")
         except aiohttp.ClientConnectorError as exc:
             self.counters.upstream_connect_errors += 1
             log.warning("request %s: upstream %s unreachable: %s", rid, self.upstream, exc.os_error.strerror or exc)
-            return error_response(surface, 502, "upstream_unreachable", "the upstream model server is unreachable")
+            return error_response(shape, 502, "upstream_unreachable", "the upstream model server is unreachable")
         except aiohttp.ClientError as exc:
-            if (failed := self._body_failed(request, surface)) is not None:
+            if (failed := self._body_failed(request, shape)) is not None:
                 return failed
             self.counters.upstream_dropped += 1
             log.warning("request %s: upstream %s failed before answering: %s", rid, self.upstream, _describe(exc))
-            return error_response(surface, 502, "upstream_error", "the upstream model server failed to answer")
+            return error_response(shape, 502, "upstream_error", "the upstream model server failed to answer")
         note = note_of(request)
         ctype = upstream.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
         stream = ctype in STREAM_TYPES and 200 <= upstream.status < 300
@@ -446,7 +462,7 @@ class Proxy:
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
 
-    def _body_failed(self, request: web.Request, surface: str) -> web.Response | None:
+    def _body_failed(self, request: web.Request, shape: str | None) -> web.Response | None:
         """The answer when what failed the exchange was the client's body, not the upstream: a client
         that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
         connection closed); ``None`` when the body did not fail."""
@@ -457,7 +473,7 @@ class Proxy:
             self._client_left(task, request)
             return web.Response(status=CLIENT_GONE)
         if isinstance(failed, RequestBodyTimeout):
-            return body_timed_out(request, surface)
+            return body_timed_out(request, shape)
         return None
 
     def _count_usage(self, tap: UsageTap, surface: str, note: RequestNote) -> None:

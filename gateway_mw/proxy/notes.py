@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..channels import Counts
 from ..config import Surface
 from ..stats import ThinkExtractStats
 from .usage import Usage
@@ -26,7 +27,7 @@ NO_KEY = "-"
 
 
 class RequestNote:
-    __slots__ = ("alias", "client_gone", "model", "outcome", "passed", "response", "status", "usage")
+    __slots__ = ("alias", "client_gone", "model", "native", "outcome", "passed", "response", "status", "usage")
 
     def __init__(self) -> None:
         self.alias = NO_KEY
@@ -34,6 +35,7 @@ class RequestNote:
         self.outcome: str | None = None  # a stream's, once it ended
         self.client_gone = False
         self.passed: str | None = None  # why the middleware passed the answer through
+        self.native = False  # the answer carried the upstream's own reasoning, passed on
         self.usage: Usage = {}
         self.model: str | None = None
         self.response: web.StreamResponse | None = None  # the answer, once its head went out
@@ -57,6 +59,12 @@ def current_note() -> contextvars.ContextVar[RequestNote | None]:
 
 class NotedStats(ThinkExtractStats):
     """The middleware's statistics, which also tell the request's note why its answer passed."""
+
+    def translated(self, surface: Surface, counts: Counts, error: bool) -> None:
+        super().translated(surface, counts, error)
+        note = _CURRENT.get()
+        if note is not None and counts.native:
+            note.native = True
 
     def passed(self, surface: Surface, reason: str) -> None:
         super().passed(surface, reason)

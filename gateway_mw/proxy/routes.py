@@ -1,8 +1,9 @@
 """Which requests the gateway forwards: an allowlist of routes, each a method and a path.
 
 The default is the API surfaces the gateway translates, the route Claude Code counts tokens with, the
-model list, and Ollama's native chat and generate routes; nothing else reaches the upstream (its
-admin routes, file uploads, adapters) unless the operator widens the list. A path that does not start
+model list, Ollama's native chat and generate routes and the read-only routes its clients list and
+describe models with; nothing else reaches the upstream (its admin routes, file uploads, adapters,
+Ollama's pull, push, create, copy, delete and blobs) unless the operator widens the list. A path that does not start
 with ``/`` is under the prefix (``/v1/`` by default): ``POST chat/completions`` is
 ``POST /v1/chat/completions``. In a path, ``*`` matches within one segment and a ``**`` segment
 matches whatever follows; a method of ``*`` is any method.
@@ -23,6 +24,10 @@ DEFAULT_ROUTES: tuple[str, ...] = (
     "GET models",
     "POST /api/chat",
     "POST /api/generate",
+    "GET /api/tags",  # read-only: what Open WebUI and `ollama run` ask before they chat
+    "GET /api/version",
+    "GET /api/ps",
+    "POST /api/show",
 )
 
 _METHOD = re.compile(r"\*|[A-Z]+")

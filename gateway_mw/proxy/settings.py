@@ -287,7 +287,7 @@ def _epilog(p: argparse.ArgumentParser) -> str:
     for name in PROXY_FIELDS:
         default = getattr(defaults, name)
         if name == "forward_routes":
-            shown = "the API surfaces' routes and GET models (docs/deploy.md)"
+            shown = "the API surfaces' routes, GET models, Ollama's read-only routes (docs/deploy.md)"
         elif isinstance(default, bool):
             shown = str(default).lower()
         elif isinstance(default, float):

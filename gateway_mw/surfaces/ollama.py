@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ..calls import call_spellings
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
 from ..ndjson import encode_line
@@ -34,7 +35,7 @@ _ANSWER = 0  # the one channel
 class _Message(msgspec.Struct, gc=False):
     content: str | None = None
     thinking: str | None = None
-    tool_calls: Any = None  # read for their ids only (the reasoning record's keys)
+    tool_calls: Any = None  # read for the reasoning record's keys: their ids, names and arguments
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -63,9 +64,10 @@ class OllamaStream:
     large_events: frozenset[bytes] = frozenset()
 
     def __init__(self, config: ThinkExtractConfig) -> None:
-        self._channels = Channels(config)
+        self._channels = Channels(config, injected=False)
         self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
+        self._calls: tuple[str, ...] = ()  # the names and arguments of the answer's tool calls (record keys)
         self.counts = self._channels.counts
 
     @property
@@ -89,10 +91,13 @@ class OllamaStream:
         channels.resolve(line.model if isinstance(line.model, str) else None)
         if not channels.enabled:
             return [event]
+        if line.message is None and line.response is None:  # no text (an error line): after what was held
+            return [*self.flush(), event]
         self._chat = line.message is not None
         if channels.transcripts is not None and line.message is not None and line.message.tool_calls:
             for call_id in _ids(line.message.tool_calls):
                 channels.transcripts.call(_ANSWER, call_id)
+            self._calls += call_spellings(line.message.tool_calls)
         text, thinking = _text_of(line)
         if thinking:  # Ollama's own parser ran: its reasoning wins, after what was held
             self._envelope = _envelope_of(data)
@@ -101,11 +106,14 @@ class OllamaStream:
         if line.done is True:  # the one done line, last: what it ends goes out before it
             self._envelope = _envelope_of(data)
             runs += channels.end(_ANSWER)
-            return [*self._lines(runs, None), self._with_text(data, "", None) if text else event]
+            return [*self._lines(runs, None), self._with_text(obj(data) or {}, "", None) if text else event]
         if not runs and text:  # all held (a tag): nothing to say yet, but the line a flush will copy
-            self._envelope = _envelope_of(data)
-            return []
-        if not text or (len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text):
+            doc = obj(data) or {}
+            self._envelope = _envelope_of(data, doc)
+            return [self._with_text(doc, "", None)] if _says_more(doc) else []
+        if not text:
+            return [*self._lines(runs, None), event]  # what was held, then the line as it came
+        if len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text:
             return [event]
         return self._lines(runs, data)
 
@@ -127,26 +135,34 @@ class OllamaStream:
         t = self.transcripts
         if t is None or not (t.texts or t.calls):
             return []
-        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())))]
+        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())), (), self._calls)]
 
     # -- writing --------------------------------------------------------------------------------
 
     def _lines(self, runs: list[Segment], data: bytes | None) -> list[SSEEvent]:
-        """One line per run, each the line ``data`` with its text replaced; with no ``data``, a line
-        of the envelope saying ``done: false``."""
+        """One line per run: the last is the line ``data`` with its text replaced, the ones before
+        it its envelope (what the line carries besides its text — tool calls, ``logprobs`` — goes
+        out once, on the last); with no ``data``, lines of the envelope saying ``done: false``."""
+        merged = merge_segments(runs)
+        whole: Obj | None = None
+        if data is not None:
+            whole = obj(data) or {}
+            self._envelope = _envelope_of(data, whole)
         out: list[SSEEvent] = []
-        for seg in merge_segments(runs):
+        for i, seg in enumerate(merged):
+            line = whole if i == len(merged) - 1 else None
             if seg.kind == CONTENT:
-                out.append(self._with_text(data, seg.text, None))
+                out.append(self._with_text(line, seg.text, None))
             else:
-                out.append(self._with_text(data, "", seg.text))
+                out.append(self._with_text(line, "", seg.text))
         return out
 
-    def _with_text(self, data: bytes | None, text: str, thinking: str | None) -> SSEEvent:
-        if data is not None:
-            doc: Obj = obj(data) or {}
-            self._envelope = _envelope_of(data, doc)
-        else:  # a line for held text: never the last, whatever the last one said
+    def _with_text(self, line: Obj | None, text: str, thinking: str | None) -> SSEEvent:
+        """The line ``line`` (read) with its text replaced; with no ``line``, the envelope's,
+        saying ``done: false``."""
+        if line is not None:
+            doc: Obj = line
+        else:  # a line for held text, or a run before a line's last: never the last line
             doc = dict(self._envelope)
         if self._chat:
             held = doc.get("message")
@@ -154,7 +170,7 @@ class OllamaStream:
             doc["message"] = _put(message, "content", text, thinking)
         else:
             doc = _put(doc, "response", text, thinking)
-        if data is None:
+        if line is None:
             doc["done"] = False
         return encode_line(encode(doc))
 
@@ -164,6 +180,19 @@ def _ids(tool_calls: Any) -> list[str]:
     if not isinstance(tool_calls, list):
         return []
     return [c["id"] for c in tool_calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+_TEXT_LINE = frozenset(("model", "created_at", "message", "response", "thinking", "done"))
+_TEXT_MESSAGE = frozenset(("role", "content", "thinking"))
+
+
+def _says_more(doc: Obj) -> bool:
+    """Whether a line carries something besides its text (tool calls, ``logprobs``…): a client
+    reads it, so the line goes out even when its text is held."""
+    if any(k not in _TEXT_LINE for k in doc):
+        return True
+    message = obj(doc.get("message"))
+    return message is not None and any(k not in _TEXT_MESSAGE for k in message)
 
 
 def _envelope_of(data: bytes, doc: Obj | None = None) -> Obj:
@@ -208,9 +237,12 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     if holder is None or not cfg.enabled:
         return None, counts
     text = as_str(holder.get("content" if chat else "response"))
-    if not text or as_str(holder.get("thinking")):
-        return None, counts  # nothing to read, or Ollama's own reasoning: it wins
-    channels = Channels(cfg)
+    if as_str(holder.get("thinking")):
+        counts.native = 1
+        return None, counts  # Ollama's own reasoning: it wins
+    if not text:
+        return None, counts
+    channels = Channels(cfg, injected=False)
     segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
     counts = channels.counts
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from ..calls import call_spellings
 from ..config import Surface
 from .base import Said
 
@@ -49,12 +50,14 @@ def said_of_body(surface: Surface, body: bytes, item_ids: tuple[str, ...] = ()) 
         for choice in doc.get("choices") or []:
             message = choice.get("message") if isinstance(choice, dict) else None
             if isinstance(message, dict):
-                out.append(Said(_text(message.get("content"), "text"), _ids(message.get("tool_calls"), "id")))
+                calls = message.get("tool_calls")
+                out.append(Said(_text(message.get("content"), "text"), _ids(calls, "id"), (), call_spellings(calls)))
         return out
     if surface == "ollama":  # /api/chat's message, or /api/generate's response (no history to key it)
         message = doc.get("message")
         if isinstance(message, dict):
-            return [Said(_text(message.get("content"), "text"), _ids(message.get("tool_calls"), "id"))]
+            calls = message.get("tool_calls")
+            return [Said(_text(message.get("content"), "text"), _ids(calls, "id"), (), call_spellings(calls))]
         return [Said(_text(doc.get("response"), "text"))]
     if surface == "messages":
         content = doc.get("content")

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
+from gateway_mw.calls import call_spellings
 from gateway_mw.channels import Said
 from gateway_mw.history import record_entries, record_keys
 
@@ -96,3 +97,33 @@ def test_another_conversation_or_model_finds_nothing(
     if other != messages:
         assert not set(record_keys("chat", body("m", [*other, echo]))) & set(entries)
     assert not set(record_keys("chat", body("n", [*messages, echo]))) & set(entries)
+
+
+CALLS = st.lists(
+    st.tuples(st.sampled_from(["get_weather", "get_events"]), st.sampled_from([{}, {"city": "Paris"}, {"n": 1}])),
+    min_size=1,
+    max_size=2,
+)
+
+
+@given(said=CALLS, other=CALLS, text=TEXTS, as_string=st.booleans())
+def test_a_tool_call_turn_without_ids_is_found_by_what_it_said_and_only_by_it(
+    said: list[tuple[str, dict[str, Any]]], other: list[tuple[str, dict[str, Any]]], text: str, as_string: bool
+) -> None:
+    """The answer's text and its calls' names and arguments key it (a client that keeps no ids, as the
+    ``ollama`` client, finds it); an answer to the same question that called other tools does not."""
+    question = [{"role": "user", "content": "Plan my day."}]
+    written = [{"function": {"index": i, "name": n, "arguments": a}} for i, (n, a) in enumerate(said)]
+    entries = record_entries(
+        "ollama", body("qwen3:8b", question), [Said(f"<think>r</think>{text}", (), (), call_spellings(written))], CONFIG
+    )
+
+    def replay(calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+        # sent back without ids; chat completions writes the arguments as a JSON string
+        sent = [{"function": {"name": n, "arguments": json.dumps(a) if as_string else a}} for n, a in calls]
+        turn = {"role": "assistant", "content": text, "tool_calls": sent}
+        return record_keys("ollama", body("qwen3:8b", [*question, turn]))
+
+    assert entries.keys() & set(replay(said))
+    answer_keys = {k for k in entries if k.startswith("answer:")}
+    assert bool(answer_keys & set(replay(other))) == (other == said)

@@ -26,7 +26,7 @@ def compact(text: str) -> bytes:
 
 
 def test_the_doc_shows_its_examples() -> None:
-    assert len(blocks()) == 8
+    assert len(blocks()) == 10
 
 
 def test_the_stream_example_is_what_the_gateway_sends_line_by_line() -> None:
@@ -58,3 +58,10 @@ def test_the_request_example_is_what_ollama_receives() -> None:
     before, after = blocks()[6:8]
     config = ThinkExtractConfig(upstream_server="ollama")
     assert transform_request("ollama", compact(before), config) == compact(after)
+
+
+def test_an_answer_without_reasoning_goes_on_as_the_same_bytes() -> None:
+    (plain,) = blocks()[9:10]
+    pipeline = StreamPipeline("ollama", CFG)
+    out = b"".join(pipeline.feed(line.encode() + b"\n") for line in plain.splitlines()) + pipeline.finish()
+    assert out.decode() == plain

@@ -72,7 +72,9 @@ def test_the_history_gives_thinking_back_where_ollama_reads_it() -> None:
         "tool_calls": history["messages"][1]["tool_calls"],
     }
     assert transform_request("ollama", out, ThinkExtractConfig()) is None
-    llama = {**history, "model": "llama3.2"}  # no known family: as the client sent it (inline)
-    assert transform_request("ollama", json.dumps(llama).encode(), ThinkExtractConfig()) is None
+    llama = {**history, "model": "llama3.2"}  # no known family: where Ollama reads it all the same
+    llama_out = transform_request("ollama", json.dumps(llama).encode(), ThinkExtractConfig())
+    assert llama_out is not None
+    assert json.loads(llama_out)["messages"][1] == assistant
     prompt = {"model": "qwen3:8b", "prompt": "<think>x</think>y"}  # /api/generate: no history
     assert transform_request("ollama", json.dumps(prompt).encode(), ThinkExtractConfig()) is None

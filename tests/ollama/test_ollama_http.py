@@ -137,13 +137,17 @@ async def test_ollamas_own_thinking_wins(aiohttp_server: ServerFactory) -> None:
     assert (await chat(host, stream=False))[:2] == ("I add.", "".join(pieces))
 
 
-async def test_a_family_preset_applies_by_model_name(aiohttp_server: ServerFactory) -> None:
-    """DeepSeek-R1's template opens the block itself: its text starts inside the reasoning."""
-    written = f"{REASONING}</think>{ANSWER}"
-    host = await serve(aiohttp_server, pieces=[written[i : i + 3] for i in range(0, len(written), 3)])
+async def test_an_r1_answer_starts_outside_reasoning_and_its_tags_are_read(aiohttp_server: ServerFactory) -> None:
+    """Ollama's templates inject no open tag the model does not write (a prompt that ends in one is
+    Ollama's own parser's business): DeepSeek-R1's preset does not start inside reasoning here, and
+    the tags the model writes are read."""
+    tagged = f"<think>{REASONING}</think>{ANSWER}"
+    host = await serve(aiohttp_server, pieces=[tagged[i : i + 3] for i in range(0, len(tagged), 3)])
     assert (await chat(host, model="deepseek-r1:8b"))[:2] == (REASONING, ANSWER)
     assert (await chat(host, model="deepseek-r1:8b", stream=False))[:2] == (REASONING, ANSWER)
-    assert (await chat(host, model="llama3.2"))[:2] == ("", written)  # no family: no injected tag
+    untagged = f"{REASONING}</think>{ANSWER}"
+    host = await serve(aiohttp_server, pieces=[untagged[i : i + 3] for i in range(0, len(untagged), 3)])
+    assert (await chat(host, model="deepseek-r1:8b"))[:2] == ("", untagged)
 
 
 async def test_off_for_ollama_leaves_it_alone(aiohttp_server: ServerFactory) -> None:

@@ -59,29 +59,40 @@ def body(kind: str, model: str, text: str, **extra: Any) -> dict[str, Any]:
     return generate_line(model, text, done=True, **extra)
 
 
-def native_chat_line(model: str, content: str, thinking: str = "", done: bool = False) -> dict[str, Any]:
+def native_chat_line(
+    model: str, content: str, thinking: str = "", done: bool = False, older: bool = False
+) -> dict[str, Any]:
     """A line of ``/api/chat`` as Ollama ≥ 0.12.4 writes it when it parsed the reasoning itself: Go's
-    struct order (``done_reason`` before ``done``), ``thinking`` left out when empty."""
+    struct order (``done`` before ``done_reason``; ``older``: ``done_reason`` first, as earlier
+    releases declared it), ``thinking`` left out when empty."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if thinking:
         message["thinking"] = thinking
     line: dict[str, Any] = {"model": model, "created_at": CREATED, "message": message}
-    if done:
+    if done and older:
         line["done_reason"] = "stop"
     line["done"] = done
+    if done and not older:
+        line["done_reason"] = "stop"
     return line | (METRICS if done else {})
 
 
-def native_generate_line(model: str, response: str, thinking: str = "", done: bool = False) -> dict[str, Any]:
+def native_generate_line(
+    model: str, response: str, thinking: str = "", done: bool = False, older: bool = False
+) -> dict[str, Any]:
     """A line of ``/api/generate`` as Ollama writes it when it parsed the reasoning itself."""
     line: dict[str, Any] = {"model": model, "created_at": CREATED, "response": response}
     if thinking:
         line["thinking"] = thinking
+    if done and older:
+        line["done_reason"] = "stop"
     line["done"] = done
     return line | ({"done_reason": "stop", "context": [1, 2, 3], **METRICS} if done else {})
 
 
-def native_stream(kind: str, model: str, thinking: list[str], answer: list[str], joined: bool = False) -> bytes:
+def native_stream(
+    kind: str, model: str, thinking: list[str], answer: list[str], joined: bool = False, older: bool = False
+) -> bytes:
     """What Ollama streams when its own parser ran: a line per piece of reasoning, then a line per piece
     of the answer, then the done line. ``joined``: the line that ends the reasoning also opens the
     answer (it carries both)."""
@@ -91,7 +102,7 @@ def native_stream(kind: str, model: str, thinking: list[str], answer: list[str],
     if joined and lines and rest:
         lines[-1] = line(model, rest.pop(0), thinking[-1])
     lines += [line(model, piece) for piece in rest]
-    return ndjson([*lines, line(model, "", done=True)])
+    return ndjson([*lines, line(model, "", done=True, older=older)])
 
 
 def native_body(kind: str, model: str, thinking: str, answer: str) -> dict[str, Any]:

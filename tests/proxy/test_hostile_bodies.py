@@ -45,12 +45,17 @@ def turn(surface: Surface, tool_result: str) -> dict[str, Any]:
     """A request whose history the gateway rewrites (an earlier answer's reasoning, sent back where
     the default plan moves it), with ``tool_result`` as the text of a tool's result."""
     if surface in ("chat", "ollama"):
-        field = "thinking" if surface == "ollama" else "reasoning_content"
+        # Ollama reads `thinking` whatever the model: what its plan moves there is tags in the content
+        said = (
+            {"content": "<think>I call the tool.</think>"}
+            if surface == "ollama"
+            else {"content": "", "reasoning_content": "I call the tool."}
+        )
         return {
             "model": "m",
             "messages": [
                 {"role": "user", "content": "Weather?"},
-                {"role": "assistant", "content": "", field: "I call the tool.",
+                {"role": "assistant", **said,
                  "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": "call_1", "content": tool_result},
             ],
@@ -178,6 +183,8 @@ async def test_a_body_that_stops_arriving_is_answered_408_within_the_read_timeou
     message = "the request body stopped arriving"
     if surface == "messages":
         assert json.loads(sent) == {"type": "error", "error": {"type": "timeout_error", "message": message}}
+    elif surface == "ollama":  # Ollama's clients read error as a string
+        assert json.loads(sent) == {"error": message}
     else:
         error = {"message": message, "type": "invalid_request_error", "param": None, "code": "request_timeout"}
         assert json.loads(sent) == {"error": error}

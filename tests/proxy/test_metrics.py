@@ -299,3 +299,45 @@ async def test_the_debug_line_says_how_every_surface_translates(caplog: pytest.L
         for surface, path in paths.items()
     ]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def answer_with_own_reasoning(request: web.Request) -> web.StreamResponse:
+    """Ollama with its own parser: a thinking line, then the answer."""
+    lines = [
+        {"model": "qwen3:8b", "message": {"role": "assistant", "content": "", "thinking": "a"}, "done": False},
+        {"model": "qwen3:8b", "message": {"role": "assistant", "content": "b"}, "done": False},
+        {"model": "qwen3:8b", "message": {"role": "assistant", "content": ""}, "done": True},
+    ]
+    if (await request.json()).get("stream") is False:
+        return web.json_response({**lines[2], "message": {"role": "assistant", "content": "b", "thinking": "a"}})
+    resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await resp.prepare(request)
+    await resp.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    await resp.write_eof()
+    return resp
+
+
+async def test_the_debug_line_says_the_upstreams_own_reasoning_was_passed_on(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="gateway_mw.proxy")
+    app = web.Application()
+    app.router.add_post("/api/chat", answer_with_own_reasoning)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        s, _ = load_settings(["--upstream", f"http://127.0.0.1:{runner.addresses[0][1]}"], {})
+        async with serving(s) as base, aiohttp.ClientSession() as session:
+            for streamed in (True, False):
+                body = {"model": "qwen3:8b", "stream": streamed}
+                async with session.post(base + "/api/chat", json=body, headers={"X-Request-Id": f"n-{streamed}"}) as r:
+                    assert r.status == 200
+                    await r.read()
+    finally:
+        await runner.cleanup()
+    lines = [message for _, level, message in records(caplog, "gateway_mw.proxy") if level == logging.DEBUG]
+    qwen = "model 'qwen3:8b', family preset 'Qwen3 hybrid'"
+    assert lines == [
+        f"request n-True: POST /api/chat: 200, key -, {qwen}, stream completed; "
+        "ollama: the upstream's own reasoning passed on",
+        f"request n-False: POST /api/chat: 200, key -, {qwen}; ollama: the upstream's own reasoning passed on",
+    ]

@@ -51,6 +51,10 @@ FORWARDED = [
     ("GET", "/v1/models"),
     ("POST", "/api/chat"),  # Ollama's native routes
     ("POST", "/api/generate"),
+    ("GET", "/api/tags"),  # and the read-only ones its clients list and describe models with
+    ("GET", "/api/version"),
+    ("GET", "/api/ps"),
+    ("POST", "/api/show"),
 ]
 NOT_FOUND = [
     ("POST", "/v1/load_lora_adapter"),
@@ -58,7 +62,12 @@ NOT_FOUND = [
     ("POST", "/v1/files"),
     ("DELETE", "/v1/models/m"),
     ("POST", "/v1/embeddings"),
-    ("GET", "/api/tags"),
+    ("POST", "/api/pull"),  # Ollama's write operations stay opt-in
+    ("POST", "/api/push"),
+    ("DELETE", "/api/delete"),
+    ("POST", "/api/create"),
+    ("POST", "/api/copy"),
+    ("POST", "/api/blobs/sha256:abc"),
     ("GET", "/metrics/x"),
     ("POST", "/admin"),
 ]
@@ -75,6 +84,7 @@ OPENAI_404 = {
         "code": "not_found",
     }
 }
+OLLAMA_404 = {"error": "this route is not served by the gateway"}  # Ollama's clients read a string
 
 
 async def test_the_default_routes_are_forwarded_and_nothing_else() -> None:
@@ -91,7 +101,9 @@ async def test_the_default_routes_are_forwarded_and_nothing_else() -> None:
             async with session.request(method, base + path) as resp:
                 refused.append((resp.status, resp.headers.get("Allow"), await resp.json()))
     assert [(method, path) for method, path, _ in upstream.seen] == FORWARDED
-    assert refused[: len(NOT_FOUND)] == [(404, None, OPENAI_404)] * len(NOT_FOUND)
+    assert refused[: len(NOT_FOUND)] == [
+        (404, None, OLLAMA_404 if path.startswith("/api/") else OPENAI_404) for _, path in NOT_FOUND
+    ]
     assert refused[len(NOT_FOUND) :] == [
         (
             405,

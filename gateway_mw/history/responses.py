@@ -281,6 +281,11 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
     scopes = _scopes(items, plan)
     found = _recalled(items, prefixes, recall, plan) if recall else {}
     starts = _starts(items)
+
+    def before(at: int) -> bytes:
+        """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
+        return prefixes.before(starts[at]) if recall else b""
+
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
@@ -295,13 +300,13 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
                 pending = found[at]
         if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
             # A message the upstream may not have kept, as the record holds it.
-            item = _resolved_message(item, recall, prefixes.before(starts[at]), plan)
+            item = _resolved_message(item, recall, before(at), plan)
             kind = _kind(item)
             if kind == "item_reference":  # the record lacks it: it goes on as it came
                 new.append(item)
                 continue
         if kind in ("reasoning", "item_reference"):
-            reasoning, made_here = _read_reasoning(item, recall, prefixes.before(starts[at]))
+            reasoning, made_here = _read_reasoning(item, recall, before(at))
             if kind == "item_reference" and reasoning is None and not made_here:
                 new.append(item)  # the upstream's own reference
                 continue

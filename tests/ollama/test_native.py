@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 
-from .wire import CREATED, native_stream, stream
+from .wire import CREATED, native_stream, respond_lines, stream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 TOKENS = ["a", " ", "<think>", "</think>", "<", "é", "&", "\n"]
@@ -52,12 +52,7 @@ async def test_the_ollama_client_reads_the_answer_after_ollamas_own_thinking(aio
     data = native_stream("chat", "qwen3:8b", ["I think"], ["The answer", " is 4."])
 
     async def answer(request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-        await resp.prepare(request)
-        for line in data.splitlines(keepends=True):
-            await resp.write(line)
-        await resp.write_eof()
-        return resp
+        return await respond_lines(request, data)
 
     app = web.Application()
     setup(app, ThinkExtractConfig())

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 
-from .wire import body, ndjson, stream
+from .wire import body, ndjson, respond_lines, stream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "deepseek-r1:8b"
@@ -33,12 +33,7 @@ async def ollama_without_thinking(aiohttp_server: ServerFactory, asked: list[dic
         kind = "chat" if request.path == "/api/chat" else "generate"
         if question.get("stream") is False:
             return web.Response(body=ndjson([body(kind, MODEL, "".join(ANSWER))]), content_type="application/json")
-        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-        await resp.prepare(request)
-        for line in stream(kind, MODEL, ANSWER).splitlines(keepends=True):
-            await resp.write(line)
-        await resp.write_eof()
-        return resp
+        return await respond_lines(request, stream(kind, MODEL, ANSWER))
 
     app = web.Application()
     setup(app, ThinkExtractConfig())

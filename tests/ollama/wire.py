@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from aiohttp import web
+
 CREATED = "2026-12-01T10:00:00.000000Z"
 METRICS = {
     "total_duration": 1234567,
@@ -110,3 +112,13 @@ def native_body(kind: str, model: str, thinking: str, answer: str) -> dict[str, 
     if kind == "chat":
         return native_chat_line(model, answer, thinking, done=True)
     return native_generate_line(model, answer, thinking, done=True)
+
+
+async def respond_lines(request: web.Request, data: bytes) -> web.StreamResponse:
+    """An upstream's answer: ``data``'s lines as NDJSON, one write each, as Ollama streams them."""
+    resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await resp.prepare(request)
+    for line in data.splitlines(keepends=True):
+        await resp.write(line)
+    await resp.write_eof()
+    return resp

@@ -67,17 +67,23 @@ def echo_of(calls: list[str]) -> dict[str, Any]:
     return echo
 
 
+def echoed(calls: list[str]) -> dict[str, Any]:
+    """The answer "Let me see." with its tool calls, as a client sends it back."""
+    echo: dict[str, Any] = {"role": "assistant", "content": "Let me see."}
+    if calls:
+        echo["tool_calls"] = [
+            {"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}} for c in calls
+        ]
+    return echo
+
+
 @given(messages=conversations(), calls=st.lists(IDS, max_size=2, unique=True), data=st.data())
 def test_an_answer_is_found_by_the_request_that_replays_it(
     messages: list[dict[str, Any]], calls: list[str], data: st.DataObject
 ) -> None:
     said = Said("<think>Because.</think>Let me see.", tuple(calls))
     entries = record_entries("chat", body("m", messages), [said], CONFIG)
-    echo: dict[str, Any] = {"role": "assistant", "content": "Let me see."}
-    if calls:
-        echo["tool_calls"] = [
-            {"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}} for c in calls
-        ]
+    echo = echoed(calls)
     replay = [*as_sent_again(messages, data), echo, {"role": "user", "content": "And?"}]
     found = [key for key in record_keys("chat", body("m", replay)) if key in entries]
     assert found and {entries[key].reasoning for key in found} == {"Because."}
@@ -89,11 +95,7 @@ def test_another_conversation_or_model_finds_nothing(
 ) -> None:
     said = Said("<think>Because.</think>Let me see.", tuple(calls))
     entries = record_entries("chat", body("m", messages), [said], CONFIG)
-    echo: dict[str, Any] = {"role": "assistant", "content": "Let me see."}
-    if calls:
-        echo["tool_calls"] = [
-            {"id": c, "type": "function", "function": {"name": "f", "arguments": "{}"}} for c in calls
-        ]
+    echo = echoed(calls)
     if other != messages:
         assert not set(record_keys("chat", body("m", [*other, echo]))) & set(entries)
     assert not set(record_keys("chat", body("n", [*messages, echo]))) & set(entries)

@@ -27,6 +27,7 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
+from ..aio import read_already
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from .auth import ClientKeys
 from .detect import detect_server
@@ -79,7 +80,7 @@ _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"
 """What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
 _PIECE = 256 * 1024
-REQUEST_ID: Any = web.RequestKey("gateway_mw.request_id", str) if hasattr(web, "RequestKey") else "request_id"
+REQUEST_ID = web.RequestKey("gateway_mw.request_id", str)
 
 
 def request_id(request: web.Request) -> str:
@@ -372,7 +373,7 @@ class Proxy:
         shape = error_shape(self.settings, request.path)
         headers = self._upstream_headers(request, rid)
         rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
-        whole = rewritten if rewritten is not None else request._read_bytes  # a body read whole already
+        whole = rewritten if rewritten is not None else read_already(request)  # a body read whole already
         data: Any = request.content if request.body_exists else None
         if whole:
             headers[hdrs.CONTENT_LENGTH] = str(len(whole))  # the client's length was its own body's

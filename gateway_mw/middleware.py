@@ -26,6 +26,7 @@ from .incoming import (
     THINKEXTRACT_REQUEST_BODY,
     THINKEXTRACT_SCOPE,
     THINKEXTRACT_SERVER,
+    RequestBodyTimeout,
     rewrite_request,
 )
 from .marks import NewId, random_id
@@ -42,6 +43,7 @@ __all__ = [
     "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
+    "RequestBodyTimeout",
     "setup",
     "thinkextract_middleware",
 ]

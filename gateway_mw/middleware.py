@@ -117,15 +117,15 @@ def setup(
     config = config if config is not None else ThinkExtractConfig.from_env()
     if isinstance(record, str):
         config = config.replace(reasoning_store=record)
+    # Opened first: a store it cannot open leaves the application untouched.
+    opened = open_record(config.reasoning_store) if record is None or isinstance(record, str) else None
     app.middlewares.append(thinkextract_middleware)
     app[THINKEXTRACT_CONFIG] = config
     stats = app[THINKEXTRACT_STATS] = ThinkExtractStats()
-    if record is None or isinstance(record, str):
-        opened = open_record(config.reasoning_store)
-        if opened is not None:
-            app[THINKEXTRACT_RECORD] = opened
-            app.on_cleanup.append(_close_record)
-    else:
+    if opened is not None:
+        app[THINKEXTRACT_RECORD] = opened
+        app.on_cleanup.append(_close_record)
+    elif record is not None and not isinstance(record, str):
         app[THINKEXTRACT_RECORD] = record
     return stats
 

@@ -135,9 +135,11 @@ async def test_setup_uses_a_record_given_as_an_object_and_leaves_it_open(aiohttp
     assert await given.get(b"scope", ["key"]) == {"key": b"entry"}
 
 
-def test_setup_refuses_a_store_it_cannot_read() -> None:
+def test_setup_refuses_a_store_it_cannot_read_and_leaves_the_application_untouched() -> None:
+    app = web.Application()
     with pytest.raises(ValueError, match="reasoning_store must be"):
-        setup(web.Application(), ThinkExtractConfig(), record="postgres://db")
+        setup(app, ThinkExtractConfig(), record="postgres://db")
+    assert (list(app.middlewares), dict(app)) == ([], {})
 
 
 def test_setup_with_the_record_off_installs_none() -> None:

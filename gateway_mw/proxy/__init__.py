@@ -26,12 +26,13 @@ request), :mod:`.serving` (banner, signals, ``main``), :mod:`.worker` and :mod:`
 
 from __future__ import annotations
 
-try:  # the library alone needs only aiohttp and msgspec; this is the first the gateway needs besides
+from ..extras import GATEWAY_EXTRA, MissingExtra
+
+try:  # the first module the gateway needs that the library does not
     import prometheus_client  # noqa: F401
 except ModuleNotFoundError as missing:
-    raise ModuleNotFoundError(
-        f"the gateway (gateway_mw.proxy, gateway-mw) needs {missing.name}, which is not installed:"
-        " pip install 'gateway_mw[gateway]'",
+    raise MissingExtra(
+        f"the gateway (gateway_mw.proxy, gateway-mw) needs {missing.name}, which is not installed: {GATEWAY_EXTRA}",
         name=missing.name,
     ) from None
 

@@ -91,7 +91,7 @@ def test_every_library_module_imports_with_aiohttp_and_msgspec_alone() -> None:
     library = sorted(
         ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
         for path in root.rglob("*.py")
-        if "proxy" not in path.relative_to(root).parts and path.name != "__main__.py"
+        if "proxy" not in path.relative_to(root).parts
     )
     code = f"import importlib; [importlib.import_module(m) for m in {library!r}]; print('imported', {len(library)})"
     done = _without_gateway_extra(code)
@@ -100,11 +100,11 @@ def test_every_library_module_imports_with_aiohttp_and_msgspec_alone() -> None:
 
 def test_the_gateway_without_its_extra_says_which_extra_installs_it() -> None:
     code = (
-        "import gateway_mw\n"
         "from gateway_mw import setup, thinkextract_middleware\n"
+        "from gateway_mw.extras import MissingExtra\n"
         "try:\n"
         "    import gateway_mw.proxy\n"
-        "except ModuleNotFoundError as exc:\n"
+        "except MissingExtra as exc:\n"
         "    print(exc.name, exc, sep='|')\n"
     )
     done = _without_gateway_extra(code)
@@ -113,4 +113,14 @@ def test_the_gateway_without_its_extra_says_which_extra_installs_it() -> None:
         "prometheus_client|the gateway (gateway_mw.proxy, gateway-mw) needs prometheus_client, which is not"
         " installed: pip install 'gateway_mw[gateway]'\n",
         "",
+    )
+
+
+def test_the_command_without_the_gateway_extra_says_so_in_one_line() -> None:
+    done = _without_gateway_extra("from gateway_mw.__main__ import main; sys.exit(main())")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "gateway-mw: the gateway (gateway_mw.proxy, gateway-mw) needs prometheus_client, which is not installed:"
+        " pip install 'gateway_mw[gateway]'\n",
     )

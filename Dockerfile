@@ -19,14 +19,15 @@ COPY gateway_mw ./gateway_mw
 RUN python3 -m venv /build && /build/bin/pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${BASE_IMAGE}
-# The versions this project's CI last tested as the newest; the wheel's own floors are in setup.cfg.
+# The wheel with the gateway's extra, at the versions this project's CI last tested as the newest; the
+# wheel's own floors are in setup.cfg.
 ARG PINS="aiohttp==3.14.5 msgspec==0.23.0 prometheus-client==0.26.0 gunicorn==27.0.1"
 COPY --from=build /wheels /wheels
 # A user with a name, a group of the same name and a home directory: gunicorn's control socket lives
 # there, and tools that look the user up find it. (--no-log-init: no lastlog entry, a sparse file as
 # large as the uid is high.)
 RUN python3 -m venv /opt/gateway-mw \
-    && /opt/gateway-mw/bin/pip install --no-cache-dir /wheels/*.whl ${PINS} \
+    && /opt/gateway-mw/bin/pip install --no-cache-dir "$(echo /wheels/*.whl)[gateway]" ${PINS} \
     && rm -rf /wheels \
     && groupadd --gid 10001 gateway \
     && useradd --uid 10001 --gid gateway --create-home --home-dir /home/gateway --no-log-init \

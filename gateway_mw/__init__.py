@@ -5,7 +5,8 @@
 >>> app = web.Application(middlewares=[thinkextract_middleware])
 
 The sans-I/O core (scanner, SSE codec, surface translators) imports without aiohttp; the
-middleware and its app keys are loaded on first use.
+middleware and its app keys are loaded on first use. ``__all__`` is the public API, listed with the
+other public modules' names in ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ except PackageNotFoundError:  # pragma: no cover - imported from a checkout that
     __version__ = "0+unknown"
 
 if TYPE_CHECKING:
+    from .incoming import CLIENT_GONE, RequestBodyTimeout
     from .middleware import (
         THINK_EXTRACT_HEADER,
         THINKEXTRACT_CONFIG,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CLIENT_GONE",
     "DEFAULT_TAG_PAIRS",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_IDS",
@@ -49,6 +52,7 @@ __all__ = [
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
     "ModelProfile",
+    "RequestBodyTimeout",
     "Scanner",
     "Segment",
     "SurfaceStats",
@@ -63,6 +67,8 @@ __all__ = [
 
 _ADAPTER = frozenset(
     {
+        "CLIENT_GONE",
+        "RequestBodyTimeout",
         "THINK_EXTRACT_HEADER",
         "THINKEXTRACT_CONFIG",
         "THINKEXTRACT_IDS",

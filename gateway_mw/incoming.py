@@ -2,9 +2,8 @@
 request transform (``history``), and the result made what the handler reads.
 
 A body that changes is handed on through the request's cached body (``read()``, ``text()``,
-``json()``) and a fresh payload stream (``content``, a property aiohttp caches: its cache entry too);
-all three are private to aiohttp's request (pinned by the tests at the lowest and newest aiohttp the
-project supports). The request's
+``json()``) and a fresh payload stream (``content``, a property aiohttp caches: its cache entry too),
+private parts of aiohttp's request that only :mod:`gateway_mw.aio` touches. The request's
 ``Content-Length`` header still describes the client's body: a handler that forwards headers must
 take the new one's length, which :data:`THINKEXTRACT_REQUEST_BODY` holds.
 """
@@ -22,6 +21,7 @@ import msgspec
 from aiohttp import hdrs, web
 from aiohttp.streams import StreamReader
 
+from .aio import hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .credentials import credentials, scope_for
@@ -44,20 +44,14 @@ __all__ = [
 
 log = logging.getLogger("gateway_mw")
 
-THINKEXTRACT_REQUEST_BODY: Any = (
-    web.RequestKey("THINKEXTRACT_REQUEST_BODY", bytes) if hasattr(web, "RequestKey") else "THINKEXTRACT_REQUEST_BODY"
-)
+THINKEXTRACT_REQUEST_BODY = web.RequestKey("THINKEXTRACT_REQUEST_BODY", bytes)
 """Set on a request whose body the middleware rewrote: the bytes the handler now reads."""
-THINKEXTRACT_SERVER: Any = (
-    web.RequestKey("THINKEXTRACT_SERVER", str) if hasattr(web, "RequestKey") else "THINKEXTRACT_SERVER"
-)
+THINKEXTRACT_SERVER = web.RequestKey("THINKEXTRACT_SERVER", str)
 """Optional, set by an outer middleware: the server behind this request's upstream (``vllm``,
 ``llamacpp``…), over the configured ``upstream_server`` (a gateway that routes to several upstreams)."""
 
 
-THINKEXTRACT_SCOPE: Any = (
-    web.RequestKey("THINKEXTRACT_SCOPE", bytes) if hasattr(web, "RequestKey") else "THINKEXTRACT_SCOPE"
-)
+THINKEXTRACT_SCOPE = web.RequestKey("THINKEXTRACT_SCOPE", bytes)
 """Optional, set by an outer middleware: whose reasoning record this request reads and writes (bytes
 no one can turn back into a credential). By default, a keyed digest of the API key the request
 presents, the same as ``Authorization: Bearer`` or as ``x-api-key``, or one shared scope when it
@@ -128,7 +122,7 @@ async def rewrite_request(
         return Incoming("error", body, False, scope)
     if new is None:
         return Incoming("unchanged", body, blobs, scope)
-    _hand_over(request, new)
+    hand_over(request, new)
     request[THINKEXTRACT_REQUEST_BODY] = new
     return Incoming("rewritten", body, blobs, scope)
 
@@ -224,7 +218,7 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
     """The request body, read once and handed back to the handler; or why it is left unread."""
     if request.method != hdrs.METH_POST or not request.body_exists:
         return "no_body"
-    cached = request._read_bytes  # an outer middleware read it already
+    cached = read_already(request)  # an outer middleware read it already
     if cached is not None:
         return cached
     length = request.content_length
@@ -235,14 +229,14 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
     if request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower() != "identity":
         return "content_encoding"
     try:
-        body = await _read_all(request._payload, length)  # not .content: aiohttp caches what that returns
+        body = await _read_all(raw_payload(request), length)
     except RequestBodyTimeout:
         refused = web.HTTPRequestTimeout(text="the request body stopped arriving")
         refused.force_close()  # what is left of the body is never read
         raise refused from None
     except ConnectionError:  # the client left before its body's end: nothing to answer
         return "client_gone"
-    _hand_over(request, body)
+    hand_over(request, body)
     return body
 
 
@@ -253,15 +247,3 @@ async def _read_all(payload: StreamReader, length: int) -> bytes:
     while piece := await payload.readany():
         pieces.append(piece)
     return await _off_loop(length, b"".join, pieces)
-
-
-def _hand_over(request: web.Request, body: bytes) -> None:
-    """Make ``body`` what every way of reading the request returns."""
-    request._read_bytes = body
-    # A high water mark above the body, so that feeding it never pauses the connection's reading.
-    payload = StreamReader(request._protocol, limit=max(2**16, len(body)), loop=request._loop)
-    if body:
-        payload.feed_data(body)
-    payload.feed_eof()
-    request._payload = payload
-    request._cache["content"] = payload  # ``content`` is a cached property of the request

@@ -1,9 +1,9 @@
-"""The aiohttp side: pick the surface, gate by config, and translate what the handler writes.
+"""The aiohttp side: the ways in (:func:`setup`, the app keys), and the middleware that picks the
+surface, gates by config, and translates what the handler writes.
 
-The middleware swaps the request's payload writer for :class:`_TranslatingWriter` before the
-handler runs, so every byte of the response passes through it whatever the handler does: return a
-``web.Response``, prepare and write a ``StreamResponse`` by hand, or use ``aiohttp_sse``. A plain
-``web.Response`` with a bytes body is rewritten before aiohttp prepares it, so its
+The middleware swaps the request's payload writer for a :class:`~gateway_mw.exchange.TranslatingWriter`
+before the handler runs, so every byte of the response passes through it whatever the handler does. A
+plain ``web.Response`` with a bytes body is rewritten before aiohttp prepares it, so its
 ``Content-Length`` and any compression apply to the translated body.
 """
 
@@ -11,36 +11,27 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
 from functools import cache
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
-from aiohttp import HttpVersion11, hdrs, web
-from aiohttp.abc import AbstractStreamWriter
-from multidict import CIMultiDict
+from aiohttp import hdrs, web
 
-try:  # aiohttp ≥ 3.10 names the error its own writer raises on a closing transport
-    from aiohttp.client_exceptions import ClientConnectionResetError as _ConnectionReset
-except ImportError:  # pragma: no cover - older aiohttp
-    _ConnectionReset = ConnectionResetError  # type: ignore[misc,assignment]
-
-from .channels import Said
+from .aio import swap_writer
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
+from .exchange import Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
     THINKEXTRACT_REQUEST_BODY,
     THINKEXTRACT_SCOPE,
     THINKEXTRACT_SERVER,
-    Incoming,
-    remember,
+    RequestBodyTimeout,
     rewrite_request,
 )
 from .marks import NewId, random_id
-from .pipeline import StreamPipeline, transform_body
-from .record import DEFAULT_MAX_ENTRY_BYTES, ReasoningRecord, RecordBase, open_record
+from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
-from .surfaces import FRAMINGS, Counts
-from .surfaces.said import said_of_body
 
 __all__ = [
     "CLIENT_GONE",
@@ -52,6 +43,7 @@ __all__ = [
     "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
+    "RequestBodyTimeout",
     "setup",
     "thinkextract_middleware",
 ]
@@ -61,8 +53,9 @@ log = logging.getLogger("gateway_mw")
 THINKEXTRACT_CONFIG = web.AppKey("THINKEXTRACT_CONFIG", ThinkExtractConfig)
 THINKEXTRACT_STATS = web.AppKey("THINKEXTRACT_STATS", ThinkExtractStats)
 THINKEXTRACT_RECORD: web.AppKey[ReasoningRecord] = web.AppKey("THINKEXTRACT_RECORD")
-"""The reasoning record (``setup()`` opens the one ``reasoning_store`` names, and closes it): what
-the gateway moved out of each answer, given back to clients that do not send it back themselves."""
+"""The reasoning record: what the gateway moved out of each answer, given back to clients that do not
+send it back themselves. Set by :func:`setup` (the one ``reasoning_store`` names, or the one it is
+given); a middleware installed without ``setup()`` keeps none unless the application sets this key."""
 THINKEXTRACT_IDS: web.AppKey[NewId] = web.AppKey("THINKEXTRACT_IDS")
 """Optional: the source of the ids the translators make up (``rs_…``, ``msg_…``), given the prefix;
 random by default. Set it to make output deterministic (tests, replays)."""
@@ -71,12 +64,6 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response (_SSE: any stream)
-_STREAM_TYPES = {
-    "sse": frozenset({"text/event-stream"}),
-    "ndjson": frozenset({"application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"}),
-}
-_HELD_PIECE = 64 * 1024
 _T = TypeVar("_T")
 
 
@@ -116,15 +103,30 @@ def _config_for(request: web.Request) -> ThinkExtractConfig | None:
     raise web.HTTPInternalServerError(text="gateway_mw: the THINK_EXTRACT_* configuration is invalid (see the log)")
 
 
-def setup(app: web.Application, config: ThinkExtractConfig | None = None) -> ThinkExtractStats:
-    """Install the middleware on ``app`` with ``config`` (else ``THINK_EXTRACT_*``), and stats."""
+def setup(
+    app: web.Application, config: ThinkExtractConfig | None = None, *, record: ReasoningRecord | str | None = None
+) -> ThinkExtractStats:
+    """Install the middleware on ``app`` with ``config`` (else ``THINK_EXTRACT_*``), its statistics
+    (returned) and its reasoning record: the one ``reasoning_store`` names, or ``record``.
+
+    ``record`` is a store's spec (``"sqlite:PATH"``, ``"redis://HOST:PORT/DB"``, ``"memory"``,
+    ``"off"``), which replaces the configuration's ``reasoning_store``, or a
+    :class:`~gateway_mw.record.ReasoningRecord` the caller made (and closes: it may outlive the
+    application, or serve several). A record ``setup()`` opens is closed at the application's end; a
+    store it cannot open stops the application here."""
+    config = config if config is not None else ThinkExtractConfig.from_env()
+    if isinstance(record, str):
+        config = config.replace(reasoning_store=record)
+    # Opened first: a store it cannot open leaves the application untouched.
+    opened = open_record(config.reasoning_store) if record is None or isinstance(record, str) else None
     app.middlewares.append(thinkextract_middleware)
-    config = app[THINKEXTRACT_CONFIG] = config if config is not None else ThinkExtractConfig.from_env()
+    app[THINKEXTRACT_CONFIG] = config
     stats = app[THINKEXTRACT_STATS] = ThinkExtractStats()
-    record = open_record(config.reasoning_store)  # a bad store stops the application here
-    if record is not None:
-        app[THINKEXTRACT_RECORD] = record
+    if opened is not None:
+        app[THINKEXTRACT_RECORD] = opened
         app.on_cleanup.append(_close_record)
+    elif record is not None and not isinstance(record, str):
+        app[THINKEXTRACT_RECORD] = record
     return stats
 
 
@@ -151,13 +153,16 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     surface = config.surface_for_path(request.path) if config is not None else None
     if config is None or surface is None:
         return await handler(request)
-    session = _Session(request, surface, config, _innermost(request, THINKEXTRACT_STATS))
-    reason = session.request_gate()
+    new_id = _innermost(request, THINKEXTRACT_IDS) or random_id
+    session = Session(request, surface, config, _innermost(request, THINKEXTRACT_STATS), new_id)
+    reason = _not_translated(request, surface, config)
     if reason is not None:
         session.passed(reason)
         return await handler(request)
 
     record = _innermost(request, THINKEXTRACT_RECORD)
+    if record is None and config.reasoning_store != "off":
+        _say_no_record(request.app, config.reasoning_store)
     incoming = await rewrite_request(request, surface, config, record)
     session.history(incoming.outcome)
     if incoming.outcome == "client_gone":
@@ -167,14 +172,13 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     if record is not None and incoming.body is not None:
         session.keep(record, incoming)
 
-    inner = request._payload_writer
-    writer = _TranslatingWriter(inner, session)
-    request._payload_writer = writer
+    writer = TranslatingWriter(request.writer, session)
+    inner = swap_writer(request, writer)
     try:
         response = await handler(request)
     except BaseException:
         await writer.abort()
-        request._payload_writer = inner  # aiohttp's error response, if any, goes out untouched
+        swap_writer(request, inner)  # aiohttp's error response, if any, goes out untouched
         raise
     if not response.prepared and writer.undecided:
         if isinstance(response, web.FileResponse):
@@ -188,326 +192,34 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     return response
 
 
-class _Session:
-    """One response on a translated route: the decisions and the bookkeeping."""
-
-    def __init__(
-        self, request: web.Request, surface: Surface, config: ThinkExtractConfig, stats: ThinkExtractStats | None
-    ) -> None:
-        self.request = request
-        self.surface = surface
-        self.config = config
-        self.new_id = _innermost(request, THINKEXTRACT_IDS) or random_id
-        self.stats = stats
-        self.record: ReasoningRecord | None = None  # where what the answers said is kept, if anywhere
-        self.incoming: Incoming | None = None
-        self.made: list[str] = []  # the ids the translator made up (a Responses body's items)
-        if stats is not None:
-            stats.surface(surface).seen += 1
-
-    def request_gate(self) -> str | None:
-        """Why this request is not translated at all, or ``None``."""
-        if not self.config.surface_enabled(self.surface):
-            return "disabled"
-        if _client_opted_out(self.request.headers.getall(THINK_EXTRACT_HEADER, ())):
-            return "client_off"
-        return None
-
-    def response_kind(self, status: int, headers: CIMultiDict[str], compressing: bool) -> str:
-        """``"sse"``, ``"json"``, or the reason the response passes through untouched."""
-        if not 200 <= status < 300:
-            return "status"
-        if status == 204:
-            return "empty"
-        if status == 206:
-            return "partial"  # a byte range of a document is not a document
-        encoding = headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
-        if encoding != "identity" and not compressing:
-            return "content_encoding"  # bytes the handler encoded itself: not ours to read
-        ctype = headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
-        if ctype in _STREAM_TYPES[FRAMINGS[self.surface]]:
-            return _SSE  # a stream, in the framing of the surface
-        if ctype == "application/json" or ctype.endswith("+json"):
-            return _JSON
-        return "content_type"
-
-    def passed(self, reason: str) -> None:
-        if self.stats is not None:
-            self.stats.passed(self.surface, reason)
-
-    def keep(self, record: ReasoningRecord, incoming: Incoming) -> None:
-        """Keep what this response's answers say in ``record``, for the request's next turns."""
-        self.record, self.incoming = record, incoming
-        made_up, made = self.new_id, self.made
-
-        def new_id(prefix: str) -> str:
-            item_id = made_up(prefix)
-            made.append(item_id)
-            return item_id
-
-        self.new_id = new_id
-
-    def remember(self, said: list[Said]) -> None:
-        """After the response: what its answers said goes to the record (in the background)."""
-        if self.record is None or self.incoming is None:
-            return
-        try:
-            remember(self.record, self.incoming, self.surface, said, self.config)
-        except Exception:  # the record is a convenience: never a failed response
-            log.exception("gateway_mw: the reasoning record could not be written")
-
-    def history(self, outcome: str) -> None:
-        if self.stats is not None:
-            counter = self.stats.surface(self.surface).history
-            counter[outcome] = counter.get(outcome, 0) + 1
-
-    def translated(self, counts: Counts, error: BaseException | None) -> None:
-        if self.stats is not None:
-            self.stats.translated(self.surface, counts, error is not None)
-
-    def rewrite_response(self, response: web.Response, body: bytes) -> None:
-        """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""
-        kind = self.response_kind(response.status, response.headers, compressing=False)
-        if kind not in (_SSE, _JSON):
-            self.passed(kind)
-            return
-        if len(body) > self.config.max_body_bytes:
-            self.passed("too_large")
-            return
-        new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config, self.new_id)
-        self.translated(counts, error)
-        if self.record is not None and kind == _JSON:
-            self.remember(said_of_body(self.surface, body, tuple(self.made)))
-        if new is not None:
-            response.headers.popall(hdrs.CONTENT_LENGTH, None)
-            response.body = new
+def _not_translated(request: web.Request, surface: Surface, config: ThinkExtractConfig) -> str | None:
+    """Why this request is not translated at all, or ``None``."""
+    if not config.surface_enabled(surface):
+        return "disabled"
+    if _client_opted_out(request.headers.getall(THINK_EXTRACT_HEADER, ())):
+        return "client_off"
+    return None
 
 
-class _TranslatingWriter(AbstractStreamWriter):
-    """Stands in for the request's payload writer and translates on the way through.
-
-    SSE bodies stream through a :class:`StreamPipeline`; JSON bodies are collected (up to
-    ``max_body_bytes``) and rewritten at EOF, headers held until then so that ``Content-Length``
-    can be corrected. While nothing goes out, a write to a client that has gone away fails as
-    aiohttp's own writer would, so that the handler stops reading its upstream.
-    """
-
-    def __init__(self, inner: AbstractStreamWriter, session: _Session) -> None:
-        self._inner = inner
-        self._session = session
-        self._mode: str | None = None  # None until the headers decide: _PASS, _SSE or _JSON
-        self._chunking = False
-        self._compression: tuple[str, int | None] | None = None
-        self._pipeline: StreamPipeline | None = None
-        self._held_headers: tuple[str, CIMultiDict[str]] | None = None
-        self._body = bytearray()
-        self._eof = False
-        self.length: int | None = None
-
-    # Counters aiohttp reads from its writer.
-    @property
-    def buffer_size(self) -> int:
-        return self._inner.buffer_size
-
-    @buffer_size.setter
-    def buffer_size(self, value: int) -> None:
-        self._inner.buffer_size = value
-
-    @property
-    def output_size(self) -> int:
-        return self._inner.output_size
-
-    @output_size.setter
-    def output_size(self, value: int) -> None:
-        self._inner.output_size = value
-
-    @property
-    def transport(self) -> Any:
-        return self._inner.transport
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    @property
-    def undecided(self) -> bool:
-        return self._mode is None
-
-    def pass_through(self) -> None:
-        self._mode = _PASS
-
-    # -- AbstractStreamWriter -------------------------------------------------------------------
-
-    # Chunking and compression reach the real writer only with the headers, so that a JSON body
-    # abandoned by a failing handler leaves it clean for aiohttp's error response.
-    def enable_chunking(self) -> None:
-        self._chunking = True
-
-    def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
-        self._compression = (encoding, strategy)  # aiohttp compresses what we write: we see plain bytes
-
-    async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
-        if self._mode is None:
-            self._mode = self._choose(status_line, headers)
-        if self._mode == _JSON:
-            self._held_headers = (status_line, headers)
-            return
-        await self._send_headers_inner(status_line, headers, self.length if self._mode == _PASS else None)
-
-    async def _send_headers_inner(self, status_line: str, headers: CIMultiDict[str], length: int | None) -> None:
-        inner = self._inner
-        if self._chunking:
-            inner.enable_chunking()
-        if self._compression is not None:
-            inner.enable_compression(*self._compression)
-        inner.length = length  # a translated body's length is not the handler's
-        await inner.write_headers(status_line, headers)
-
-    def send_headers(self) -> None:
-        if self._held_headers is None:
-            self._inner.send_headers()
-
-    def write(self, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
-        # Not a coroutine itself: an SSE event hands on the real writer's coroutine, one frame
-        # fewer for every event the handler writes.
-        if self._mode == _SSE:
-            assert self._pipeline is not None
-            out = self._pipeline.feed(bytes(chunk))
-            if out:
-                return self._inner.write(out)
-            self._check_open()
-            return _nothing()
-        if self._mode == _JSON:
-            return self._collect(chunk)
-        return self._inner.write(chunk)
-
-    async def _collect(self, chunk: bytes | bytearray | memoryview) -> None:
-        self._check_open()
-        self._body += chunk
-        if len(self._body) > self._session.config.max_body_bytes:
-            await self._give_up_json()
-
-    def _check_open(self) -> None:
-        """Fail like aiohttp's writer when the client is gone, though nothing is written now."""
-        transport = self._inner.transport
-        if transport is None or transport.is_closing():
-            raise _ConnectionReset("Cannot write to closing transport")
-
-    async def write_eof(self, chunk: bytes = b"") -> None:
-        if self._eof:
-            return
-        self._eof = True
-        if self._mode == _SSE:
-            assert self._pipeline is not None
-            out = self._pipeline.feed(bytes(chunk)) if chunk else b""
-            await self._inner.write_eof(out + self._end_stream(self._pipeline))
-        elif self._mode == _JSON:
-            if chunk:
-                self._body += chunk
-            await self._finish_json()
-        else:
-            await self._inner.write_eof(chunk)
-
-    async def drain(self) -> None:
-        await self._inner.drain()
-
-    # -- internals ------------------------------------------------------------------------------
-
-    def _choose(self, status_line: str, headers: CIMultiDict[str]) -> str:
-        session = self._session
-        status = int(status_line.split(" ", 2)[1])
-        kind = session.response_kind(status, headers, self._compression is not None)
-        if kind == _SSE:
-            if hdrs.CONTENT_LENGTH in headers:
-                # The usual proxy copies the upstream length; ours differs, so stream it chunked.
-                if session.request.version < HttpVersion11:
-                    session.passed("http10_length")
-                    return _PASS
-                del headers[hdrs.CONTENT_LENGTH]
-                self._chunking = True
-                headers[hdrs.TRANSFER_ENCODING] = "chunked"
-            record = session.record
-            # A record of the package's own says how large an entry it stores; beyond that, no transcript.
-            limit = record.max_entry_bytes if isinstance(record, RecordBase) else DEFAULT_MAX_ENTRY_BYTES
-            self._pipeline = StreamPipeline(
-                session.surface, session.config, session.new_id, keep=record is not None, keep_limit=limit
-            )
-            return _SSE
-        if kind == _JSON:
-            return _JSON
-        session.passed(kind)
-        return _PASS
-
-    def _end_stream(self, pipeline: StreamPipeline) -> bytes:
-        """What the pipeline still holds at the end of a stream; the response is counted."""
-        out = pipeline.finish()
-        self._session.translated(pipeline.counts, pipeline.error)
-        if self._session.record is not None:
-            self._session.remember(pipeline.said())
-        return out
-
-    def _take_held_headers(self) -> tuple[str, CIMultiDict[str]]:
-        assert self._held_headers is not None
-        held, self._held_headers = self._held_headers, None
-        return held
-
-    async def _give_up_json(self) -> None:
-        """A JSON body too large to hold: send what we have as it is, and the rest as it comes."""
-        status_line, headers = self._take_held_headers()
-        self._mode = _PASS
-        self._session.passed("too_large")
-        body, self._body = self._body, bytearray()
-        await self._send_headers_inner(status_line, headers, self.length)
-        await self._write_held(body)
-
-    async def _write_held(self, body: bytes | bytearray) -> None:
-        """Send a held body in pieces, so that the transport's backpressure applies and it is never
-        copied whole into the transport's buffer."""
-        view = memoryview(body)
-        try:
-            for start in range(0, len(body), _HELD_PIECE):
-                await self._inner.write(view[start : start + _HELD_PIECE])
-        finally:
-            view.release()
-
-    async def _finish_json(self) -> None:
-        status_line, headers = self._take_held_headers()
-        body: bytes | bytearray = self._body
-        self._body = bytearray()
-        if len(body) > self._session.config.max_body_bytes:  # the last write took it over
-            self._session.passed("too_large")
-            await self._send_headers_inner(status_line, headers, self.length)
-            await self._write_held(body)
-            await self._inner.write_eof()
-            return
-        session = self._session
-        new, counts, error = transform_body(session.surface, body, False, session.config, session.new_id)
-        session.translated(counts, error)
-        if session.record is not None:
-            session.remember(said_of_body(session.surface, bytes(body), tuple(session.made)))
-        if new is not None:
-            body = new
-            if hdrs.CONTENT_LENGTH in headers:
-                headers[hdrs.CONTENT_LENGTH] = str(len(body))
-        await self._send_headers_inner(status_line, headers, None)
-        await self._inner.write_eof(bytes(body) if isinstance(body, bytearray) else body)
-
-    async def abort(self) -> None:
-        """The handler raised: send what the translator holds, so no character is lost."""
-        if self._eof or self._mode != _SSE or self._pipeline is None:
-            return
-        self._eof = True
-        try:
-            out = self._end_stream(self._pipeline)
-            if out:
-                await self._inner.write(out)
-        except Exception:
-            log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)
+_told_no_record: weakref.WeakSet[web.Application] = weakref.WeakSet()
 
 
-async def _nothing() -> None:
-    """What :meth:`_TranslatingWriter.write` awaits for a write that sends nothing now."""
+def _say_no_record(app: web.Application, store: str) -> None:
+    """Say once per application that it keeps no record though its configuration names one: only
+    ``setup()`` opens a store (and closes it), for a middleware has no part in the application's
+    start and end. The store's kind only: a URL may carry a password."""
+    if app in _told_no_record:
+        return
+    _told_no_record.add(app)
+    kind = store.strip().partition(":")[0]
+    log.warning(
+        "gateway_mw: no reasoning record: reasoning_store is %s, but only gateway_mw.setup() opens a store;"
+        " this middleware was installed without it, so reasoning a client does not send back is not restored."
+        " Use setup(app, config), set app[THINKEXTRACT_RECORD], or set reasoning_store to 'off'",
+        kind,
+    )
 
 
-def _client_opted_out(values: Any) -> bool:
+def _client_opted_out(values: Iterable[str]) -> bool:
     """Whether any ``X-Think-Extract`` value (headers repeated, or comma-separated) says off."""
     return any(item.strip().lower() in FALSE_WORDS for value in values for item in value.split(","))

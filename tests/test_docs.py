@@ -51,13 +51,15 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 # Shell commands the docs show that this module does not run itself, and what runs them.
 COVERED_ELSEWHERE = {
     "python3 -m venv .venv && . .venv/bin/activate": ".ci/run (makes the virtual environment)",
-    "pip install -e . && python examples/proxy.py": ".ci/run (the README smoke test)",
+    "pip install -e '.[gateway]' && python examples/proxy.py": ".ci/run (the README smoke test)",
     "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
     "python examples/proxy.py --demo": "tests/proxy/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
     "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
-    "pip install . gunicorn": ".ci/installed (pip install of the wheel; the test extra installs gunicorn)",
+    "pip install '.[gateway]'": ".ci/installed (pip install of the wheel with the gateway extra)",
     "python -m pip wheel --no-deps --wheel-dir dist .": ".ci/installed (the same command, into a temporary directory)",
-    "pip install dist/gateway_mw-0.1.0-py3-none-any.whl gunicorn": ".ci/installed (installs the wheel it built)",
+    "pip install 'dist/gateway_mw-0.1.0-py3-none-any.whl[gateway]'": (
+        ".ci/installed (installs the wheel it built, with the gateway extra)"
+    ),
     "GATEWAY_UPSTREAM=http://127.0.0.1:8000 GATEWAY_HOST=0.0.0.0 gunicorn -c python:gateway_mw.proxy.gunicorn_conf "
     "-w 4": "tests/proxy/test_metrics.py::test_two_gunicorn_workers_count_by_status_key_outcome_and_tokens",
     "PROMETHEUS_MULTIPROC_DIR=/tmp/gateway-metrics GATEWAY_UPSTREAM=http://127.0.0.1:8000 gunicorn -c "

@@ -11,8 +11,12 @@ streamed both ways; the middleware translates the answers on the way out. ``GET 
 ``GET /readyz`` (readiness: fails from SIGTERM on) and ``GET /metrics`` (Prometheus text) are the
 gateway's own. SIGHUP reloads the client keys.
 
+It needs the ``gateway`` extra (``pip install 'gateway_mw[gateway]'``: prometheus-client, gunicorn);
+imported without it, it says so.
+
 Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.routes` (the routes
-forwarded), :mod:`.forwarding` (the proxy), :mod:`.auth` (client keys and their aliases),
+forwarded), :mod:`.forwarding` (the proxy), :mod:`.heads` (the head fields passed on and added, the
+paths refused), :mod:`.errors` (the gateway's own answers), :mod:`.auth` (client keys and their aliases),
 :mod:`.usage` (token counts from the answers), :mod:`.notes` (what is noted of a request),
 :mod:`.metrics`, :mod:`.app` (the aiohttp application), :mod:`.connections` (the runner: request
 head timeout, refused requests, a bounded stop), :mod:`.logsafe` (what log lines may carry of a
@@ -22,9 +26,21 @@ request), :mod:`.serving` (banner, signals, ``main``), :mod:`.worker` and :mod:`
 
 from __future__ import annotations
 
+from ..extras import GATEWAY_EXTRA, MissingExtra
+
+try:  # the first module the gateway needs that the library does not
+    import prometheus_client  # noqa: F401
+except ModuleNotFoundError as missing:
+    raise MissingExtra(
+        f"the gateway (gateway_mw.proxy, gateway-mw) needs {missing.name}, which is not installed: {GATEWAY_EXTRA}",
+        name=missing.name,
+    ) from None
+
 from ..stats import ThinkExtractStats
 from .app import PROXY, app_factory, build_app
-from .forwarding import HOP_BY_HOP, Proxy, UpstreamDropped, error_response
+from .errors import error_response
+from .forwarding import Proxy, UpstreamDropped
+from .heads import HOP_BY_HOP
 from .metrics import Counters, GatewayMetrics
 from .serving import banner, main, serve
 from .settings import DEMO_CONFIG, TE_FIELDS, Settings, SettingsError, load_settings

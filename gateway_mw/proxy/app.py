@@ -20,16 +20,9 @@ from ..families import family_for
 from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
 from . import demo_model
-from .forwarding import (
-    REQUEST_ID_HEADER,
-    Proxy,
-    UpstreamDropped,
-    body_timed_out,
-    error_response,
-    error_shape,
-    path_refusal,
-    request_id,
-)
+from .errors import body_timed_out, error_response, error_shape
+from .forwarding import Proxy, UpstreamDropped
+from .heads import REQUEST_ID_HEADER, path_refusal, request_id
 from .logs import configure_logging, warn_demo
 from .logsafe import GatewayAccessLogger, printable, request_line
 from .metrics import CONTENT_TYPE, Counters, GatewayMetrics

@@ -142,7 +142,7 @@ def _dumps(obj: Any) -> bytes:
 
 
 # Where a handler leaves its prepared stream (a typed key where aiohttp has them).
-_STREAM: Any = web.RequestKey("demo_model.stream", web.StreamResponse) if hasattr(web, "RequestKey") else "stream"
+_STREAM = web.RequestKey("demo_model.stream", web.StreamResponse)
 
 
 async def _stream(request: web.Request) -> web.StreamResponse:

@@ -14,22 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 import aiohttp
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
+from ..aio import read_already
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from .auth import ClientKeys
 from .detect import detect_server
+from .errors import body_timed_out, error_response, error_shape
+from .heads import REQUEST_ID_HEADER, VIA, append_to, path_refusal, request_id, strip_hop_by_hop
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
 from .notes import RequestNote, note_of
@@ -37,145 +37,19 @@ from .routes import parse_routes
 from .settings import Secret, Settings, SettingsError, read_client_keys
 from .usage import UsageTap
 
-__all__ = [
-    "HOP_BY_HOP",
-    "REQUEST_ID",
-    "REQUEST_ID_HEADER",
-    "VIA",
-    "Proxy",
-    "UpstreamDropped",
-    "body_timed_out",
-    "error_response",
-]
+__all__ = ["Proxy", "UpstreamDropped"]
 
 log = logging.getLogger("gateway_mw.proxy")
 
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
-"""RFC 9110 §7.6.1 connection-specific fields, plus those a ``Connection`` header names."""
 _NOT_FORWARDED = frozenset({"host", "expect", "accept-encoding"})
 _AUTH = ("authorization", "x-api-key")
-_SEPARATOR = re.compile(r"\\|%(?:25)?(?:2f|5c)", re.IGNORECASE)
-_DOUBLE_ENCODED_DOT = re.compile(r"%252e", re.IGNORECASE)
-REQUEST_ID_HEADER = "X-Request-Id"
 DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
 DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
 PROCESS_SAMPLE_EVERY = 5.0  # seconds between two samples of a worker's memory, CPU and descriptors
 STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
 """Content types of a streamed answer (Ollama's native routes stream JSON lines)."""
 _USAGE_TYPES = STREAM_TYPES | {"application/json"}
-_CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
-VIA = "1.1 gateway-mw"
-"""What the gateway adds to ``Via`` (RFC 9110 §7.6.3): the protocol it received, and its name."""
 _PIECE = 256 * 1024
-REQUEST_ID: Any = web.RequestKey("gateway_mw.request_id", str) if hasattr(web, "RequestKey") else "request_id"
-
-
-def request_id(request: web.Request) -> str:
-    """The client's ``X-Request-Id`` when it is a plain token, else a new one (kept on the request)."""
-    if REQUEST_ID in request:
-        found: str = request[REQUEST_ID]
-        return found
-    sent = request.headers.get(REQUEST_ID_HEADER, "")
-    rid = sent if _CLIENT_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
-    request[REQUEST_ID] = rid
-    return rid
-
-
-def path_refusal(raw_path: str) -> str | None:
-    """Why a path (as sent, percent-encoded) must not be forwarded, or ``None``.
-
-    The upstream decodes the path again, and maybe normalises it: a dot segment, in any spelling,
-    could take the request out of the prefix there, and so could a slash or backslash that is one only
-    once decoded (or decoded twice: ``%252f``). Each segment is decoded once, as the upstream does;
-    ``%25`` followed by an encoded dot, slash or backslash is refused wherever it stands, as is a path
-    that is not UTF-8 once decoded (an overlong ``%c0%ae`` is a dot to some decoders).
-    """
-    if _SEPARATOR.search(raw_path):
-        return "encoded slashes and backslashes are not allowed in the path"
-    if _DOUBLE_ENCODED_DOT.search(raw_path):
-        return "dot segments are not allowed in the path"
-    try:
-        segments = [unquote_to_bytes(segment).decode("utf-8") for segment in raw_path.split("/")]
-    except UnicodeDecodeError:
-        return "the path is not UTF-8 once percent-decoded"
-    # A segment's ";" parameters are dropped by servlet containers before they resolve dot segments.
-    if any(segment.partition(";")[0] in (".", "..") for segment in segments):
-        return "dot segments are not allowed in the path"
-    return None
-
-
-def _strip_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozenset()) -> CIMultiDict[str]:
-    named = {
-        token.strip().lower()
-        for value in CIMultiDict(headers).getall(hdrs.CONNECTION, [])
-        for token in value.split(",")
-    }
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers.items():
-        lname = name.lower()
-        if lname not in HOP_BY_HOP and lname not in named and lname not in also:
-            out.add(name, value)
-    return out
-
-
-def _append(headers: CIMultiDict[str], name: str, value: str) -> None:
-    """Add ``value`` to a comma-separated list header, after what is there."""
-    present = headers.getall(name, [])
-    headers.popall(name, None)
-    headers[name] = ", ".join([*present, value])
-
-
-OLLAMA_API = "/api/"  # where Ollama's native routes live
-
-
-def error_shape(settings: Settings, path: str) -> str | None:
-    """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or
-    Ollama's for its other routes (``/api/tags``, ``/api/show``…), outside the prefix."""
-    surface = settings.think_extract.surface_for_path(path)
-    if surface is None and path.startswith(OLLAMA_API) and not path.startswith(settings.prefix):
-        return "ollama"
-    return surface
-
-
-def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
-    """An error body in the shape of the surface's API: Anthropic's for messages, Ollama's for its
-    native routes (``error`` a string: its clients read it so), OpenAI's otherwise."""
-    if surface == "ollama":
-        return web.json_response({"error": message}, status=status)
-    if surface == "messages":
-        kind = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            404: "not_found_error",
-            405: "invalid_request_error",
-            408: "timeout_error",
-            504: "timeout_error",
-        }.get(status, "api_error")
-        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    error = {"message": message, "type": kind, "param": None, "code": code}
-    return web.json_response({"error": error}, status=status)
-
-
-def body_timed_out(request: web.Request, surface: str | None) -> web.Response:
-    """The answer to a request whose body stopped arriving (``read_timeout`` without a byte): 408,
-    the connection closed (what is left of the body is never read), one INFO line."""
-    log.info("request %s: %s: the request body stopped arriving", request_id(request), request_line(request))
-    refused = error_response(surface, 408, "request_timeout", "the request body stopped arriving")
-    refused.force_close()
-    return refused
 
 
 class UpstreamDropped(Exception):
@@ -321,7 +195,7 @@ class Proxy:
         log.debug("request %s: %s: the client left before the end of %s", rid, request_line(request), before)
 
     def _upstream_headers(self, request: web.Request, rid: str) -> CIMultiDict[str]:
-        headers = _strip_hop_by_hop(request.headers, _NOT_FORWARDED)
+        headers = strip_hop_by_hop(request.headers, _NOT_FORWARDED)
         headers[hdrs.ACCEPT_ENCODING] = "identity"  # the middleware reads plain bytes
         sent = [name for name in _AUTH if name in headers]
         key = self.settings.upstream_key
@@ -334,9 +208,9 @@ class Proxy:
         headers[REQUEST_ID_HEADER] = rid
         if self.settings.forwarded_headers:
             if request.remote:
-                _append(headers, "X-Forwarded-For", request.remote)
+                append_to(headers, "X-Forwarded-For", request.remote)
             headers.setdefault("X-Forwarded-Proto", request.scheme)
-            _append(headers, hdrs.VIA, VIA)
+            append_to(headers, hdrs.VIA, VIA)
         return headers
 
     async def forward(self, request: web.Request) -> web.StreamResponse:
@@ -372,7 +246,7 @@ class Proxy:
         shape = error_shape(self.settings, request.path)
         headers = self._upstream_headers(request, rid)
         rewritten = request.get(THINKEXTRACT_REQUEST_BODY)  # the history in the upstream's form
-        whole = rewritten if rewritten is not None else request._read_bytes  # a body read whole already
+        whole = rewritten if rewritten is not None else read_already(request)  # a body read whole already
         data: Any = request.content if request.body_exists else None
         if whole:
             headers[hdrs.CONTENT_LENGTH] = str(len(whole))  # the client's length was its own body's
@@ -411,10 +285,10 @@ class Proxy:
         outcome = "cancelled"  # unless it ends otherwise: the gateway's stop cancelled it
         try:
             resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            resp.headers.extend(_strip_hop_by_hop(upstream.headers))
+            resp.headers.extend(strip_hop_by_hop(upstream.headers))
             resp.headers.setdefault(REQUEST_ID_HEADER, rid)
             if self.settings.forwarded_headers:
-                _append(resp.headers, hdrs.VIA, VIA)
+                append_to(resp.headers, hdrs.VIA, VIA)
             if self.draining:
                 resp.force_close()  # the client's next request goes to another instance
             await resp.prepare(request)

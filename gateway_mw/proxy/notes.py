@@ -10,7 +10,6 @@ runs in the request's task).
 from __future__ import annotations
 
 import contextvars
-from typing import Any
 
 from aiohttp import web
 
@@ -21,7 +20,7 @@ from .usage import Usage
 
 __all__ = ["NOTE", "NotedStats", "RequestNote", "current_note", "note_of"]
 
-NOTE: Any = web.RequestKey("gateway_mw.note", object) if hasattr(web, "RequestKey") else "gateway_mw.note"
+NOTE: web.RequestKey[RequestNote] = web.RequestKey("gateway_mw.note")
 NO_KEY = "-"
 """The alias shown for a request without an accepted key (none needed, or refused)."""
 
@@ -46,7 +45,7 @@ _CURRENT: contextvars.ContextVar[RequestNote | None] = contextvars.ContextVar("g
 
 def note_of(request: web.BaseRequest) -> RequestNote:
     """The request's note, made on first use (a clone of the request shares it)."""
-    note: RequestNote | None = request.get(NOTE)
+    note = request.get(NOTE)
     if note is None:
         note = request[NOTE] = RequestNote()
     return note

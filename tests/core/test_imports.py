@@ -74,3 +74,53 @@ def test_no_module_of_the_package_imports_itself_back_through_others() -> None:
         return seen
 
     assert sorted(m for m in modules if m in reaches(m)) == []
+
+
+# The library's install dependencies are aiohttp and msgspec; the gateway's (its extra) are these.
+_GATEWAY_ONLY = ("prometheus_client", "gunicorn", "tomli", "tomllib", "redis")
+
+
+def _without_gateway_extra(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter where the gateway extra's modules cannot be imported."""
+    block = f"import sys; sys.modules.update(dict.fromkeys({_GATEWAY_ONLY!r}));"
+    return subprocess.run([sys.executable, "-c", block + code], capture_output=True, text=True)
+
+
+def test_every_library_module_imports_with_aiohttp_and_msgspec_alone() -> None:
+    root = pathlib.Path(gateway_mw.__file__).parent
+    library = sorted(
+        ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        for path in root.rglob("*.py")
+        if "proxy" not in path.relative_to(root).parts
+    )
+    code = f"import importlib; [importlib.import_module(m) for m in {library!r}]; print('imported', {len(library)})"
+    done = _without_gateway_extra(code)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"imported {len(library)}\n", "")
+
+
+def test_the_gateway_without_its_extra_says_which_extra_installs_it() -> None:
+    code = (
+        "from gateway_mw import setup, thinkextract_middleware\n"
+        "from gateway_mw.extras import MissingExtra\n"
+        "try:\n"
+        "    import gateway_mw.proxy\n"
+        "except MissingExtra as exc:\n"
+        "    print(exc.name, exc, sep='|')\n"
+    )
+    done = _without_gateway_extra(code)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "prometheus_client|the gateway (gateway_mw.proxy, gateway-mw) needs prometheus_client, which is not"
+        " installed: pip install 'gateway_mw[gateway]'\n",
+        "",
+    )
+
+
+def test_the_command_without_the_gateway_extra_says_so_in_one_line() -> None:
+    done = _without_gateway_extra("from gateway_mw.__main__ import main; sys.exit(main())")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "gateway-mw: the gateway (gateway_mw.proxy, gateway-mw) needs prometheus_client, which is not installed:"
+        " pip install 'gateway_mw[gateway]'\n",
+    )

@@ -1,0 +1,55 @@
+"""Every private part of aiohttp's request that the middleware uses, and nothing else.
+
+The middleware needs three things aiohttp has no public way to do: put its own payload writer
+between the handler and the connection (so that whatever the handler writes goes through it), see a
+body an outer middleware already read, and make a rewritten body what every way of reading the
+request returns (``read()``, ``text()``, ``json()``, ``content``). Each is done here, on the request
+attributes named in :data:`PRIVATE_ATTRIBUTES`; ``tests/middleware/test_aio.py`` fails, naming the
+attribute, when an aiohttp release renames or drops one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.streams import StreamReader
+
+__all__ = ["PRIVATE_ATTRIBUTES", "hand_over", "raw_payload", "read_already", "swap_writer"]
+
+PRIVATE_ATTRIBUTES = ("_payload_writer", "_read_bytes", "_payload", "_cache")
+"""The attributes of :class:`aiohttp.web.BaseRequest` this module reads or sets."""
+CACHED_CONTENT = "content"
+"""The request's ``content``: a cached property (``reify``), whose value aiohttp keeps in ``_cache``."""
+
+
+def swap_writer(request: web.BaseRequest, writer: AbstractStreamWriter) -> AbstractStreamWriter:
+    """Make ``writer`` the one the response goes out through; the one it replaces is returned (put
+    it back the same way)."""
+    replaced = request.writer
+    request._payload_writer = writer
+    return replaced
+
+
+def read_already(request: web.BaseRequest) -> bytes | None:
+    """The body, when something before the middleware read it whole already."""
+    return request._read_bytes
+
+
+def raw_payload(request: web.BaseRequest) -> StreamReader:
+    """The body's stream as the connection feeds it (not ``content``: aiohttp caches what that
+    returns, and :func:`hand_over` replaces it)."""
+    return request._payload
+
+
+def hand_over(request: web.BaseRequest, body: bytes) -> None:
+    """Make ``body`` what every way of reading the request returns."""
+    request._read_bytes = body
+    # A high water mark above the body, so that feeding it never pauses the connection's reading.
+    payload = StreamReader(request.protocol, limit=max(2**16, len(body)), loop=asyncio.get_running_loop())
+    if body:
+        payload.feed_data(body)
+    payload.feed_eof()
+    request._payload = payload
+    request._cache[CACHED_CONTENT] = payload

@@ -27,7 +27,10 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 from yarl import URL
 
+from ..config import Surface
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
+from ..surfaces.errors import openai_error
+from ..surfaces.registry import SURFACES
 from .auth import ClientKeys
 from .detect import detect_server
 from .logsafe import printable, request_line
@@ -140,7 +143,7 @@ def _append(headers: CIMultiDict[str], name: str, value: str) -> None:
 OLLAMA_API = "/api/"  # where Ollama's native routes live
 
 
-def error_shape(settings: Settings, path: str) -> str | None:
+def error_shape(settings: Settings, path: str) -> Surface | None:
     """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or
     Ollama's for its other routes (``/api/tags``, ``/api/show``…), outside the prefix."""
     surface = settings.think_extract.surface_for_path(path)
@@ -149,27 +152,13 @@ def error_shape(settings: Settings, path: str) -> str | None:
     return surface
 
 
-def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
-    """An error body in the shape of the surface's API: Anthropic's for messages, Ollama's for its
-    native routes (``error`` a string: its clients read it so), OpenAI's otherwise."""
-    if surface == "ollama":
-        return web.json_response({"error": message}, status=status)
-    if surface == "messages":
-        kind = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            404: "not_found_error",
-            405: "invalid_request_error",
-            408: "timeout_error",
-            504: "timeout_error",
-        }.get(status, "api_error")
-        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    error = {"message": message, "type": kind, "param": None, "code": code}
-    return web.json_response({"error": error}, status=status)
+def error_response(surface: Surface | None, status: int, code: str, message: str) -> web.Response:
+    """An error body in the shape of the surface's API (its definition's), OpenAI's off its routes."""
+    error_body = SURFACES[surface].error_body if surface is not None else openai_error
+    return web.json_response(error_body(status, code, message), status=status)
 
 
-def body_timed_out(request: web.Request, surface: str | None) -> web.Response:
+def body_timed_out(request: web.Request, surface: Surface | None) -> web.Response:
     """The answer to a request whose body stopped arriving (``read_timeout`` without a byte): 408,
     the connection closed (what is left of the body is never read), one INFO line."""
     log.info("request %s: %s: the request body stopped arriving", request_id(request), request_line(request))
@@ -462,7 +451,7 @@ class Proxy:
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
 
-    def _body_failed(self, request: web.Request, shape: str | None) -> web.Response | None:
+    def _body_failed(self, request: web.Request, shape: Surface | None) -> web.Response | None:
         """The answer when what failed the exchange was the client's body, not the upstream: a client
         that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
         connection closed); ``None`` when the body did not fail."""

@@ -1,0 +1,106 @@
+"""The surface registry: every surface the configuration names is in it once, under its own name, with
+every piece of :class:`SurfaceDefinition`; and what each piece says of the surface."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.config import DEFAULT_ROUTES, Surface
+from gateway_mw.history.side import RequestSide
+from gateway_mw.surfaces.definition import NDJSON_TYPES, SSE_TYPES, SurfaceDefinition
+from gateway_mw.surfaces.registry import SURFACES
+
+
+def _members(protocol: type) -> set[str]:
+    return {
+        name
+        for cls in protocol.__mro__
+        if cls in (SurfaceDefinition, RequestSide)
+        for name in vars(cls)
+        if not name.startswith("_")
+    }
+
+
+def test_every_surface_is_in_the_registry_once_under_its_name() -> None:
+    assert {name: definition.name for name, definition in SURFACES.items()} == {s: s for s in get_args(Surface)}
+    assert set(DEFAULT_ROUTES.values()) == set(SURFACES)
+
+
+def test_every_definition_has_every_piece() -> None:
+    """What ``mypy --strict`` checks of the registry's entries, seen at run time too."""
+    members = _members(SurfaceDefinition)
+    assert sorted(members) == [
+        "answer_prefix",
+        "asks_for_blobs",
+        "enabled",
+        "error_body",
+        "framing",
+        "history_keys",
+        "name",
+        "said_of_body",
+        "story",
+        "stream",
+        "stream_types",
+        "transform_body",
+        "transform_history",
+        "unknown_family",
+    ]
+    for name, definition in SURFACES.items():
+        assert [m for m in sorted(members) if not hasattr(definition, m)] == [], name
+
+
+def test_each_surface_says_how_its_streams_are_framed() -> None:
+    framed = {name: (d.framing, d.stream_types) for name, d in SURFACES.items()}
+    assert framed == {
+        "chat": ("sse", SSE_TYPES),
+        "messages": ("sse", SSE_TYPES),
+        "responses": ("sse", SSE_TYPES),
+        "ollama": ("ndjson", NDJSON_TYPES),
+    }
+
+
+def test_each_surface_is_switched_by_its_own_setting() -> None:
+    def switched(**settings: Any) -> dict[str, bool]:
+        config = ThinkExtractConfig(**settings)
+        return {name: d.enabled(config) for name, d in SURFACES.items()}
+
+    assert switched() == {"chat": True, "messages": False, "responses": True, "ollama": True}
+    assert switched(messages_policy="redacted") == {"chat": True, "messages": True, "responses": True, "ollama": True}
+    assert switched(chat_enabled=False) == {"chat": False, "messages": False, "responses": True, "ollama": True}
+    assert switched(responses_enabled=False) == {"chat": True, "messages": False, "responses": False, "ollama": True}
+    assert switched(ollama_enabled=False) == {"chat": True, "messages": False, "responses": True, "ollama": False}
+
+
+def test_each_surface_tells_where_the_reasoning_went() -> None:
+    config = ThinkExtractConfig(chat_reasoning_field="reasoning", messages_policy="unsigned")
+    assert {name: d.story(config) for name, d in SURFACES.items()} == {
+        "chat": "reasoning into chat_reasoning_field=reasoning",
+        "messages": "reasoning into thinking blocks (unsigned)",
+        "responses": "reasoning into reasoning items",
+        "ollama": "reasoning into thinking",
+    }
+
+
+def test_each_surface_writes_an_error_its_clients_read() -> None:
+    assert {name: d.error_body(404, "not_found", "no such route") for name, d in SURFACES.items()} == {
+        "chat": {
+            "error": {"message": "no such route", "type": "invalid_request_error", "param": None, "code": "not_found"}
+        },
+        "messages": {"type": "error", "error": {"type": "not_found_error", "message": "no such route"}},
+        "responses": {
+            "error": {"message": "no such route", "type": "invalid_request_error", "param": None, "code": "not_found"}
+        },
+        "ollama": {"error": "no such route"},
+    }
+
+
+def test_only_responses_asks_for_reasoning_blobs() -> None:
+    body = b'{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}'
+    assert {name: d.asks_for_blobs(body) for name, d in SURFACES.items()} == {
+        "chat": False,
+        "messages": False,
+        "responses": True,
+        "ollama": False,
+    }
+

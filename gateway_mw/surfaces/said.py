@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["document", "ids_of", "text_of"]
+__all__ = ["document", "ids_of", "items_of", "text_of"]
 
 _decode = msgspec.json.Decoder().decode
 
@@ -19,6 +19,12 @@ def document(body: bytes) -> dict[str, Any] | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def items_of(doc: dict[str, Any] | None, key: str) -> list[Any]:
+    """The list ``doc`` holds under ``key`` (empty when it holds anything else)."""
+    values = doc.get(key) if doc is not None else None
+    return values if isinstance(values, list) else []
 
 
 def text_of(content: Any, kind: str) -> str:

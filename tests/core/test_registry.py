@@ -3,7 +3,12 @@ every piece of :class:`SurfaceDefinition`; and what each piece says of the surfa
 
 from __future__ import annotations
 
+import json
 from typing import Any, get_args
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import DEFAULT_ROUTES, Surface
@@ -104,3 +109,23 @@ def test_only_responses_asks_for_reasoning_blobs() -> None:
         "ollama": False,
     }
 
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+KEYS = ["choices", "message", "content", "tool_calls", "output", "response", "type", "text", "id", "call_id"]
+VALUES = SCALARS | JSON | st.lists(st.dictionaries(st.sampled_from(KEYS), SCALARS | JSON, max_size=4), max_size=3)
+ANSWERS = st.dictionaries(st.sampled_from(KEYS), VALUES | st.dictionaries(st.sampled_from(KEYS), VALUES), max_size=4)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@settings(max_examples=300, deadline=None)
+@given(answer=ANSWERS)
+def test_what_any_answer_said_is_read_without_failing(surface: Surface, answer: dict[str, Any]) -> None:
+    """An upstream's body of any shape (``"choices": 5``, ``"content": {}``…) gives what it said, or
+    nothing: it never fails the response it came in (the record reads it after the translation)."""
+    said = SURFACES[surface].said_of_body(json.dumps(answer).encode(), ())
+    assert all(isinstance(s.original, str) for s in said)

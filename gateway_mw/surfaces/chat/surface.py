@@ -13,7 +13,7 @@ from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES
 from ..errors import openai_error
-from ..said import document, ids_of, text_of
+from ..said import document, ids_of, items_of, text_of
 from .body import transform_body
 from .fast import ChatStream
 
@@ -39,11 +39,8 @@ class _Chat:
         return transform_body(body, config)
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
-        doc = document(body)
-        if doc is None:
-            return []
         out = []
-        for choice in doc.get("choices") or []:
+        for choice in items_of(document(body), "choices"):
             message = choice.get("message") if isinstance(choice, dict) else None
             if isinstance(message, dict):
                 calls: Any = message.get("tool_calls")

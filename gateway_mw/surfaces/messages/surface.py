@@ -11,7 +11,7 @@ from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES
-from ..said import document, text_of
+from ..said import document, items_of, text_of
 from .body import transform_body
 from .fastpath import MessagesStream
 
@@ -48,7 +48,7 @@ class _Messages:
         doc = document(body)
         if doc is None:
             return []
-        content = doc.get("content") or []
+        content = items_of(doc, "content")
         calls = tuple(
             c["id"]
             for c in content

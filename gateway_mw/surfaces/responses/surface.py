@@ -12,7 +12,7 @@ from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES
 from ..errors import openai_error
-from ..said import document, text_of
+from ..said import document, items_of, text_of
 from .stream import ResponsesStream, transform_body
 
 __all__ = ["SURFACE"]
@@ -43,7 +43,7 @@ class _Responses:
         doc = document(body)
         if doc is None:
             return []
-        output = [i for i in doc.get("output") or [] if isinstance(i, dict)]
+        output = [i for i in items_of(doc, "output") if isinstance(i, dict)]
         text = "".join(text_of(i.get("content"), "output_text") for i in output if i.get("type") == "message")
         calls = tuple(
             i["call_id"] for i in output if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)

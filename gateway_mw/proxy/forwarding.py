@@ -75,8 +75,8 @@ REQUEST_ID_HEADER = "X-Request-Id"
 DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
 DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
 PROCESS_SAMPLE_EVERY = 5.0  # seconds between two samples of a worker's memory, CPU and descriptors
-STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
-"""Content types of a streamed answer (Ollama's native routes stream JSON lines)."""
+STREAM_TYPES = frozenset().union(*(surface.stream_types for surface in SURFACES.values()))
+"""Content types of a streamed answer: those any surface streams in (Ollama's native routes stream JSON lines)."""
 _USAGE_TYPES = STREAM_TYPES | {"application/json"}
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 VIA = "1.1 gateway-mw"

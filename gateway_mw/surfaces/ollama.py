@@ -28,7 +28,7 @@ from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
 from . import StreamTranslator
 from .base import NewId, translated
-from .definition import NDJSON_TYPES
+from .definition import NDJSON_TYPES, SurfaceDefinition
 from .said import document, ids_of, text_of
 
 __all__ = ["SURFACE", "OllamaStream", "transform_body", "translate_stream"]
@@ -310,4 +310,4 @@ class _Ollama:
         return {"error": message}
 
 
-SURFACE = _Ollama()
+SURFACE: SurfaceDefinition = _Ollama()

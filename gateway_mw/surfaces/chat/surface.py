@@ -11,7 +11,7 @@ from ...history import chat as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
-from ..definition import SSE_TYPES
+from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..said import document, ids_of, items_of, text_of
 from .body import transform_body
@@ -59,4 +59,4 @@ class _Chat:
         return f"reasoning into chat_reasoning_field={config.chat_reasoning_field}"
 
 
-SURFACE = _Chat()
+SURFACE: SurfaceDefinition = _Chat()

@@ -10,7 +10,7 @@ from ...history import messages as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
-from ..definition import SSE_TYPES
+from ..definition import SSE_TYPES, SurfaceDefinition
 from ..said import document, items_of, text_of
 from .body import transform_body
 from .fastpath import MessagesStream
@@ -70,4 +70,4 @@ class _Messages:
         return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
 
 
-SURFACE = _Messages()
+SURFACE: SurfaceDefinition = _Messages()

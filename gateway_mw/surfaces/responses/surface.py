@@ -10,7 +10,7 @@ from ...history import responses as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
-from ..definition import SSE_TYPES
+from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..said import document, items_of, text_of
 from .stream import ResponsesStream, transform_body
@@ -58,4 +58,4 @@ class _Responses:
         return "reasoning into reasoning items"
 
 
-SURFACE = _Responses()
+SURFACE: SurfaceDefinition = _Responses()

@@ -4,12 +4,17 @@ every piece of :class:`SurfaceDefinition`; and what each piece says of the surfa
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gateway_mw
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import DEFAULT_ROUTES, Surface
 from gateway_mw.history.side import RequestSide
@@ -53,6 +58,47 @@ def test_every_definition_has_every_piece() -> None:
     ]
     for name, definition in SURFACES.items():
         assert [m for m in sorted(members) if not hasattr(definition, m)] == [], name
+
+
+LACKING = """
+from typing import Final
+
+from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.surfaces.chat.surface import SURFACE as CHAT
+from gateway_mw.surfaces.definition import SurfaceDefinition
+
+
+class Lacking:
+    name: Final = "chat"
+
+    def enabled(self, config: ThinkExtractConfig) -> bool:
+        return True
+
+
+COMPLETE: SurfaceDefinition = type(CHAT)()
+LACKS_PIECES: SurfaceDefinition = Lacking()
+"""
+
+
+def test_a_definition_that_lacks_a_piece_fails_the_type_check(tmp_path: Path) -> None:
+    (tmp_path / "surface.py").write_text(LACKING)
+    # In a process of its own: mypy raises the interpreter's recursion limit for good.
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent", "surface.py"],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(Path(gateway_mw.__file__).parents[1])},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert (checked.returncode, errors) == (
+        1,
+        [
+            'surface.py:17: error: Incompatible types in assignment (expression has type "Lacking", '
+            'variable has type "SurfaceDefinition")  [assignment]'
+        ],
+    )
 
 
 def test_each_surface_says_how_its_streams_are_framed() -> None:

@@ -26,6 +26,7 @@ from common import Spread, free_port, interleaved, no_collection
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import Surface
 from gateway_mw.history import transform_request
+from gateway_mw.surfaces.registry import SURFACES
 
 ROUTE = "/v1/chat/completions"
 CONFIG = ThinkExtractConfig(upstream_server="vllm")
@@ -124,7 +125,7 @@ def in_process(rounds: int, quick: bool) -> str:
             {
                 "loads": lambda body=body: _per_call(lambda: json.loads(body), n),
                 "transform": lambda surface=surface, body=body: _per_call(
-                    lambda: transform_request(surface, body, CONFIG), n
+                    lambda: transform_request(SURFACES[surface], body, CONFIG), n
                 ),
             },
             rounds,

@@ -261,17 +261,6 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
                 best, best_len = surface, len(suffix)
         return best
 
-    def surface_enabled(self, surface: Surface) -> bool:
-        if not self.enabled:
-            return False
-        if surface == "chat":
-            return self.chat_enabled
-        if surface == "responses":
-            return self.responses_enabled
-        if surface == "ollama":
-            return self.ollama_enabled
-        return self.messages_policy != "off"
-
     # -- environment ------------------------------------------------------------------------
 
     @classmethod

@@ -23,18 +23,14 @@ from .marks import NewId
 from .pipeline import StreamPipeline, transform_body
 from .record import DEFAULT_MAX_ENTRY_BYTES, ReasoningRecord, RecordBase
 from .stats import ThinkExtractStats
-from .surfaces import FRAMINGS, Counts
-from .surfaces.said import said_of_body
+from .surfaces import Counts
+from .surfaces.registry import SURFACES
 
 __all__ = ["Session", "TranslatingWriter"]
 
 log = logging.getLogger("gateway_mw")
 
 _PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response (_SSE: any stream)
-_STREAM_TYPES = {
-    "sse": frozenset({"text/event-stream"}),
-    "ndjson": frozenset({"application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"}),
-}
 _HELD_PIECE = 64 * 1024
 
 
@@ -51,6 +47,7 @@ class Session:
     ) -> None:
         self.request = request
         self.surface = surface
+        self.definition = SURFACES[surface]
         self.config = config
         self.new_id = new_id
         self.stats = stats
@@ -72,7 +69,7 @@ class Session:
         if encoding != "identity" and not compressing:
             return "content_encoding"  # bytes the handler encoded itself: not ours to read
         ctype = headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
-        if ctype in _STREAM_TYPES[FRAMINGS[self.surface]]:
+        if ctype in self.definition.stream_types:
             return _SSE  # a stream, in the framing of the surface
         if ctype == "application/json" or ctype.endswith("+json"):
             return _JSON
@@ -124,7 +121,7 @@ class Session:
         new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config, self.new_id)
         self.translated(counts, error)
         if self.record is not None and kind == _JSON:
-            self.remember(said_of_body(self.surface, body, tuple(self.made)))
+            self.remember(self.definition.said_of_body(body, tuple(self.made)))
         if new is not None:
             response.headers.popall(hdrs.CONTENT_LENGTH, None)
             response.body = new
@@ -330,7 +327,7 @@ class TranslatingWriter(AbstractStreamWriter):
         new, counts, error = transform_body(session.surface, body, False, session.config, session.new_id)
         session.translated(counts, error)
         if session.record is not None:
-            session.remember(said_of_body(session.surface, bytes(body), tuple(session.made)))
+            session.remember(session.definition.said_of_body(bytes(body), tuple(session.made)))
         if new is not None:
             body = new
             if hdrs.CONTENT_LENGTH in headers:

@@ -25,8 +25,9 @@ from .aio import hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .credentials import credentials, scope_for
-from .history import NOTHING, Recall, Recalled, asks_for_blobs, record_entries, record_keys, transform_request
+from .history import NOTHING, Recall, Recalled, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
+from .surfaces.registry import SURFACES
 
 __all__ = [
     "CLIENT_GONE",
@@ -114,7 +115,7 @@ async def rewrite_request(
     try:
         blobs, keys = await _off_loop(len(body), _before_recall, surface, body, record is not None)
         recall = await _recall(record, scope, keys) if record is not None and keys else NOTHING
-        new = await _off_loop(len(body), transform_request, surface, body, config, recall)
+        new = await _off_loop(len(body), transform_request, SURFACES[surface], body, config, recall)
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
         return Incoming("too_deep")
     except Exception:  # a bug must not fail the request: it goes as it came
@@ -150,8 +151,8 @@ def _workers() -> ThreadPoolExecutor:
 
 def _before_recall(surface: Surface, body: bytes, keyed: bool) -> tuple[bool, list[str]]:
     """Whether the client asks for reasoning blobs, and the record keys to look up."""
-    blobs = surface == "responses" and asks_for_blobs(body)
-    return blobs, record_keys(surface, body) if keyed else []
+    side = SURFACES[surface]
+    return side.asks_for_blobs(body), record_keys(side, body) if keyed else []
 
 
 _decode_recalled = msgspec.json.Decoder(Recalled).decode
@@ -178,9 +179,9 @@ def remember(
     if body is None or not said:
         return
     if len(body) <= OFF_LOOP_BYTES:
-        _keep(record, incoming.scope, record_entries(surface, body, said, config))
+        _keep(record, incoming.scope, record_entries(SURFACES[surface], body, said, config))
         return
-    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, surface, body, said, config)
+    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, SURFACES[surface], body, said, config)
     _reading.add(task)
     task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
 

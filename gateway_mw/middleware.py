@@ -32,6 +32,7 @@ from .incoming import (
 from .marks import NewId, random_id
 from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
+from .surfaces.registry import SURFACES
 
 __all__ = [
     "CLIENT_GONE",
@@ -194,7 +195,7 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
 
 def _not_translated(request: web.Request, surface: Surface, config: ThinkExtractConfig) -> str | None:
     """Why this request is not translated at all, or ``None``."""
-    if not config.surface_enabled(surface):
+    if not (config.enabled and SURFACES[surface].enabled(config)):
         return "disabled"
     if _client_opted_out(request.headers.getall(THINK_EXTRACT_HEADER, ())):
         return "client_off"

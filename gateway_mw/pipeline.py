@@ -21,7 +21,8 @@ from .marks import NewId, random_id
 from .ndjson import NDJSONDecoder
 from .record import DEFAULT_MAX_ENTRY_BYTES
 from .sse import SSEDecoder, SSEEvent
-from .surfaces import BODY_TRANSFORMS, FRAMINGS, STREAM_TRANSLATORS, Counts, StreamTranslator
+from .surfaces import Counts, StreamTranslator
+from .surfaces.registry import SURFACES
 
 __all__ = ["StreamPipeline", "transform_body"]
 
@@ -44,12 +45,12 @@ class StreamPipeline:
         keep: bool = False,
         keep_limit: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
-        self._translator: StreamTranslator = STREAM_TRANSLATORS[surface](config, new_id)
+        self._translator: StreamTranslator = SURFACES[surface].stream(config, new_id)
         if keep:  # what the model wrote, for the reasoning record, while an entry could hold it
             self._translator.transcripts = Transcripts(keep_limit)
         large = self._translator.large_events
         self._decoder: SSEDecoder | NDJSONDecoder
-        if FRAMINGS[surface] == "sse":
+        if SURFACES[surface].framing == "sse":
             self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
         else:  # newline-delimited JSON: only the general path (no fast path reads its lines)
             self._decoder = NDJSONDecoder(config.max_event_bytes)
@@ -286,7 +287,7 @@ def transform_body(
         out = pipeline.feed(raw) + pipeline.finish()
         return (None if out == raw else out), pipeline.counts, pipeline.error
     try:
-        new, counts = BODY_TRANSFORMS[surface](body, config, new_id)
+        new, counts = SURFACES[surface].transform_body(body, config, new_id)
     except Exception as exc:
         log.exception("gateway_mw: %s body translation failed; passing it through", surface)
         return None, Counts(), exc

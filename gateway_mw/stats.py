@@ -8,6 +8,7 @@ import msgspec
 
 from .channels import Counts
 from .config import Surface
+from .surfaces.registry import SURFACES
 
 __all__ = ["SurfaceStats", "ThinkExtractStats"]
 
@@ -46,16 +47,14 @@ class SurfaceStats(msgspec.Struct):
 
 
 class ThinkExtractStats(msgspec.Struct):
-    """Counters for one application (one worker process)."""
+    """Counters for one application (one worker process): one :class:`SurfaceStats` for each surface."""
 
-    chat: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
-    messages: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
-    responses: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
-    ollama: SurfaceStats = msgspec.field(default_factory=SurfaceStats)
+    surfaces: dict[Surface, SurfaceStats] = msgspec.field(
+        default_factory=lambda: {name: SurfaceStats() for name in SURFACES}
+    )
 
     def surface(self, surface: Surface) -> SurfaceStats:
-        stats: SurfaceStats = getattr(self, surface)
-        return stats
+        return self.surfaces[surface]
 
     def translated(self, surface: Surface, counts: Counts, error: bool) -> None:
         """One answer on ``surface`` went through a translator (which failed, if ``error``)."""
@@ -70,6 +69,6 @@ class ThinkExtractStats(msgspec.Struct):
         counter[reason] = counter.get(reason, 0) + 1
 
     def snapshot(self) -> dict[str, Any]:
-        """Plain dicts, ready for JSON."""
-        snapshot: dict[str, Any] = msgspec.to_builtins(self)
+        """Plain dicts, ready for JSON: each surface's counters under its name."""
+        snapshot: dict[str, Any] = msgspec.to_builtins(self.surfaces)
         return snapshot

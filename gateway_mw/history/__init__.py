@@ -1,22 +1,22 @@
 """The way back in: the reasoning of the earlier turns a client sends back, given to the upstream in
 the place its server reads it (sans-I/O; the middleware hands the handler the rewritten body).
 
-One request transform per surface, chosen from a table, each ``(body, plan, recall) -> bytes | None``
-(``None``: forward the body as it came). :func:`transform_request` picks the plan for the request's
-model; :func:`record_keys` names what the reasoning record is asked for first.
+One request transform per surface, each ``(body, plan, recall) -> bytes | None`` (``None``: forward
+the body as it came), given by the surface's :class:`RequestSide` (its definition, which the caller
+looks up: this package knows no surface by name). :func:`transform_request` picks the plan for the
+request's model; :func:`record_keys` names what the reasoning record is asked for first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import msgspec
 
 from ..channels import Said
-from ..config import Surface, ThinkExtractConfig
-from . import chat, messages, ollama, responses, surrogates
-from .plan import UNKNOWN_FAMILY, Form, Plan, Scope, Server, plan_for
+from ..config import ThinkExtractConfig
+from . import surrogates
+from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
+from .side import RequestSide
 from .text import split_written
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "Plan",
     "Recall",
     "Recalled",
-    "asks_for_blobs",
+    "RequestSide",
     "plan_for",
     "record_entries",
     "record_keys",
@@ -33,32 +33,6 @@ __all__ = [
     "server_of",
     "transform_request",
 ]
-
-RequestTransform = Callable[[bytes, Plan, Recall], "bytes | None"]
-
-TRANSFORMS: dict[Surface, RequestTransform] = {
-    "chat": chat.transform,
-    "messages": messages.transform,
-    "responses": responses.transform,
-    "ollama": ollama.transform,
-}
-KEYS: dict[Surface, Callable[[bytes, int], list[str]]] = {
-    "chat": chat.keys,
-    "messages": messages.keys,
-    "responses": responses.keys,
-    "ollama": ollama.keys,
-}
-PREFIXES: dict[Surface, Callable[[bytes], bytes | None]] = {
-    "chat": chat.prefix,
-    "messages": messages.prefix,
-    "responses": responses.prefix,
-    "ollama": ollama.prefix,
-}
-UNKNOWN: dict[Surface, tuple[Form, Scope]] = {
-    "ollama": ("field", "all"),  # Ollama reads `thinking` whatever the model: where the client's went
-}
-"""``auto`` for a model of no known family, where a surface's server reads reasoning whatever the model."""
-asks_for_blobs = responses.asks_for_blobs
 
 
 class _Model(msgspec.Struct, gc=False):
@@ -83,21 +57,21 @@ def server_of(config: ThinkExtractConfig) -> Server:
     return "generic" if server == "auto" else server
 
 
-def record_keys(surface: Surface, body: bytes) -> list[str]:
+def record_keys(surface: RequestSide, body: bytes) -> list[str]:
     """The keys the reasoning record is asked for before :func:`transform_request` runs: those of
     the latest turns, at most :data:`MAX_RECALL_KEYS`."""
-    return KEYS[surface](body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
+    return surface.history_keys(body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
 
 
 def record_entries(
-    surface: Surface, request: bytes, said: list[Said], config: ThinkExtractConfig
+    surface: RequestSide, request: bytes, said: list[Said], config: ThinkExtractConfig
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
     each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
     its text and its calls' names and arguments; and, for a response of one answer, the
     conversation itself)."""
-    prefix = PREFIXES[surface](request)
+    prefix = surface.answer_prefix(request)
     if prefix is None:
         return {}
     cfg = config.for_model(request_model(request))
@@ -118,11 +92,11 @@ def record_entries(
 
 
 def transform_request(
-    surface: Surface, body: bytes, config: ThinkExtractConfig, recall: Recall = NOTHING
+    surface: RequestSide, body: bytes, config: ThinkExtractConfig, recall: Recall = NOTHING
 ) -> bytes | None:
     """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
     nothing changes."""
-    new = TRANSFORMS[surface](body, _plan(surface, body, config), recall)
+    new = surface.transform_history(body, _plan(surface, body, config), recall)
     if new is not None:
         return new
     # Nothing changed, or a lone surrogate escape kept a string from being read (no decoder takes
@@ -130,9 +104,9 @@ def transform_request(
     masked = surrogates.mask(body)
     if masked is None:
         return None
-    new = TRANSFORMS[surface](masked, _plan(surface, masked, config), recall)
+    new = surface.transform_history(masked, _plan(surface, masked, config), recall)
     return None if new is None else surrogates.unmask(new)
 
 
-def _plan(surface: Surface, body: bytes, config: ThinkExtractConfig) -> Plan:
-    return plan_for(config, request_model(body), server_of(config), UNKNOWN.get(surface, UNKNOWN_FAMILY))
+def _plan(surface: RequestSide, body: bytes, config: ThinkExtractConfig) -> Plan:
+    return plan_for(config, request_model(body), server_of(config), surface.unknown_family)

@@ -14,11 +14,11 @@ from typing import NoReturn
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from ..config import Surface
 from ..credentials import scope_for
 from ..families import family_for
 from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from ..surfaces.registry import SURFACES
 from . import demo_model
 from .errors import body_timed_out, error_response, error_shape
 from .forwarding import Proxy, UpstreamDropped
@@ -49,12 +49,6 @@ _WHY_PASSED = {
     "too_large": "the body is over max_body_bytes",
     "http10_length": "an HTTP/1.0 client and a stream with a length",
     "file": "the handler sent a file",
-}
-_HOW: dict[Surface, str] = {
-    "chat": "reasoning into chat_reasoning_field={field}",
-    "messages": "reasoning into thinking blocks ({policy})",
-    "responses": "reasoning into reasoning items",
-    "ollama": "reasoning into thinking",
 }
 
 
@@ -222,8 +216,7 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     elif note.native:  # nothing to move: the upstream wrote its reasoning where clients read it
         verdict = f"{surface}: the upstream's own reasoning passed on"
     else:
-        how = _HOW[surface].format(field=config.chat_reasoning_field, policy=config.messages_policy)
-        verdict = f"{surface}: translated, {how}"
+        verdict = f"{surface}: translated, {SURFACES[surface].story(config)}"
     return f"{', '.join(parts)}; {verdict}"
 
 

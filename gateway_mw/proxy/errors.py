@@ -6,6 +6,9 @@ import logging
 
 from aiohttp import web
 
+from ..config import Surface
+from ..surfaces.errors import openai_error
+from ..surfaces.registry import SURFACES
 from .heads import request_id
 from .logsafe import request_line
 from .settings import Settings
@@ -17,7 +20,7 @@ log = logging.getLogger("gateway_mw.proxy")
 OLLAMA_API = "/api/"  # where Ollama's native routes live
 
 
-def error_shape(settings: Settings, path: str) -> str | None:
+def error_shape(settings: Settings, path: str) -> Surface | None:
     """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or
     Ollama's for its other routes (``/api/tags``, ``/api/show``…), outside the prefix."""
     surface = settings.think_extract.surface_for_path(path)
@@ -26,27 +29,13 @@ def error_shape(settings: Settings, path: str) -> str | None:
     return surface
 
 
-def error_response(surface: str | None, status: int, code: str, message: str) -> web.Response:
-    """An error body in the shape of the surface's API: Anthropic's for messages, Ollama's for its
-    native routes (``error`` a string: its clients read it so), OpenAI's otherwise."""
-    if surface == "ollama":
-        return web.json_response({"error": message}, status=status)
-    if surface == "messages":
-        kind = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            404: "not_found_error",
-            405: "invalid_request_error",
-            408: "timeout_error",
-            504: "timeout_error",
-        }.get(status, "api_error")
-        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    error = {"message": message, "type": kind, "param": None, "code": code}
-    return web.json_response({"error": error}, status=status)
+def error_response(surface: Surface | None, status: int, code: str, message: str) -> web.Response:
+    """An error body in the shape of the surface's API (its definition's), OpenAI's off its routes."""
+    error_body = SURFACES[surface].error_body if surface is not None else openai_error
+    return web.json_response(error_body(status, code, message), status=status)
 
 
-def body_timed_out(request: web.Request, surface: str | None) -> web.Response:
+def body_timed_out(request: web.Request, surface: Surface | None) -> web.Response:
     """The answer to a request whose body stopped arriving (``read_timeout`` without a byte): 408,
     the connection closed (what is left of the body is never read), one INFO line."""
     log.info("request %s: %s: the request body stopped arriving", request_id(request), request_line(request))

@@ -25,7 +25,9 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from ..aio import read_already
+from ..config import Surface
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
+from ..surfaces.registry import SURFACES
 from .auth import ClientKeys
 from .detect import detect_server
 from .errors import body_timed_out, error_response, error_shape
@@ -46,8 +48,8 @@ _AUTH = ("authorization", "x-api-key")
 DETECT_TIMEOUT = 3.0  # seconds the upstream's GET /v1/models may take
 DETECT_RETRY = 30.0  # seconds between two tries while it has not answered
 PROCESS_SAMPLE_EVERY = 5.0  # seconds between two samples of a worker's memory, CPU and descriptors
-STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
-"""Content types of a streamed answer (Ollama's native routes stream JSON lines)."""
+STREAM_TYPES = frozenset().union(*(surface.stream_types for surface in SURFACES.values()))
+"""Content types of a streamed answer: those any surface streams in (Ollama's native routes stream JSON lines)."""
 _USAGE_TYPES = STREAM_TYPES | {"application/json"}
 _PIECE = 256 * 1024
 
@@ -336,7 +338,7 @@ class Proxy:
             if tap is not None and 200 <= upstream.status < 300:
                 self._count_usage(tap, surface, note)
 
-    def _body_failed(self, request: web.Request, shape: str | None) -> web.Response | None:
+    def _body_failed(self, request: web.Request, shape: Surface | None) -> web.Response | None:
         """The answer when what failed the exchange was the client's body, not the upstream: a client
         that left before its body's end (499, nothing sent), or a body that stopped arriving (408, the
         connection closed); ``None`` when the body did not fail."""

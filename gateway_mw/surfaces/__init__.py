@@ -1,18 +1,14 @@
-"""One module per API surface; each exposes a stream translator and a non-stream body transform."""
+"""One module per API surface; each declares its :class:`~.definition.SurfaceDefinition` (a stream
+translator, a body transform and all else the gateway reads of it), held by :mod:`.registry`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Protocol
 
-from ..config import Surface, ThinkExtractConfig
 from ..sse import SSEEvent
-from . import chat, messages, ollama, responses
-from .base import Counts, NewId, Said, Transcripts
+from .base import Counts, Said, Transcripts
 
-__all__ = ["BODY_TRANSFORMS", "FRAMINGS", "STREAM_TRANSLATORS", "Counts", "Framing", "StreamTranslator"]
-
-Framing = Literal["sse", "ndjson"]
+__all__ = ["Counts", "StreamTranslator"]
 
 
 class StreamTranslator(Protocol):
@@ -62,22 +58,3 @@ class StreamTranslator(Protocol):
         them if the translator can prove, without decoding, that they are exactly what
         :meth:`event` would give (updating its state as :meth:`event` would); else ``None``."""
         ...
-
-
-BodyTransform = Callable[[bytes | bytearray, ThinkExtractConfig, NewId], tuple[bytes | None, Counts]]
-
-# Given the settings and the source of made-up ids (only Responses makes ids up).
-STREAM_TRANSLATORS: dict[Surface, Callable[[ThinkExtractConfig, NewId], StreamTranslator]] = {
-    "chat": lambda config, _: chat.ChatStream(config),
-    "messages": lambda config, _: messages.MessagesStream(config),
-    "responses": lambda config, new_id: responses.ResponsesStream(config, new_id=new_id),
-    "ollama": lambda config, _: ollama.OllamaStream(config),
-}
-BODY_TRANSFORMS: dict[Surface, BodyTransform] = {
-    "chat": lambda body, config, _: chat.transform_body(body, config),
-    "messages": lambda body, config, _: messages.transform_body(body, config),
-    "responses": lambda body, config, new_id: responses.transform_body(body, config, new_id=new_id),
-    "ollama": lambda body, config, _: ollama.transform_body(body, config),
-}
-FRAMINGS: dict[Surface, Framing] = {"chat": "sse", "messages": "sse", "responses": "sse", "ollama": "ndjson"}
-"""How each surface frames a stream: Server-Sent Events, or newline-delimited JSON (Ollama)."""

@@ -14,20 +14,24 @@ wins, and every line from then on goes on as it came, answer lines included.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from ..calls import call_spellings
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
+from ..history import ollama as history
 from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
-from .base import translated
+from . import StreamTranslator
+from .base import NewId, translated
+from .definition import NDJSON_TYPES, SurfaceDefinition
+from .said import document, ids_of, text_of
 
-__all__ = ["OllamaStream", "transform_body", "translate_stream"]
+__all__ = ["SURFACE", "OllamaStream", "transform_body", "translate_stream"]
 
 _ANSWER = 0  # the one channel
 
@@ -260,3 +264,50 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
 def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream lines in, client lines out."""
     return translated(OllamaStream(config), events)
+
+
+class _Ollama:
+    """The surface as the gateway knows it (:class:`~.definition.SurfaceDefinition`)."""
+
+    name: Final = "ollama"
+    framing: Final = "ndjson"
+    stream_types: Final = NDJSON_TYPES
+    unknown_family: Final = ("field", "all")  # Ollama reads `thinking` whatever the model: where the client's went
+    transform_history = staticmethod(history.transform)
+    history_keys = staticmethod(history.keys)
+    answer_prefix = staticmethod(history.prefix)
+
+    def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
+        return OllamaStream(config)
+
+    def transform_body(
+        self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
+    ) -> tuple[bytes | None, Counts]:
+        return transform_body(body, config)
+
+    def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
+        """``/api/chat``'s message, or ``/api/generate``'s response (no history to key it by)."""
+        doc = document(body)
+        if doc is None:
+            return []
+        message = doc.get("message")
+        if isinstance(message, dict):
+            calls = message.get("tool_calls")
+            return [Said(text_of(message.get("content"), "text"), ids_of(calls, "id"), (), call_spellings(calls))]
+        return [Said(text_of(doc.get("response"), "text"))]
+
+    def asks_for_blobs(self, body: bytes) -> bool:
+        return False
+
+    def enabled(self, config: ThinkExtractConfig) -> bool:
+        return config.ollama_enabled
+
+    def story(self, config: ThinkExtractConfig) -> str:
+        return "reasoning into thinking"
+
+    def error_body(self, status: int, code: str, message: str) -> dict[str, Any]:
+        """``error`` a string: Ollama's clients read it so."""
+        return {"error": message}
+
+
+SURFACE: SurfaceDefinition = _Ollama()

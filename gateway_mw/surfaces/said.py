@@ -1,5 +1,5 @@
-"""What a non-stream response body said, for the reasoning record: read from the upstream's body once
-the response is over (a stream's translators keep it as it goes by instead)."""
+"""What a non-stream response body said, for the reasoning record: the readers every surface's
+``said_of_body`` shares (a stream's translators keep what was said as it goes by instead)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,28 @@ from typing import Any
 
 import msgspec
 
-from ..calls import call_spellings
-from ..config import Surface
-from .base import Said
-
-__all__ = ["said_of_body"]
+__all__ = ["document", "ids_of", "items_of", "text_of"]
 
 _decode = msgspec.json.Decoder().decode
 
 
-def _text(content: Any, kind: str) -> str:
+def document(body: bytes) -> dict[str, Any] | None:
+    """``body`` as a JSON object (``None``: not JSON, or not an object)."""
+    try:
+        doc = _decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def items_of(doc: dict[str, Any] | None, key: str) -> list[Any]:
+    """The list ``doc`` holds under ``key`` (empty when it holds anything else)."""
+    values = doc.get(key) if doc is not None else None
+    return values if isinstance(values, list) else []
+
+
+def text_of(content: Any, kind: str) -> str:
+    """The text of ``content``: a string, or the ``text`` of its parts of type ``kind``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -28,49 +40,10 @@ def _text(content: Any, kind: str) -> str:
     return ""
 
 
-def _ids(values: Any, key: str) -> tuple[str, ...]:
+def ids_of(values: Any, key: str) -> tuple[str, ...]:
+    """The string ``key`` of each object in the list ``values``."""
     return (
         tuple(v[key] for v in values if isinstance(v, dict) and isinstance(v.get(key), str))
         if isinstance(values, list)
         else ()
     )
-
-
-def said_of_body(surface: Surface, body: bytes, item_ids: tuple[str, ...] = ()) -> list[Said]:
-    """Each answer of the upstream's ``body``: its text as the model wrote it and its tool calls
-    (``item_ids``: the ids the gateway gave the items of a Responses answer)."""
-    try:
-        doc = _decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return []
-    if not isinstance(doc, dict):
-        return []
-    if surface == "chat":
-        out = []
-        for choice in doc.get("choices") or []:
-            message = choice.get("message") if isinstance(choice, dict) else None
-            if isinstance(message, dict):
-                calls = message.get("tool_calls")
-                out.append(Said(_text(message.get("content"), "text"), _ids(calls, "id"), (), call_spellings(calls)))
-        return out
-    if surface == "ollama":  # /api/chat's message, or /api/generate's response (no history to key it)
-        message = doc.get("message")
-        if isinstance(message, dict):
-            calls = message.get("tool_calls")
-            return [Said(_text(message.get("content"), "text"), _ids(calls, "id"), (), call_spellings(calls))]
-        return [Said(_text(doc.get("response"), "text"))]
-    if surface == "messages":
-        content = doc.get("content")
-        calls = tuple(
-            c["id"]
-            for c in content or []
-            if isinstance(c, dict) and c.get("type") == "tool_use" and isinstance(c.get("id"), str)
-        )
-        return [Said(_text(content, "text"), calls)]
-    output = [i for i in doc.get("output") or [] if isinstance(i, dict)]
-    text = "".join(_text(i.get("content"), "output_text") for i in output if i.get("type") == "message")
-    calls = tuple(
-        i["call_id"] for i in output if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
-    )
-    messages = tuple(i["id"] for i in output if i.get("type") == "message" and isinstance(i.get("id"), str))
-    return [Said(text, calls, (*item_ids, *(m for m in messages if m not in item_ids)))]

@@ -473,4 +473,5 @@ RESPONSES = Case(
     final=re.compile(rb'"type": ?"response\.completed"'),
 )
 
-CASES = {case.surface: case for case in (CHAT, MESSAGES, RESPONSES, OLLAMA)}
+CASES: dict[Surface, Case] = {case.surface: case for case in (CHAT, MESSAGES, RESPONSES, OLLAMA)}
+"""One case per surface of ``gateway_mw.surfaces.registry.SURFACES`` (the matrix fails for one without)."""

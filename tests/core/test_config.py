@@ -80,15 +80,11 @@ def test_profiles_first_match_wins_and_global_off_is_authoritative() -> None:
     assert off.for_model("deepseek-r1").enabled is False
 
 
-def test_surface_for_path_and_switches() -> None:
+def test_surface_for_path() -> None:
     cfg = ThinkExtractConfig(routes={"/chat/completions": "chat", "/v2/chat/completions": "responses"})
     assert cfg.surface_for_path("/v1/chat/completions") == "chat"
     assert cfg.surface_for_path("/v2/chat/completions") == "responses"
     assert cfg.surface_for_path("/v1/embeddings") is None
-    assert ThinkExtractConfig().surface_enabled("messages") is False
-    assert ThinkExtractConfig(messages_policy="redacted").surface_enabled("messages") is True
-    assert ThinkExtractConfig(chat_enabled=False).surface_enabled("chat") is False
-    assert ThinkExtractConfig(enabled=False, messages_policy="unsigned").surface_enabled("messages") is False
 
 
 def test_from_env_reads_every_field() -> None:

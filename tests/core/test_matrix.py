@@ -1,4 +1,5 @@
-"""The properties every surface holds, over every real layout of its upstreams (``tests/core/matrix.py``):
+"""The properties every surface of the registry holds, over every real layout of its upstreams
+(``tests/core/matrix.py``):
 
 * the client, reading with its official SDK, gets the model's text back: the reasoning and the answer
   the plain scanner finds in the whole text, whatever the pieces the model wrote it in;
@@ -34,6 +35,7 @@ from gateway_mw import setup
 from gateway_mw.pipeline import StreamPipeline, transform_body
 from gateway_mw.scanner import CONTENT, extract
 from gateway_mw.surfaces.base import NewId
+from gateway_mw.surfaces.registry import SURFACES
 
 from ..ssecompare import events_of
 from .matrix import CASES, Case, Read
@@ -41,7 +43,17 @@ from .matrix import CASES, Case, Read
 TOKENS = ["<think>", "</think>", "abc", " ", "\n", "é", "🙂", "<", "/", "x y", '"q"', "\\", "`"]
 PIECES = st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=3).map("".join), min_size=1, max_size=12)
 NO_FIXTURE_RESET = [HealthCheck.function_scoped_fixture]  # the module's server serves every example alike
-WITH_REFERENCE = [name for name, case in CASES.items() if case.reference is not None]
+WITH_REFERENCE = [name for name in SURFACES if name not in CASES or CASES[name].reference is not None]
+
+
+def test_the_matrix_holds_every_surface_of_the_registry() -> None:
+    """Each surface the gateway translates has its case (streamed in a type it accepts, with servers
+    that parsed the reasoning themselves), and every case is a surface's: each property below runs on
+    every surface without naming it."""
+    assert sorted(CASES) == sorted(SURFACES)
+    for name, case in CASES.items():
+        assert (case.surface, case.content_type in SURFACES[name].stream_types) == (name, True)
+        assert case.layouts and case.native_layouts, name
 
 
 @st.composite
@@ -91,11 +103,11 @@ def frames(case: Case, body: bytes) -> Any:
 
 def events_per_read(case: Case, stream: bytes) -> list[bytes]:
     """The stream as a deployed gateway reads it: one event (or line) per read."""
-    end = b"\n\n" if case.content_type == "text/event-stream" else b"\n"
+    end = b"\n\n" if SURFACES[case.surface].framing == "sse" else b"\n"
     return [part + end for part in stream.split(end) if part]
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_client_reads_the_models_text(name: str, data: st.DataObject) -> None:
@@ -117,7 +129,7 @@ def test_the_fast_paths_give_the_references_events(name: str, data: st.DataObjec
     assert frames(case, translated(case, [stream])) == oracle
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_cutting_gives_the_same_events(name: str, data: st.DataObject) -> None:
@@ -126,7 +138,7 @@ def test_any_cutting_gives_the_same_events(name: str, data: st.DataObject) -> No
     assert frames(case, translated(case, cut(stream, cuts))) == frames(case, translated(case, [stream]))
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.DataObject) -> None:
@@ -138,7 +150,7 @@ def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.
     assert case.read_body(upstream_body if body is None else body) == case.read_stream(translated(case, [stream]))
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_character_arrives_before_the_final_event(name: str, data: st.DataObject) -> None:
@@ -184,12 +196,12 @@ def before_final(case: Case, stream: bytes) -> bytes:
     found = case.final.search(stream)
     assert found is not None, "no final event"
     at = found.start()
-    end = b"\n\n" if case.content_type == "text/event-stream" else b"\n"
+    end = b"\n\n" if SURFACES[case.surface].framing == "sse" else b"\n"
     start = stream.rfind(end, 0, at)
     return stream[: start + len(end)] if start >= 0 else b""
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_reaches_the_client_as_it_came(name: str, data: st.DataObject) -> None:
@@ -201,7 +213,7 @@ def test_a_servers_own_reasoning_reaches_the_client_as_it_came(name: str, data: 
     assert case.read_stream(out) == native_read(case, up)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_every_character_of_the_answer_before_the_final_event(
@@ -213,7 +225,7 @@ def test_a_servers_own_reasoning_every_character_of_the_answer_before_the_final_
     assert case.read_stream(before_final(case, out)) == native_read(case, up)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_reads_the_same_streamed_or_not(name: str, data: st.DataObject) -> None:
@@ -297,7 +309,7 @@ def _post(url: str, body: bytes, content_type: str, cuts: list[int]) -> bytes:
         return data
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
 @given(data=st.data())
 def test_over_http_the_client_reads_the_models_text(
@@ -311,7 +323,7 @@ def test_over_http_the_client_reads_the_models_text(
     assert case.read_body(_post(url, case.body(layout, text), "application/json", [])) == expected(case, text)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", SURFACES)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
 @given(data=st.data())
 def test_over_http_a_servers_own_reasoning_reaches_the_client_as_it_came(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import surrogates, transform_request
+from gateway_mw.surfaces.registry import SURFACES
 
 CONFIG = ThinkExtractConfig(upstream_server="sglang")
 STAND_IN = "QQQQQQ"
@@ -43,9 +44,9 @@ def escaped(text: str) -> bytes:
 
 @given(TEXTS)
 def test_a_tool_result_goes_as_it_came_and_the_rest_is_rewritten(text: str) -> None:
-    rewritten = transform_request("chat", chat(STAND_IN), CONFIG)
+    rewritten = transform_request(SURFACES["chat"], chat(STAND_IN), CONFIG)
     assert rewritten is not None
-    got = transform_request("chat", chat(text), CONFIG)
+    got = transform_request(SURFACES["chat"], chat(text), CONFIG)
     expected = rewritten.replace(STAND_IN.encode(), escaped(text))
     if surrogates.mask(chat(text)) is None and has_lone(text):
         assert got in (expected, None)  # a body the mask could be confused with goes as it came
@@ -57,10 +58,10 @@ def test_a_tool_result_goes_as_it_came_and_the_rest_is_rewritten(text: str) -> N
 def test_a_rewritten_turn_keeps_a_lone_surrogate_spelled_as_the_client_spelled_it(text: str) -> None:
     """The reasoning of the rewritten turn itself holds the string: it is read, moved where the plan
     says, and written with every lone escape as it came."""
-    rewritten = transform_request("chat", chat("sunny", reasoning=f"think {STAND_IN}"), CONFIG)
+    rewritten = transform_request(SURFACES["chat"], chat("sunny", reasoning=f"think {STAND_IN}"), CONFIG)
     assert rewritten is not None
     body = chat("sunny", reasoning=f"think {text}")
-    got = transform_request("chat", body, CONFIG)
+    got = transform_request(SURFACES["chat"], body, CONFIG)
     if surrogates.mask(body) is None and has_lone(text):
         assert got is None  # a body the mask could be confused with goes as it came
         return

@@ -74,7 +74,7 @@ async def test_the_handler_reads_the_rewritten_body_whatever_way_it_reads(
     ((body, recorded),) = seen
     assert json.loads(body) == INLINE  # a model of no known family: the reasoning inline, as the model wrote it
     assert json.loads(recorded) == INLINE
-    assert stats.chat.history == {"rewritten": 1}
+    assert stats.surface("chat").history == {"rewritten": 1}
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ async def test_a_body_left_alone_reaches_the_handler_as_it_came(
     async with aiohttp.ClientSession() as session, session.post(url, data=raw, headers=headers) as resp:
         assert resp.status == 200
     assert seen == [(raw, None)]
-    assert stats.chat.history == ({outcome: 1} if outcome is not None else {})
+    assert stats.surface("chat").history == ({outcome: 1} if outcome is not None else {})
 
 
 async def test_a_chunked_body_streams_on_unread(aiohttp_server: ServerFactory) -> None:
@@ -110,7 +110,7 @@ async def test_a_chunked_body_streams_on_unread(aiohttp_server: ServerFactory) -
     async with aiohttp.ClientSession() as session, session.post(url, data=pieces()) as resp:
         assert resp.status == 200
     assert seen == [(raw, None)]
-    assert stats.chat.history == {"chunked": 1}
+    assert stats.surface("chat").history == {"chunked": 1}
 
 
 async def test_the_statistics_count_what_the_way_back_in_did(aiohttp_client: Any) -> None:
@@ -125,4 +125,4 @@ async def test_the_statistics_count_what_the_way_back_in_did(aiohttp_client: Any
     for body in (HISTORY, INLINE, {**HISTORY, "pad": "x" * 2000}):
         assert (await client.post("/v1/chat/completions", json=body)).status == 200
     assert app[THINKEXTRACT_STATS] is stats
-    assert stats.chat.history == {"rewritten": 1, "unchanged": 1, "too_large": 1}
+    assert stats.surface("chat").history == {"rewritten": 1, "unchanged": 1, "too_large": 1}

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.history import plan_for, request_model, server_of, transform_request
+from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import chat_requests, configs, messages_requests, responses_requests
 
@@ -19,10 +20,10 @@ CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 
 def apply(surface: Any, request: dict[str, Any], config: ThinkExtractConfig) -> tuple[dict[str, Any], bytes | None]:
     body = json.dumps(request).encode()
-    once = transform_request(surface, body, config)
+    once = transform_request(SURFACES[surface], body, config)
     after = json.loads(once) if once is not None else request
     if once is not None:
-        assert transform_request(surface, once, config) is None, "not idempotent"
+        assert transform_request(SURFACES[surface], once, config) is None, "not idempotent"
     assert {k: v for k, v in after.items() if k not in ("messages", "input")} == {
         k: v for k, v in request.items() if k not in ("messages", "input")
     }
@@ -136,4 +137,4 @@ def test_a_request_without_reasoning_is_never_changed(request: dict[str, Any], c
         else "responses"
     )
     assert request_model(text.encode()) == request["model"]
-    assert transform_request(surface, text.encode(), config) is None
+    assert transform_request(SURFACES[surface], text.encode(), config) is None

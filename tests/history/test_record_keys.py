@@ -15,6 +15,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.calls import call_spellings
 from gateway_mw.channels import Said
 from gateway_mw.history import record_entries, record_keys
+from gateway_mw.surfaces.registry import SURFACES
 
 CONFIG = ThinkExtractConfig()
 TEXTS = st.sampled_from(["Hi", "Weather?", "é🙂", "", "a\nb"])
@@ -82,10 +83,10 @@ def test_an_answer_is_found_by_the_request_that_replays_it(
     messages: list[dict[str, Any]], calls: list[str], data: st.DataObject
 ) -> None:
     said = Said("<think>Because.</think>Let me see.", tuple(calls))
-    entries = record_entries("chat", body("m", messages), [said], CONFIG)
+    entries = record_entries(SURFACES["chat"], body("m", messages), [said], CONFIG)
     echo = echoed(calls)
     replay = [*as_sent_again(messages, data), echo, {"role": "user", "content": "And?"}]
-    found = [key for key in record_keys("chat", body("m", replay)) if key in entries]
+    found = [key for key in record_keys(SURFACES["chat"], body("m", replay)) if key in entries]
     assert found and {entries[key].reasoning for key in found} == {"Because."}
 
 
@@ -94,11 +95,11 @@ def test_another_conversation_or_model_finds_nothing(
     messages: list[dict[str, Any]], other: list[dict[str, Any]], calls: list[str]
 ) -> None:
     said = Said("<think>Because.</think>Let me see.", tuple(calls))
-    entries = record_entries("chat", body("m", messages), [said], CONFIG)
+    entries = record_entries(SURFACES["chat"], body("m", messages), [said], CONFIG)
     echo = echoed(calls)
     if other != messages:
-        assert not set(record_keys("chat", body("m", [*other, echo]))) & set(entries)
-    assert not set(record_keys("chat", body("n", [*messages, echo]))) & set(entries)
+        assert not set(record_keys(SURFACES["chat"], body("m", [*other, echo]))) & set(entries)
+    assert not set(record_keys(SURFACES["chat"], body("n", [*messages, echo]))) & set(entries)
 
 
 CALLS = st.lists(
@@ -117,14 +118,17 @@ def test_a_tool_call_turn_without_ids_is_found_by_what_it_said_and_only_by_it(
     question = [{"role": "user", "content": "Plan my day."}]
     written = [{"function": {"index": i, "name": n, "arguments": a}} for i, (n, a) in enumerate(said)]
     entries = record_entries(
-        "ollama", body("qwen3:8b", question), [Said(f"<think>r</think>{text}", (), (), call_spellings(written))], CONFIG
+        SURFACES["ollama"],
+        body("qwen3:8b", question),
+        [Said(f"<think>r</think>{text}", (), (), call_spellings(written))],
+        CONFIG,
     )
 
     def replay(calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
         # sent back without ids; chat completions writes the arguments as a JSON string
         sent = [{"function": {"name": n, "arguments": json.dumps(a) if as_string else a}} for n, a in calls]
         turn = {"role": "assistant", "content": text, "tool_calls": sent}
-        return record_keys("ollama", body("qwen3:8b", [*question, turn]))
+        return record_keys(SURFACES["ollama"], body("qwen3:8b", [*question, turn]))
 
     assert entries.keys() & set(replay(said))
     answer_keys = {k for k in entries if k.startswith("answer:")}

@@ -14,6 +14,7 @@ import pytest
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.history import transform_request
 from gateway_mw.marks import encode_blob, gateway_signature, random_id
+from gateway_mw.surfaces.registry import SURFACES
 
 from . import servers
 from .servers import b64
@@ -129,7 +130,7 @@ def test_the_model_sees_its_reasoning_again(cell: str, server: str, model: str) 
         pytest.skip("SGLang serves no Responses API")
     body = BUILDERS[surface](replay, model)
     config = ThinkExtractConfig(upstream_server=server)  # type: ignore[arg-type]
-    new = transform_request(surface, json.dumps(body).encode(), config)  # type: ignore[arg-type]
+    new = transform_request(SURFACES[surface], json.dumps(body).encode(), config)
     sent = json.loads(new) if new is not None else body
     (seen,) = READERS[surface](server, sent)
     (base,) = READERS[surface](server, baseline(surface, model))

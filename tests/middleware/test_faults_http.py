@@ -281,3 +281,36 @@ async def test_the_opt_out_header_takes_every_false_value_and_any_off_wins(
         [chunk(delta={"reasoning_content": "r", "reasoning": "r"}), chunk("a")] if translated else read_sse(upstream)
     )
     assert read_sse(body) == expected
+
+
+@pytest.mark.parametrize(
+    ("route", "answer"),
+    [
+        ("/v1/chat/completions", b'{"id":"c","choices":5}'),
+        ("/v1/messages", b'{"type":"message","content":5}'),
+        ("/v1/responses", b'{"object":"response","output":5}'),
+    ],
+)
+@pytest.mark.parametrize("handler_kind", ["response", "stream"])
+async def test_an_answer_whose_list_is_no_list_passes_as_it_came_with_the_record_on(
+    aiohttp_client: ClientFactory, route: str, answer: bytes, handler_kind: str
+) -> None:
+    """The record reads what a JSON answer said after translating it: a ``choices``, ``content`` or
+    ``output`` that is no list gives it nothing to keep, and the answer goes out as it came (it failed
+    the response before: the reading met an ``int`` where it looked for a list)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if handler_kind == "response":
+            return web.Response(body=answer, content_type="application/json")
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        await resp.write(answer)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig(messages_policy="unsigned", reasoning_store="memory"))
+    app.router.add_post(route, handler)
+    client = await aiohttp_client(app)
+    resp = await client.post(route, json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    assert (resp.status, await resp.read()) == (200, answer)

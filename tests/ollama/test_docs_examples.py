@@ -10,6 +10,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.history import transform_request
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces import ollama
+from gateway_mw.surfaces.registry import SURFACES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ollama.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -57,7 +58,7 @@ def test_ollamas_own_reasoning_goes_on_as_the_same_bytes() -> None:
 def test_the_request_example_is_what_ollama_receives() -> None:
     before, after = blocks()[6:8]
     config = ThinkExtractConfig(upstream_server="ollama")
-    assert transform_request("ollama", compact(before), config) == compact(after)
+    assert transform_request(SURFACES["ollama"], compact(before), config) == compact(after)
 
 
 def test_an_answer_without_reasoning_goes_on_as_the_same_bytes() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.history import transform_request
 from gateway_mw.ndjson import NDJSONDecoder
+from gateway_mw.surfaces.registry import SURFACES
 
 LINES = st.lists(
     st.sampled_from([b'{"a":1}', b'{"b":"x y"}', b"", b"not json", b'{"c":"\\u003cthink\\u003e"}']), max_size=8
@@ -61,7 +62,7 @@ def test_the_history_gives_thinking_back_where_ollama_reads_it() -> None:
             {"role": "tool", "content": "sunny", "tool_name": "w"},
         ],
     }
-    out = transform_request("ollama", json.dumps(history).encode(), ThinkExtractConfig())
+    out = transform_request(SURFACES["ollama"], json.dumps(history).encode(), ThinkExtractConfig())
     assert out is not None
     assistant = json.loads(out)["messages"][1]
     # Qwen3's template reads the reasoning field of the current turn: Ollama's is `thinking`.
@@ -71,10 +72,10 @@ def test_the_history_gives_thinking_back_where_ollama_reads_it() -> None:
         "thinking": "I call it.",
         "tool_calls": history["messages"][1]["tool_calls"],
     }
-    assert transform_request("ollama", out, ThinkExtractConfig()) is None
+    assert transform_request(SURFACES["ollama"], out, ThinkExtractConfig()) is None
     llama = {**history, "model": "llama3.2"}  # no known family: where Ollama reads it all the same
-    llama_out = transform_request("ollama", json.dumps(llama).encode(), ThinkExtractConfig())
+    llama_out = transform_request(SURFACES["ollama"], json.dumps(llama).encode(), ThinkExtractConfig())
     assert llama_out is not None
     assert json.loads(llama_out)["messages"][1] == assistant
     prompt = {"model": "qwen3:8b", "prompt": "<think>x</think>y"}  # /api/generate: no history
-    assert transform_request("ollama", json.dumps(prompt).encode(), ThinkExtractConfig()) is None
+    assert transform_request(SURFACES["ollama"], json.dumps(prompt).encode(), ThinkExtractConfig()) is None

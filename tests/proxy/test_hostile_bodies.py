@@ -25,12 +25,13 @@ from gateway_mw.middleware import THINKEXTRACT_RECORD
 from gateway_mw.proxy import PROXY, build_app
 from gateway_mw.proxy.connections import GatewayRunner
 from gateway_mw.proxy.routes import DEFAULT_ROUTES as FORWARDED
+from gateway_mw.surfaces.registry import SURFACES as DEFINITIONS
 
 from .support import SCRIPTED, RawUpstream, records, samples, serving, settings
 
 LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
-SURFACES: list[Surface] = list(history.TRANSFORMS)
-"""Every surface with a request transform (the table the request side dispatches on)."""
+SURFACES: list[Surface] = list(DEFINITIONS)
+"""Every surface (each has a request transform)."""
 
 
 def path_of(surface: Surface) -> str:
@@ -130,7 +131,7 @@ async def test_a_large_body_is_rewritten_in_a_worker_thread_while_the_gateway_an
     loop_thread = threading.current_thread()
     entered, release = threading.Event(), threading.Event()
     seen: list[threading.Thread] = []
-    transform = history.TRANSFORMS[surface]
+    transform = DEFINITIONS[surface].transform_history
 
     def held(body: bytes, plan: history.Plan, recall: history.Recall) -> bytes | None:
         seen.append(threading.current_thread())
@@ -139,7 +140,7 @@ async def test_a_large_body_is_rewritten_in_a_worker_thread_while_the_gateway_an
             release.wait(10)
         return transform(body, plan, recall)
 
-    monkeypatch.setitem(history.TRANSFORMS, surface, held)
+    monkeypatch.setattr(DEFINITIONS[surface], "transform_history", held)
     body = encoded(turn(surface, "sunny " * (OFF_LOOP_BYTES // 6 + 1)))
     assert len(body) > OFF_LOOP_BYTES
     async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:

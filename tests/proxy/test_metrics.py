@@ -25,6 +25,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from gateway_mw import ModelProfile
 from gateway_mw.config import Surface
 from gateway_mw.proxy import DEMO_CONFIG, load_settings
+from gateway_mw.surfaces.registry import SURFACES
 
 from .processes import gunicorn
 from .support import records, samples, serving
@@ -303,6 +304,47 @@ async def test_the_debug_line_says_how_every_surface_translates(caplog: pytest.L
         for surface, path in paths.items()
     ]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.parametrize("content_type", sorted(SURFACES["ollama"].stream_types))
+async def test_a_stream_in_any_type_a_surface_streams_in_is_relayed_as_a_stream(
+    caplog: pytest.LogCaptureFixture, content_type: str
+) -> None:
+    """The gateway counts as a stream every answer the middleware translates as one (Ollama's lines as
+    ``application/ndjson`` too): its debug line says how the stream ended."""
+
+    async def answer_lines(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": content_type})
+        await resp.prepare(request)
+        for content, done in (("<think>a</think>", False), ("b", False), ("", True)):
+            line = {"model": "m", "message": {"role": "assistant", "content": content}, "done": done}
+            await resp.write(json.dumps(line).encode() + b"\n")
+        await resp.write_eof()
+        return resp
+
+    caplog.set_level(logging.DEBUG, logger="gateway_mw.proxy")
+    app = web.Application()
+    app.router.add_post("/api/chat", answer_lines)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        s, _ = load_settings(["--upstream", f"http://127.0.0.1:{runner.addresses[0][1]}"], {})
+        headers = {"X-Request-Id": "l"}
+        async with (
+            serving(s) as base,
+            aiohttp.ClientSession() as session,
+            session.post(base + "/api/chat", json={"model": "m"}, headers=headers) as r,
+        ):
+            assert r.status == 200
+            await r.read()
+    finally:
+        await runner.cleanup()
+    lines = [message for _, level, message in records(caplog, "gateway_mw.proxy") if level == logging.DEBUG]
+    assert lines == [
+        "request l: POST /api/chat: 200, key -, model 'm', no family preset, stream completed; "
+        "ollama: translated, reasoning into thinking"
+    ]
 
 
 async def answer_with_own_reasoning(request: web.Request) -> web.StreamResponse:

@@ -275,7 +275,7 @@ async def test_model_text_naming_a_large_event_does_not_make_it_one(aiohttp_serv
     got, final = await client_view(aiohttp_server, raw, stats, max_event_bytes=4096, max_body_bytes=1 << 20)
     check_numbering(got)
     assert final == [reasoning("rs_1", "r"), message("msg_1", ["a"]), function_call(arguments=args)]
-    assert stats[0].responses.oversized_events == 1  # the delta streamed through, not held whole
+    assert stats[0].surface("responses").oversized_events == 1  # the delta streamed through, not held whole
 
 
 async def test_a_non_string_message_id_in_the_terminal_output(aiohttp_server: ServerFactory) -> None:

@@ -1,0 +1,73 @@
+"""What the gateway knows of one API surface, as one object: :class:`SurfaceDefinition`.
+
+Each surface declares its definition in its own module (``chat/surface.py``, ``messages/surface.py``,
+``responses/surface.py``, the end of ``ollama.py``) and :mod:`.registry` holds one entry per surface.
+Everything that differs by surface — the middleware's content types, the pipeline's framing and
+translator, the record's keys, the gateway's debug line, the statistics — is read from it, so that a
+surface missing a piece fails ``mypy --strict``, not a request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from ..config import Surface, ThinkExtractConfig
+from ..history import RequestSide
+from . import StreamTranslator
+from .base import Counts, NewId, Said
+
+__all__ = ["NDJSON_TYPES", "SSE_TYPES", "Framing", "SurfaceDefinition"]
+
+Framing = Literal["sse", "ndjson"]
+"""How a surface frames a stream: Server-Sent Events, or newline-delimited JSON (Ollama)."""
+
+SSE_TYPES = frozenset({"text/event-stream"})
+NDJSON_TYPES = frozenset({"application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"})
+
+
+class SurfaceDefinition(RequestSide, Protocol):
+    """One API surface: how its answers are framed and translated, what they said, how its requests'
+    history is read (:class:`~gateway_mw.history.RequestSide`), how it is switched on and described."""
+
+    @property
+    def name(self) -> Surface:
+        """Its name: in ``routes``, in the statistics and in the metrics' ``surface`` label."""
+        ...
+
+    @property
+    def framing(self) -> Framing:
+        """How its streams are framed (the pipeline's decoder)."""
+        ...
+
+    @property
+    def stream_types(self) -> frozenset[str]:
+        """The content types (lower case, no parameters) of the streams it translates; any other
+        than JSON passes through as ``content_type``."""
+        ...
+
+    def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
+        """A translator for one stream (``new_id``: where made-up ids come from)."""
+        ...
+
+    def transform_body(
+        self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
+    ) -> tuple[bytes | None, Counts]:
+        """A non-stream answer translated (``None``: nothing changed), and what was done."""
+        ...
+
+    def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
+        """Each answer of a non-stream upstream ``body``, for the reasoning record: its text as the
+        model wrote it and its tool calls (``item_ids``: the ids the gateway gave its items)."""
+        ...
+
+    def enabled(self, config: ThinkExtractConfig) -> bool:
+        """Whether ``config`` translates this surface (``config.enabled`` aside)."""
+        ...
+
+    def story(self, config: ThinkExtractConfig) -> str:
+        """Where a translated answer's reasoning went, for the gateway's debug line."""
+        ...
+
+    def error_body(self, status: int, code: str, message: str) -> Any:
+        """A gateway error in the shape its clients read (JSON-ready)."""
+        ...

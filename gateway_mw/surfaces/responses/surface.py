@@ -1,0 +1,61 @@
+"""OpenAI Responses (``/responses``) as the gateway knows it: one
+:class:`~gateway_mw.surfaces.definition.SurfaceDefinition`."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ...config import ThinkExtractConfig
+from ...history import responses as history
+from ...history.plan import UNKNOWN_FAMILY
+from .. import StreamTranslator
+from ..base import Counts, NewId, Said
+from ..definition import SSE_TYPES, SurfaceDefinition
+from ..errors import openai_error
+from ..said import document, items_of, text_of
+from .stream import ResponsesStream, transform_body
+
+__all__ = ["SURFACE"]
+
+
+class _Responses:
+    name: Final = "responses"
+    framing: Final = "sse"
+    stream_types: Final = SSE_TYPES
+    unknown_family: Final = UNKNOWN_FAMILY
+    transform_history = staticmethod(history.transform)
+    history_keys = staticmethod(history.keys)
+    answer_prefix = staticmethod(history.prefix)
+    asks_for_blobs = staticmethod(history.asks_for_blobs)
+    error_body = staticmethod(openai_error)
+
+    def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
+        return ResponsesStream(config, new_id=new_id)
+
+    def transform_body(
+        self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
+    ) -> tuple[bytes | None, Counts]:
+        return transform_body(body, config, new_id=new_id)
+
+    def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
+        """One answer: the text of its message items, its calls, and the ids of its items (the
+        gateway's, then the upstream's message items')."""
+        doc = document(body)
+        if doc is None:
+            return []
+        output = [i for i in items_of(doc, "output") if isinstance(i, dict)]
+        text = "".join(text_of(i.get("content"), "output_text") for i in output if i.get("type") == "message")
+        calls = tuple(
+            i["call_id"] for i in output if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
+        )
+        messages = tuple(i["id"] for i in output if i.get("type") == "message" and isinstance(i.get("id"), str))
+        return [Said(text, calls, (*item_ids, *(m for m in messages if m not in item_ids)))]
+
+    def enabled(self, config: ThinkExtractConfig) -> bool:
+        return config.responses_enabled
+
+    def story(self, config: ThinkExtractConfig) -> str:
+        return "reasoning into reasoning items"
+
+
+SURFACE: SurfaceDefinition = _Responses()

@@ -345,7 +345,7 @@ def test_decoys_give_what_the_reference_gives(decoy: str, opening: str, named: b
 def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, declined: str, named: bool) -> None:
     """A single event the fast path declines is decoded once in all, by the reference: a decline
     costs a comparison of bytes, not a second decode."""
-    from gateway_mw.surfaces.messages import wire
+    from gateway_mw.surfaces.messages import events as wire
 
     pipeline = StreamPipeline("messages", UNSIGNED)
     first = delta_event(0, "Hello", "anthropic")

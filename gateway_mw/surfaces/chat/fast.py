@@ -22,16 +22,16 @@ from msgspec import UNSET, UnsetType
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
+from .chunks import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
 from .edits import edited, renamed_all
 from .reference import ChatReference
-from .wire import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
 
 __all__ = ["ChatStream"]
 
 
 class _RunDelta(msgspec.Struct, gc=False):
     content: Annotated[str, msgspec.Meta(min_length=1)]
-    role: msgspec.Raw = msgspec.Raw()  # as in wire.Delta
+    role: msgspec.Raw = msgspec.Raw()  # as in chunks.Delta
     reasoning_content: Literal[""] | UnsetType | None = UNSET
     reasoning: Literal[""] | UnsetType | None = UNSET
     reasoning_details: None = None

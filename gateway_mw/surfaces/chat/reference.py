@@ -13,7 +13,7 @@ from ...channels import Channels, Said, Transcripts
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
-from .wire import (
+from .chunks import (
     DONE,
     EMPTY_RAW,
     Chunk,

@@ -13,9 +13,8 @@ from ...config import ThinkExtractConfig
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING
 from ...sse import SSEEvent, encode_event
-from .blocks import BlockWriter, Numbering, TextBlock
-from .oversized import HEAD, OversizedEvent
-from .wire import (
+from .blocks import BlockIndexes, ContentBlockWriter, TextBlock
+from .events import (
     NATIVE,
     RESOLVING,
     Event,
@@ -28,6 +27,7 @@ from .wire import (
     with_event_line,
     with_indexes,
 )
+from .oversized import HEAD, OversizedEvent
 
 __all__ = ["MessagesReference"]
 
@@ -42,9 +42,9 @@ class MessagesReference:
         self._active = config.enabled and config.messages_policy != "off"  # False: pass everything
         self._resolved = False
         self._native = False  # upstream reasoning seen: text blocks are no longer scanned
-        self._numbering = Numbering()
+        self._numbering = BlockIndexes()
         self._blocks: dict[int, TextBlock] = {}  # upstream index → open text block
-        self._writer = BlockWriter(self._numbering, self._channels, config.messages_policy == "redacted")
+        self._writer = ContentBlockWriter(self._numbering, self._channels, config.messages_policy == "redacted")
         self._big: OversizedEvent | None = None  # an oversized event under way
         self._ended = False  # message_delta, message_stop or error came: no block reopens
         self._last: int | None = None  # the upstream index the last block event named

@@ -4,7 +4,7 @@ steady ``output_text.delta`` events without running it.
 While the message item an event belongs to is steady (its channel's scanner holds nothing and sits in
 answer text or in a reasoning block), a text delta whose text is free of the scanner's triggers does
 nothing but continue that text. Such an event, offered alone or in a run of whole events, is decoded
-alone into the head the reference reads (``wire.Head``: msgspec skips every other value, whatever its
+alone into the head the reference reads (``heads.Head``: msgspec skips every other value, whatever its
 key order, spacing or escapes), and goes out as the reference would write it:
 
 * answer text: the event's bytes as they came when its numbers and ids are already the client's;
@@ -29,10 +29,10 @@ import msgspec
 
 from ...rawjson import UNREADABLE, encode, obj
 from ...scanner import CONTENT, Scanner
+from .heads import Head, decode_head, encode_body, event_of
 from .items import Channel, ClientItem, Writer, points_at
 from .messages import MessageChannels
 from .numbering import Numbering
-from .wire import Head, decode_head, encode_body, event_of
 
 __all__ = ["FastPath", "Reference"]
 
@@ -122,7 +122,7 @@ class FastPath:
         self.declined: tuple[bytes, tuple[Head, bool] | None] | None = None  # an event read, declined
 
     def read(self, data: bytes) -> tuple[Head, bool] | None:
-        """The head of ``data`` as ``wire.decode_head`` reads it, for the reference, which is about to
+        """The head of ``data`` as ``heads.decode_head`` reads it, for the reference, which is about to
         act on it (the steady channel is forgotten): the one this layer read if it declined that
         event, else read now."""
         self.steady = None

@@ -16,11 +16,11 @@ from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
 from ..base import Counts, NewId, Said, Transcripts, random_id
 from . import rebuild
+from .heads import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 from .items import Writer, source_of
 from .messages import MessageChannels
 from .numbering import Numbering
 from .oversized import OversizedEvents
-from .wire import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 
 __all__ = ["ResponsesReference", "replayer"]
 
@@ -49,7 +49,7 @@ class ResponsesReference:
         self._oversized = OversizedEvents(self.messages, self.numbering)
         self.counts: Counts = self.messages.core.counts
         self.read: Callable[[bytes], tuple[Head, bool] | None] = decode_head
-        """How an event is read: its head, and whether msgspec read it (see ``wire``)."""
+        """How an event is read: its head, and whether msgspec read it (see ``heads``)."""
         self._resolved = False
         self._native = False  # the upstream sent a reasoning item: later messages are left alone
         self.passing = False

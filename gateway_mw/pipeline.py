@@ -28,8 +28,7 @@ __all__ = ["StreamPipeline", "transform_body"]
 log = logging.getLogger("gateway_mw")
 
 _SMALL = 2048  # below this, a piece that starts mid-event goes to the decoder directly
-_WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
-_RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
+_WINDOW = 8192  # events are offered to the fast path this many bytes at a time
 
 
 class StreamPipeline:
@@ -99,11 +98,11 @@ class StreamPipeline:
                 # one-byte search runs at memchr speed; no window is cut), else decoded. The
                 # translator may have begun to handle it: a fault is the event's own, as in event().
                 try:
-                    fast = self._translator.fast_forward(chunk)
+                    fast, used = self._translator.fast_forward(chunk)
                 except Exception as exc:
                     self._fault(exc)
                     return b"".join(self._flush()) + chunk
-                if fast is not None:
+                if used:
                     return fast
                 if chunk.startswith(b"data: ") and decoder.newline == b"\n":
                     # What the decoder would make of it, made here: at a boundary a one-line
@@ -139,14 +138,14 @@ class StreamPipeline:
     # -- internals ------------------------------------------------------------------------------
 
     def _feed_plain(self, chunk: bytes) -> bytes:
-        """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding
-        them one by one. A window is offered only while the decoder holds nothing, so that bytes
-        it passes can never overtake bytes the decoder keeps."""
+        """A ``\\n`` stream: offer the translator windows of whole events, of which it passes the
+        events it proves (:mod:`~.steady`); the first it does not goes to the decoder, and the rest
+        of the window is offered again. A window is offered only while the decoder holds nothing,
+        so that bytes it passes can never overtake bytes the decoder keeps."""
         decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # reached from feed() only
         fast_forward = self._translator.fast_forward
         out: list[bytes] = []
         pos, n = 0, len(chunk)
-        declined = 0  # events decoded one by one since the last decline
         while pos < n:
             if not decoder.at_boundary:  # finish the event under way first
                 end = decoder.pending_end(chunk, pos)
@@ -162,23 +161,19 @@ class StreamPipeline:
                 end = chunk.find(b"\n\n", pos) + 2
                 if end < 2:
                     break  # the rest is an event under way: the decoder keeps it
-            fast = None
             if end - pos <= self._max_span:
                 try:
-                    fast = fast_forward(chunk[pos:end] if pos or end < n else chunk)
-                except Exception as exc:
+                    fast, used = fast_forward(chunk[pos:end] if pos or end < n else chunk)
+                except Exception as exc:  # nothing proven: the events go to the decoder
                     self._fault(exc)
-            if fast is not None:
-                out.append(fast)
-                pos, declined = end, 0
-                continue
-            # Declined: often a tag at the window's start (the translator not steady yet). Decode an
-            # event or two, as the decoder cuts them, and offer the rest again; then the whole window.
+                    used = 0
+                if used:
+                    out.append(fast)
+                    pos += used
+                    if pos == end:
+                        continue
+            # The event the translator did not prove, as the decoder cuts it.
             first = chunk.find(b"\n\n", pos, end) + 2
-            if declined >= _RETRIES or not pos < first < end:
-                first, declined = end, 0
-            else:
-                declined += 1
             out.append(self._translate(decoder.feed(chunk[pos:first])))
             pos = first
         if pos < n:

@@ -25,6 +25,7 @@ from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
+from ..steady import DECLINED, Proven
 from .base import translated
 
 __all__ = ["OllamaStream", "transform_body", "translate_stream"]
@@ -128,8 +129,9 @@ class OllamaStream:
     def oversized(self, piece: bytes, more: bool) -> bytes:
         return piece  # nothing is numbered: a line too long to hold goes on as it came
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     def said(self) -> list[Said]:
         t = self.transcripts

@@ -163,7 +163,11 @@ class ContentBlockWriter:
     def holds(self, block: TextBlock, text: str) -> bool:
         """Whether ``text`` of a redacted run fits the block under way (its size within the cap)."""
         size = len(text) if text.isascii() else len(text.encode())
-        return block.held + size <= self._cap()
+        return size <= self.room(block)
+
+    def room(self, block: TextBlock) -> int:
+        """How many more UTF-8 bytes the redacted block under way holds within the cap."""
+        return self._cap() - block.held
 
     def _cap(self) -> int:
         return self._channels.resolve(None).max_buffer_bytes

@@ -13,6 +13,7 @@ from ...config import ThinkExtractConfig
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING
 from ...sse import SSEEvent, encode_event
+from ...steady import DECLINED, Proven
 from .blocks import BlockIndexes, ContentBlockWriter, TextBlock
 from .events import (
     NATIVE,
@@ -122,9 +123,9 @@ class MessagesReference:
     def finish(self) -> list[SSEEvent]:
         return self._finish_all()
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        """No span is passed without its events read: this translator reads every event."""
-        return None
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     def said(self) -> list[Said]:
         """The message's answer: what the model wrote in its text blocks, and its tool calls."""

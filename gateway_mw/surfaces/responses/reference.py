@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
+from ...steady import DECLINED, Proven
 from ..base import Counts, NewId, Said, Transcripts, random_id
 from . import rebuild
 from .heads import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
@@ -136,8 +137,9 @@ class ResponsesReference:
                 self.large_events = frozenset()
         return out + big.feed(piece, more)
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None  # nothing is proven without reading the events: each is read by event()
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     # -- dispatch -------------------------------------------------------------------------------
 

@@ -140,12 +140,15 @@ class StreamPipeline:
     def _feed_plain(self, chunk: bytes) -> bytes:
         """A ``\\n`` stream: offer the translator windows of whole events, of which it passes the
         events it proves (:mod:`~.steady`); the first it does not goes to the decoder, and the rest
-        of the window is offered again. A window is offered only while the decoder holds nothing,
-        so that bytes it passes can never overtake bytes the decoder keeps."""
+        is offered again (one event at a time while the translator proves none). A window is offered
+        only while the decoder holds nothing, so that bytes it passes can never overtake bytes the
+        decoder keeps."""
         decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # reached from feed() only
         fast_forward = self._translator.fast_forward
         out: list[bytes] = []
         pos, n = 0, len(chunk)
+        wide = True  # a window is offered; after a decline, one event: a decline copies no window
+        skip = 1  # events decoded after a decline: twice as many after each decline in a row
         while pos < n:
             if not decoder.at_boundary:  # finish the event under way first
                 end = decoder.pending_end(chunk, pos)
@@ -156,8 +159,8 @@ class StreamPipeline:
                 if not decoder.at_boundary:
                     break
                 continue
-            end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2
-            if end < pos + 2:  # no event ends within a window: take the next one whole
+            end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2 if wide else 0
+            if end < pos + 2:  # one event: no event ends within a window, or the last offer was declined
                 end = chunk.find(b"\n\n", pos) + 2
                 if end < 2:
                     break  # the rest is an event under way: the decoder keeps it
@@ -167,15 +170,26 @@ class StreamPipeline:
                 except Exception as exc:  # nothing proven: the events go to the decoder
                     self._fault(exc)
                     used = 0
+                wide = used > 0
                 if used:
                     out.append(fast)
                     pos += used
+                    skip = 1
                     if pos == end:
                         continue
-            # The event the translator did not prove, as the decoder cuts it.
-            first = chunk.find(b"\n\n", pos, end) + 2
-            out.append(self._translate(decoder.feed(chunk[pos:first])))
-            pos = first
+            # What the translator did not prove, as the decoder cuts it: the next event, or after
+            # declines in a row the next 2, 4, 8… (a translator that proves nothing costs the
+            # decoder's own pace, not an offer per event).
+            stop = pos
+            for _ in range(1 if wide else skip):
+                after = chunk.find(b"\n\n", stop) + 2
+                if after < 2:
+                    break
+                stop = after
+            if not wide:
+                skip *= 2
+            out.append(self._translate(decoder.feed(chunk[pos:stop])))
+            pos = stop
         if pos < n:
             out.append(self._translate(decoder.feed(chunk[pos:] if pos else chunk)))
         return b"".join(out)

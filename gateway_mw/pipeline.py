@@ -90,13 +90,10 @@ class StreamPipeline:
         decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # SSE: _feed_lines serves the other
         try:
             n = len(chunk)
-            # One line and its blank line: the first newline is the last but one byte, and so the
-            # last is one too (a chunk shorter than two bytes finds none where it looks).
-            one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1] == 10
-            if one and chunk.find(b"\r") < 0 and (decoder.at_boundary or decoder.open_plain(chunk)):
-                # One event on one line, as most upstreams write tokens: offered once, whole (a
-                # one-byte search runs at memchr speed; no window is cut), else decoded. The
-                # translator may have begun to handle it: a fault is the event's own, as in event().
+            if n <= self._max_one and decoder.one_event(chunk):
+                # One event on one line, as most upstreams write tokens: offered once, whole (no
+                # window is cut), else decoded. The translator may have begun to handle it: a fault
+                # is the event's own, as in event().
                 try:
                     fast, used = self._translator.fast_forward(chunk)
                 except Exception as exc:
@@ -104,11 +101,7 @@ class StreamPipeline:
                     return b"".join(self._flush()) + chunk
                 if used:
                     return fast
-                if chunk.startswith(b"data: ") and decoder.newline == b"\n":
-                    # What the decoder would make of it, made here: at a boundary a one-line
-                    # event changes none of its state.
-                    return self._translate_one(SSEEvent(raw=chunk, data=chunk[6:-2]))
-                return self._translate(decoder.feed(chunk))
+                return self._translate(decoder.one(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
             if (n >= _SMALL or decoder.at_boundary) and decoder.plain and chunk.find(b"\r") < 0:
@@ -220,17 +213,6 @@ class StreamPipeline:
             else:
                 out.extend(e.raw if e is event else e.raw.replace(b"\n", newline) for e in produced)
         return b"".join(out)
-
-    def _translate_one(self, event: SSEEvent) -> bytes:
-        """:meth:`_translate` for one ordinary event of a ``\n`` stream."""
-        try:
-            produced = self._translator.event(event)
-        except Exception as exc:
-            self._fault(exc)
-            return b"".join(self._flush()) + event.raw
-        if len(produced) == 1:
-            return produced[0].raw
-        return b"".join([e.raw for e in produced])
 
     def _outgrown(self, event: SSEEvent) -> bool:
         """An event decoded whole that the translator no longer holds past the cap (it stopped while

@@ -7,7 +7,10 @@ A fast path stays only where it earns at least 0.5 µs per event on a deployed l
 ``--fields``: instead, what chat's reasoning costs under both names (``chat_reasoning_field="both"``,
 the default) next to one name (``reasoning_content``), the production translator, every layout.
 
-    python bench/fastpaths.py [--rounds 5] [--quick] [--fields]
+``--batched``: instead, a whole short stream in one read (a 20-event tag-free chat stream: the role
+chunk, the text, the finish, ``[DONE]``), through the production translator and the reference alone.
+
+    python bench/fastpaths.py [--rounds 5] [--quick] [--fields | --batched]
 """
 
 from __future__ import annotations
@@ -172,14 +175,54 @@ def _fields_row(events: list[bytes], configs: dict[str, ThinkExtractConfig], rou
     return Spread.of(one).fmt(), Spread.of(both).fmt(), Spread.of(cost).fmt()
 
 
+def batched_table(rounds: int) -> str:
+    """A 20-event tag-free chat stream fed in one read, every layout: CPU µs per stream."""
+    import time
+
+    config = ThinkExtractConfig()
+    out = [
+        "A 20-event tag-free chat stream in one read (the role chunk, the text, the finish, `[DONE]`): CPU time"
+        f" per stream through the production translator and through the reference alone, µs, median (min–max)"
+        f" of {rounds} interleaved rounds:",
+        "",
+        "| upstream layout | production | reference | production / reference |",
+        "|---|---|---|---|",
+    ]
+    for layout, label in layouts.LAYOUTS.items():
+        whole = b"".join(layouts.stream(layout, "content", 20))
+
+        def timed(reference: bool, whole: bytes = whole) -> float:
+            with no_collection():
+                start = time.process_time()
+                for _ in range(200):
+                    pipeline = StreamPipeline("chat", config)
+                    if reference:
+                        pipeline._translator = ChatReference(config)
+                    pipeline.feed(whole)
+                    pipeline.finish()
+                return (time.process_time() - start) / 200 * 1e6
+
+        times = interleaved({"production": lambda: timed(False), "reference": lambda: timed(True)}, rounds)
+        ratio = [p / r for p, r in zip(times["production"], times["reference"], strict=True)]
+        out.append(
+            f"| {label} | {Spread.of(times['production']).fmt()} | {Spread.of(times['reference']).fmt()}"
+            f" | {Spread.of(ratio).fmt()} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fields", action="store_true")
+    parser.add_argument("--batched", action="store_true")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
-    print(fields_table(rounds, args.quick) if args.fields else table(rounds, args.quick))
+    if args.batched:
+        print(batched_table(args.rounds))
+    else:
+        print(fields_table(rounds, args.quick) if args.fields else table(rounds, args.quick))
 
 
 if __name__ == "__main__":

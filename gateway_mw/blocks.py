@@ -4,7 +4,7 @@ blocks begin and end; this decides what of their text goes out, and when."""
 
 from __future__ import annotations
 
-from .scanrules import NOTHING, WHITESPACE, ScanSettings
+from .scanrules import NO_CHARS, WHITESPACE, ScanSettings
 from .segments import CONTENT, REASONING, Kind, Segment, utf8_len
 
 __all__ = ["BlockWriter"]
@@ -47,7 +47,7 @@ class BlockWriter:
         self._started = False
         self._lead_trim = False  # the block drops its leading whitespace (it starts at a tag)
         self._tail_trim = False  # the block holds its trailing whitespace, to drop it at a tag
-        self._tail_chars = NOTHING  # the characters it holds at its end: WHITESPACE, if it does
+        self._tail_chars = NO_CHARS  # the characters it holds at its end: WHITESPACE, if it does
         self._pending: list[str] = []
         self._pending_bytes = 0
         self._spilling = False  # a whitespace run outgrew the cap: the rest of it is not held
@@ -72,7 +72,7 @@ class BlockWriter:
         self._started = False
         trim = self._trim
         self._tail_trim = self._trim_tail and kind == REASONING
-        self._tail_chars = WHITESPACE if self._tail_trim else NOTHING
+        self._tail_chars = WHITESPACE if self._tail_trim else NO_CHARS
         self._lead_trim = trim and (after_tag or kind == REASONING)
 
     def _end_block(self) -> None:

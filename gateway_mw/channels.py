@@ -29,36 +29,11 @@ from .transcript import Budget, Transcript
 __all__ = [
     "Channels",
     "Counts",
-    "End",
-    "Native",
     "Said",
-    "Text",
     "Transcripts",
     "after_first_channel",
     "join_surrogates",
 ]
-
-
-class Text(NamedTuple):
-    """Text of a channel, as the upstream wrote it (a surrogate half may end it)."""
-
-    channel: Hashable
-    text: str
-
-
-class End(NamedTuple):
-    """A channel's text is over (a choice finished, a block or an item closed)."""
-
-    channel: Hashable
-
-
-class Native(NamedTuple):
-    """A channel carries the upstream's own reasoning: it is left alone from now on."""
-
-    channel: Hashable
-
-
-ChannelEvent = Text | End | Native
 
 
 class Counts:
@@ -233,14 +208,6 @@ class Channels:
 
     def open_channels(self) -> list[Hashable]:
         return list(self._scanners)
-
-    def handle(self, event: ChannelEvent) -> list[Segment]:
-        """What a surface's reader saw, as an event: the segments to write now."""
-        if type(event) is Text:
-            return self.text(event.channel, event.text)
-        if type(event) is End:
-            return self.end(event.channel)
-        return self.native(event.channel)
 
     def text(self, channel: Hashable, text: str) -> list[Segment]:
         """``text`` of ``channel`` through its scanner: the segments to write now."""

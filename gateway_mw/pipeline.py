@@ -29,8 +29,7 @@ __all__ = ["StreamPipeline", "transform_body"]
 log = logging.getLogger("gateway_mw")
 
 _SMALL = 2048  # below this, a piece that starts mid-event goes to the decoder directly
-_WINDOW = 8192  # events are offered to the fast path this many bytes at a time: a decline costs little
-_RETRIES = 2  # events decoded one by one after a decline before the rest of the window is offered again
+_WINDOW = 8192  # events are offered to the fast path this many bytes at a time
 
 
 class StreamPipeline:
@@ -92,25 +91,18 @@ class StreamPipeline:
         decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # SSE: _feed_lines serves the other
         try:
             n = len(chunk)
-            # One line and its blank line: the first newline is the last but one byte, and so the
-            # last is one too (a chunk shorter than two bytes finds none where it looks).
-            one = n <= self._max_one and chunk.find(b"\n") == n - 2 and chunk[-1] == 10
-            if one and chunk.find(b"\r") < 0 and (decoder.at_boundary or decoder.open_plain(chunk)):
-                # One event on one line, as most upstreams write tokens: offered once, whole (a
-                # one-byte search runs at memchr speed; no window is cut), else decoded. The
-                # translator may have begun to handle it: a fault is the event's own, as in event().
+            if n <= self._max_one and decoder.one_event(chunk):
+                # One event on one line, as most upstreams write tokens: offered once, whole (no
+                # window is cut), else decoded. The translator may have begun to handle it: a fault
+                # is the event's own, as in event().
                 try:
-                    fast = self._translator.fast_forward(chunk)
+                    fast, used = self._translator.fast_forward(chunk)
                 except Exception as exc:
                     self._fault(exc)
                     return b"".join(self._flush()) + chunk
-                if fast is not None:
+                if used:
                     return fast
-                if chunk.startswith(b"data: ") and decoder.newline == b"\n":
-                    # What the decoder would make of it, made here: at a boundary a one-line
-                    # event changes none of its state.
-                    return self._translate_one(SSEEvent(raw=chunk, data=chunk[6:-2]))
-                return self._translate(decoder.feed(chunk))
+                return self._translate(decoder.one(chunk))
             # Whole events (a writer that writes them one by one) or a large piece: offer the fast
             # path. A small piece cut mid-event holds about one event: decoding it is cheaper.
             if (n >= _SMALL or decoder.at_boundary) and decoder.plain and chunk.find(b"\r") < 0:
@@ -140,14 +132,17 @@ class StreamPipeline:
     # -- internals ------------------------------------------------------------------------------
 
     def _feed_plain(self, chunk: bytes) -> bytes:
-        """A ``\\n`` stream: offer the translator windows of whole events to pass without decoding
-        them one by one. A window is offered only while the decoder holds nothing, so that bytes
-        it passes can never overtake bytes the decoder keeps."""
+        """A ``\\n`` stream: offer the translator windows of whole events, of which it passes the
+        events it proves (:mod:`~.steady`); the first it does not goes to the decoder, and the rest
+        is offered again (one event at a time while the translator proves none). A window is offered
+        only while the decoder holds nothing, so that bytes it passes can never overtake bytes the
+        decoder keeps."""
         decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # reached from feed() only
         fast_forward = self._translator.fast_forward
         out: list[bytes] = []
         pos, n = 0, len(chunk)
-        declined = 0  # events decoded one by one since the last decline
+        wide = True  # a window is offered; after a decline, one event: a decline copies no window
+        skip = 1  # events decoded after a decline: twice as many after each decline in a row
         while pos < n:
             if not decoder.at_boundary:  # finish the event under way first
                 end = decoder.pending_end(chunk, pos)
@@ -158,30 +153,37 @@ class StreamPipeline:
                 if not decoder.at_boundary:
                     break
                 continue
-            end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2
-            if end < pos + 2:  # no event ends within a window: take the next one whole
+            end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2 if wide else 0
+            if end < pos + 2:  # one event: no event ends within a window, or the last offer was declined
                 end = chunk.find(b"\n\n", pos) + 2
                 if end < 2:
                     break  # the rest is an event under way: the decoder keeps it
-            fast = None
             if end - pos <= self._max_span:
                 try:
-                    fast = fast_forward(chunk[pos:end] if pos or end < n else chunk)
-                except Exception as exc:
+                    fast, used = fast_forward(chunk[pos:end] if pos or end < n else chunk)
+                except Exception as exc:  # nothing proven: the events go to the decoder
                     self._fault(exc)
-            if fast is not None:
-                out.append(fast)
-                pos, declined = end, 0
-                continue
-            # Declined: often a tag at the window's start (the translator not steady yet). Decode an
-            # event or two, as the decoder cuts them, and offer the rest again; then the whole window.
-            first = chunk.find(b"\n\n", pos, end) + 2
-            if declined >= _RETRIES or not pos < first < end:
-                first, declined = end, 0
-            else:
-                declined += 1
-            out.append(self._translate(decoder.feed(chunk[pos:first])))
-            pos = first
+                    used = 0
+                wide = used > 0
+                if used:
+                    out.append(fast)
+                    pos += used
+                    skip = 1
+                    if pos == end:
+                        continue
+            # What the translator did not prove, as the decoder cuts it: the next event, or after
+            # declines in a row the next 2, 4, 8… (a translator that proves nothing costs the
+            # decoder's own pace, not an offer per event).
+            stop = pos
+            for _ in range(1 if wide else skip):
+                after = chunk.find(b"\n\n", stop) + 2
+                if after < 2:
+                    break
+                stop = after
+            if not wide:
+                skip *= 2
+            out.append(self._translate(decoder.feed(chunk[pos:stop])))
+            pos = stop
         if pos < n:
             out.append(self._translate(decoder.feed(chunk[pos:] if pos else chunk)))
         return b"".join(out)
@@ -212,17 +214,6 @@ class StreamPipeline:
             else:
                 out.extend(e.raw if e is event else e.raw.replace(b"\n", newline) for e in produced)
         return b"".join(out)
-
-    def _translate_one(self, event: SSEEvent) -> bytes:
-        """:meth:`_translate` for one ordinary event of a ``\n`` stream."""
-        try:
-            produced = self._translator.event(event)
-        except Exception as exc:
-            self._fault(exc)
-            return b"".join(self._flush()) + event.raw
-        if len(produced) == 1:
-            return produced[0].raw
-        return b"".join([e.raw for e in produced])
 
     def _outgrown(self, event: SSEEvent) -> bool:
         """An event decoded whole that the translator no longer holds past the cap (it stopped while

@@ -32,7 +32,6 @@ __all__ = [
     "is_null",
     "join_surrogates",
     "obj",
-    "obj_list",
     "raw_list",
     "string_at",
     "value_at",
@@ -69,12 +68,6 @@ def raw_list(raw: msgspec.Raw | bytes | None) -> list[msgspec.Raw] | None:
         return _decode_raw_list(raw)
     except UNREADABLE:
         return None
-
-
-def obj_list(raw: msgspec.Raw | bytes | None) -> list[Obj | None] | None:
-    """``raw`` as a list whose objects are decoded one level (other values: ``None``)."""
-    items = raw_list(raw)
-    return None if items is None else [obj(item) for item in items]
 
 
 def as_str(value: Any) -> str | None:

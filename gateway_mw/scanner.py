@@ -16,7 +16,7 @@ content here, and, with ``protocol="harmony"``, the channel protocol of gpt-oss 
 from __future__ import annotations
 
 from .config import ThinkExtractConfig
-from .scanrules import IN_CONTENT, IN_REASONING, NOTHING, START, scan_settings, with_whitespace
+from .scanrules import IN_CONTENT, IN_REASONING, NO_CHARS, START, scan_settings, with_whitespace
 from .segments import CONTENT, REASONING, Kind, Segment, merge_segments, utf8_len
 from .tagreader import TagReader
 from .transcript import Transcript
@@ -120,7 +120,7 @@ class Scanner(TagReader):
         if fast is None:
             fast = self._fresh
             if fast is None:
-                return NOTHING
+                return NO_CHARS
         return with_whitespace(fast) if self._tail_trim else fast
 
     def feed(self, text: str) -> list[Segment]:
@@ -260,7 +260,7 @@ class Scanner(TagReader):
             elif not self._started and not self._strip and not self._pending and not self._ws:
                 self._fresh = self._marker_firsts | frozenset(self._close[0])
         elif self._state == IN_CONTENT and not self._strip:
-            triggers = self._content_triggers if self._tags_live else NOTHING
+            triggers = self._content_triggers if self._tags_live else NO_CHARS
             if not self._started:
                 # take_steady tracks the code state and the leading placement as the scan does.
                 if not self._pending and not self._ws:

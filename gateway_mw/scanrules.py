@@ -12,7 +12,7 @@ from .config import TagPair, ThinkExtractConfig
 __all__ = [
     "IN_CONTENT",
     "IN_REASONING",
-    "NOTHING",
+    "NO_CHARS",
     "START",
     "WHITESPACE",
     "CodeTracker",
@@ -28,7 +28,7 @@ __all__ = [
 START, IN_CONTENT, IN_REASONING = 0, 1, 2
 """The scanner's states: before the text shows whether it opens inside reasoning (rule 3), in
 content, in a reasoning block."""
-NOTHING: frozenset[str] = frozenset()
+NO_CHARS: frozenset[str] = frozenset()
 # Every character str.isspace() accepts (none is above U+3000).
 WHITESPACE: Final = frozenset(c for c in map(chr, range(0x3001)) if c.isspace())
 

@@ -53,8 +53,10 @@ class StreamTranslator(Protocol):
         rewritten on its bytes as they go by, so that it fits the stream's numbering."""
         ...
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        """``span`` holds whole events (``\n`` line endings). Return the bytes to send for all of
-        them if the translator can prove, without decoding, that they are exactly what
-        :meth:`event` would give (updating its state as :meth:`event` would); else ``None``."""
+    def fast_forward(self, span: bytes) -> tuple[bytes, int]:
+        """``span`` holds whole events (``\\n`` line endings). Event by event from its start, the
+        translator proves, without handing them to :meth:`event`, that what it gives is exactly
+        what :meth:`event` would (updating its state as :meth:`event` would): return the bytes to
+        send for the proven events and where in ``span`` they end (``(b"", 0)``: none, nothing
+        changed). The pipeline gives the next event to :meth:`event` and offers the rest again."""
         ...

@@ -1,4 +1,4 @@
-"""What every surface shares: the per-response counters and a counted non-stream extraction."""
+"""What every surface shares: the per-response counters, and the async generator form of a translator."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Protocol
 
 from ..channels import Counts, Said, Transcripts, after_first_channel
-from ..config import ThinkExtractConfig
 from ..marks import NewId, random_id
-from ..scanner import Scanner, Segment, merge_segments
 from ..sse import SSEEvent
 
 __all__ = [
@@ -17,18 +15,9 @@ __all__ = [
     "Said",
     "Transcripts",
     "after_first_channel",
-    "extract_counted",
     "random_id",
     "translated",
 ]
-
-
-def extract_counted(text: str, config: ThinkExtractConfig, counts: Counts) -> list[Segment]:
-    """``extract(text, config)``, adding what the scanner did to ``counts``."""
-    scanner = Scanner(config)
-    segments = scanner.feed(text) + scanner.finish()
-    counts.add(scanner)
-    return merge_segments(segments)
 
 
 class _Translating(Protocol):

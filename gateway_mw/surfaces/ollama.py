@@ -26,6 +26,7 @@ from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
+from ..steady import DECLINED, Proven
 from . import StreamTranslator
 from .base import NewId, translated
 from .definition import NDJSON_TYPES, SurfaceDefinition
@@ -132,8 +133,9 @@ class OllamaStream:
     def oversized(self, piece: bytes, more: bool) -> bytes:
         return piece  # nothing is numbered: a line too long to hold goes on as it came
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     def said(self) -> list[Said]:
         t = self.transcripts

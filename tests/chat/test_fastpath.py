@@ -363,3 +363,32 @@ def test_a_lone_event_is_read_strictly_while_the_upstream_fits_and_leniently_onc
         # the second empty delta and " again" (which makes the next read strict) leniently.
         # fitting: "Hi" declined while it continues the text, then all leniently.
         assert strict_reads == expected_strict
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_batched_read_is_decoded_about_once_per_event(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """A whole tag-free stream in one read (the role chunk, 17 text chunks, the finish, ``[DONE]``):
+    the fast path passes the events it proves and hands on only the ones it does not, so that each
+    of the 19 chunks is decoded once but the finish, which ends the proven run, twice (52 decodes
+    when a window was declined whole), and the bytes are the reference's."""
+    from gateway_mw.surfaces.chat import reference as chat_reference
+
+    decodes = [0]
+
+    def counting(decode: Any) -> Any:
+        def counted(data: bytes) -> Any:
+            decodes[0] += 1
+            return decode(data)
+
+        return counted
+
+    monkeypatch.setattr(chat_fast, "decode_run_chunk", counting(chat_fast.decode_run_chunk))
+    monkeypatch.setattr(chat_fast, "decode_chunk", counting(chat_fast.decode_chunk))
+    monkeypatch.setattr(chat_reference, "decode_chunk", counting(chat_reference.decode_chunk))
+    words = [f" w{i}" for i in range(17)]
+    stream = event(layout, "", first=True) + b"".join(event(layout, w) for w in words)
+    stream += event(layout, None, "stop") + b"data: [DONE]\n\n"
+    fast = StreamPipeline("chat", CFG)
+    out = fast.feed(stream) + fast.finish()
+    assert decodes[0] <= 20
+    assert events_of(out) == events_of(run(stream, len(stream), full=True)[0])

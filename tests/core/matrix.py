@@ -21,7 +21,7 @@ from gateway_mw.config import Surface
 from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.base import NewId
 from gateway_mw.surfaces.chat import ChatReference
-from gateway_mw.surfaces.chat.wire import NAMES
+from gateway_mw.surfaces.chat.chunks import NAMES
 from gateway_mw.surfaces.messages import MessagesReference
 from gateway_mw.surfaces.responses import ResponsesReference
 

@@ -279,3 +279,27 @@ def test_open_plain_notes_what_feeding_the_first_piece_would(first: bytes, rest:
     for piece in rest:
         assert opened.feed(piece) == fed.feed(piece)
     assert opened.finish() == fed.finish()
+
+
+@given(
+    before=st.lists(st.sampled_from([b"data: a\n\n", b"data: b", b"\n\n", b"\r\n", BOM, b": c\n\n"]), max_size=3),
+    piece=st.sampled_from(
+        [b'data: {"a":1}\n\n', b"data:x\n\n", b": ping\n\n", b"event: e\n\n", b"data: x\r\n\r\n", b"\n\n", b"x\n"]
+    ),
+    rest=st.lists(st.sampled_from([b"data: y\n\n", b"data: z", b"\n\n", b"\r\n"]), max_size=3),
+)
+def test_one_is_what_feeding_the_piece_gives(before: list[bytes], piece: bytes, rest: list[bytes]) -> None:
+    """The pipeline takes a one-line piece at a boundary through one_event and one instead of feed:
+    the events must be feed's, and the decoder must go on as if it had been fed the piece."""
+    fed, taken = SSEDecoder(), SSEDecoder()
+    for earlier in before:
+        assert taken.feed(earlier) == fed.feed(earlier)
+    events = fed.feed(piece)
+    if taken.one_event(piece):
+        assert piece.endswith(b"\n\n") and piece.count(b"\n") == 2 and b"\r" not in piece
+        assert taken.one(piece) == events
+    else:
+        assert taken.feed(piece) == events
+    for later in rest:
+        assert taken.feed(later) == fed.feed(later)
+    assert taken.finish() == fed.finish()

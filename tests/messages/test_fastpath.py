@@ -345,7 +345,7 @@ def test_decoys_give_what_the_reference_gives(decoy: str, opening: str, named: b
 def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, declined: str, named: bool) -> None:
     """A single event the fast path declines is decoded once in all, by the reference: a decline
     costs a comparison of bytes, not a second decode."""
-    from gateway_mw.surfaces.messages import wire
+    from gateway_mw.surfaces.messages import events as wire
 
     pipeline = StreamPipeline("messages", UNSIGNED)
     first = delta_event(0, "Hello", "anthropic")
@@ -386,8 +386,9 @@ def steady_state(translator: MessagesStream) -> Any:
 @pytest.mark.parametrize("config", CONFIGS[:3], ids=["unsigned", "redacted", "redacted-64"])
 @pytest.mark.parametrize("opening", ["Hello", "<think>", "<think>r</think>"])
 def test_a_declined_span_changes_nothing(config: ThinkExtractConfig, opening: str) -> None:
-    """fast_forward either gives the reference's bytes or declines with the translator as it was:
-    spans that match a layout up to their last event, or whose texts fail at the end, included."""
+    """fast_forward gives the reference's bytes for the events it proves, from the span's start, up
+    to the first it does not (a tag, another event, a keep-alive, an empty text, another layout, a
+    redacted block's cap), and where they end; with none proven, the translator is as it was."""
     pipeline = StreamPipeline("messages", config)
     pipeline._translator.transcripts = Transcripts()
     # The block's first text after a tag opens its output block: read by the reference.
@@ -397,22 +398,30 @@ def test_a_declined_span_changes_nothing(config: ThinkExtractConfig, opening: st
     translator = pipeline._translator
     assert isinstance(translator, MessagesStream)
     word = frame(delta_event(0, " w", "anthropic"), dumps(delta_event(0, " w", "anthropic"), "anthropic"))
-    assert translator.fast_forward(word) is not None  # steady: the layer takes it
-    declined = [
-        word * 3 + frame(delta_event(0, "<", "anthropic"), dumps(delta_event(0, "<", "anthropic"), "anthropic")),
-        word * 3 + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0}\n\n',
-        word * 3 + b": keep-alive\n\n" + word,
-        word.replace(b'" w"', b'" w"\n'),
-        word * 2 + word.replace(b'" w"', b'""'),
-        word * 2 + word.replace(b'" w"', b'"x" "y"'),
-        word.replace(b"index", b"Index"),
+    one, used = translator.fast_forward(word)
+    assert used == len(word)  # steady: the layer takes it
+    cases = [
+        (word * 3 + frame(delta_event(0, "<", "anthropic"), dumps(delta_event(0, "<", "anthropic"), "anthropic")), 3),
+        (word * 3 + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0}\n\n', 3),
+        (word * 3 + b": keep-alive\n\n" + word, 3),
+        (word.replace(b'" w"', b'" w"\n'), 0),
+        (word * 2 + word.replace(b'" w"', b'""'), 2),
+        (word * 2 + word.replace(b'" w"', b'"x" "y"'), 2),
+        (word.replace(b"index", b"Index"), 0),
     ]
     if opening == "<think>" and config.max_buffer_bytes == 64:
-        declined.append(word * 70)  # a redacted block past its cap ends after the event that crosses it
-    for span in declined:
+        cases.append((word * 70, -1))  # the events that fit the redacted block's cap (below)
+    for span, proven in cases:
+        if proven < 0:  # a redacted block past its cap ends after the event that crosses it: the reference's
+            steady = translator._steady
+            assert steady is not None
+            proven = translator._writer.room(steady.block) // 2
+            assert proven < 70
         before = steady_state(translator)
-        assert translator.fast_forward(span) is None, span
-        assert steady_state(translator) == before
+        out, used = translator.fast_forward(span)
+        assert (out, used) == (one * proven, len(word) * proven), span
+        if not proven:
+            assert steady_state(translator) == before
 
 
 @pytest.mark.parametrize("ending", ['q",', '",', ",", '\\",'])

@@ -391,7 +391,7 @@ def test_flush_and_finish_directly() -> None:
     out += stream.event(SSEEvent(raw=b": keepalive\n\n"))
     out += stream.finish()
     assert read_sse(b"".join(e.raw for e in out)) == [message_start(), *thinking_block(0, "ab</th", "ab", "</th")]
-    assert stream.fast_forward(b"data: {}\n\n") is None
+    assert stream.fast_forward(b"data: {}\n\n") == (b"", 0)
     assert (stream.counts.reasoning_blocks, stream.counts.unclosed) == (1, 1)
 
 
@@ -566,9 +566,9 @@ def test_fast_path_runs_match_event_by_event_translation(
     hits: list[bool] = []
     original = MessagesStream.fast_forward
 
-    def spy(self: MessagesStream, span: bytes) -> bytes | None:
+    def spy(self: MessagesStream, span: bytes) -> tuple[bytes, int]:
         out = original(self, span)
-        hits.append(out is not None)
+        hits.append(out[1] > 0)
         return out
 
     monkeypatch.setattr(MessagesStream, "fast_forward", spy)

@@ -563,7 +563,7 @@ def test_every_layout_takes_the_fast_path_one_event_per_feed(layout: str, start:
 def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A single event the fast path reads and declines (a tag in steady text) is not read again by
     the full path: a decline costs a comparison, not a second decode."""
-    from gateway_mw.surfaces.responses import wire
+    from gateway_mw.surfaces.responses import heads as wire
 
     reads = []
     decode = wire._decode_head

@@ -2,7 +2,7 @@
 
 :mod:`.reference` translates a stream plainly (decode, channels, rebuild); :mod:`.fast` is the layer
 that proves, on the bytes, what the reference would give for the chunks real servers send most;
-:mod:`.body` translates a non-stream body. :mod:`.wire` reads a chunk, :mod:`.write` and
+:mod:`.body` translates a non-stream body. :mod:`.chunks` reads a chunk, :mod:`.write` and
 :mod:`.edits` write one.
 """
 

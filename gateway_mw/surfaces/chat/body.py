@@ -12,7 +12,7 @@ from ...channels import Channels, Counts
 from ...config import ThinkExtractConfig
 from ...rawjson import as_str, obj, raw_list
 from ...scanner import CONTENT, merge_segments
-from .wire import EMPTY_RAW, NAMES, Obj, decode_list, decode_obj, encode, mirror_of, with_mirror
+from .chunks import EMPTY_RAW, NAMES, Obj, decode_list, decode_obj, encode, mirror_of, with_mirror
 
 __all__ = ["transform_body"]
 

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import UNSET
 
 from ...rawjson import as_str, escaped, string_at
-from .wire import ReadDelta, encode
+from .chunks import ReadDelta, encode
 
 __all__ = ["FIELD_KEYS", "edited", "renamed_all"]
 

@@ -3,9 +3,10 @@ bytes the reference would give, or declines and lets it.
 
 While the only choice's channel is in steady content or steady reasoning with nothing held:
 
-* **a window of events** (``fast_forward``) whose every chunk decodes, alone, as only continuing
-  choice 0's text with text free of its scanner's triggers goes out as it came (content), or with
-  each delta's ``content`` key renamed (reasoning);
+* **a window of events** (``fast_forward``): its first events whose every chunk decodes, alone, as
+  only continuing choice 0's text with text free of its scanner's triggers go out as they came
+  (content), or with each delta's ``content`` key renamed (reasoning); the first that does not goes
+  to the reference;
 * **one event** is decoded once, strictly while the upstream's continuations fit the run struct,
   leniently after one did not: a continuation goes through the scanner's steady path, its bytes
   kept or edited (:mod:`.edits`), a finish ends the channel; anything else is the reference's.
@@ -14,7 +15,7 @@ While the only choice's channel is in steady content or steady reasoning with no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -22,16 +23,17 @@ from msgspec import UNSET, UnsetType
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
+from ...steady import DECLINED, Proven, Steady
+from .chunks import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
 from .edits import edited, renamed_all
 from .reference import ChatReference
-from .wire import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
 
 __all__ = ["ChatStream"]
 
 
 class _RunDelta(msgspec.Struct, gc=False):
     content: Annotated[str, msgspec.Meta(min_length=1)]
-    role: msgspec.Raw = msgspec.Raw()  # as in wire.Delta
+    role: msgspec.Raw = msgspec.Raw()  # as in chunks.Delta
     reasoning_content: Literal[""] | UnsetType | None = UNSET
     reasoning: Literal[""] | UnsetType | None = UNSET
     reasoning_details: None = None
@@ -110,14 +112,15 @@ def _quiet(data: bytes) -> bool:
     return True
 
 
-class _Steady(NamedTuple):
+class _Steady(Steady):
     """Choice 0 alone under way with nothing held: a text free of ``triggers`` goes through
     ``scanner`` unchanged as ``kind`` (``whole``), or as a block's first text, its edge trimmed."""
 
-    kind: Kind
-    triggers: frozenset[str]
-    scanner: Scanner
-    whole: bool
+    __slots__ = ("whole",)
+
+    def __init__(self, kind: Kind, scanner: Scanner, whole: bool) -> None:
+        super().__init__(kind, scanner)
+        self.whole = whole
 
 
 def _continued_text(chunk: Chunk) -> str | None:
@@ -229,9 +232,9 @@ class ChatStream(ChatReference):
             return
         kind = scanner.steady
         if kind is not None:
-            self._steady = _Steady(kind, scanner.triggers, scanner, True)
+            self._steady = _Steady(kind, scanner, True)
         elif (kind := scanner.starting) is not None:
-            self._steady = _Steady(kind, scanner.triggers, scanner, False)
+            self._steady = _Steady(kind, scanner, False)
 
     # -- one chunk in the steady state ----------------------------------------------------------------
 
@@ -241,7 +244,7 @@ class ChatStream(ChatReference):
         """A chunk that only continues choice 0's text while that choice alone is under way: what
         the reference does, without its loop over the choices."""
         self.last_raw = data
-        kind, triggers, scanner, whole = steady
+        kind, triggers, scanner, whole = steady.kind, steady.triggers, steady.scanner, steady.whole
         delta = choices[0].delta
         assert delta is not None
         if triggers.isdisjoint(text):
@@ -280,8 +283,9 @@ class ChatStream(ChatReference):
 
     # -- runs of events ---------------------------------------------------------------------------------
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        """The bytes for a run of whole events, when provably exact without handling them one by one.
+    def fast_forward(self, span: bytes) -> Proven:
+        """The bytes for the first events of ``span``, as many as are provably exact without
+        handling them one by one, and where they end.
 
         The proof is the decoder's: each event is decoded alone into the fields the translator reads
         (whatever their spelling, order or spacing; the rest skipped), and each must only continue
@@ -291,38 +295,52 @@ class ChatStream(ChatReference):
         steady = self._steady
         if steady is None:
             config = self.channels.config  # this stream's model may not be translated: then all passes
-            return span if config is not None and not config.enabled else None
+            return (span, len(span)) if config is not None and not config.enabled else DECLINED
         if not span.startswith(b"data: {"):
-            return None  # [DONE] included: a decoder's error costs more than this test
+            return DECLINED  # [DONE] included: a decoder's error costs more than this test
         end = span.find(b"\n")  # one byte searched for: memchr speed, where a pair is not
-        try:
-            if end == len(span) - 2:  # one event, one line
-                return self._one(span, steady)
-            if not steady.whole:  # a block's first text: one event at a time
-                return None
-            # Each event alone, as the reference reads it: the pieces between event ends, each one
-            # line (a span with no other newline), each one chunk. Any line but "data: " (a
-            # comment, event:, id:) leaves a piece that is not JSON.
-            bodies = span[6:-2].split(b"\n\ndata: ")
-            if span.count(b"\n") != 2 * len(bodies):
-                return None
-            # One by one, stopping at the first event that does not qualify: a declined window
-            # (a tag a few events in) costs the decodes up to it, not the whole window's.
-            deltas: list[_RunDelta] = []
-            for body in bodies:
+        if end == len(span) - 2:  # one event, one line
+            try:
+                return self._one(span, steady), len(span)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return DECLINED
+        if not steady.whole:  # a block's first text: one event at a time
+            return DECLINED
+        # Each event alone, as the reference reads it: the pieces between event ends, each one
+        # line, each one chunk. Any line but "data: " (a comment, event:, id:) leaves a newline in
+        # its piece: the events before it are taken.
+        bodies = span[6:-2].split(b"\n\ndata: ")
+        events = len(bodies)
+        if span.count(b"\n") != 2 * events:
+            other = next(i for i, body in enumerate(bodies) if b"\n" in body)
+            line = bodies[other].find(b"\n")
+            if bodies[other].startswith(b"\n\n", line):  # a whole event, then one of other lines
+                bodies[other] = bodies[other][:line]
+                other += 1
+            del bodies[other:]
+        # One by one, stopping at the first event that does not qualify (a tag, a finish, [DONE]):
+        # the events before it are proven, and it alone goes to the reference.
+        deltas: list[_RunDelta] = []
+        triggers = steady.triggers
+        for body in bodies:
+            try:
                 delta = decode_run_chunk(body).choices[0].delta
-                if not steady.triggers.isdisjoint(delta.content):
-                    return None
-                deltas.append(delta)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                break
+            if not triggers.isdisjoint(delta.content):
+                break
+            deltas.append(delta)
+        if not deltas:
+            return DECLINED
+        if len(deltas) < events:
+            del bodies[len(deltas) :]
+            span = span[: sum(map(len, bodies)) + 8 * len(bodies)]  # each event: "data: ", body, "\n\n"
         out = span if steady.kind == CONTENT else renamed_all(span, bodies, deltas, self.field)  # type: ignore[arg-type]
         if out is None:
-            return None
+            return DECLINED
         steady.scanner.pass_steady("".join([d.content for d in deltas]))
-        last = span.rfind(b"\n\ndata: ") + 8  # the envelope of the chunks made later: the last event's
-        self.last_raw = span[last if last >= 8 else 6 : -2]
-        return out
+        self.last_raw = bodies[-1]  # the envelope of the chunks made later: the last event's
+        return out, len(span)
 
     def _one(self, span: bytes, steady: _Steady) -> bytes:
         """:meth:`fast_forward` for one event on one line: whatever it does, what :meth:`event` would

@@ -13,7 +13,8 @@ from ...channels import Channels, Said, Transcripts
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
-from .wire import (
+from ...steady import DECLINED, Proven
+from .chunks import (
     DONE,
     EMPTY_RAW,
     Chunk,
@@ -149,8 +150,9 @@ class ChatReference:
         """Chat numbers nothing (a choice keeps its index): an oversized chunk goes out as it came."""
         return piece
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     def said(self) -> list[Said]:
         """Each choice's answer: what the model wrote, and the tool calls it made."""

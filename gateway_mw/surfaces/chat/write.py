@@ -5,7 +5,7 @@ every other value is re-emitted as its original bytes, in order."""
 from __future__ import annotations
 
 from ...scanner import CONTENT, Segment, merge_segments
-from .wire import (
+from .chunks import (
     ENVELOPE,
     NAMES,
     NULL,

@@ -28,7 +28,7 @@ Non-stream: each ``text`` block of ``content`` is split into the blocks of its r
 
 One idea per module:
 
-* ``wire`` — what is read of an upstream event (leniently, as the SDKs read it), and event writing;
+* ``events`` — what is read of an upstream event (leniently, as the SDKs read it), and event writing;
 * ``blocks`` — the numbering map and the output blocks a text block's runs become;
 * ``oversized`` — an event over the cap, renumbered on its bytes as they go by;
 * ``reference`` — the translator, plainly: every event decoded, translated and written;
@@ -38,9 +38,9 @@ One idea per module:
 """
 
 from .body import transform_body
+from .events import SIGNATURE_PREFIX, gateway_signature
 from .fastpath import MessagesStream, translate_stream
 from .reference import MessagesReference
-from .wire import SIGNATURE_PREFIX, gateway_signature
 
 __all__ = [
     "SIGNATURE_PREFIX",

@@ -15,7 +15,7 @@ from ...channels import Channels
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING, Kind, Segment
 from ...sse import SSEEvent, encode_event
-from .wire import (
+from .events import (
     EMPTY_TEXT,
     TEXT_BLOCK,
     THINKING_BLOCK,
@@ -32,10 +32,10 @@ from .wire import (
     thinking_delta,
 )
 
-__all__ = ["BlockWriter", "Numbering", "TextBlock"]
+__all__ = ["BlockIndexes", "ContentBlockWriter", "TextBlock"]
 
 
-class Numbering:
+class BlockIndexes:
     """The map from upstream indexes to output indexes, in three parts: blocks not scanned (one
     output block each), open text blocks (kept with their :class:`TextBlock`), and text blocks that
     ended (their last output block, for a late event that names them)."""
@@ -75,12 +75,12 @@ class TextBlock:
         self.half = ""  # a high surrogate that ended the last delta, held for the next one
 
 
-class BlockWriter:
+class ContentBlockWriter:
     """Writes the output blocks of text blocks: opens, closes, and the deltas of each run."""
 
     __slots__ = ("_channels", "_numbering", "redacted")
 
-    def __init__(self, numbering: Numbering, channels: Channels, redacted: bool) -> None:
+    def __init__(self, numbering: BlockIndexes, channels: Channels, redacted: bool) -> None:
         self._numbering = numbering
         self._channels = channels  # their settings, resolved for the model, hold a redacted block's cap
         self.redacted = redacted
@@ -163,7 +163,11 @@ class BlockWriter:
     def holds(self, block: TextBlock, text: str) -> bool:
         """Whether ``text`` of a redacted run fits the block under way (its size within the cap)."""
         size = len(text) if text.isascii() else len(text.encode())
-        return block.held + size <= self._cap()
+        return size <= self.room(block)
+
+    def room(self, block: TextBlock) -> int:
+        """How many more UTF-8 bytes the redacted block under way holds within the cap."""
+        return self._cap() - block.held
 
     def _cap(self) -> int:
         return self._channels.resolve(None).max_buffer_bytes

@@ -8,7 +8,7 @@ from ...channels import Channels, Counts
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, encode, obj, raw_list
 from ...scanner import CONTENT, Segment, merge_segments
-from .wire import NATIVE, gateway_signature, redacted_data
+from .events import NATIVE, gateway_signature, redacted_data
 
 __all__ = ["transform_body"]
 

@@ -9,7 +9,8 @@ it on the span's bytes, for the layouts deployed upstreams write (:data:`LAYOUTS
 be exactly the layout's bytes around one JSON string, the text. Each layout's rewrite is the
 reference's for that layout, so the output is built from the same pieces. Anything else (another
 layout, an unknown key, a ping between events) is declined, with no state changed, for the
-reference to translate.
+reference to translate. In a span of several events, the ones before the first that does not
+qualify are passed so, and that one goes to the reference.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import msgspec
 
 from ...config import ThinkExtractConfig
 from ...rawjson import UNREADABLE, encode
-from ...scanner import CONTENT, Scanner
+from ...scanner import CONTENT, Kind, Scanner
 from ...sse import SSEEvent
+from ...steady import DECLINED, Proven, Steady
 from ..base import translated
 from .blocks import TextBlock
 from .reference import MessagesReference
@@ -85,22 +87,14 @@ def _layouts(upstream: int, out: int, reasoning: bool) -> list[_Layout]:
     return found
 
 
-class _Steady:
+class _Steady(Steady):
     """The one open text block, steady: a text free of ``triggers`` goes through it whole."""
 
-    __slots__ = ("block", "layouts", "scanner", "triggers", "unchanged")
+    __slots__ = ("block", "layouts", "unchanged")
 
-    def __init__(
-        self,
-        block: TextBlock,
-        scanner: Scanner,
-        triggers: frozenset[str],
-        layouts: list[_Layout],
-        unchanged: bool,
-    ) -> None:
+    def __init__(self, block: TextBlock, scanner: Scanner, kind: Kind, layouts: list[_Layout], unchanged: bool) -> None:
+        super().__init__(kind, scanner)
         self.block = block
-        self.scanner = scanner
-        self.triggers = triggers
         self.layouts = layouts
         self.unchanged = unchanged  # answer text not renumbered: an event with its event: line goes as it came
 
@@ -133,52 +127,65 @@ class MessagesStream(MessagesReference):
         self._steady_known = False
         return super().oversized(piece, more)
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        """The bytes for ``span`` (whole events, ``\\n`` line endings, no ``\\r``) when they are
-        provably what :meth:`event` gives for each, the translator's state then as :meth:`event`
-        leaves it; else ``None``, with nothing changed."""
+    def fast_forward(self, span: bytes) -> Proven:
+        """The bytes for the first events of ``span`` (whole events, ``\\n`` line endings, no
+        ``\\r``) that are provably what :meth:`event` gives for each, the translator's state then as
+        :meth:`event` leaves it, and where they end; :data:`DECLINED`, with nothing changed, when the
+        first is not."""
         if not self._active:
-            return span  # this stream's model is not translated: every event passes as it came
+            return span, len(span)  # this stream's model is not translated: every event passes as it came
         if not self._steady_known:
             self._steady = self._find_steady()
             self._steady_known = True
         steady = self._steady
         if steady is None:
-            return None
+            return DECLINED
         if span.startswith(NAMED):
             start = 33
         elif span.startswith(DATA):
             start = 6
         else:
-            return None
+            return DECLINED
+        first = span.find(b"\n\n") + 2  # the first event's end
         layouts = steady.layouts
         for layout in layouts:
             before, after = layout[0], layout[1]
-            # The text's quotes are in the span's bytes that the layout does not hold.
-            if span.startswith(before, start) and span.endswith(after):
-                if layout is not layouts[0]:
-                    layouts.remove(layout)
-                    layouts.insert(0, layout)
-                spelled = span[start + len(before) : len(span) - len(after)]
-                try:
-                    text = _decode_text(spelled)  # one event: its text is one JSON string, alone
-                except UNREADABLE:
-                    return self._run(steady, layout, span, start, spelled)
-                if spelled[:1] != b'"' or spelled[-1:] != b'"' or not text or not steady.triggers.isdisjoint(text):
-                    return None  # whitespace around the text (it may end a line), an empty text, a trigger
-                out: bytes | None
-                if steady.unchanged and start == 33:
-                    out = span
-                elif layout[4]:
-                    out = self._reasoning(steady, layout, [text], text)
-                else:
-                    out = layout[2] + spelled + layout[3]
-                if out is None:
-                    return None
-                steady.scanner.pass_steady(text)
-                self._last = steady.block.upstream
-                return out
-        return None
+            # The text's quotes are in the first event's bytes that the layout does not hold.
+            if not (span.startswith(before, start) and span.endswith(after, 0, first)):
+                continue
+            if layout is not layouts[0]:
+                layouts.remove(layout)
+                layouts.insert(0, layout)
+            if first < len(span):
+                out = self._run(steady, layout, span, start, span[start + len(before) : len(span) - len(after)])
+                if out is not None:
+                    return out, len(span)
+                # Not every event qualifies: the ones before the first that does not, if any.
+                room = None  # a redacted block holds its reasoning up to its cap
+                if layout[4] and self._writer.redacted:
+                    room = self._writer.room(steady.block)
+                cut = _qualifying(steady, layout, span, span[:start] + before, room)
+                return self.fast_forward(span[:cut]) if 0 < cut < len(span) else DECLINED
+            spelled = span[start + len(before) : first - len(after)]
+            try:
+                text = _decode_text(spelled)  # one event: its text is one JSON string, alone
+            except UNREADABLE:
+                return DECLINED
+            if spelled[:1] != b'"' or spelled[-1:] != b'"' or not text or not steady.triggers.isdisjoint(text):
+                return DECLINED  # whitespace around the text (it may end a line), an empty text, a trigger
+            out_one: bytes | None
+            if steady.unchanged and start == 33:
+                out_one = span
+            elif layout[4]:
+                out_one = self._reasoning(steady, layout, [text], text)
+            else:
+                out_one = layout[2] + spelled + layout[3]
+            if out_one is None:
+                return DECLINED
+            steady.scanner.pass_steady(text)
+            self._last = steady.block.upstream
+            return out_one, len(span)
+        return DECLINED
 
     def _run(self, steady: _Steady, layout: _Layout, span: bytes, start: int, spelled: bytes) -> bytes | None:
         """Several events of ``layout``, each starting as the first does (``start``: where its data
@@ -249,7 +256,32 @@ class MessagesStream(MessagesReference):
         if layouts is None:
             layouts = self._layouts[key] = _layouts(*key)
         unchanged = kind == CONTENT and block.out == block.upstream
-        return _Steady(block, scanner, scanner.triggers, layouts, unchanged)
+        return _Steady(block, scanner, kind, layouts, unchanged)
+
+
+def _qualifying(steady: _Steady, layout: _Layout, span: bytes, head: bytes, room: int | None) -> int:
+    """Where the first events of ``span`` end that are each ``head`` and ``layout``'s bytes around
+    one non-empty JSON string free of the steady block's triggers, and, with ``room``, whose texts
+    fit in that many UTF-8 bytes (0: the first is not)."""
+    after = layout[1]
+    pos = 0
+    while pos < len(span):
+        end = span.find(b"\n\n", pos) + 2
+        if not (span.startswith(head, pos) and span.endswith(after, pos, end)):
+            break
+        spelled = span[pos + len(head) : end - len(after)]
+        try:
+            text = _decode_text(spelled)
+        except UNREADABLE:
+            break
+        if spelled[:1] != b'"' or spelled[-1:] != b'"' or not text or not steady.triggers.isdisjoint(text):
+            break
+        if room is not None:
+            room -= len(text) if text.isascii() else len(text.encode())
+            if room < 0:
+                break
+        pos = end
+    return pos
 
 
 def _thinking_texts(texts: list[str], text: str, layout: _Layout) -> bytes:

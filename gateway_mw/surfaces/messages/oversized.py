@@ -10,7 +10,7 @@ from ...rawjson import TopLevelKeys, as_int, as_str
 from ...scanner import CONTENT
 from ...sse import SSEEvent, event_type
 from .blocks import TextBlock
-from .wire import INDEX, has_event_line, newline_of
+from .events import INDEX, has_event_line, newline_of
 
 __all__ = ["HEAD", "OversizedEvent", "Renumbering"]
 

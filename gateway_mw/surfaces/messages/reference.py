@@ -13,9 +13,9 @@ from ...config import ThinkExtractConfig
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING
 from ...sse import SSEEvent, encode_event
-from .blocks import BlockWriter, Numbering, TextBlock
-from .oversized import HEAD, OversizedEvent
-from .wire import (
+from ...steady import DECLINED, Proven
+from .blocks import BlockIndexes, ContentBlockWriter, TextBlock
+from .events import (
     NATIVE,
     RESOLVING,
     Event,
@@ -28,6 +28,7 @@ from .wire import (
     with_event_line,
     with_indexes,
 )
+from .oversized import HEAD, OversizedEvent
 
 __all__ = ["MessagesReference"]
 
@@ -42,9 +43,9 @@ class MessagesReference:
         self._active = config.enabled and config.messages_policy != "off"  # False: pass everything
         self._resolved = False
         self._native = False  # upstream reasoning seen: text blocks are no longer scanned
-        self._numbering = Numbering()
+        self._numbering = BlockIndexes()
         self._blocks: dict[int, TextBlock] = {}  # upstream index → open text block
-        self._writer = BlockWriter(self._numbering, self._channels, config.messages_policy == "redacted")
+        self._writer = ContentBlockWriter(self._numbering, self._channels, config.messages_policy == "redacted")
         self._big: OversizedEvent | None = None  # an oversized event under way
         self._ended = False  # message_delta, message_stop or error came: no block reopens
         self._last: int | None = None  # the upstream index the last block event named
@@ -122,9 +123,9 @@ class MessagesReference:
     def finish(self) -> list[SSEEvent]:
         return self._finish_all()
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        """No span is passed without its events read: this translator reads every event."""
-        return None
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     def said(self) -> list[Said]:
         """The message's answer: what the model wrote in its text blocks, and its tool calls."""

@@ -8,7 +8,7 @@ and the answer after it goes on in a new message item whose id is derived from t
 
 One idea per module, each above the ones it uses:
 
-* ``wire`` — what is read of an upstream event (leniently, as the SDKs read it), and event writing;
+* ``heads`` — what is read of an upstream event (leniently, as the SDKs read it), and event writing;
 * ``numbering`` — the stream's one numbering map (``output_index``, ``sequence_number``), applied to
   every event that goes out, translated, forwarded or passed on unread;
 * ``items`` — the client items of a message item and the events that write them;

@@ -4,7 +4,7 @@ steady ``output_text.delta`` events without running it.
 While the message item an event belongs to is steady (its channel's scanner holds nothing and sits in
 answer text or in a reasoning block), a text delta whose text is free of the scanner's triggers does
 nothing but continue that text. Such an event, offered alone or in a run of whole events, is decoded
-alone into the head the reference reads (``wire.Head``: msgspec skips every other value, whatever its
+alone into the head the reference reads (``heads.Head``: msgspec skips every other value, whatever its
 key order, spacing or escapes), and goes out as the reference would write it:
 
 * answer text: the event's bytes as they came when its numbers and ids are already the client's;
@@ -13,8 +13,9 @@ key order, spacing or escapes), and goes out as the reference would write it:
 * reasoning: the reasoning delta(s) of the open reasoning item, which the reference builds from the
   decoded text alone, built the same way.
 
-Anything else declines (``None``) and leaves the reference as it was; the head of a single event it
-declined is kept for the reference to read (a decline costs a comparison, not a second decode).
+Anything else declines and leaves the reference as it was (in a run, the events before it are
+taken, and it goes to the reference); the head of a single event it declined is kept for the
+reference to read (a decline costs a comparison, not a second decode).
 
 With ``trim_reasoning_tail`` a reasoning block's trailing whitespace is held until the next text, so
 whitespace is a trigger there: a reasoning delta holding any (most do) takes the reference; one
@@ -28,11 +29,12 @@ from typing import Any, Protocol
 import msgspec
 
 from ...rawjson import UNREADABLE, encode, obj
-from ...scanner import CONTENT, Scanner
+from ...scanner import CONTENT, REASONING, Scanner
+from ...steady import DECLINED, Proven, Steady, end_of_events
+from .heads import Head, decode_head, encode_body, event_of
 from .items import Channel, ClientItem, Writer, points_at
 from .messages import MessageChannels
 from .numbering import Numbering
-from .wire import Head, decode_head, encode_body, event_of
 
 __all__ = ["FastPath", "Reference"]
 
@@ -71,7 +73,7 @@ _SAMPLE_TEXT_JSON = encode(_SAMPLE_TEXT)
 _SAMPLE_NUMBER = 7_365_019_442_803_776_211
 
 
-class _Steady:
+class _Steady(Steady):
     """The one channel steady events continue, as the reference left it: what an event must say to
     continue its text, and what goes out for it. Valid until the reference runs again (the stream
     drops it then): a steady event changes none of it."""
@@ -87,17 +89,14 @@ class _Steady:
         "ordinal",
         "part",
         "reasoning",
-        "scanner",
         "template",
-        "triggers",
         "written",
     )
 
     def __init__(self, ordinal: int, ch: Channel, scanner: Scanner, item: ClientItem, reasoning: bool) -> None:
+        super().__init__(REASONING if reasoning else CONTENT, scanner)
         self.ordinal = ordinal  # the upstream item, as numbering.ordinal reads it
         self.ch = ch
-        self.scanner = scanner
-        self.triggers = scanner.triggers
         self.item = item  # the client item its text goes into: the message, or the reasoning item
         self.reasoning = reasoning
         self.item_id = item.id
@@ -111,7 +110,7 @@ class _Steady:
 
 
 class FastPath:
-    """The layer: ``forward(span)`` gives the reference's bytes for ``span``, or ``None``."""
+    """The layer: ``forward(span)`` gives the reference's bytes for the first events of ``span``."""
 
     __slots__ = ("_last", "_ref", "declined", "steady")
 
@@ -122,7 +121,7 @@ class FastPath:
         self.declined: tuple[bytes, tuple[Head, bool] | None] | None = None  # an event read, declined
 
     def read(self, data: bytes) -> tuple[Head, bool] | None:
-        """The head of ``data`` as ``wire.decode_head`` reads it, for the reference, which is about to
+        """The head of ``data`` as ``heads.decode_head`` reads it, for the reference, which is about to
         act on it (the steady channel is forgotten): the one this layer read if it declined that
         event, else read now."""
         self.steady = None
@@ -132,16 +131,17 @@ class FastPath:
             return declined[1]
         return decode_head(data)
 
-    def forward(self, span: bytes) -> bytes | None:
-        """The bytes for ``span`` (whole events, ``\\n`` line endings), when provably exactly what the
-        reference's ``event`` gives them one by one, the reference then as it would be; else ``None``."""
+    def forward(self, span: bytes) -> Proven:
+        """The bytes for the first events of ``span`` (whole events, ``\\n`` line endings) that are
+        provably exactly what the reference's ``event`` gives them one by one, the reference then as
+        it would be, and where they end."""
         ref = self._ref
         if ref.passing:
-            return span  # the reference passes every event as it came
+            return span, len(span)  # the reference passes every event as it came
         named = span.startswith(_NAMED)
         start = len(_NAMED) if named else 6
         if not named and not span.startswith(_DATA):
-            return None
+            return DECLINED
         if span.find(b"\n", start) != len(span) - 2 or span[-1] != 10:
             return self._run(span)
         # One event, one data line: the deployment pattern.
@@ -157,9 +157,9 @@ class FastPath:
                 if named:
                     ref.writer.named = True
                 ref.numbering.seq += steady.written if steady.reasoning else 1
-                return out
+                return out, len(span)
         self.declined = (data, read)
-        return None
+        return DECLINED
 
     def _steady(self, ordinal: int | None) -> _Steady | None:
         """The channel of upstream item ``ordinal`` when it is steady and its text goes where the
@@ -228,49 +228,55 @@ class FastPath:
         edited = _retargeted(steady, data, head, seq)
         return steady, text, b"".join((_NAMED if named else _DATA, edited, b"\n\n"))
 
-    def _run(self, span: bytes) -> bytes | None:
-        """A run of whole events, as the reference takes each, or ``None``.
+    def _run(self, span: bytes) -> Proven:
+        """The first events of a run of whole events, as the reference takes each, and where they end.
 
         The run is cut into its events' data (each event one ``data:`` line, named or not), each
-        decoded alone, in one pass; all must continue the one steady channel, with text free of its
-        triggers. Nothing changes unless all qualify."""
+        decoded alone, in one pass; those before the first that does not continue the one steady
+        channel with text free of its triggers are taken."""
         ref = self._ref
         steady = self.steady
         if steady is None:
             channels = ref.messages.open
             steady = self.steady = self._steady(next(iter(channels))) if len(channels) == 1 else None
             if steady is None:
-                return None  # nothing can be steady: refused before any decoding
-        body = span.replace(_NEXT_NAMED, _NEXT)
-        named = (len(span) - len(body)) // _LINE  # events after the first with the event: line
-        if body.startswith(_NAMED):
-            body = body[_LINE:]
-            named += 1
-        if not body.startswith(_DATA) or not body.endswith(b"\n\n"):
-            return None
-        datas = body[6:-2].split(_NEXT)
-        n = len(datas)
-        if body.count(b"\n") != 2 * n:
-            return None  # an event of another line (a comment, id:, another event: name): not ours
-        writer, numbering = ref.writer, ref.numbering
-        if 0 < named < n and not writer.named:
-            return None  # the first events would be answered unnamed, the later ones named
-        try:
-            if not span.isascii():
+                return DECLINED  # nothing can be steady: refused before any decoding
+        if not span.isascii():
+            try:
                 span.decode()  # as decode_head: invalid UTF-8 in a value skipped is unreadable too
-            heads = [_decode_delta(data) for data in datas]
-        except (UnicodeDecodeError, *UNREADABLE):
-            return None
-        ordinal = steady.ordinal
-        texts = []
-        for head in heads:
+            except UnicodeDecodeError:
+                return DECLINED
+        cut = _events(span)
+        if cut is None:
+            return DECLINED
+        body, datas, named = cut
+        numbering, ordinal, triggers = ref.numbering, steady.ordinal, steady.triggers
+        heads: list[_DeltaHead] = []
+        texts: list[str] = []
+        for data in datas:
+            if b"\n" in data:
+                break  # an event of another line (a comment, id:, another event: name): not ours
+            try:
+                head = _decode_delta(data)
+            except UNREADABLE:
+                break
             text, up = head.delta, head.output_index
             if head.type != _DELTA or not text or (up if type(up) is int else numbering.ordinal(head)) != ordinal:
-                return None
+                break
+            if not triggers.isdisjoint(text):
+                break
+            heads.append(head)
             texts.append(text)
+        n = len(heads)
+        if not n:
+            return DECLINED
+        if n < len(datas):  # the events before the first that does not qualify
+            span = span[: end_of_events(span, n)]
+            body, datas, named = _events(span)  # type: ignore[misc]  # a prefix of events cut above
+        writer = ref.writer
+        if 0 < named < n and not writer.named:
+            return DECLINED  # the first events would be answered unnamed, the later ones named
         chars = "".join(texts)
-        if not steady.triggers.isdisjoint(chars):
-            return None
         seq = numbering.seq
         if steady.reasoning:
             named_now = writer.named or named > 0
@@ -281,7 +287,7 @@ class FastPath:
         else:
             answers = _answers(steady, span, body, datas, heads, chars, seq, named)
             if answers is None:
-                return None
+                return DECLINED
             out = answers
             numbering.seq = seq + n
         if named:
@@ -289,7 +295,20 @@ class FastPath:
         steady.scanner.pass_steady(chars)
         steady.ch.fed += len(chars)
         steady.item.text.extend(texts)
-        return out
+        return out, len(span)
+
+
+def _events(span: bytes) -> tuple[bytes, list[bytes], int] | None:
+    """``span``'s events as data lines: the span with every ``event:`` line taken out, each event's
+    data, and how many events had that line; ``None`` when it does not start as one of ours."""
+    body = span.replace(_NEXT_NAMED, _NEXT)
+    named = (len(span) - len(body)) // _LINE  # events after the first with the event: line
+    if body.startswith(_NAMED):
+        body = body[_LINE:]
+        named += 1
+    if not body.startswith(_DATA) or not body.endswith(b"\n\n"):
+        return None
+    return body, body[6:-2].split(_NEXT), named
 
 
 # -- answer text: the client's numbers and ids ---------------------------------------------------

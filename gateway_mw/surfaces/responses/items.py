@@ -21,8 +21,8 @@ from ...rawjson import Obj, obj
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent
 from ..base import NewId
+from .heads import Head, body_of, event_of, item_id_of, whole
 from .numbering import Numbering
-from .wire import Head, body_of, event_of, item_id_of, whole
 
 __all__ = ["Channel", "ClientItem", "Record", "Source", "Writer", "formats", "points_at", "source_of"]
 
@@ -126,7 +126,6 @@ class Channel:
         "raw_text",
         "record",
         "rs",
-        "up_part",
     )
 
     def __init__(self, ordinal: int, up_id: str, item: Obj, held: Source | None) -> None:
@@ -135,7 +134,6 @@ class Channel:
         self.held_added = held  # the upstream output_item.added, not sent until the first run is known
         self.held_part: Source | None = None  # the upstream content_part.added, likewise
         self.part_template: Obj = _DEFAULT_PART
-        self.up_part: int | None = None  # upstream content_index of the part being scanned
         self.fed = 0  # characters of the item's text fed so far
         self.half = False  # its last text ended in half a character, which the channel holds
         self.ended = False  # its text ended once (a later text is scanned as a later channel's)

@@ -16,8 +16,8 @@ from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, obj
 from ...scanner import CONTENT, Segment, extract
 from ...sse import SSEEvent
+from .heads import Head
 from .items import Channel, ClientItem, Record, Source, Text, Writer, source_of
-from .wire import Head, whole
 
 __all__ = ["MessageChannels"]
 
@@ -102,7 +102,6 @@ class MessageChannels:
                 elif as_str(part.get("text")):
                     body["part"] = ch.part_template  # its text goes out as deltas (below)
             ch.held_part = src
-            ch.up_part = whole(head.content_index)
             # A part that opens with text (some servers send the first token here): that text is
             # the part's first delta, scanned like the others; the client part opens empty.
             text = as_str(part.get("text")) if part is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from ...rawjson import TopLevelKeys, as_int, as_str
-from .wire import Head, item_id_of, whole
+from .heads import Head, item_id_of, whole
 
 __all__ = ["Numbering"]
 

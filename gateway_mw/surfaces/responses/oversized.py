@@ -14,10 +14,10 @@ import msgspec
 
 from ...rawjson import TopLevelKeys, as_int, as_str, encode
 from ...sse import SSEEvent, event_type
+from .heads import TERMINAL
 from .items import Channel, ClientItem
 from .messages import MessageChannels
 from .numbering import Numbering
-from .wire import TERMINAL
 
 __all__ = ["OversizedEvents"]
 

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
+from ...steady import DECLINED, Proven
 from ..base import Counts, NewId, Said, Transcripts, random_id
 from . import rebuild
+from .heads import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 from .items import Writer, source_of
 from .messages import MessageChannels
 from .numbering import Numbering
 from .oversized import OversizedEvents
-from .wire import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 
 __all__ = ["ResponsesReference", "replayer"]
 
@@ -49,7 +50,7 @@ class ResponsesReference:
         self._oversized = OversizedEvents(self.messages, self.numbering)
         self.counts: Counts = self.messages.core.counts
         self.read: Callable[[bytes], tuple[Head, bool] | None] = decode_head
-        """How an event is read: its head, and whether msgspec read it (see ``wire``)."""
+        """How an event is read: its head, and whether msgspec read it (see ``heads``)."""
         self._resolved = False
         self._native = False  # the upstream sent a reasoning item: later messages are left alone
         self.passing = False
@@ -136,8 +137,9 @@ class ResponsesReference:
                 self.large_events = frozenset()
         return out + big.feed(piece, more)
 
-    def fast_forward(self, span: bytes) -> bytes | None:
-        return None  # nothing is proven without reading the events: each is read by event()
+    def fast_forward(self, span: bytes) -> Proven:
+        """Nothing is proven without reading the events: each is read by :meth:`event`."""
+        return DECLINED
 
     # -- dispatch -------------------------------------------------------------------------------
 

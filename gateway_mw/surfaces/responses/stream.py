@@ -13,6 +13,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 from ...config import ThinkExtractConfig
 from ...sse import SSEEvent
+from ...steady import Proven
 from ..base import Counts, NewId, random_id, translated
 from . import rebuild
 from .fastpath import FastPath
@@ -29,7 +30,7 @@ class ResponsesStream(ResponsesReference):
         self._fast = FastPath(self)
         self.read = self._fast.read  # an event the layer read and declined is not read twice
 
-    def fast_forward(self, span: bytes) -> bytes | None:
+    def fast_forward(self, span: bytes) -> Proven:
         return self._fast.forward(span)
 
     def flush(self) -> list[SSEEvent]:

@@ -11,7 +11,8 @@ streamed both ways; the middleware translates the answers on the way out. ``GET 
 ``GET /readyz`` (readiness: fails from SIGTERM on) and ``GET /metrics`` (Prometheus text) are the
 gateway's own. SIGHUP reloads the client keys.
 
-Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.routes` (the routes
+Modules: :mod:`.settings` (the settings' layering), :mod:`.schema` (the settings struct),
+:mod:`.cli` (the flags), :mod:`.keys` (client keys read), :mod:`.routes` (the routes
 forwarded), :mod:`.forwarding` (the proxy), :mod:`.auth` (client keys and their aliases),
 :mod:`.usage` (token counts from the answers), :mod:`.notes` (what is noted of a request),
 :mod:`.metrics`, :mod:`.app` (the aiohttp application), :mod:`.connections` (the runner: request

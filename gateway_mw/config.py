@@ -162,12 +162,10 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     def derived(self) -> dict[str, Any]:
         """Values worked out from these settings by the modules that read them (a scanner's tag
         table, the settings for a model), kept beside them: made once per configuration."""
-        entry = _DERIVED.get(id(self))
-        if entry is None:
-            if len(_DERIVED) >= _DERIVED_MAX:
-                _DERIVED.clear()
-            entry = _DERIVED[id(self)] = (self, {})
-        return entry[1]
+        try:
+            return _DERIVED[id(self)].values
+        except KeyError:
+            return _derived_of(self).values
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -180,13 +178,14 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         """
         if model is None:
             return self
-        resolved: dict[str, ThinkExtractConfig] = self.derived.setdefault("for_model", {})
-        config = resolved.get(model)
-        if config is None:
+        try:
+            return _DERIVED[id(self)].models[model]
+        except KeyError:
+            resolved = _derived_of(self).models
             if len(resolved) >= _RESOLVED_MAX:  # model names are the client's: bounded
                 resolved.clear()
             config = resolved[model] = self._resolve(model)
-        return config
+            return config
 
     def _resolve(self, model: str) -> ThinkExtractConfig:
         family = family_for(model) if self.families else None
@@ -254,10 +253,33 @@ _CHECKED = twin(ThinkExtractConfig)
 _AUTO = ("auto", "auto")
 _RESOLVED_MAX = 1024
 _DERIVED_MAX = 256
-_DERIVED: dict[int, tuple[ThinkExtractConfig, dict[str, Any]]] = {}
-"""What :attr:`ThinkExtractConfig.derived` holds, by configuration. Keyed by identity, not by
-value: a configuration's ``routes`` is a dict (no hash), and a lookup per scanner must not hash 31
-fields. The entry holds its configuration, so the identity is not reused while the entry lives."""
+
+
+class _Derived:
+    """What is worked out from one configuration: the settings per model, and the values of
+    :attr:`ThinkExtractConfig.derived`. Holds the configuration, so that its identity, the key,
+    is not reused while the entry lives."""
+
+    __slots__ = ("config", "models", "values")
+
+    def __init__(self, config: ThinkExtractConfig) -> None:
+        self.config = config
+        self.models: dict[str, ThinkExtractConfig] = {}
+        self.values: dict[str, Any] = {}
+
+
+_DERIVED: dict[int, _Derived] = {}
+"""The values worked out from each configuration, bounded. Keyed by identity, not by value: a
+configuration's ``routes`` is a dict (no hash), and a lookup per stream must not hash 31 fields."""
+
+
+def _derived_of(config: ThinkExtractConfig) -> _Derived:
+    entry = _DERIVED.get(id(config))
+    if entry is None:
+        if len(_DERIVED) >= _DERIVED_MAX:  # a configuration per request (replace) must not pile up
+            _DERIVED.clear()
+        entry = _DERIVED[id(config)] = _Derived(config)
+    return entry
 
 _OVERRIDES = tuple(
     name

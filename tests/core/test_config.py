@@ -97,6 +97,32 @@ def test_invalid_profiles_are_rejected_in_the_same_words(kwargs: dict[str, objec
     assert str(info.value) == message
 
 
+def test_a_config_holds_its_fields_and_nothing_else() -> None:
+    """Frozen means frozen: no ``__dict__`` to cache into. What is worked out from a configuration
+    is kept beside it, per configuration object, and a variant starts with nothing."""
+    cfg = ThinkExtractConfig()
+    with pytest.raises(AttributeError):
+        cfg.__dict__  # noqa: B018
+    with pytest.raises(AttributeError):
+        cfg.cache = {}  # type: ignore[attr-defined]
+    assert cfg.derived is cfg.derived
+    variant = cfg.replace(stream_mode="buffered")
+    assert variant.derived is not cfg.derived
+    assert cfg.for_model("qwen3-8b") is cfg.for_model("qwen3-8b")
+
+
+def test_what_is_worked_out_is_kept_in_a_bounded_table() -> None:
+    from gateway_mw import config as module
+
+    configs = [ThinkExtractConfig(max_buffer_bytes=n) for n in range(1, 2 * module._DERIVED_MAX + 2)]
+    for cfg in configs:
+        cfg.derived["mine"] = cfg.max_buffer_bytes
+    assert len(module._DERIVED) <= module._DERIVED_MAX
+    assert [cfg.derived.get("mine", cfg.max_buffer_bytes) == cfg.max_buffer_bytes for cfg in configs] == [True] * len(
+        configs
+    )  # a configuration sees its own values or none, never another's
+
+
 def test_tag_pair_needs_both_strings() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         TagPair("<t>", "")

@@ -21,7 +21,7 @@ from .fieldcheck import check, field_types, twin
 from .profiles import (
     HistoryReasoning,
     HistoryScope,
-    Marker,
+    Markers,
     ModelProfile,
     Placement,
     Positive,
@@ -105,7 +105,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     start_with_reasoning: bool = False
     placement: Placement = "anywhere"
     protocol: Protocol = "tags"
-    tool_call_markers: tuple[Marker, ...] = ()
+    tool_call_markers: Markers = ()
     content_wrappers: tuple[TagPair, ...] = ()
     code_aware: bool = True
 
@@ -280,6 +280,7 @@ def _derived_of(config: ThinkExtractConfig) -> _Derived:
             _DERIVED.clear()
         entry = _DERIVED[id(config)] = _Derived(config)
     return entry
+
 
 _OVERRIDES = tuple(
     name

@@ -28,8 +28,8 @@ def field_types(cls: type[msgspec.Struct]) -> dict[str, Any]:
 def twin(cls: type[msgspec.Struct], fields: Iterable[str] | None = None) -> type[msgspec.Struct]:
     """A struct with the fields of ``cls`` (or those named), their types and no ``__post_init__``:
     what :func:`check` converts a built ``cls`` into."""
-    types = field_types(cls)
-    return msgspec.defstruct(cls.__name__, [(name, types[name]) for name in fields or types], kw_only=True)
+    hints = field_types(cls)
+    return msgspec.defstruct(cls.__name__, [(name, hints[name]) for name in fields or hints], kw_only=True)
 
 
 def _meta(tp: Any) -> msgspec.Meta | None:
@@ -60,7 +60,7 @@ def describe(tp: Any, quote: Callable[[object], str] = repr) -> str:
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(map(quote, get_args(tp)))
     if get_origin(tp) is tuple:
-        return "a list of " + describe(get_args(tp)[0], quote).removeprefix("a ")
+        return "a list, each " + describe(get_args(tp)[0], quote)
     return _PLAIN.get(tp, getattr(tp, "__name__", str(tp)))
 
 
@@ -97,15 +97,16 @@ def _fits(value: object, tp: Any) -> bool:
 
 _WHERE = re.compile(r"(?s)(.*) - at (`key` in )?`\$\.(\w+)((?:\.\w+|\[[^\]]*\])*)`")
 _STEP = re.compile(r"\.(\w+)|\[([^\]]*)\]")
+_DEEPER = re.compile(r"(?s).* - at (`key` in )?`\$.+`")
 
 
-def _why(obj: object, types: dict[str, Any], error: str) -> str:
+def _why(obj: object, hints: dict[str, Any], error: str) -> str:
     """``error`` (msgspec's, about a field of ``obj``) in the setting's own words."""
     match = _WHERE.fullmatch(error)
     if match is None:
         return error
     reason, in_key, name, path = match.groups()
-    where, value, tp = name, getattr(obj, name), types[name]
+    where, value, tp = name, getattr(obj, name), hints[name]
     for attr, key in _STEP.findall(path):
         shape = _shape(tp)
         if attr:
@@ -143,7 +144,5 @@ def convert(value: object, tp: Any, where: str, *, strict: bool = True) -> Any:
     try:
         return msgspec.convert(value, tp, strict=strict)
     except msgspec.ValidationError as exc:
-        match = _WHERE.fullmatch(str(exc))
-        detail = f" ({exc})" if match is not None and match.group(2) else ""
-        shown = describe(tp, str)
-        raise ValueError(f"{where} is invalid: expected {shown}{detail}") from None
+        detail = f" ({exc})" if _DEEPER.fullmatch(str(exc)) else ""
+        raise ValueError(f"{where} is invalid: expected {describe(tp, str)}{detail}") from None

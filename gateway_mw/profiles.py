@@ -21,6 +21,7 @@ __all__ = [
     "HistoryScope",
     "HistoryTurns",
     "Marker",
+    "Markers",
     "ModelProfile",
     "Placement",
     "Positive",
@@ -46,6 +47,9 @@ TagPairs = Annotated[
     msgspec.Meta(min_length=1, description="a list of one or more tag pairs (open...close[,open...close])"),
 ]
 Marker = Annotated[str, msgspec.Meta(min_length=1, description="a non-empty string")]
+Markers = Annotated[
+    tuple[Marker, ...], msgspec.Meta(description=r"marker[,marker] with no empty marker (escapes: \n \t \r \\ \,)")
+]
 Glob = Annotated[str, msgspec.Meta(min_length=1, description="a non-empty glob")]
 Globs = Annotated[
     Glob | tuple[Glob, ...], msgspec.Meta(description="a non-empty glob like deepseek-r1*, or a list of them")
@@ -91,8 +95,8 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     start_with_reasoning: bool | None = None
     placement: Placement | None = None
     protocol: Protocol | None = None
-    tool_call_markers: tuple[Marker, ...] | None = None
-    add_tool_call_markers: tuple[Marker, ...] = ()
+    tool_call_markers: Markers | None = None
+    add_tool_call_markers: Markers = ()
     content_wrappers: tuple[TagPair, ...] | None = None
     add_content_wrappers: tuple[TagPair, ...] = ()
     code_aware: bool | None = None

@@ -97,7 +97,7 @@ def _fits(value: object, tp: Any) -> bool:
 
 _WHERE = re.compile(r"(?s)(.*) - at (`key` in )?`\$\.(\w+)((?:\.\w+|\[[^\]]*\])*)`")
 _STEP = re.compile(r"\.(\w+)|\[([^\]]*)\]")
-_DEEPER = re.compile(r"(?s).* - at (`key` in )?`\$.+`")
+_IN_A_STRUCT = re.compile(r"(?s).* - at `\$[^`]*\.\w+`")
 
 
 def _why(obj: object, hints: dict[str, Any], error: str) -> str:
@@ -140,9 +140,9 @@ def check(obj: msgspec.Struct, checked_as: type[msgspec.Struct]) -> None:
 
 def convert(value: object, tp: Any, where: str, *, strict: bool = True) -> Any:
     """``value`` as ``tp``, or ``ValueError("{where} is invalid: expected …")`` in the type's words
-    (with msgspec's own when the fault is deeper in, as in a list of profiles)."""
+    (with msgspec's own when the fault is a field of a struct in it, as in a list of profiles)."""
     try:
         return msgspec.convert(value, tp, strict=strict)
     except msgspec.ValidationError as exc:
-        detail = f" ({exc})" if _DEEPER.fullmatch(str(exc)) else ""
+        detail = f" ({exc})" if _IN_A_STRUCT.fullmatch(str(exc)) else ""  # which field of which profile
         raise ValueError(f"{where} is invalid: expected {describe(tp, str)}{detail}") from None

@@ -14,7 +14,8 @@ gateway's own. SIGHUP reloads the client keys.
 It needs the ``gateway`` extra (``pip install 'gateway_mw[gateway]'``: prometheus-client, gunicorn);
 imported without it, it says so.
 
-Modules: :mod:`.settings` (the settings struct and its layering), :mod:`.routes` (the routes
+Modules: :mod:`.settings` (the settings' layering), :mod:`.schema` (the settings struct),
+:mod:`.cli` (the flags), :mod:`.keys` (client keys read), :mod:`.routes` (the routes
 forwarded), :mod:`.forwarding` (the proxy), :mod:`.heads` (the head fields passed on and added, the
 paths refused), :mod:`.errors` (the gateway's own answers), :mod:`.auth` (client keys and their aliases),
 :mod:`.usage` (token counts from the answers), :mod:`.notes` (what is noted of a request),

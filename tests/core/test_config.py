@@ -44,17 +44,83 @@ def test_defaults() -> None:
         ({"stream_mode": "fast"}, "stream_mode must be one of 'live', 'buffered', got 'fast'"),
         ({"placement": "first"}, "placement must be one of 'anywhere', 'leading', got 'first'"),
         ({"messages_policy": "on"}, "messages_policy must be one of 'off', 'unsigned', 'redacted', got 'on'"),
-        ({"chat_reasoning_field": "thinking"}, "chat_reasoning_field must be one of"),
-        ({"max_buffer_bytes": 0}, "max_buffer_bytes must be a positive integer, got 0"),
-        ({"max_event_bytes": 0}, "max_event_bytes must be a positive integer, got 0"),
-        ({"max_body_bytes": -5}, "max_body_bytes must be a positive integer, got -5"),
-        ({"tag_pairs": ()}, "tag_pairs must hold at least one TagPair"),
-        ({"routes": {"/x": "completions"}}, "routes['/x'] must be one of 'chat', 'messages', 'responses'"),
+        (
+            {"chat_reasoning_field": "thinking"},
+            "chat_reasoning_field must be one of 'both', 'reasoning_content', 'reasoning', got 'thinking'",
+        ),
+        ({"max_buffer_bytes": 0}, "max_buffer_bytes must be a positive integer (bytes), got 0"),
+        ({"max_event_bytes": 0}, "max_event_bytes must be a positive integer (bytes), got 0"),
+        ({"max_body_bytes": -5}, "max_body_bytes must be a positive integer (bytes), got -5"),
+        ({"max_body_bytes": True}, "max_body_bytes must be a positive integer (bytes), got True"),
+        ({"tag_pairs": ()}, "tag_pairs must be a list of one or more tag pairs (open...close[,open...close]), got ()"),
+        (
+            {"routes": {"/x": "completions"}},
+            "routes['/x'] must be one of 'chat', 'messages', 'responses', 'ollama', got 'completions'",
+        ),
+        ({"routes": {"": "chat"}}, "routes keys must be a non-empty path suffix, got ''"),
+        ({"tool_call_markers": ("<a>", "")}, "tool_call_markers[1] must be a non-empty string, got ''"),
+        ({"enabled": "yes"}, "enabled must be true or false, got 'yes'"),
+        ({"separator": None}, "separator must be a string, got None"),
     ],
 )
 def test_invalid_values_are_rejected(kwargs: dict[str, object], message: str) -> None:
-    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(ValueError) as info:
         ThinkExtractConfig(**kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_a_store_error_never_shows_a_password() -> None:
+    with pytest.raises(ValueError) as info:
+        ThinkExtractConfig(reasoning_store="redis2://user:hunter2@cache:6379/0")
+    assert str(info.value) == (
+        "reasoning_store must be 'memory', 'off', 'sqlite:PATH' or 'redis://HOST:PORT/DB' "
+        "(also rediss://… and unix://PATH), got 'cache:6379/0'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"match": ""}, "match must be a non-empty glob like deepseek-r1*, or a list of them, got ''"),
+        ({"match": ("a*", "")}, "match[1] must be a non-empty glob, got ''"),
+        ({"match": "x", "stream_mode": "fast"}, "stream_mode must be one of 'live', 'buffered', got 'fast'"),
+        ({"match": "x", "max_buffer_bytes": 0}, "max_buffer_bytes must be a positive integer (bytes), got 0"),
+        (
+            {"match": "x", "history": ("field", "every")},
+            "history[1] must be one of auto, all, current_turn, tool_turns, got 'every'",
+        ),
+    ],
+)
+def test_invalid_profiles_are_rejected_in_the_same_words(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        ModelProfile(**kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_a_config_holds_its_fields_and_nothing_else() -> None:
+    """Frozen means frozen: no ``__dict__`` to cache into. What is worked out from a configuration
+    is kept beside it, per configuration object, and a variant starts with nothing."""
+    cfg = ThinkExtractConfig()
+    with pytest.raises(AttributeError):
+        cfg.__dict__  # noqa: B018
+    with pytest.raises(AttributeError):
+        cfg.cache = {}  # type: ignore[attr-defined]
+    assert cfg.derived is cfg.derived
+    variant = cfg.replace(stream_mode="buffered")
+    assert variant.derived is not cfg.derived
+    assert cfg.for_model("qwen3-8b") is cfg.for_model("qwen3-8b")
+
+
+def test_what_is_worked_out_is_kept_in_a_bounded_table() -> None:
+    from gateway_mw import config as module
+
+    configs = [ThinkExtractConfig(max_buffer_bytes=n) for n in range(1, 2 * module._DERIVED_MAX + 2)]
+    for cfg in configs:
+        cfg.derived["mine"] = cfg.max_buffer_bytes
+    assert len(module._DERIVED) <= module._DERIVED_MAX
+    assert [cfg.derived.get("mine", cfg.max_buffer_bytes) == cfg.max_buffer_bytes for cfg in configs] == [True] * len(
+        configs
+    )  # a configuration sees its own values or none, never another's
 
 
 def test_tag_pair_needs_both_strings() -> None:
@@ -133,10 +199,28 @@ def test_from_env_reads_every_field() -> None:
     )
 
 
-def test_every_field_has_its_variable() -> None:
-    from gateway_mw.config import _ENV_PARSERS
+def test_the_words_of_a_profiles_history_are_those_of_the_settings_it_becomes() -> None:
+    from typing import get_args
 
-    assert set(_ENV_PARSERS) == set(ThinkExtractConfig.__struct_fields__)
+    from gateway_mw.fieldcheck import describe
+    from gateway_mw.profiles import HistoryReasoning, HistoryScope, HistoryWord, TurnsWord
+
+    assert (describe(HistoryWord), describe(TurnsWord)) == (
+        describe(HistoryReasoning, str),
+        describe(HistoryScope, str),
+    )
+    for form in get_args(HistoryReasoning):
+        for scope in get_args(HistoryScope):
+            assert ModelProfile(match="x", history=(form, scope)).history == (form, scope)
+
+
+def test_every_field_says_what_it_accepts() -> None:
+    """An error names what a setting accepts in words, never as a bare type name."""
+    from gateway_mw.config import FIELD_TYPES
+    from gateway_mw.fieldcheck import describe
+
+    said = {name: describe(tp, str) for name, tp in FIELD_TYPES.items()}
+    assert [name for name, words in said.items() if words.isidentifier()] == []  # a type's name has no space
 
 
 def test_from_env_empty_gives_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

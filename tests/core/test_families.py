@@ -70,8 +70,12 @@ def test_a_preset_sets_only_what_its_family_needs() -> None:
         start_with_reasoning=True,
         tag_pairs=(TagPair("<think>", "</think>"), TagPair("<x>", "</x>")),
         tool_call_markers=("<｜tool▁calls▁begin｜>",),
+        history_reasoning="strip",  # what auto means for it, said by the resolved settings
+        history_scope="all",
     )
-    assert base.for_model("gpt-oss-120b") == base.replace(protocol="harmony")
+    assert base.for_model("gpt-oss-120b") == base.replace(
+        protocol="harmony", history_reasoning="field", history_scope="tool_turns"
+    )
     hunyuan = ThinkExtractConfig(content_wrappers=(TagPair("<a>", "</a>"),)).for_model("hunyuan-a13b")
     assert hunyuan.content_wrappers == (TagPair("<answer>", "</answer>"), TagPair("<a>", "</a>"))
     assert hunyuan.strip_whitespace is True
@@ -95,6 +99,46 @@ def test_a_user_profile_wins_over_the_preset_on_the_fields_it_sets() -> None:
     r1 = config.for_model("deepseek-ai/DeepSeek-R1")
     assert (r1.start_with_reasoning, r1.stream_mode) == (True, "buffered")  # preset kept, profile on top
     assert config.for_model("qwen3-8b").tool_call_markers == ()
+
+
+def test_families_are_profiles_an_operator_could_write() -> None:
+    """A built-in family is a ModelProfile; the same profile written by an operator (with the family
+    switch off) resolves to the same settings."""
+    for family in FAMILIES:
+        assert isinstance(family, ModelProfile)
+        assert "auto" not in family.history  # what auto means for it, always said
+        written = ModelProfile(**{name: getattr(family, name) for name in family.__struct_fields__})
+        model = family.globs[0].replace("*", "x")
+        assert family_for(model) is family
+        by_operator = ThinkExtractConfig(families=False, profiles=(written,)).for_model(model)
+        assert by_operator.replace(families=True, profiles=()) == ThinkExtractConfig().for_model(model)
+
+
+def test_an_operator_profile_adds_tag_pairs_and_says_what_auto_means() -> None:
+    mine = ModelProfile(
+        match="acme-*",
+        add_tag_pairs=(TagPair("<mm>", "</mm>"),),
+        add_tool_call_markers=("<call>",),
+        history=("field", "current_turn"),
+    )
+    config = ThinkExtractConfig(profiles=(mine,))
+    acme = config.for_model("org/ACME-7b")  # a glob matches the whole name or the part after the last /
+    assert acme == config.replace(
+        tag_pairs=(TagPair("<mm>", "</mm>"), *DEFAULT_TAG_PAIRS),
+        tool_call_markers=("<call>",),
+        history_reasoning="field",
+        history_scope="current_turn",
+    )
+    # An operator's global choice is not auto: no profile's history changes it.
+    explicit = config.replace(history_reasoning="inline")
+    assert (explicit.for_model("acme-1").history_reasoning, explicit.for_model("acme-1").history_scope) == (
+        "inline",
+        "auto",
+    )
+    assert explicit.for_model("qwen3-8b").history_reasoning == "inline"
+    # A profile without history leaves a family's.
+    plain = ThinkExtractConfig(profiles=(ModelProfile(match="qwen3*", separator=" "),)).for_model("qwen3-8b")
+    assert (plain.separator, plain.history_reasoning, plain.history_scope) == (" ", "field", "current_turn")
 
 
 def test_families_switch_off_as_a_whole() -> None:

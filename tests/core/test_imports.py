@@ -26,15 +26,13 @@ def test_the_adapter_names_load_on_use() -> None:
 
 
 def _imports_of(path: pathlib.Path, module: str, modules: set[str]) -> set[str]:
-    """The gateway_mw modules ``module`` imports, wherever in it (functions too), except for type checking."""
+    """The gateway_mw modules ``module`` imports, wherever in it (functions too, and under
+    ``TYPE_CHECKING``: a cycle the type checker needs is a cycle of ideas all the same)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-                visit(node.orelse)
-                continue
             if isinstance(node, ast.ImportFrom):
                 base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
                 source = ".".join([*base, node.module] if node.module else base)

@@ -749,8 +749,15 @@ def test_bad_setting_is_a_startup_error_naming_it(
     [
         ("[proxy]\nprot = 1\n", "[proxy] unknown key 'prot'"),
         ("[proxy]\nport = 1.5\n", "[proxy] port = 1.5 is invalid"),
-        ('[think_extract]\nstream_mode = "x"\n', "[think_extract] Invalid enum value 'x' - at `$.stream_mode`"),
-        ("[think_extract.profiles]\n", "[think_extract] Expected `array`, got `object` - at `$.profiles`"),
+        (
+            '[think_extract]\nstream_mode = "x"\n',
+            "[think_extract] stream_mode = 'x' is invalid: expected one of live, buffered",
+        ),
+        (
+            "[think_extract.profiles]\n",
+            "[think_extract] profiles = {} is invalid: expected a JSON list of profiles like",
+        ),
+        ("[think_extract]\nstreammode = 1\n", "[think_extract] unknown key 'streammode'; keys: enabled, chat_enabled"),
         ("[extras]\n", "unknown table(s) ['extras']"),
         ("port = ", "not valid TOML"),
     ],

@@ -52,7 +52,7 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 COVERED_ELSEWHERE = {
     "python3 -m venv .venv && . .venv/bin/activate": ".ci/run (makes the virtual environment)",
     "pip install -e '.[gateway]' && python examples/proxy.py": ".ci/run (the README smoke test)",
-    "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
+    "pip install -e '.[test]' && python -m pytest -q -n auto": ".ci/run",
     "python examples/proxy.py --demo": "tests/proxy/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
     "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
     "pip install '.[gateway]'": ".ci/installed (pip install of the wheel with the gateway extra)",

@@ -119,7 +119,7 @@ async def metrics(base: str) -> dict[str, float]:
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(gateway_mw_record_\w+_total) (\S+)$", text, re.M)}
 
 
-@pytest.mark.parametrize("backend", ["redis", "sqlite"])
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=pytest.mark.redis), "sqlite"])
 async def test_two_gateways_share_the_record(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     store = request.getfixturevalue("redis_server").url if backend == "redis" else f"sqlite:{tmp_path / 'record.db'}"
     async with upstream() as (url, up):

@@ -102,9 +102,10 @@ def clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def live_proxy() -> Iterator[str]:
-    """``python examples/proxy.py`` on a free port, the demo model without delay; its base URL."""
+    """``python examples/proxy.py`` on a free port, the demo model without delay (nor a drain delay when
+    stopped); its base URL."""
     server = subprocess.Popen(
-        [sys.executable, "examples/proxy.py", "--port", "0", "--pace", "0"],
+        [sys.executable, "examples/proxy.py", "--port", "0", "--pace", "0", "--drain-delay", "0"],
         cwd=ROOT,
         env=clean_env(),
         stdout=subprocess.PIPE,

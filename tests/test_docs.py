@@ -52,7 +52,7 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 COVERED_ELSEWHERE = {
     "python3 -m venv .venv && . .venv/bin/activate": ".ci/run (makes the virtual environment)",
     "pip install -e '.[gateway]' && python examples/proxy.py": ".ci/run (the README smoke test)",
-    "pip install -e '.[test]' && python -m pytest -q": ".ci/run",
+    "pip install -e '.[test]' && python -m pytest -q -n auto": ".ci/run",
     "python examples/proxy.py --demo": "tests/proxy/test_proxy.py::test_demo_mode_exits_0_with_every_surface_shown",
     "gateway-mw --demo": ".ci/installed (the wheel installed outside the checkout)",
     "pip install '.[gateway]'": ".ci/installed (pip install of the wheel with the gateway extra)",
@@ -102,9 +102,10 @@ def clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def live_proxy() -> Iterator[str]:
-    """``python examples/proxy.py`` on a free port, the demo model without delay; its base URL."""
+    """``python examples/proxy.py`` on a free port, the demo model without delay (nor a drain delay when
+    stopped); its base URL."""
     server = subprocess.Popen(
-        [sys.executable, "examples/proxy.py", "--port", "0", "--pace", "0"],
+        [sys.executable, "examples/proxy.py", "--port", "0", "--pace", "0", "--drain-delay", "0"],
         cwd=ROOT,
         env=clean_env(),
         stdout=subprocess.PIPE,

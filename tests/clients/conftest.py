@@ -5,8 +5,10 @@ gets its base URL on loopback and every switch that stops its own outbound traff
 variables of every client point at a loopback trap that refuses and records any request for another
 address: a test after which the trap holds a request fails.
 
-A client that is not installed skips its tests with the reason; with ``GATEWAY_MW_CLIENTS_REQUIRED=1``
-(set by ``.ci/run`` after ``.ci/clients-install``) that is a failure instead.
+Every test here is marked ``clients``: the README's test command, which needs nothing outside Python,
+leaves them to CI (``python -m pytest -m clients``). A client that is not installed skips its tests
+with the reason; with ``GATEWAY_MW_CLIENTS_REQUIRED=1`` (set by ``.ci/run`` after
+``.ci/clients-install``) that is a failure instead.
 """
 
 from __future__ import annotations
@@ -141,6 +143,13 @@ class Proxy:
             self.process.kill()
             self.process.wait(10)
         self._drain.join(10)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.clients)
 
 
 @pytest.fixture(scope="session")

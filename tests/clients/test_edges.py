@@ -1,6 +1,5 @@
-"""What the clients see at the edges issue 15 lists: native chat reasoning fields (item 2), deltas that
-spell absent fields as nulls (item 3), newlines around the tags (item 4), the demo model's view of a
-replayed turn (item 5)."""
+"""What the clients see at the edges: native chat reasoning fields, deltas that spell absent fields as
+nulls, newlines around the tags, the demo model's view of a replayed turn."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from .drive_litellm import complete
 from .expect import PLAIN, demo_turn
 from .scripted import ScriptedUpstream
 
-# -- item 2: which chat field each client reads, and that each shows the reasoning once -------------
+# -- which chat field each client reads, and that each shows the reasoning once -----------------------
 
 CHAT_CLIENTS = [
     "ChatOpenAI",
@@ -82,7 +81,7 @@ def test_with_the_default_settings_each_chat_client_shows_the_reasoning_once(
     assert reasoning == ([] if client == "ChatOpenAI" else [PLAIN.reasoning])
 
 
-# -- item 3: chunks with nothing to say --------------------------------------------------------------
+# -- chunks with nothing to say -----------------------------------------------------------------------
 
 
 async def chat_chunks(base: str, model: str) -> list[dict[str, Any]]:
@@ -112,7 +111,7 @@ async def test_no_chunk_without_something_to_say(scripted_proxy: Proxy, scripted
     assert [c for c in chunks if not says_something(c)] == []
 
 
-# -- item 4: Qwen3-style newlines around the tags -----------------------------------------------------
+# -- Qwen3-style newlines around the tags -------------------------------------------------------------
 
 
 def test_claude_code_answer_has_no_leading_blank_lines(
@@ -139,7 +138,7 @@ def test_chat_answer_has_no_leading_blank_lines(
     assert message.content == PLAIN.answer
 
 
-# -- item 5: the demo model answers the last real user message ----------------------------------------
+# -- the demo model answers the last real user message ------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Messages over real HTTP: events passed on unread still fit the stream's numbering (issue 13).
+"""Messages over real HTTP: events passed on unread still fit the stream's numbering.
 
 Each test serves a hostile upstream through the middleware on loopback and reads the answer twice:
 as bytes (every event checked against the SDK's strict types, the whole list compared) and with

@@ -257,7 +257,8 @@ async def test_responses_giant_text_delta_streams_through_in_bounded_memory(aioh
     upstream = web.Application()
     upstream.router.add_post("/v1/responses", handle)
     server = await aiohttp_server(upstream)
-    cmd = [sys.executable, "-m", "gateway_mw", "--port", "0", "--upstream", str(server.make_url(""))]
+    cmd = [sys.executable, "-m", "gateway_mw", "--port", "0", "--drain-delay", "0"]
+    cmd += ["--upstream", str(server.make_url(""))]
     env = {**os.environ, "THINK_EXTRACT_MAX_EVENT_BYTES": str(cap)}
     gateway = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

@@ -49,7 +49,8 @@ async def ask_everything(base: str) -> list[int]:
 
 
 async def test_no_module_is_imported_after_startup() -> None:
-    cmd = [sys.executable, "-c", LAUNCH, "--port", "0", "--pace", "0", "--messages-policy", "unsigned"]
+    cmd = [sys.executable, "-c", LAUNCH, "--port", "0", "--pace", "0", "--drain-delay", "0"]
+    cmd += ["--messages-policy", "unsigned"]
     gateway = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert gateway.stdout is not None
     try:

@@ -75,7 +75,9 @@ async def upstream() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/v1/models", models)
-    runner = web.AppRunner(app, access_log=None)
+    # A model server stops generating for a client that has gone (as vLLM does): else a stalled stream's
+    # handler holds the server's cleanup for its shutdown timeout (a minute).
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     try:
         await web.TCPSite(runner, "127.0.0.1", 0).start()

@@ -12,7 +12,7 @@ import pytest
 
 from gateway_mw.record import MemoryRecord, RecordBase, SqliteRecord
 
-BACKENDS = ["memory", "sqlite", "redis"]
+BACKENDS = ["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)]
 Make = Callable[..., RecordBase]
 
 

@@ -66,10 +66,12 @@ async def upstream() -> AsyncIterator[tuple[str, Upstream]]:
 
 @contextlib.contextmanager
 def gateway(upstream_url: str, store: str, tmp_path: Path) -> Iterator[str]:
-    """``python -m gateway_mw`` in front of ``upstream_url`` with the record in ``store``; its base URL."""
+    """``python -m gateway_mw`` in front of ``upstream_url`` with the record in ``store``; its base URL. It
+    stops at once when done (no drain delay)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THINK_EXTRACT_", "GATEWAY_"))}
     env |= {"THINK_EXTRACT_REASONING_STORE": store, "THINK_EXTRACT_UPSTREAM_SERVER": "generic", "CK": "key-a key-b"}
-    cmd = [sys.executable, "-m", "gateway_mw", "--port", "0", "--upstream", upstream_url, "--client-keys-env", "CK"]
+    cmd = [sys.executable, "-m", "gateway_mw", "--port", "0", "--drain-delay", "0", "--upstream", upstream_url]
+    cmd += ["--client-keys-env", "CK"]
     process = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None
@@ -119,7 +121,7 @@ async def metrics(base: str) -> dict[str, float]:
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(gateway_mw_record_\w+_total) (\S+)$", text, re.M)}
 
 
-@pytest.mark.parametrize("backend", ["redis", "sqlite"])
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=pytest.mark.redis), "sqlite"])
 async def test_two_gateways_share_the_record(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     store = request.getfixturevalue("redis_server").url if backend == "redis" else f"sqlite:{tmp_path / 'record.db'}"
     async with upstream() as (url, up):

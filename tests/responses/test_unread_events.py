@@ -1,10 +1,12 @@
-"""Responses, read by a strict client, against upstreams that misbehave in ways the SDK tolerates.
+"""Responses, read by a strict client, against upstreams that misbehave in ways the SDK tolerates:
+events the translator cannot read (invalid JSON, an index spelled otherwise), deltas over the cap, and
+deltas after their item's ``output_item.done``.
 
-Each test here is a defect found in review, kept as an expected failure (``strict=True``: once the
-defect is fixed the test passes and must lose its mark). The check is the client's whole view of the
-stream: every event the strict SDK's accumulator accepts, every ``output_index`` naming an item the
-client was given (with its ``item_id``), sequence numbers 0, 1, 2…, and each text part's deltas
-adding up to the text its ``output_text.done`` repeats.
+A defect not fixed yet is an expected failure (``strict=True``: once it is fixed the test passes and
+must lose its mark). The check is the client's whole view of the stream: every event the strict
+SDK's accumulator accepts, every ``output_index`` naming an item the client was given (with its
+``item_id``), sequence numbers 0, 1, 2…, and each text part's deltas adding up to the text its
+``output_text.done`` repeats.
 """
 
 from __future__ import annotations

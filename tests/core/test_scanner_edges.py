@@ -1,4 +1,7 @@
-"""Defects of the GoModel `thinkextract` Go implementation, made impossible here."""
+"""The scanner at its edges: a text that is only a block, reasoning streamed live and held back by
+less than a tag, the cap of a buffered block, whitespace trimmed at tags only, self-overlapping
+harmony tags cut anywhere, an open tag the chat template wrote. Each was a defect of another
+implementation (GoModel's Go ``thinkextract``)."""
 
 from __future__ import annotations
 
@@ -9,19 +12,19 @@ from .scanning import chunk, merge, scan
 HARMONY = DEFAULT_TAG_PAIRS[8]
 
 
-def test_defect2_text_made_only_of_a_block_is_only_reasoning() -> None:
+def test_text_made_only_of_a_block_is_only_reasoning() -> None:
     assert extract("<think>x</think>") == [Segment("reasoning", "x")]
     assert scan(list("<think>x</think>")) == [("reasoning", "x")]
 
 
-def test_defect4_reasoning_streams_live() -> None:
+def test_reasoning_streams_live() -> None:
     s = Scanner()
     assert s.feed("<think>") == []
     assert s.feed("step one") == [Segment("reasoning", "step one")]
     assert s.feed(", step two") == [Segment("reasoning", ", step two")]
 
 
-def test_defect4_cap_keeps_the_open_tag_and_stays_bounded() -> None:
+def test_cap_keeps_the_open_tag_and_stays_bounded() -> None:
     cap = 64
     s = Scanner(ThinkExtractConfig(stream_mode="buffered", max_buffer_bytes=cap))
     out = s.feed("<think>")
@@ -33,10 +36,11 @@ def test_defect4_cap_keeps_the_open_tag_and_stays_bounded() -> None:
     assert (s.overflows, s.reasoning_chars) == (1, 0)
 
 
-def test_defect5_large_block_in_small_chunks_has_bounded_holdback() -> None:
-    """10 MB of reasoning in 4-character chunks: output lags input by less than one tag."""
+def test_large_block_in_small_chunks_has_bounded_holdback() -> None:
+    """1 MB of reasoning (16 times ``max_buffer_bytes``) in 4-character chunks: output lags input by
+    less than one tag at every chunk."""
     s = Scanner()
-    body = "abc<" * 2_500_000  # every chunk ends in a possible close-tag start
+    body = "abc<" * 250_000  # every chunk ends in a possible close-tag start
     assert s.feed("<think>") == []
     emitted = 0
     for i in range(0, len(body), 4):
@@ -50,7 +54,7 @@ def test_defect5_large_block_in_small_chunks_has_bounded_holdback() -> None:
     assert emitted + 1 == len(body)
 
 
-def test_defect6_whitespace_is_trimmed_only_at_tags_and_stream_matches_non_stream() -> None:
+def test_whitespace_is_trimmed_only_at_tags_and_stream_matches_non_stream() -> None:
     text = "<think>\nplan\n</think>\n\nanswer\n"
     for config, expected in (
         (None, [("reasoning", "plan\n"), ("content", "answer\n")]),  # trim_tag_edges, the default
@@ -62,7 +66,7 @@ def test_defect6_whitespace_is_trimmed_only_at_tags_and_stream_matches_non_strea
             assert scan(chunk(text, [size]), config) == expected
 
 
-def test_defect7_self_overlapping_harmony_tags_at_every_split() -> None:
+def test_self_overlapping_harmony_tags_at_every_split() -> None:
     text = HARMONY.open + "analysis <|end|><|start|>x" + HARMONY.close + "final answer"
     expected = [("reasoning", "analysis <|end|><|start|>x"), ("content", "final answer")]
     for cut in range(len(text) + 1):
@@ -70,7 +74,7 @@ def test_defect7_self_overlapping_harmony_tags_at_every_split() -> None:
     assert scan(list(text)) == expected
 
 
-def test_defect8_template_injected_open_tag() -> None:
+def test_template_injected_open_tag() -> None:
     cfg = ThinkExtractConfig(start_with_reasoning=True)
     for pieces in (["I reason</think>The answer"], list("I reason</think>The answer")):
         assert scan(pieces, cfg) == [("reasoning", "I reason"), ("content", "The answer")]

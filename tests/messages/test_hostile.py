@@ -1,4 +1,4 @@
-"""Acceptance: whatever odd events an upstream mixes in, the strict SDK recovers what the model wrote.
+"""Messages: whatever odd events an upstream mixes in, the strict SDK recovers what the model wrote.
 
 Random messages streams (text blocks with and without reasoning, tool calls) are written the way a
 hostile upstream would: indexes spelled ``1.0``, ``"index"`` keys given twice (parsers keep the

@@ -1,14 +1,16 @@
 """The way back in: the reasoning of the earlier turns a client sends back, given to the upstream in
 the place its server reads it (sans-I/O; the middleware hands the handler the rewritten body).
 
-One request transform per surface, chosen from a table, each ``(body, plan, recall) -> bytes | None``
-(``None``: forward the body as it came). :func:`transform_request` picks the plan for the request's
-model; :func:`record_keys` names what the reasoning record is asked for first.
+A body is read once per request (:class:`Request`: each surface's lean decode, from a table) and
+that reading is shared: the plan for the request's model, :func:`record_keys` (what the reasoning
+record is asked for first), the surface's transform, each ``(read, plan, recall) -> bytes | None``
+(``None``: forward the body as it came), and after the response :func:`record_entries`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -25,6 +27,7 @@ __all__ = [
     "Plan",
     "Recall",
     "Recalled",
+    "Request",
     "asks_for_blobs",
     "plan_for",
     "record_entries",
@@ -34,21 +37,28 @@ __all__ = [
     "transform_request",
 ]
 
-RequestTransform = Callable[[bytes, Plan, Recall], "bytes | None"]
+Read = chat.Chat | messages.Messages | responses.Responses
+"""A request body as one surface reads it, once (see :func:`read_request`)."""
 
-TRANSFORMS: dict[Surface, RequestTransform] = {
+READS: dict[Surface, Callable[[bytes], Read | None]] = {
+    "chat": chat.read,
+    "messages": messages.read,
+    "responses": responses.read,
+    "ollama": ollama.read,
+}
+TRANSFORMS: dict[Surface, Callable[[Any, Plan, Recall], bytes | None]] = {
     "chat": chat.transform,
     "messages": messages.transform,
     "responses": responses.transform,
     "ollama": ollama.transform,
 }
-KEYS: dict[Surface, Callable[[bytes, int], list[str]]] = {
+KEYS: dict[Surface, Callable[[Any, int, Plan | None], list[str]]] = {
     "chat": chat.keys,
     "messages": messages.keys,
     "responses": responses.keys,
     "ollama": ollama.keys,
 }
-PREFIXES: dict[Surface, Callable[[bytes], bytes | None]] = {
+PREFIXES: dict[Surface, Callable[[Any], bytes]] = {
     "chat": chat.prefix,
     "messages": messages.prefix,
     "responses": responses.prefix,
@@ -83,29 +93,70 @@ def server_of(config: ThinkExtractConfig) -> Server:
     return "generic" if server == "auto" else server
 
 
-def record_keys(surface: Surface, body: bytes) -> list[str]:
+class Request:
+    """One request body, read once (a lean decode: what the request side places, every other value
+    left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
+    transform and, after the response, the record's entries."""
+
+    __slots__ = ("body", "read", "surface")
+
+    def __init__(self, surface: Surface, body: bytes) -> None:
+        self.surface = surface
+        self.body = body
+        self.read = READS[surface](body)
+        """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+
+    @property
+    def model(self) -> str | None:
+        return None if self.read is None else self.read.model
+
+    @property
+    def blobs(self) -> bool:
+        """Whether the client asks for reasoning it can send back in ``encrypted_content``."""
+        if self.surface != "responses":
+            return False
+        if isinstance(self.read, responses.Responses):
+            return self.read.blobs
+        return asks_for_blobs(self.body)  # no input read: its include still says
+
+    def plan(self, config: ThinkExtractConfig) -> Plan:
+        return plan_for(config, self.model, server_of(config), UNKNOWN.get(self.surface, UNKNOWN_FAMILY))
+
+
+def record_keys(surface: Surface, body: bytes | Request, config: ThinkExtractConfig | None = None) -> list[str]:
     """The keys the reasoning record is asked for before :func:`transform_request` runs: those of
-    the latest turns, at most :data:`MAX_RECALL_KEYS`."""
-    return KEYS[surface](body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
+    the latest turns, at most :data:`MAX_RECALL_KEYS`. With ``config``, only those of turns whose
+    reasoning the transform would take from the record (a turn that carries its own needs none)."""
+    request = body if isinstance(body, Request) else Request(surface, body)
+    if request.read is None:
+        return []
+    plan = None if config is None else request.plan(config)
+    return KEYS[surface](request.read, MAX_RECALL_KEYS, plan)[-MAX_RECALL_KEYS:]
 
 
 def record_entries(
-    surface: Surface, request: bytes, said: list[Said], config: ThinkExtractConfig
+    surface: Surface, request: bytes | Request, said: list[Said], config: ThinkExtractConfig
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
     each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
     its text and its calls' names and arguments; and, for a response of one answer, the
-    conversation itself)."""
-    prefix = PREFIXES[surface](request)
-    if prefix is None:
+    conversation itself). The conversation is digested only when an answer moved reasoning."""
+    if isinstance(request, bytes):
+        request = Request(surface, request)
+    if request.read is None:
         return {}
-    cfg = config.for_model(request_model(request))
-    out: dict[str, Recalled] = {}
+    cfg = config.for_model(request.model)
+    moved: list[tuple[Said, str, str]] = []
     for answer in said:
         reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
-        if not reasoning:
-            continue
+        if reasoning:
+            moved.append((answer, reasoning, content))
+    if not moved:
+        return {}
+    prefix = PREFIXES[surface](request.read)
+    out: dict[str, Recalled] = {}
+    for answer, reasoning, content in moved:
         entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)
         keys = [call_key(prefix, c) for c in answer.call_ids] + [item_key(i, prefix) for i in answer.item_ids]
         if not answer.call_ids or answer.calls:  # what it said: found by a client that keeps no ids
@@ -118,21 +169,22 @@ def record_entries(
 
 
 def transform_request(
-    surface: Surface, body: bytes, config: ThinkExtractConfig, recall: Recall = NOTHING
+    surface: Surface, body: bytes | Request, config: ThinkExtractConfig, recall: Recall = NOTHING
 ) -> bytes | None:
     """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
     nothing changes."""
-    new = TRANSFORMS[surface](body, _plan(surface, body, config), recall)
-    if new is not None:
-        return new
+    request = body if isinstance(body, Request) else Request(surface, body)
+    if request.read is not None:
+        new = TRANSFORMS[surface](request.read, request.plan(config), recall)
+        if new is not None:
+            return new
     # Nothing changed, or a lone surrogate escape kept a string from being read (no decoder takes
     # one): looked for only now, since the scan costs about a third of what the transform does.
-    masked = surrogates.mask(body)
+    masked = surrogates.mask(request.body)
     if masked is None:
         return None
-    new = TRANSFORMS[surface](masked, _plan(surface, masked, config), recall)
+    again = Request(surface, masked)
+    if again.read is None:
+        return None
+    new = TRANSFORMS[surface](again.read, again.plan(config), recall)
     return None if new is None else surrogates.unmask(new)
-
-
-def _plan(surface: Surface, body: bytes, config: ThinkExtractConfig) -> Plan:
-    return plan_for(config, request_model(body), server_of(config), UNKNOWN.get(surface, UNKNOWN_FAMILY))

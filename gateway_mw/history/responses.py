@@ -27,7 +27,7 @@ from .plan import Plan
 from .recall import Recall, Thread, canonical, item_key, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["asks_for_blobs", "keys", "prefix", "transform"]
+__all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -44,6 +44,22 @@ class _Request(msgspec.Struct, gc=False):
 _decode_request = msgspec.json.Decoder(_Request).decode
 
 
+class Responses:
+    """A Responses request read once: its input's items, the digests of the conversation before
+    each, whether the input was a string (one user message), and whether it asks for blobs."""
+
+    __slots__ = ("blobs", "body", "items", "model", "prefixes", "said_as_text")
+
+    def __init__(self, body: bytes, request: _Request, items: list[Any], said_as_text: bool) -> None:
+        self.body = body
+        self.model = request.model if isinstance(request.model, str) else None
+        self.items = items
+        self.prefixes = _Prefixes(request, items)
+        self.said_as_text = said_as_text
+        include = request.include
+        self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
+
+
 def asks_for_blobs(body: bytes) -> bool:
     """Whether the request's ``include`` asks for ``reasoning.encrypted_content`` (Codex does, and the
     AI SDK with ``store: false``): the gateway's reasoning items then carry one it can read back."""
@@ -54,9 +70,8 @@ def asks_for_blobs(body: bytes) -> bool:
     return isinstance(include, list) and "reasoning.encrypted_content" in include
 
 
-def _read(body: bytes) -> tuple[list[Any], _Prefixes, bool] | None:
-    """The input's items, the digests of the conversation before each, and whether the input was a
-    string (one user message)."""
+def read(body: bytes) -> Responses | None:
+    """The request's items (``None``: no input, or not a Responses request)."""
     try:
         request = _decode_request(body)
         raw = bytes(request.input)
@@ -66,7 +81,7 @@ def _read(body: bytes) -> tuple[list[Any], _Prefixes, bool] | None:
     items = [{"role": "user", "content": value}] if isinstance(value, str) else value
     if not isinstance(items, list):
         return None
-    return items, _Prefixes(request, items), isinstance(value, str)
+    return Responses(body, request, items, isinstance(value, str))
 
 
 def _kind(item: Any) -> str:
@@ -163,25 +178,21 @@ def _bare(items: list[Any]) -> bool:
     return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
 
 
-def prefix(body: bytes) -> bytes | None:
+def prefix(request: Responses) -> bytes:
     """The digest of the request's whole conversation: what its answer follows."""
-    read = _read(body)
-    if read is None:
-        return None
-    items, prefixes, _ = read
-    return prefixes.before(len(items))
+    return request.prefixes.before(len(request.items))
 
 
 def _turn_text(turn: list[Any]) -> str:
     return "".join(_text(it.get("content")) for it in turn if _kind(it) == "message")
 
 
-def keys(body: bytes, turns: int) -> list[str]:
-    """The record keys of the latest ``turns`` assistant turns."""
-    read = _read(body)
-    if read is None or read[2]:
+def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
+    """The record keys of the latest ``turns`` assistant turns (those of a turn that carries
+    reasoning only for the items that name the record)."""
+    if request.said_as_text or (plan is not None and plan.form == "pass"):
         return []
-    items, prefixes, _ = read
+    items, prefixes = request.items, request.prefixes
     out = []
     for start, end in _turns(items)[-turns:]:
         before = prefixes.before(start)
@@ -271,13 +282,10 @@ def _scopes(items: list[Any], plan: Plan) -> list[bool]:
     return out
 
 
-def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
-    if plan.form == "pass":
+def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
+    if plan.form == "pass" or request.said_as_text:
         return None
-    read = _read(body)
-    if read is None or read[2]:
-        return None
-    items, prefixes, _ = read
+    items, prefixes = request.items, request.prefixes
     scopes = _scopes(items, plan)
     found = _recalled(items, prefixes, recall, plan) if recall else {}
     starts = _starts(items)
@@ -333,7 +341,7 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
         new.append(_assistant_message(pending, plan))
     if new == items:
         return None
-    doc: Obj = _decode_obj(body)
+    doc: Obj = _decode_obj(request.body)
     doc["input"] = new
     out: bytes = encode(doc)
     return out

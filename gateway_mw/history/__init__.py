@@ -174,12 +174,9 @@ def transform_request(
     """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
     nothing changes."""
     request = body if isinstance(body, Request) else Request(surface, body)
-    if request.read is not None:
-        new = TRANSFORMS[surface](request.read, request.plan(config), recall)
-        if new is not None:
-            return new
-    # Nothing changed, or a lone surrogate escape kept a string from being read (no decoder takes
-    # one): looked for only now, since the scan costs about a third of what the transform does.
+    if request.read is not None:  # read: no lone surrogate escape in it (the decoder refuses one anywhere)
+        return TRANSFORMS[surface](request.read, request.plan(config), recall)
+    # Not read: maybe a lone surrogate escape kept a string from being read (no decoder takes one).
     masked = surrogates.mask(request.body)
     if masked is None:
         return None

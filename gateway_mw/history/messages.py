@@ -27,9 +27,22 @@ _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 
 
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+
+
 class _Message(msgspec.Struct, gc=False):
+    """What is read of every message: its role and its blocks' types (a tool result's bytes skipped)."""
+
     role: Any = None
-    content: msgspec.Raw = msgspec.Raw()
+    content: str | list[_Block] | None = None
+
+
+class _Whole(msgspec.Struct, gc=False):
+    """A message read whole (an assistant's, or one whose content is no list of blocks)."""
+
+    role: Any = None
+    content: Any = None
 
 
 class _Request(msgspec.Struct, gc=False):
@@ -38,32 +51,47 @@ class _Request(msgspec.Struct, gc=False):
     messages: list[msgspec.Raw] | None = None
 
 
-class _Block(msgspec.Struct, gc=False):
-    type: Any = None
-
-
 _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
-_decode_kinds = msgspec.json.Decoder(str | list[_Block]).decode
-_UNREAD = object()
+_decode_whole = msgspec.json.Decoder(_Whole).decode
 
 
 class Messages:
     """A messages request read once: its model, its system prompt and messages, each as it came and
-    as far as it is read (an assistant message's content whole, a user message's blocks' types)."""
+    as far as it is read (an assistant message whole, another one's role and blocks' types)."""
 
-    __slots__ = ("_contents", "_thread", "body", "messages", "model", "raws", "system")
+    __slots__ = ("_readings", "_thread", "body", "contents", "model", "queries", "raws", "roles", "system")
 
-    def __init__(
-        self, body: bytes, model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw], messages: list[_Message]
-    ) -> None:
+    def __init__(self, body: bytes, model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw]) -> None:
         self.body = body
         self.model = model
         self.system = system
         self.raws = raws
-        self.messages = messages
+        self.roles: list[Any] = []
+        self.queries: list[bool] = []
+        """Whether each message is a user message that asks something (not only tool results)."""
+        self.contents: dict[int, Any] = {}
+        """The content of each assistant message, decoded."""
+        for i, raw in enumerate(raws):
+            try:
+                lean = _decode_message(raw)
+            except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
+                whole = _decode_whole(raw)
+                self.roles.append(whole.role)
+                self.queries.append(whole.role == "user" and _is_query(whole.content))
+                if whole.role == "assistant":
+                    self.contents[i] = whole.content
+                continue
+            self.roles.append(lean.role)
+            kinds = lean.content
+            self.queries.append(
+                lean.role == "user"
+                and (not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds))
+            )
+            if lean.role == "assistant":
+                self.contents[i] = _decode_whole(raw).content
         self._thread: Thread | None = None
-        self._contents: dict[int, Any] = {}
+        self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes, the system prompt its head."""
@@ -72,44 +100,27 @@ class Messages:
             self._thread = Thread(self.model, head, self.raws, lambda raw: canonical_json(raw))
         return self._thread
 
-    def content(self, at: int) -> Any:
-        """The content of message ``at``, decoded (once)."""
-        known = self._contents.get(at, _UNREAD)
-        if known is _UNREAD:
-            raw = self.messages[at].content
-            known = self._contents[at] = _decode_any(raw) if bytes(raw) else None
-        return known
-
-    def is_query(self, at: int) -> bool:
-        """A user message that asks something (not only tool results)."""
-        if self.messages[at].role != "user":
-            return False
-        raw = self.messages[at].content
-        if not bytes(raw):
-            return True
-        try:
-            kinds = _decode_kinds(raw)
-        except msgspec.ValidationError:  # blocks that are not all objects: read whole
-            return _is_query(self.content(at))
-        return isinstance(kinds, str) or not kinds or any(b.type != "tool_result" for b in kinds)
+    def reading(self, at: int, plan: Plan) -> _Reading | None:
+        """What the assistant message ``at`` carries, read once per request."""
+        how = (plan.server, plan.config)
+        if self._readings[0] != how:
+            self._readings = (how, {})
+        known = self._readings[1]
+        if at not in known:
+            known[at] = _reading(self.contents[at], plan)
+        return known[at]
 
 
 def read(body: bytes) -> Messages | None:
-    """The request's messages (``None``: none, or not a messages request); every assistant
-    message's content is read here, so that one a decoder cannot read leaves the body as it came."""
+    """The request's messages (``None``: none, or not a messages request)."""
     try:
         request = _decode_request(body)
         if not request.messages:
             return None
-        messages = [_decode_message(m) for m in request.messages]
         model = request.model if isinstance(request.model, str) else None
-        out = Messages(body, model, request.system, request.messages, messages)
-        for i, m in enumerate(messages):
-            if m.role == "assistant":
-                out.content(i)
+        return Messages(body, model, request.system, request.messages)
     except UNREADABLE:
         return None
-    return out
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -141,34 +152,25 @@ def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
     ``plan``: those that carry no reasoning of their own)."""
     if plan is not None and plan.form == "pass":
         return []
-    wanted = [
-        i
-        for i, m in enumerate(request.messages)
-        if m.role == "assistant" and (plan is None or not _carries_reasoning(request.content(i), plan))
-    ]
+    wanted = [i for i in request.contents if plan is None or not _carries_reasoning(request.reading(i, plan))]
     out: list[str] = []
     for i in wanted[-turns:]:
-        content = request.content(i)
+        content = request.contents[i]
         ids = _tool_ids(content)
         out += turn_keys(request.thread().upto(i), ids, "" if ids else _text(content))
     return out
 
 
-def _carries_reasoning(content: Any, plan: Plan) -> bool:
-    reading = _reading(content, plan)
+def _carries_reasoning(reading: _Reading | None) -> bool:
     return reading is None or bool(reading.reasoning)
 
 
 def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
-    messages = request.messages
-    last_query = max((i for i in range(len(messages)) if request.is_query(i)), default=-1)
+    last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
     new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
-    for i, m in enumerate(messages):
-        if m.role != "assistant":
-            continue
-        content = request.content(i)
+    for i, content in request.contents.items():
         ids = _tool_ids(content)
         if plan.scope == "current_turn":
             in_scope = i > last_query
@@ -176,7 +178,7 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
             in_scope = bool(ids)
         else:
             in_scope = True
-        reading = _reading(content, plan)
+        reading = request.reading(i, plan)
         if reading is None:
             continue
         found = None

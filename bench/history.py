@@ -203,8 +203,8 @@ def in_process(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
         n = max(2, (3 if quick else 20) * 200_000 // len(body))
         times = interleaved(
             {
-                "loads": lambda body=body: _per_call(lambda: json.loads(body), n),
-                "transform": lambda surface=surface, body=body: _per_call(
+                "loads": lambda body=body, n=n: _per_call(lambda: json.loads(body), n),
+                "transform": lambda surface=surface, body=body, n=n: _per_call(
                     lambda: transform_request(surface, body, CONFIG), n
                 ),
             },
@@ -358,7 +358,7 @@ async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) 
                     await resp.read()
             return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
 
-        for route, body, n in requests.values():  # warm both, every route
+        for route, body, _ in requests.values():  # warm both, every route
             await batch(ports["plain"], route, body, 1)
             await batch(ports["middleware"], route, body, 1)
         for r in range(rounds):

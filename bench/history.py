@@ -39,7 +39,7 @@ from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import Surface
 from gateway_mw.history import transform_request
 
-CONFIG = ThinkExtractConfig(upstream_server="vllm")
+CONFIG = ThinkExtractConfig(upstream_server="vllm", messages_policy="unsigned")
 MODEL = "qwen3-32b"
 SIZES = {"200 KB": 200_000, "1 MB": 1_000_000}
 TURN = 6_600  # bytes of one turn (its reasoning, its call, the call's result): 30 turns make 200 KB
@@ -176,8 +176,9 @@ def histories() -> dict[tuple[Surface, str, str], bytes]:
     for surface in ROUTES:
         for size_name, size in SIZES.items():
             body = _rewrite(surface, size)
-            unchanged = transform_request(surface, body, CONFIG)
-            assert unchanged is not None, f"{surface}: nothing to rewrite"
+            rewritten = transform_request(surface, body, CONFIG)
+            assert rewritten is not None, f"{surface}: nothing to rewrite"
+            unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it
             assert transform_request(surface, unchanged, CONFIG) is None, f"{surface}: rewritten again"
             out[surface, size_name, "unchanged"] = unchanged
             out[surface, size_name, "rewrite"] = body

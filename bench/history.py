@@ -13,7 +13,8 @@ reasoning).
 2. End to end: a proxy on loopback (``ClientSession`` → upstream → ``Response``) forwarding each
    history, with and without the middleware (the reasoning record in memory; the upstream answers
    with reasoning, so that the record is written), requests one after another, the two proxies in
-   alternating rounds; wall time per request, median (min–max), and the ratio.
+   alternating rounds; wall time per request, median (min–max), and the ratios of wall time and of
+   the process's CPU time (every thread's: a large body is read in worker threads).
 3. The fixed cost of a small request: a one-turn chat request streamed back in 20 events, CPU time of
    the whole process (client, proxy, upstream) per request with and without the middleware.
 
@@ -382,10 +383,10 @@ def end_to_end(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
     out = [
         "End to end through a proxy on loopback, one request at a time; wall ms per request, median"
         f" (min–max) of {rounds} rounds alternating the proxy without and with the middleware (request side,"
-        " memory record):",
+        " memory record), and the ratio of the whole process's CPU time (client, proxy, upstream):",
         "",
-        "| surface | history | body | plain forwarding | with the middleware | ratio |",
-        "|---|---|---|---|---|---|",
+        "| surface | history | body | plain forwarding | with the middleware | ratio | ratio of CPU time |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, (_, body, _) in requests.items():
         if name == "small":
@@ -393,10 +394,11 @@ def end_to_end(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
         surface, size, state = name.split("|")
         plain, middleware = (times[name][p] for p in ("plain", "middleware"))
         ratio = Spread.of([m[0] / p[0] for m, p in zip(middleware, plain, strict=True)])
+        cpu = Spread.of([m[1] / p[1] for m, p in zip(middleware, plain, strict=True)])
         out.append(
             f"| {surface} | {size}, {state} | {len(body) / 1000:.0f} KB"
             f" | {Spread.of([p[0] for p in plain]).fmt(scale=1e3)} ms"
-            f" | {Spread.of([m[0] for m in middleware]).fmt(scale=1e3)} ms | {ratio.fmt()} |"
+            f" | {Spread.of([m[0] for m in middleware]).fmt(scale=1e3)} ms | {ratio.fmt()} | {cpu.fmt()} |"
         )
     plain, middleware = (times["small"][p] for p in ("plain", "middleware"))
     added = Spread.of([(m[1] - p[1]) for m, p in zip(middleware, plain, strict=True)])

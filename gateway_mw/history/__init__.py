@@ -98,13 +98,14 @@ class Request:
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
     transform and, after the response, the record's entries."""
 
-    __slots__ = ("body", "read", "surface")
+    __slots__ = ("_plan", "body", "read", "surface")
 
     def __init__(self, surface: Surface, body: bytes) -> None:
         self.surface = surface
         self.body = body
         self.read = READS[surface](body)
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+        self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 
     @property
     def model(self) -> str | None:
@@ -120,7 +121,12 @@ class Request:
         return asks_for_blobs(self.body)  # no input read: its include still says
 
     def plan(self, config: ThinkExtractConfig) -> Plan:
-        return plan_for(config, self.model, server_of(config), UNKNOWN.get(self.surface, UNKNOWN_FAMILY))
+        """The plan for the request's model under ``config`` (decided once: the keys and the
+        transform share it)."""
+        if self._plan is None or self._plan[0] is not config:
+            plan = plan_for(config, self.model, server_of(config), UNKNOWN.get(self.surface, UNKNOWN_FAMILY))
+            self._plan = (config, plan)
+        return self._plan[1]
 
 
 def record_keys(surface: Surface, body: bytes | Request, config: ThinkExtractConfig | None = None) -> list[str]:

@@ -90,9 +90,10 @@ class Incoming(NamedTuple):
     blobs: bool = False
     """Whether the client asked for reasoning it can send back in ``encrypted_content``."""
     scope: bytes = b""
-    request: Request | None = None
-    """The body as the request side read it: the record's entries of the answer read it again only
-    when an answer moved reasoning, and then only for its conversation's digest."""
+    read: bool = False
+    """Whether the body was read (``model`` is its model): the record's entries of the answer read
+    it again only when an answer moved reasoning."""
+    model: str | None = None
 
 
 def scope_of(request: web.Request) -> bytes:
@@ -131,10 +132,10 @@ async def rewrite_request(
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
         return Incoming("error", body, False, scope)
     if new is None:
-        return Incoming("unchanged", body, read.blobs, scope, read)
+        return Incoming("unchanged", body, read.blobs, scope, True, read.model)
     _hand_over(request, new)
     request[THINKEXTRACT_REQUEST_BODY] = new
-    return Incoming("rewritten", body, read.blobs, scope, read)
+    return Incoming("rewritten", body, read.blobs, scope, True, read.model)
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
@@ -186,16 +187,17 @@ async def _recall(record: ReasoningRecord, scope: bytes, keys: list[str]) -> Rec
 def remember(
     record: ReasoningRecord, incoming: Incoming, surface: Surface, said: list[Said], config: ThinkExtractConfig
 ) -> None:
-    """Keep what the answers to a request said, after the response (written in the background; the
-    conversation of a large request is digested for its keys in a worker thread)."""
+    """Keep what the answers to a request said, after the response (written in the background; a
+    large request is read again for its keys, when an answer moved reasoning, in a worker thread)."""
     body = incoming.body
     if body is None or not said:
         return
-    read = body if incoming.request is None else incoming.request
+    # The model, as the request side read it: the body is read again only if an answer moved reasoning.
+    model = incoming.model if incoming.read else ...
     if len(body) <= OFF_LOOP_BYTES:
-        _keep(record, incoming.scope, record_entries(surface, read, said, config))
+        _keep(record, incoming.scope, record_entries(surface, body, said, config, model))
         return
-    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, surface, read, said, config)
+    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, surface, body, said, config, model)
     _reading.add(task)
     task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
 

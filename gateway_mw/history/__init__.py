@@ -10,6 +10,7 @@ record is asked for first), the surface's transform, each ``(read, plan, recall)
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import EllipsisType
 from typing import Any
 
 import msgspec
@@ -141,24 +142,33 @@ def record_keys(surface: Surface, body: bytes | Request, config: ThinkExtractCon
 
 
 def record_entries(
-    surface: Surface, request: bytes | Request, said: list[Said], config: ThinkExtractConfig
+    surface: Surface,
+    request: bytes | Request,
+    said: list[Said],
+    config: ThinkExtractConfig,
+    model: str | EllipsisType | None = ...,
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
     each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
     its text and its calls' names and arguments; and, for a response of one answer, the
-    conversation itself). The conversation is digested only when an answer moved reasoning."""
-    if isinstance(request, bytes):
-        request = Request(surface, request)
-    if request.read is None:
-        return {}
-    cfg = config.for_model(request.model)
+    conversation itself). ``model``: the request's, when it was read already (:attr:`Request.model`):
+    the body is then read again only when an answer moved reasoning."""
+    if model is ...:
+        if isinstance(request, bytes):
+            request = Request(surface, request)
+        model = request.model
+    cfg = config.for_model(model)
     moved: list[tuple[Said, str, str]] = []
     for answer in said:
         reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
         if reasoning:
             moved.append((answer, reasoning, content))
     if not moved:
+        return {}
+    if isinstance(request, bytes):
+        request = Request(surface, request)
+    if request.read is None:
         return {}
     prefix = PREFIXES[surface](request.read)
     out: dict[str, Recalled] = {}

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_mw import ThinkExtractConfig
+from gateway_mw import ThinkExtractConfig, history
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
 from gateway_mw.history import Recalled, Request, record_entries, record_keys, surrogates, transform_request
@@ -104,7 +105,23 @@ def test_the_record_keeps_what_the_reference_kept(
     ]
     request = Request(surface, body)
     transform_request(surface, request, config)  # the digests it makes are the ones the entries read
-    assert record_entries(surface, request, said, config) == reference.record_entries(surface, body, said, config)
+    kept = reference.record_entries(surface, body, said, config)
+    assert record_entries(surface, request, said, config) == kept
+    assert record_entries(surface, body, said, config, request.model) == kept  # after the response
+
+
+def test_after_a_response_that_moved_no_reasoning_the_request_is_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = json.dumps({"model": "qwen3-8b", "messages": [{"role": "user", "content": "Hi"}]}).encode()
+    reads: list[bytes] = []
+    read = history.READS["chat"]
+    monkeypatch.setitem(history.READS, "chat", lambda body: reads.append(body) or read(body))
+    config = ThinkExtractConfig()
+    assert record_entries("chat", body, [Said(original="It is sunny.")], config, "qwen3-8b") == {}
+    assert reads == []
+    assert record_entries("chat", body, [Said(original="<think>Sunny.</think>It is.")], config, "qwen3-8b") != {}
+    assert reads == [body]
 
 
 ESCAPES = st.sampled_from(

@@ -23,7 +23,10 @@ def split_inline(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
     """``text`` as (reasoning, answer): the reasoning it holds in the model's tags, and the rest."""
     if not text:
         return "", text
-    segments = extract(text, _reading(config))
+    reading = _reading(config)
+    if reading.protocol == "tags" and not any(pair.open in text for pair in reading.tag_pairs):
+        return "", text  # read from outside reasoning, only an open tag starts some: all of it is answer
+    segments = extract(text, reading)
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     if not reasoning:
         return "", text

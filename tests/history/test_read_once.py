@@ -140,3 +140,23 @@ def test_a_body_a_decoder_reads_holds_no_lone_surrogate_to_mask(strings: list[st
     except msgspec.DecodeError:
         return
     assert surrogates.mask(body) is None
+
+
+TEXT_PIECES = st.sampled_from(
+    ["<think>", "</think>", "<thinking>", "◁think▷", "[THINK]", "<", "`", "```\n", "a", "\n", " "]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(TEXT_PIECES, max_size=8), model=st.sampled_from(["qwen3-8b", "gpt-oss-20b", "kimi-k2", None]))
+def test_a_replayed_text_is_split_as_the_scanner_splits_it(pieces: list[str], model: str | None) -> None:
+    """The shortcut of a replayed text with no open tag in it (all answer) against the scanner."""
+    from gateway_mw.history.text import _reading, split_inline
+    from gateway_mw.scanner import CONTENT, extract
+
+    text = "".join(pieces)
+    config = ThinkExtractConfig().for_model(model)
+    segments = extract(text, _reading(config))
+    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
+    expected = ("", text) if not reasoning else (reasoning, "".join(s.text for s in segments if s.kind == CONTENT))
+    assert split_inline(text, config) == expected

@@ -59,7 +59,7 @@ KEYS: dict[Surface, Callable[[Any, int, Plan | None], list[str]]] = {
     "responses": responses.keys,
     "ollama": ollama.keys,
 }
-PREFIXES: dict[Surface, Callable[[Any], bytes]] = {
+PREFIXES: dict[Surface, Callable[[Any], bytes | None]] = {
     "chat": chat.prefix,
     "messages": messages.prefix,
     "responses": responses.prefix,
@@ -166,11 +166,13 @@ def record_entries(
             moved.append((answer, reasoning, content))
     if not moved:
         return {}
-    if isinstance(request, bytes):
-        request = Request(surface, request)
-    if request.read is None:
+    # The conversation's digest: from the request's reading, or from the body read for it alone.
+    if isinstance(request, Request):
+        prefix = None if request.read is None else PREFIXES[surface](request.read)
+    else:
+        prefix = PREFIXES[surface](request)
+    if prefix is None:
         return {}
-    prefix = PREFIXES[surface](request.read)
     out: dict[str, Recalled] = {}
     for answer, reasoning, content in moved:
         entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)

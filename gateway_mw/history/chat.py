@@ -15,7 +15,7 @@ import msgspec
 
 from ..calls import call_spellings
 from ..config import ThinkExtractConfig
-from ..rawjson import UNREADABLE, Obj, as_str, encode
+from ..rawjson import UNREADABLE, Obj, as_str, encode, is_object
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -71,7 +71,7 @@ class Chat:
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes (each computed once, when first asked for)."""
         if self._thread is None:
-            self._thread = Thread(self.model, b"", self.raws, lambda raw: canonical_json(raw, _UNSAID))
+            self._thread = _thread(self.model, self.raws)
         return self._thread
 
     def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
@@ -144,9 +144,23 @@ def _text_of(raw: msgspec.Raw) -> str:
 _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may not send back (Ollama: thinking)
 
 
-def prefix(chat: Chat) -> bytes:
-    """The digest of the request's whole conversation: what its answer follows."""
+def prefix(chat: Chat | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (from a body, read
+    for that alone: its messages as raw values; ``None``: no conversation in it)."""
+    if isinstance(chat, bytes):
+        try:
+            request = _decode_request(chat)
+        except UNREADABLE:
+            return None
+        if not request.messages or not all(is_object(m) for m in request.messages):
+            return None  # what a read of the messages refuses
+        model = request.model if isinstance(request.model, str) else None
+        return _thread(model, request.messages).upto(len(request.messages))
     return chat.thread().upto(len(chat.raws))
+
+
+def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
+    return Thread(model, b"", raws, lambda raw: canonical_json(raw, _UNSAID))
 
 
 def keys(chat: Chat, turns: int, plan: Plan | None = None) -> list[str]:

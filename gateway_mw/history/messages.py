@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
-from ..rawjson import UNREADABLE, Obj, encode
+from ..rawjson import UNREADABLE, Obj, encode, is_object
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -96,8 +96,7 @@ class Messages:
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes, the system prompt its head."""
         if self._thread is None:
-            head = canonical({"system": self.system}) if bytes(self.system) else b""
-            self._thread = Thread(self.model, head, self.raws, lambda raw: canonical_json(raw))
+            self._thread = _thread(self.model, self.system, self.raws)
         return self._thread
 
     def reading(self, at: int, plan: Plan) -> _Reading | None:
@@ -142,9 +141,24 @@ def _text(content: Any) -> str:
     return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
 
 
-def prefix(request: Messages) -> bytes:
-    """The digest of the request's whole conversation: what its answer follows."""
+def prefix(request: Messages | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (from a body, read
+    for that alone: its system prompt and messages as raw values; ``None``: no conversation in it)."""
+    if isinstance(request, bytes):
+        try:
+            lean = _decode_request(request)
+        except UNREADABLE:
+            return None
+        if not lean.messages or not all(is_object(m) for m in lean.messages):
+            return None  # what a read of the messages refuses
+        model = lean.model if isinstance(lean.model, str) else None
+        return _thread(model, lean.system, lean.messages).upto(len(lean.messages))
     return request.thread().upto(len(request.raws))
+
+
+def _thread(model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw]) -> Thread:
+    head = canonical({"system": system}) if bytes(system) else b""
+    return Thread(model, head, raws, lambda raw: canonical_json(raw))
 
 
 def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:

@@ -230,9 +230,11 @@ def _bare(items: list[Any]) -> bool:
     return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
 
 
-def prefix(request: Responses) -> bytes:
-    """The digest of the request's whole conversation: what its answer follows."""
-    return request.prefixes.before(len(request.items))
+def prefix(request: Responses | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (``None``: no
+    conversation in the body)."""
+    read_now = read(request) if isinstance(request, bytes) else request
+    return None if read_now is None else read_now.prefixes.before(len(read_now.items))
 
 
 def _turn_text(turn: list[Any]) -> str:

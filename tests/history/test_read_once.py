@@ -6,6 +6,7 @@ out, the same entries kept, and no key asked for that the transform would not re
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -114,14 +115,15 @@ def test_after_a_response_that_moved_no_reasoning_the_request_is_not_read_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = json.dumps({"model": "qwen3-8b", "messages": [{"role": "user", "content": "Hi"}]}).encode()
-    reads: list[bytes] = []
-    read = history.READS["chat"]
-    monkeypatch.setitem(history.READS, "chat", lambda body: reads.append(body) or read(body))
+    reads: list[Any] = []
+    for table in (history.READS, history.PREFIXES):
+        read = table["chat"]
+        monkeypatch.setitem(table, "chat", lambda body, read=read: reads.append(body) or read(body))
     config = ThinkExtractConfig()
     assert record_entries("chat", body, [Said(original="It is sunny.")], config, "qwen3-8b") == {}
     assert reads == []
     assert record_entries("chat", body, [Said(original="<think>Sunny.</think>It is.")], config, "qwen3-8b") != {}
-    assert reads == [body]
+    assert reads == [body]  # once, for the conversation's digest
 
 
 ESCAPES = st.sampled_from(
@@ -160,3 +162,25 @@ def test_a_replayed_text_is_split_as_the_scanner_splits_it(pieces: list[str], mo
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     expected = ("", text) if not reasoning else (reasoning, "".join(s.text for s in segments if s.kind == CONTENT))
     assert split_inline(text, config) == expected
+
+
+@pytest.mark.parametrize("surface", ["chat", "messages", "ollama"])
+@pytest.mark.parametrize("messages", [["Hi"], [{"role": "user", "content": "Hi"}, 4], [], None])
+def test_a_body_whose_messages_are_not_all_objects_keeps_nothing_as_the_reference(
+    surface: Surface, messages: Any
+) -> None:
+    body = json.dumps({"model": "qwen3-8b", "messages": messages}).encode()
+    said = [Said(original="<think>Sunny.</think>It is.")]
+    config = ThinkExtractConfig()
+    assert record_entries(surface, body, said, config, "qwen3-8b") == reference.record_entries(
+        surface, body, said, config
+    )
+    assert record_entries(surface, body, said, config) == {}
+
+
+def test_a_raw_value_starts_at_its_own_first_byte() -> None:
+    """What the light read of a conversation's messages relies on to tell an object."""
+    from gateway_mw.rawjson import is_object
+
+    raws = msgspec.json.decode(b'[ {"a":1} ,\n\t{} , "x",[ ] ]', type=list[msgspec.Raw])
+    assert [is_object(r) for r in raws] == [True, True, False, False]

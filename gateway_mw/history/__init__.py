@@ -20,7 +20,7 @@ from ..config import Surface, ThinkExtractConfig
 from . import chat, messages, ollama, responses, surrogates
 from .plan import UNKNOWN_FAMILY, Form, Plan, Scope, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
-from .text import split_written
+from .text import may_hold_reasoning, split_written
 
 __all__ = [
     "MAX_RECALL_KEYS",
@@ -161,7 +161,9 @@ def record_entries(
     cfg = config.for_model(model)
     moved: list[tuple[Said, str, str]] = []
     for answer in said:
-        reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
+        if not answer.original or not may_hold_reasoning(answer.original, cfg):
+            continue
+        reasoning, content = split_written(answer.original, cfg)
         if reasoning:
             moved.append((answer, reasoning, content))
     if not moved:

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 Read = chat.Chat | messages.Messages | responses.Responses
-"""A request body as one surface reads it, once (see :func:`read_request`)."""
+"""A request body as one surface reads it, once (see :class:`Request`)."""
 
 READS: dict[Surface, Callable[[bytes], Read | None]] = {
     "chat": chat.read,

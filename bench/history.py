@@ -1,12 +1,24 @@
-"""The request side's cost: a 200 KB agent history (30 turns of reasoning written inline, a tool call
-and its result each) given back where the upstream reads it, next to plain forwarding in the same run.
+"""The request side's cost: agent histories of 200 KB and 1 MB on every surface, given back where the
+upstream reads it, next to plain forwarding in the same run.
 
-1. In process, per request and surface: the request transform (``transform_request``) next to
-   ``json.loads`` of the same body, the least a gateway that looks at the request does.
-2. End to end, chat completions: a proxy on loopback (``ClientSession`` → upstream → ``Response``)
-   forwarding the 200 KB request, with and without the middleware (request side on, the reasoning
-   record in memory), requests one after another; wall time per request, median (min–max) of
-   interleaved rounds, and the ratio.
+Each surface's history is an agent's (a tool call and its result each turn, the reasoning of every
+turn sent back), in two states: ``unchanged`` (already as the upstream reads it: the gateway's own
+output of the other) and ``rewrite`` (reasoning where the upstream does not read it: chat and Ollama
+inline in ``<think>`` tags, messages in thinking blocks the gateway did not sign, Responses in
+reasoning items without ``content``). Messages is in Claude Code's shape (a system prompt of blocks,
+tool definitions, cache markers), Responses in Codex's (instructions, tools, ``include`` of encrypted
+reasoning).
+
+1. In process: the request transform (``transform_request``) next to ``json.loads`` of the same body.
+2. End to end: a proxy on loopback (``ClientSession`` → upstream → ``Response``) forwarding each
+   history, with and without the middleware (the reasoning record in memory; the upstream answers
+   with reasoning, so that the record is written), requests one after another, the two proxies in
+   alternating rounds; wall time per request, median (min–max), and the ratios of wall time and of
+   the process's CPU time (every thread's: a large body is read in worker threads).
+3. The fixed cost of a small request: a one-turn chat request streamed back in 20 events, CPU time of
+   the whole process (client, proxy, upstream) per request with and without the middleware.
+
+Only the package's public API is used, so that the same script measures an earlier version.
 
     python bench/history.py [--rounds 7] [--quick]
 """
@@ -17,6 +29,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -26,25 +39,49 @@ from common import Spread, free_port, interleaved, no_collection
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import Surface
 from gateway_mw.history import transform_request
-from gateway_mw.surfaces.registry import SURFACES
 
-ROUTE = "/v1/chat/completions"
-CONFIG = ThinkExtractConfig(upstream_server="vllm")
-TURNS = 30
-SIZE = 200_000
+try:
+    from gateway_mw.surfaces.registry import SURFACES
+
+    def _side(surface: Surface) -> Any:
+        return SURFACES[surface]
+except ImportError:  # a version before the surface registry named the surface itself
+
+    def _side(surface: Surface) -> Any:
+        return surface
+
+
+CONFIG = ThinkExtractConfig(upstream_server="vllm", messages_policy="unsigned")
+MODEL = "qwen3-32b"
+SIZES = {"200 KB": 200_000, "1 MB": 1_000_000}
+TURN = 6_600  # bytes of one turn (its reasoning, its call, the call's result): 30 turns make 200 KB
+ROUTES: dict[Surface, str] = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "ollama": "/api/chat",
+}
 
 _REASONING = "The user wants the weather, so I call the tool with the city they named and read its answer. "
 _RESULT = "18°C, sunny, wind 10 km/h from the west; humidity 40 %; tomorrow rain in the afternoon. "
+_TOOL = {
+    "name": "weather",
+    "description": "The weather of a city on a day. " * 20,
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "day": {"type": "integer"}}},
+}
 
 
 def _result(turn: int) -> str:
-    """A tool result, long enough that 30 turns make about 200 KB."""
-    return f"result {turn}: " + _RESULT * max(1, (SIZE // TURNS - 600) // len(_RESULT))
+    return f"result {turn}: " + _RESULT * ((TURN - 600) // len(_RESULT))
 
 
-def chat_history(ollama: bool = False) -> bytes:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Plan my week in Paris."}]
-    for turn in range(TURNS):
+def chat_history(turns: int, ollama: bool = False) -> bytes:
+    """Chat completions (or Ollama's ``/api/chat``): each turn's reasoning inline, as the model wrote it."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You plan trips."},
+        {"role": "user", "content": "Plan my week in Paris."},
+    ]
+    for turn in range(turns):
         call = {"name": "weather", "arguments": {"city": "Paris", "day": turn} if ollama else '{"city":"Paris"}'}
         tool_call: dict[str, Any] = {"function": call} if ollama else {"id": f"call_{turn}", "type": "function"}
         if not ollama:
@@ -54,56 +91,113 @@ def chat_history(ollama: bool = False) -> bytes:
         if not ollama:
             tool["tool_call_id"] = f"call_{turn}"
         messages.append(tool)
-    return json.dumps({"model": "qwen3-32b", "messages": messages}).encode()
+    request: dict[str, Any] = {"model": MODEL, "messages": messages}
+    if ollama:
+        request["stream"] = False
+    else:
+        request["tools"] = [{"type": "function", "function": _TOOL}]
+    return json.dumps(request).encode()
 
 
-def messages_history() -> bytes:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Plan my week in Paris."}]
-    for turn in range(TURNS):
+def messages_history(turns: int) -> bytes:
+    """Claude Code's shape: system blocks and tools with cache markers, thinking blocks sent back with
+    the signature they came with (here none the gateway made)."""
+    cached = {"type": "ephemeral"}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "Plan my week in Paris."}]},
+    ]
+    for turn in range(turns):
         messages.append(
             {
                 "role": "assistant",
                 "content": [
-                    {"type": "thinking", "thinking": _REASONING * 3, "signature": ""},
+                    {"type": "thinking", "thinking": _REASONING * 3, "signature": f"EqQBCkYIBxgCKkD{turn}"},
+                    {"type": "text", "text": "Let me look that up."},
                     {"type": "tool_use", "id": f"toolu_{turn}", "name": "weather", "input": {"city": "Paris"}},
                 ],
             }
         )
-        messages.append(
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": _result(turn)}],
-            }
-        )
-    return json.dumps({"model": "qwen3-32b", "max_tokens": 1024, "messages": messages}).encode()
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": _result(turn)}
+        if turn == turns - 1:
+            result["cache_control"] = cached
+        messages.append({"role": "user", "content": [result]})
+    tool = {"name": _TOOL["name"], "description": _TOOL["description"], "input_schema": _TOOL["parameters"]}
+    request = {
+        "model": MODEL,
+        "max_tokens": 32000,
+        "system": [
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+            {"type": "text", "text": "You plan trips. " * 200, "cache_control": cached},
+        ],
+        "tools": [tool],
+        "metadata": {"user_id": "user_0123456789abcdef"},
+        "thinking": {"type": "enabled", "budget_tokens": 31999},
+        "stream": False,
+        "messages": messages,
+    }
+    return json.dumps(request).encode()
 
 
-def responses_history() -> bytes:
-    items: list[dict[str, Any]] = [{"role": "user", "content": "Plan my week in Paris."}]
-    for turn in range(TURNS):
+def responses_history(turns: int) -> bytes:
+    """Codex's shape: instructions, tools, encrypted reasoning asked for, reasoning items with a summary."""
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Plan my week in Paris."}]}
+    ]
+    for turn in range(turns):
         items.append(
             {
                 "type": "reasoning",
-                "id": f"rs_{turn}",
+                "id": f"rs_{turn:024x}",
                 "summary": [{"type": "summary_text", "text": _REASONING * 3}],
+                "encrypted_content": None,
             }
         )
         items.append(
-            {"type": "function_call", "call_id": f"call_{turn}", "name": "weather", "arguments": '{"city":"Paris"}'}
+            {"type": "function_call", "name": "weather", "arguments": '{"city":"Paris"}', "call_id": f"call_{turn}"}
         )
         items.append({"type": "function_call_output", "call_id": f"call_{turn}", "output": _result(turn)})
-    return json.dumps({"model": "qwen3-32b", "input": items}).encode()
+    request = {
+        "model": MODEL,
+        "instructions": "You are Codex, a coding agent. " * 300,
+        "input": items,
+        "tools": [{"type": "function", **_TOOL, "strict": False}],
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "store": False,
+        "stream": False,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "0b9f5c1e-7d35-4c1e-9d1a-3f0e6c2b8a71",
+    }
+    return json.dumps(request).encode()
 
 
-HISTORIES: dict[Surface, bytes] = {
-    "chat": chat_history(),
-    "messages": messages_history(),
-    "responses": responses_history(),
-    "ollama": chat_history(ollama=True),
-}
+def _rewrite(surface: Surface, size: int) -> bytes:
+    turns = max(1, size // TURN)
+    if surface == "messages":
+        return messages_history(turns)
+    if surface == "responses":
+        return responses_history(turns)
+    return chat_history(turns, ollama=surface == "ollama")
 
 
-def _per_call(fn: Any, n: int) -> float:
+def histories() -> dict[tuple[Surface, str, str], bytes]:
+    """Each surface's history by size, ``rewrite`` and ``unchanged`` (the gateway's output of it:
+    what the upstream reads, which the gateway leaves alone)."""
+    out: dict[tuple[Surface, str, str], bytes] = {}
+    for surface in ROUTES:
+        for size_name, size in SIZES.items():
+            body = _rewrite(surface, size)
+            rewritten = transform_request(surface, body, CONFIG)
+            assert rewritten is not None, f"{surface}: nothing to rewrite"
+            unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it
+            assert transform_request(surface, unchanged, CONFIG) is None, f"{surface}: rewritten again"
+            out[surface, size_name, "unchanged"] = unchanged
+            out[surface, size_name, "rewrite"] = body
+    return out
+
+
+def _per_call(fn: Callable[[], object], n: int) -> float:
     with no_collection():
         start = time.process_time()
         for _ in range(n):
@@ -111,31 +205,89 @@ def _per_call(fn: Any, n: int) -> float:
         return (time.process_time() - start) / n
 
 
-def in_process(rounds: int, quick: bool) -> str:
-    n = 5 if quick else 30
+def in_process(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick: bool) -> str:
     out = [
-        f"In process, one request of each surface's ~200 KB history ({TURNS} turns, a tool call each), CPU ms per"
-        f" request, median (min–max) of {rounds} interleaved rounds of {n}:",
+        f"In process, CPU ms per request, median (min–max) of {rounds} interleaved rounds:",
         "",
-        "| surface | body | `json.loads` | request transform | ratio |",
-        "|---|---|---|---|---|",
+        "| surface | history | body | `json.loads` | request transform | ratio |",
+        "|---|---|---|---|---|---|",
     ]
-    for surface, body in HISTORIES.items():
+    for (surface, size_name, state), body in bodies.items():
+        n = max(2, (3 if quick else 20) * 200_000 // len(body))
         times = interleaved(
             {
-                "loads": lambda body=body: _per_call(lambda: json.loads(body), n),
-                "transform": lambda surface=surface, body=body: _per_call(
-                    lambda: transform_request(SURFACES[surface], body, CONFIG), n
+                "loads": lambda body=body, n=n: _per_call(lambda: json.loads(body), n),
+                "transform": lambda surface=surface, body=body, n=n: _per_call(
+                    lambda: transform_request(_side(surface), body, CONFIG), n
                 ),
             },
             rounds,
         )
         ratio = Spread.of([t / b for t, b in zip(times["transform"], times["loads"], strict=True)])
         out.append(
-            f"| {surface} | {len(body) / 1000:.0f} KB | {Spread.of(times['loads']).fmt(scale=1e3)} ms"
+            f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of(times['loads']).fmt(scale=1e3)} ms"
             f" | {Spread.of(times['transform']).fmt(scale=1e3)} ms | {ratio.fmt()} |"
         )
     return "\n".join(out)
+
+
+# -- end to end -----------------------------------------------------------------------------------
+
+_THOUGHT = "<think>It is sunny in Paris.</think>It is sunny."
+ANSWERS: dict[Surface, dict[str, Any]] = {
+    "chat": {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": _THOUGHT}, "finish_reason": "stop"}],
+    },
+    "messages": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [{"type": "text", "text": _THOUGHT}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+    "responses": {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": MODEL,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": _THOUGHT, "annotations": []}],
+            }
+        ],
+    },
+    "ollama": {
+        "model": MODEL,
+        "created_at": "2025-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": _THOUGHT},
+        "done": True,
+        "done_reason": "stop",
+    },
+}
+"""Each surface's answer, its reasoning inline: the middleware moves it, and the record keeps it."""
+
+_SMALL_ROUTE = "/v1/small/chat/completions"
+_SMALL = json.dumps({"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+_EVENTS = (
+    b"".join(
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+        b'"delta":{"content":"word%d "},"finish_reason":null}]}\n\n' % i
+        for i in range(20)
+    )
+    + b"data: [DONE]\n\n"
+)
 
 
 async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
@@ -146,13 +298,41 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
     return runner, port
 
 
+def _upstream() -> web.Application:
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        surface = next(s for s, route in ROUTES.items() if route == request.path)
+        return web.Response(body=json.dumps(ANSWERS[surface]).encode(), content_type="application/json")
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(_EVENTS)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application(client_max_size=8 << 20)
+    for route in ROUTES.values():
+        app.router.add_post(route, answer)
+    app.router.add_post(_SMALL_ROUTE, stream)
+    return app
+
+
 def _gateway(upstream: int, with_middleware: bool) -> web.Application:
-    async def forward(request: web.Request) -> web.Response:
+    async def forward(request: web.Request) -> web.StreamResponse:
         session: aiohttp.ClientSession = request.app["session"]
         body = await request.read()
         headers = {"Content-Type": "application/json"}
-        async with session.post(f"http://127.0.0.1:{upstream}{ROUTE}", data=body, headers=headers) as up:
-            return web.Response(body=await up.read(), content_type="application/json")
+        async with session.post(f"http://127.0.0.1:{upstream}{request.path}", data=body, headers=headers) as up:
+            if up.content_type != "text/event-stream":
+                return web.Response(body=await up.read(), content_type="application/json")
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            async for piece in up.content.iter_any():
+                await resp.write(piece)
+            await resp.write_eof()
+            return resp
 
     async def on_startup(app: web.Application) -> None:
         app["session"] = aiohttp.ClientSession()
@@ -165,85 +345,106 @@ def _gateway(upstream: int, with_middleware: bool) -> web.Application:
         setup(app, CONFIG)
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
-    app.router.add_post(ROUTE, forward)
+    for route in (*ROUTES.values(), _SMALL_ROUTE):
+        app.router.add_post(route, forward)
     return app
 
 
-async def _end_to_end(rounds: int, n: int) -> dict[str, Spread]:
-    answer = json.dumps(
-        {
-            "id": "c",
-            "object": "chat.completion",
-            "model": "qwen3-32b",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "It is sunny."}}],
-        }
-    ).encode()
+Runs = dict[str, dict[str, list[tuple[float, float]]]]
 
-    async def upstream(request: web.Request) -> web.Response:
-        await request.read()
-        return web.Response(body=answer, content_type="application/json")
 
-    up_app = web.Application(client_max_size=8 << 20)
-    up_app.router.add_post(ROUTE, upstream)
+async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) -> Runs:
+    """For each named request (route, body, requests per batch): (wall, CPU) seconds per request of
+    each batch, plain and with the middleware, the two in alternating order round by round."""
     runners = []
-    runner, up_port = await _serve(up_app)
+    runner, up_port = await _serve(_upstream())
     runners.append(runner)
     ports = {}
     for name, on in (("plain", False), ("middleware", True)):
         runner, ports[name] = await _serve(_gateway(up_port, on))
         runners.append(runner)
-    body = HISTORIES["chat"]
-    times: dict[str, list[float]] = {"plain": [], "middleware": []}
+    times: Runs = {name: {"plain": [], "middleware": []} for name in requests}
     async with aiohttp.ClientSession() as session:
 
-        async def batch(port: int) -> float:
-            start = time.perf_counter()
+        async def batch(port: int, route: str, body: bytes, n: int) -> tuple[float, float]:
+            wall, cpu = time.perf_counter(), time.process_time()
             for _ in range(n):
-                async with session.post(f"http://127.0.0.1:{port}{ROUTE}", data=body) as resp:
+                async with session.post(f"http://127.0.0.1:{port}{route}", data=body) as resp:
+                    assert resp.status == 200, await resp.text()
                     await resp.read()
-            return (time.perf_counter() - start) / n
+            return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
 
-        await batch(ports["plain"])
-        await batch(ports["middleware"])
+        for route, body, _ in requests.values():  # warm both, every route
+            await batch(ports["plain"], route, body, 1)
+            await batch(ports["middleware"], route, body, 1)
         for r in range(rounds):
-            order = ("plain", "middleware") if r % 2 == 0 else ("middleware", "plain")
-            for name in order:
-                times[name].append(await batch(ports[name]))
+            for name, (route, body, n) in requests.items():
+                order = ("plain", "middleware") if r % 2 == 0 else ("middleware", "plain")
+                for proxy in order:
+                    times[name][proxy].append(await batch(ports[proxy], route, body, n))
     for runner in runners:
         await runner.cleanup()
-    return {
-        "plain": Spread.of(times["plain"]),
-        "middleware": Spread.of(times["middleware"]),
-        "ratio": Spread.of([m / p for m, p in zip(times["middleware"], times["plain"], strict=True)]),
+    return times
+
+
+def end_to_end(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick: bool) -> str:
+    requests = {
+        f"{surface}|{size}|{state}": (ROUTES[surface], body, max(2, (4 if quick else 20) * 200_000 // len(body)))
+        for (surface, size, state), body in bodies.items()
     }
-
-
-def end_to_end(rounds: int, quick: bool) -> str:
-    n = 10 if quick else 50
-    r = asyncio.run(_end_to_end(rounds, n))
-    return "\n".join(
-        [
-            f"End to end, chat completions, the {len(HISTORIES['chat']) / 1000:.0f} KB history through a proxy on"
-            f" loopback, one request at a time, wall ms per request, median (min–max) of {rounds} interleaved"
-            f" rounds of {n}:",
-            "",
-            "| plain forwarding | with the middleware (request side, memory record) | ratio |",
-            "|---|---|---|",
-            f"| {r['plain'].fmt(scale=1e3)} ms | {r['middleware'].fmt(scale=1e3)} ms | {r['ratio'].fmt()} |",
-        ]
-    )
+    requests["small"] = (_SMALL_ROUTE, _SMALL.encode(), 20 if quick else 200)
+    times = asyncio.run(_end_to_end(requests, rounds))
+    out = [
+        "End to end through a proxy on loopback, one request at a time; wall ms per request, median"
+        f" (min–max) of {rounds} rounds alternating the proxy without and with the middleware (request side,"
+        " memory record), and the ratio of the whole process's CPU time (client, proxy, upstream):",
+        "",
+        "| surface | history | body | plain forwarding | with the middleware | ratio | ratio of CPU time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, (_, body, _) in requests.items():
+        if name == "small":
+            continue
+        surface, size, state = name.split("|")
+        plain, middleware = (times[name][p] for p in ("plain", "middleware"))
+        ratio = Spread.of([m[0] / p[0] for m, p in zip(middleware, plain, strict=True)])
+        cpu = Spread.of([m[1] / p[1] for m, p in zip(middleware, plain, strict=True)])
+        out.append(
+            f"| {surface} | {size}, {state} | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of([p[0] for p in plain]).fmt(scale=1e3)} ms"
+            f" | {Spread.of([m[0] for m in middleware]).fmt(scale=1e3)} ms | {ratio.fmt()} | {cpu.fmt()} |"
+        )
+    plain, middleware = (times["small"][p] for p in ("plain", "middleware"))
+    added = Spread.of([(m[1] - p[1]) for m, p in zip(middleware, plain, strict=True)])
+    out += [
+        "",
+        "The fixed cost of a small request (one user message, the answer streamed in 20 events): CPU µs of the"
+        " whole process (client, proxy, upstream) per request, median (min–max) of the same rounds:",
+        "",
+        "| plain forwarding | with the middleware | added by the middleware |",
+        "|---|---|---|",
+        f"| {Spread.of([p[1] for p in plain]).fmt('.0f', 1e6)} µs"
+        f" | {Spread.of([m[1] for m in middleware]).fmt('.0f', 1e6)} µs | {added.fmt('.0f', 1e6)} µs |",
+    ]
+    return "\n".join(out)
 
 
 def tables(rounds: int, quick: bool = False) -> str:
-    return in_process(rounds, quick) + "\n\n" + end_to_end(rounds, quick)
+    bodies = histories()
+    return in_process(bodies, rounds, quick) + "\n\n" + end_to_end(bodies, rounds, quick)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--end-to-end", action="store_true", help="only the end-to-end tables")
     args = parser.parse_args()
-    print(tables(2 if args.quick else args.rounds, args.quick))
+    rounds = 2 if args.quick else args.rounds
+    if args.end_to_end:
+        print(end_to_end(histories(), rounds, args.quick))
+    else:
+        print(tables(rounds, args.quick))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from .aio import hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .credentials import credentials, scope_for
-from .history import NOTHING, Recall, Recalled, record_entries, record_keys, transform_request
+from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -85,6 +85,10 @@ class Incoming(NamedTuple):
     blobs: bool = False
     """Whether the client asked for reasoning it can send back in ``encrypted_content``."""
     scope: bytes = b""
+    read: bool = False
+    """Whether the body was read (``model`` is its model): the record's entries of the answer read
+    it again only when an answer moved reasoning."""
+    model: str | None = None
 
 
 def scope_of(request: web.Request) -> bytes:
@@ -113,19 +117,20 @@ async def rewrite_request(
         return Incoming(body)
     scope = scope_of(request) if record is not None else b""
     try:
-        blobs, keys = await _off_loop(len(body), _before_recall, surface, body, record is not None)
-        recall = await _recall(record, scope, keys) if record is not None and keys else NOTHING
-        new = await _off_loop(len(body), transform_request, SURFACES[surface], body, config, recall)
+        read, keys, new = await _off_loop(len(body), _before_recall, surface, body, config, record is not None)
+        if keys:
+            recall = await _recall(record, scope, keys) if record is not None else NOTHING
+            new = await _off_loop(len(body), transform_request, read.side, read, config, recall)
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
         return Incoming("too_deep")
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
         return Incoming("error", body, False, scope)
     if new is None:
-        return Incoming("unchanged", body, blobs, scope)
+        return Incoming("unchanged", body, read.blobs, scope, True, read.model)
     hand_over(request, new)
     request[THINKEXTRACT_REQUEST_BODY] = new
-    return Incoming("rewritten", body, blobs, scope)
+    return Incoming("rewritten", body, read.blobs, scope, True, read.model)
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
@@ -149,10 +154,15 @@ def _workers() -> ThreadPoolExecutor:
     return _pool[1]
 
 
-def _before_recall(surface: Surface, body: bytes, keyed: bool) -> tuple[bool, list[str]]:
-    """Whether the client asks for reasoning blobs, and the record keys to look up."""
+def _before_recall(
+    surface: Surface, body: bytes, config: ThinkExtractConfig, keyed: bool
+) -> tuple[Request, list[str], bytes | None]:
+    """The body read once, the record keys to look up and, when there are none, the new body
+    already (one trip to a worker thread for a large body)."""
     side = SURFACES[surface]
-    return side.asks_for_blobs(body), record_keys(side, body) if keyed else []
+    read = Request(side, body)
+    keys = record_keys(side, read, config) if keyed else []
+    return read, keys, None if keys else transform_request(side, read, config)
 
 
 _decode_recalled = msgspec.json.Decoder(Recalled).decode
@@ -174,14 +184,18 @@ def remember(
     record: ReasoningRecord, incoming: Incoming, surface: Surface, said: list[Said], config: ThinkExtractConfig
 ) -> None:
     """Keep what the answers to a request said, after the response (written in the background; a
-    large request is read for its keys in a worker thread)."""
+    large request is read again for its keys, when an answer moved reasoning, in a worker thread)."""
     body = incoming.body
     if body is None or not said:
         return
+    # The model, as the request side read it: the body is read again only if an answer moved reasoning.
+    model = incoming.model if incoming.read else ...
     if len(body) <= OFF_LOOP_BYTES:
-        _keep(record, incoming.scope, record_entries(SURFACES[surface], body, said, config))
+        _keep(record, incoming.scope, record_entries(SURFACES[surface], body, said, config, model))
         return
-    task = asyncio.get_running_loop().run_in_executor(_workers(), record_entries, SURFACES[surface], body, said, config)
+    task = asyncio.get_running_loop().run_in_executor(
+        _workers(), record_entries, SURFACES[surface], body, said, config, model
+    )
     _reading.add(task)
     task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
 

@@ -30,6 +30,7 @@ __all__ = [
     "encode",
     "escaped",
     "is_null",
+    "is_object",
     "join_surrogates",
     "obj",
     "raw_list",
@@ -97,6 +98,11 @@ def as_int(value: Any) -> int | None:
     if isinstance(number, float):
         return int(number) if number.is_integer() else None
     return number
+
+
+def is_object(raw: msgspec.Raw) -> bool:
+    """Whether a raw JSON value is an object (its first byte says: a raw value has no whitespace around it)."""
+    return bytes(memoryview(raw)[:1]) == b"{"
 
 
 def is_null(value: Any) -> bool:

@@ -1,13 +1,17 @@
 """The way back in: the reasoning of the earlier turns a client sends back, given to the upstream in
 the place its server reads it (sans-I/O; the middleware hands the handler the rewritten body).
 
-One request transform per surface, each ``(body, plan, recall) -> bytes | None`` (``None``: forward
-the body as it came), given by the surface's :class:`RequestSide` (its definition, which the caller
-looks up: this package knows no surface by name). :func:`transform_request` picks the plan for the
-request's model; :func:`record_keys` names what the reasoning record is asked for first.
+A body is read once per request (:class:`Request`: the surface's lean decode) and that reading is
+shared: the plan for the request's model, :func:`record_keys` (what the reasoning record is asked
+for first), the surface's transform, ``(read, plan, recall) -> bytes | None`` (``None``: forward
+the body as it came), and after the response :func:`record_entries`. Each surface's pieces come
+from its :class:`RequestSide` (its definition, which the caller looks up: this package knows no
+surface by name).
 """
 
 from __future__ import annotations
+
+from types import EllipsisType
 
 import msgspec
 
@@ -17,7 +21,7 @@ from . import surrogates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import RequestSide
-from .text import split_written
+from .text import may_hold_reasoning, split_written
 
 __all__ = [
     "MAX_RECALL_KEYS",
@@ -25,6 +29,7 @@ __all__ = [
     "Plan",
     "Recall",
     "Recalled",
+    "Request",
     "RequestSide",
     "plan_for",
     "record_entries",
@@ -57,29 +62,85 @@ def server_of(config: ThinkExtractConfig) -> Server:
     return "generic" if server == "auto" else server
 
 
-def record_keys(surface: RequestSide, body: bytes) -> list[str]:
+class Request:
+    """One request body, read once (a lean decode: what the request side places, every other value
+    left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
+    transform and, after the response, the record's entries."""
+
+    __slots__ = ("_plan", "body", "read", "side")
+
+    def __init__(self, side: RequestSide, body: bytes) -> None:
+        self.side = side
+        self.body = body
+        self.read = side.read_history(body)
+        """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+        self._plan: tuple[ThinkExtractConfig, Plan] | None = None
+
+    @property
+    def model(self) -> str | None:
+        return None if self.read is None else self.read.model
+
+    @property
+    def blobs(self) -> bool:
+        """Whether the client asks for reasoning it can send back in ``encrypted_content``."""
+        return self.side.asks_for_blobs(self.read, self.body)
+
+    def plan(self, config: ThinkExtractConfig) -> Plan:
+        """The plan for the request's model under ``config`` (decided once: the keys and the
+        transform share it)."""
+        if self._plan is None or self._plan[0] is not config:
+            plan = plan_for(config, self.model, server_of(config), self.side.unknown_family)
+            self._plan = (config, plan)
+        return self._plan[1]
+
+
+def record_keys(side: RequestSide, body: bytes | Request, config: ThinkExtractConfig | None = None) -> list[str]:
     """The keys the reasoning record is asked for before :func:`transform_request` runs: those of
-    the latest turns, at most :data:`MAX_RECALL_KEYS`."""
-    return surface.history_keys(body, MAX_RECALL_KEYS)[-MAX_RECALL_KEYS:]
+    the latest turns, at most :data:`MAX_RECALL_KEYS`. With ``config``, only those of turns whose
+    reasoning the transform would take from the record (a turn that carries its own needs none)."""
+    request = body if isinstance(body, Request) else Request(side, body)
+    if request.read is None:
+        return []
+    plan = None if config is None else request.plan(config)
+    return side.history_keys(request.read, MAX_RECALL_KEYS, plan)[-MAX_RECALL_KEYS:]
 
 
 def record_entries(
-    surface: RequestSide, request: bytes, said: list[Said], config: ThinkExtractConfig
+    side: RequestSide,
+    request: bytes | Request,
+    said: list[Said],
+    config: ThinkExtractConfig,
+    model: str | EllipsisType | None = ...,
 ) -> dict[str, Recalled]:
     """What the reasoning record keeps of a response to ``request``: for each answer that moved
     reasoning, its reasoning and the model's text, under every key a later request may name it by,
     each in the conversation it follows (its tool calls' ids, the ids of its items, what it said —
     its text and its calls' names and arguments; and, for a response of one answer, the
-    conversation itself)."""
-    prefix = surface.answer_prefix(request)
+    conversation itself). ``model``: the request's, when it was read already (:attr:`Request.model`):
+    the body is then read again only when an answer moved reasoning."""
+    if model is ...:
+        if isinstance(request, bytes):
+            request = Request(side, request)
+        model = request.model
+    cfg = config.for_model(model)
+    moved: list[tuple[Said, str, str]] = []
+    for answer in said:
+        if not answer.original or not may_hold_reasoning(answer.original, cfg):
+            continue
+        reasoning, content = split_written(answer.original, cfg)
+        if reasoning:
+            moved.append((answer, reasoning, content))
+    if not moved:
+        return {}
+    # The conversation's digest: from the request's reading, or from the body read for it alone.
+    if isinstance(request, Request):
+        prefix = None if request.read is None else side.answer_prefix(request.read)
+    else:
+        prefix = side.answer_prefix(request)
     if prefix is None:
         return {}
-    cfg = config.for_model(request_model(request))
     out: dict[str, Recalled] = {}
-    for answer in said:
-        reasoning, content = split_written(answer.original, cfg) if answer.original else ("", "")
-        if not reasoning:
-            continue
+    for answer, reasoning, content in moved:
         entry = Recalled(reasoning=reasoning, original=answer.original, calls=answer.call_ids)
         keys = [call_key(prefix, c) for c in answer.call_ids] + [item_key(i, prefix) for i in answer.item_ids]
         if not answer.call_ids or answer.calls:  # what it said: found by a client that keeps no ids
@@ -92,21 +153,19 @@ def record_entries(
 
 
 def transform_request(
-    surface: RequestSide, body: bytes, config: ThinkExtractConfig, recall: Recall = NOTHING
+    side: RequestSide, body: bytes | Request, config: ThinkExtractConfig, recall: Recall = NOTHING
 ) -> bytes | None:
     """``body`` with the reasoning of its earlier turns where the upstream reads it; ``None`` when
     nothing changes."""
-    new = surface.transform_history(body, _plan(surface, body, config), recall)
-    if new is not None:
-        return new
-    # Nothing changed, or a lone surrogate escape kept a string from being read (no decoder takes
-    # one): looked for only now, since the scan costs about a third of what the transform does.
-    masked = surrogates.mask(body)
+    request = body if isinstance(body, Request) else Request(side, body)
+    if request.read is not None:  # read: no lone surrogate escape in it (the decoder refuses one anywhere)
+        return side.transform_history(request.read, request.plan(config), recall)
+    # Not read: maybe a lone surrogate escape kept a string from being read (no decoder takes one).
+    masked = surrogates.mask(request.body)
     if masked is None:
         return None
-    new = surface.transform_history(masked, _plan(surface, masked, config), recall)
+    again = Request(side, masked)
+    if again.read is None:
+        return None
+    new = side.transform_history(again.read, again.plan(config), recall)
     return None if new is None else surrogates.unmask(new)
-
-
-def _plan(surface: RequestSide, body: bytes, config: ThinkExtractConfig) -> Plan:
-    return plan_for(config, request_model(body), server_of(config), surface.unknown_family)

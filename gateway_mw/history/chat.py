@@ -9,17 +9,18 @@ the model's own tags in the content, and the reasoning record.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from ..calls import call_spellings
-from ..rawjson import UNREADABLE, Obj, as_str, encode
+from ..config import ThinkExtractConfig
+from ..rawjson import UNREADABLE, Obj, as_str, encode, is_object
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["keys", "prefix", "transform", "transform_messages"]
+__all__ = ["Chat", "keys", "keys_of", "prefix", "read", "transform", "transform_messages"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
@@ -52,7 +53,40 @@ class _Call(msgspec.Struct, gc=False):
 _decode_calls = msgspec.json.Decoder(list[_Call]).decode
 
 
-def _read(body: bytes) -> tuple[str | None, list[msgspec.Raw], list[_Message]] | None:
+class Chat:
+    """A chat request (or Ollama ``/api/chat``) read once: its model and messages, each as it came
+    and as far as it is read to place the assistant ones; what the record's keys, the transform and
+    the record's entries read of it is kept here, so that nothing is read twice."""
+
+    __slots__ = ("_readings", "_thread", "body", "messages", "model", "raws")
+
+    def __init__(self, body: bytes, model: str | None, raws: list[msgspec.Raw], messages: list[_Message]) -> None:
+        self.body = body
+        self.model = model
+        self.raws = raws
+        self.messages = messages
+        self._thread: Thread | None = None
+        self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes (each computed once, when first asked for)."""
+        if self._thread is None:
+            self._thread = _thread(self.model, self.raws)
+        return self._thread
+
+    def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
+        """What the assistant message ``at`` carries (``None``: unreadable), read once per request."""
+        how = (config, carriers)
+        if self._readings[0] != how:
+            self._readings = (how, {})
+        known = self._readings[1]
+        if at not in known:
+            known[at] = _read_message(self.raws[at], config, carriers)
+        return known[at]
+
+
+def read(body: bytes) -> Chat | None:
+    """The request's messages (``None``: none, or not a chat request)."""
     try:
         request = _decode_request(body)
         if not request.messages:
@@ -61,7 +95,7 @@ def _read(body: bytes) -> tuple[str | None, list[msgspec.Raw], list[_Message]] |
     except UNREADABLE:
         return None
     model = request.model if isinstance(request.model, str) else None
-    return model, request.messages, messages
+    return Chat(body, model, request.messages, messages)
 
 
 def _call_ids(message: _Message) -> list[str]:
@@ -110,33 +144,53 @@ def _text_of(raw: msgspec.Raw) -> str:
 _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may not send back (Ollama: thinking)
 
 
+def prefix(chat: Chat | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (from a body, read
+    for that alone: its messages as raw values; ``None``: no conversation in it)."""
+    if isinstance(chat, bytes):
+        try:
+            request = _decode_request(chat)
+        except UNREADABLE:
+            return None
+        if not request.messages or not all(is_object(m) for m in request.messages):
+            return None  # what a read of the messages refuses
+        model = request.model if isinstance(request.model, str) else None
+        return _thread(model, request.messages).upto(len(request.messages))
+    return chat.thread().upto(len(chat.raws))
+
+
 def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
     return Thread(model, b"", raws, lambda raw: canonical_json(raw, _UNSAID))
 
 
-def prefix(body: bytes) -> bytes | None:
-    """The digest of the request's whole conversation: what its answer follows."""
-    read = _read(body)
-    if read is None:
-        return None
-    model, raws, _ = read
-    return _thread(model, raws).upto(len(raws))
+def keys(chat: Chat, turns: int, plan: Plan | None = None) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages that need the record: its first
+    tool call's, else its answer's and the conversation's before it. With a ``plan``, a message that
+    carries its own reasoning needs none (the transform would not read what the record holds)."""
+    return keys_of(chat, turns, plan, _CARRIERS)
 
 
-def keys(body: bytes, turns: int) -> list[str]:
-    """The record keys of the latest ``turns`` assistant messages: its first tool call's, else its
-    answer's and the conversation's before it."""
-    read = _read(body)
-    if read is None:
-        return []
-    model, raws, messages = read
-    thread = _thread(model, raws)
+def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]) -> list[str]:
+    """:func:`keys` for messages whose reasoning comes in ``carriers``."""
+    if plan is not None and plan.form == "pass":
+        return []  # nothing is rewritten: nothing to restore
+    messages = chat.messages
+    wanted = [
+        i
+        for i, m in enumerate(messages)
+        if m.role == "assistant" and (plan is None or not _carries_reasoning(chat.reading(i, plan.config, carriers)))
+    ]
     out: list[str] = []
-    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
+    for i in wanted[-turns:]:
         calls = _call_ids(messages[i])
         said = () if calls else _spellings(messages[i])
-        out += turn_keys(thread.upto(i), calls, "" if calls else _text_of(messages[i].content), said)
+        out += turn_keys(chat.thread().upto(i), calls, "" if calls else _text_of(messages[i].content), said)
     return out
+
+
+def _carries_reasoning(reading: _Reading | None) -> bool:
+    """Whether a message needs nothing of the record: it carries reasoning, or cannot be read."""
+    return reading is None or bool(reading.reasoning)
 
 
 def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
@@ -152,43 +206,43 @@ def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
     return out
 
 
-def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
+def transform(chat: Chat, plan: Plan, recall: Recall) -> bytes | None:
     """The request with every assistant message's reasoning in the plan's form; ``None`` when
     nothing changes (the caller forwards the original bytes)."""
-    return transform_messages(body, plan, recall, _CARRIERS, CHAT_FIELDS[plan.server])
+    return transform_messages(chat, plan, recall, _CARRIERS, CHAT_FIELDS[plan.server])
 
 
 def transform_messages(
-    body: bytes, plan: Plan, recall: Recall, carriers: tuple[str, ...], fields: tuple[str, ...]
+    chat: Chat, plan: Plan, recall: Recall, carriers: tuple[str, ...], fields: tuple[str, ...]
 ) -> bytes | None:
     """:func:`transform` for any list of role messages: ``carriers`` are the fields reasoning may come
     in (all of them dropped), ``fields`` those the upstream reads it from (Ollama's ``/api/chat``:
     ``thinking`` alone)."""
     if plan.form == "pass":
         return None
-    read = _read(body)
-    if read is None:
-        return None
-    model, raws, messages = read
+    messages, raws = chat.messages, chat.raws
     scope = _in_scope(plan, messages)
-    changed = False
-    new_raws = list(raws)
-    thread = _thread(model, raws) if recall else None
+    new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
-        calls = _call_ids(m)
+        reading = chat.reading(i, plan.config, carriers)
+        if reading is None:
+            continue
         found = None
-        if thread is not None:
+        if recall and not reading.reasoning:
+            calls = _call_ids(m)
             text, said = ("", ()) if calls else (_text_of(m.content), _spellings(m))
-            found = recalled(recall, thread.upto(i), calls, text, plan.config, said)
-        new = _message(raws[i], plan, scope[i], _calls(m), found, carriers, fields)
+            found = recalled(recall, chat.thread().upto(i), calls, text, plan.config, said)
+        new = _message(reading, plan, scope[i], _calls(m), found, carriers, fields)
         if new is not None:
+            if new_raws is None:
+                new_raws = list(raws)
             new_raws[i] = msgspec.Raw(new)
-            changed = True
-    if not changed:
+    if new_raws is None:
         return None
-    doc: Obj = _decode_obj(body)
+    # Only the messages that changed are encoded; every other value is copied as it came.
+    doc: Obj = _decode_obj(chat.body)
     doc["messages"] = new_raws
     out: bytes = encode(doc)
     return out
@@ -214,16 +268,24 @@ def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:
     return ""
 
 
-def _message(
-    raw: msgspec.Raw,
-    plan: Plan,
-    in_scope: bool,
-    tool_turn: bool,
-    found: Recalled | None,
-    carriers: tuple[str, ...],
-    targets: tuple[str, ...],
-) -> bytes | None:
-    """One assistant message in the plan's form (its bytes), or ``None`` when it is so already."""
+class _Reading(NamedTuple):
+    """What one assistant message carries: its fields (raw), the reasoning in them, its content
+    (decoded), and the content's reasoning (thinking parts, the model's tags) and answer."""
+
+    msg: Obj
+    fields: str
+    content: Any
+    thinking: str
+    tagged: str
+    answer: Any
+    parted: bool
+
+    @property
+    def reasoning(self) -> str:
+        return self.fields or self.thinking or self.tagged
+
+
+def _read_message(raw: msgspec.Raw, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
     try:
         msg: Obj = _decode_obj(raw)
     except UNREADABLE:
@@ -239,7 +301,7 @@ def _message(
     # The content without the reasoning it carries: thinking parts and the model's tags.
     thinking, tagged, answer, parted = "", "", content, False
     if isinstance(content, str):
-        tagged, answer = split_inline(content, plan.config)
+        tagged, answer = split_inline(content, config)
     elif isinstance(content, list):
         parts = []
         for part in content:
@@ -249,12 +311,26 @@ def _message(
                 thinking = thinking or (text if isinstance(text, str) else "")
                 continue
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                found_here, text = split_inline(part["text"], plan.config)
+                found_here, text = split_inline(part["text"], config)
                 tagged = tagged or found_here
                 part = {**part, "text": text}
             parts.append(part)
         answer = parts
-    reasoning = fields or thinking or tagged
+    return _Reading(msg, fields, content, thinking, tagged, answer, parted)
+
+
+def _message(
+    reading: _Reading,
+    plan: Plan,
+    in_scope: bool,
+    tool_turn: bool,
+    found: Recalled | None,
+    carriers: tuple[str, ...],
+    targets: tuple[str, ...],
+) -> bytes | None:
+    """One assistant message in the plan's form (its bytes), or ``None`` when it is so already."""
+    msg, content, tagged, answer, parted = reading.msg, reading.content, reading.tagged, reading.answer, reading.parted
+    reasoning = reading.reasoning
     original = None
     if not reasoning and found is not None:
         reasoning, original = found.reasoning, found.original
@@ -284,8 +360,10 @@ def _message(
                 out[field] = reasoning
     if out.get("content") is None and "tool_calls" not in out and any(k in out for k in carriers):
         out["content"] = ""  # llama.cpp refuses an assistant message with neither content nor tool calls
-    new = encode(out)
-    return None if _same(msg, out) else new
+    if _same(msg, out):
+        return None  # proven from what was read: nothing to encode
+    new: bytes = encode(out)
+    return new
 
 
 def _has_text(answer: Any) -> bool:

@@ -11,23 +11,36 @@ SGLang refuses the block).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
-from ..rawjson import UNREADABLE, Obj, encode
+from ..rawjson import UNREADABLE, Obj, encode, is_object
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["keys", "prefix", "transform"]
+__all__ = ["Messages", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 
 
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+
+
 class _Message(msgspec.Struct, gc=False):
+    """What is read of every message: its role and its blocks' types (a tool result's bytes skipped)."""
+
+    role: Any = None
+    content: str | list[_Block] | None = None
+
+
+class _Whole(msgspec.Struct, gc=False):
+    """A message read whole (an assistant's, or one whose content is no list of blocks)."""
+
     role: Any = None
     content: Any = None
 
@@ -40,102 +53,183 @@ class _Request(msgspec.Struct, gc=False):
 
 _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
+_decode_whole = msgspec.json.Decoder(_Whole).decode
 
 
-def _read(body: bytes) -> tuple[list[msgspec.Raw], list[_Message], Thread] | None:
-    """The messages (raw and read), and the conversation's thread (the system prompt its head)."""
+class Messages:
+    """A messages request read once: its model, its system prompt and messages, each as it came and
+    as far as it is read (an assistant message whole, another one's role and blocks' types)."""
+
+    __slots__ = ("_readings", "_thread", "body", "contents", "model", "queries", "raws", "roles", "system")
+
+    def __init__(self, body: bytes, model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw]) -> None:
+        self.body = body
+        self.model = model
+        self.system = system
+        self.raws = raws
+        self.roles: list[Any] = []
+        self.queries: list[bool] = []
+        """Whether each message is a user message that asks something (not only tool results)."""
+        self.contents: dict[int, Any] = {}
+        """The content of each assistant message, decoded."""
+        for i, raw in enumerate(raws):
+            try:
+                lean = _decode_message(raw)
+            except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
+                whole = _decode_whole(raw)
+                self.roles.append(whole.role)
+                self.queries.append(whole.role == "user" and _is_query(whole.content))
+                if whole.role == "assistant":
+                    self.contents[i] = whole.content
+                continue
+            self.roles.append(lean.role)
+            kinds = lean.content
+            self.queries.append(
+                lean.role == "user"
+                and (not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds))
+            )
+            if lean.role == "assistant":
+                self.contents[i] = _decode_whole(raw).content
+        self._thread: Thread | None = None
+        self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes, the system prompt its head."""
+        if self._thread is None:
+            self._thread = _thread(self.model, self.system, self.raws)
+        return self._thread
+
+    def reading(self, at: int, plan: Plan) -> _Reading | None:
+        """What the assistant message ``at`` carries, read once per request."""
+        how = (plan.server, plan.config)
+        if self._readings[0] != how:
+            self._readings = (how, {})
+        known = self._readings[1]
+        if at not in known:
+            known[at] = _reading(self.contents[at], plan)
+        return known[at]
+
+
+def read(body: bytes) -> Messages | None:
+    """The request's messages (``None``: none, or not a messages request)."""
     try:
         request = _decode_request(body)
         if not request.messages:
             return None
-        messages = [_decode_message(m) for m in request.messages]
+        model = request.model if isinstance(request.model, str) else None
+        return Messages(body, model, request.system, request.messages)
     except UNREADABLE:
         return None
-    model = request.model if isinstance(request.model, str) else None
-    head = canonical({"system": request.system}) if bytes(request.system) else b""
-    thread = Thread(model, head, request.messages, lambda raw: canonical_json(raw))
-    return request.messages, messages, thread
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _tool_ids(message: _Message) -> list[str]:
-    return [b["id"] for b in _blocks(message.content) if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+def _tool_ids(content: Any) -> list[str]:
+    return [b["id"] for b in _blocks(content) if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
 
 
-def _is_query(message: _Message) -> bool:
-    """A user message that asks something (not only tool results)."""
-    if message.role != "user":
-        return False
-    blocks = _blocks(message.content)
+def _is_query(content: Any) -> bool:
+    blocks = _blocks(content)
     return not blocks or any(b.get("type") != "tool_result" for b in blocks)
 
 
-def _text(message: _Message) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "".join(b.get("text", "") for b in _blocks(message.content) if b.get("type") == "text")
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text")
 
 
-def prefix(body: bytes) -> bytes | None:
-    """The digest of the request's whole conversation: what its answer follows."""
-    read = _read(body)
-    if read is None:
-        return None
-    raws, _, thread = read
-    return thread.upto(len(raws))
+def prefix(request: Messages | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (from a body, read
+    for that alone: its system prompt and messages as raw values; ``None``: no conversation in it)."""
+    if isinstance(request, bytes):
+        try:
+            lean = _decode_request(request)
+        except UNREADABLE:
+            return None
+        if not lean.messages or not all(is_object(m) for m in lean.messages):
+            return None  # what a read of the messages refuses
+        model = lean.model if isinstance(lean.model, str) else None
+        return _thread(model, lean.system, lean.messages).upto(len(lean.messages))
+    return request.thread().upto(len(request.raws))
 
 
-def keys(body: bytes, turns: int) -> list[str]:
-    """The record keys of the latest ``turns`` assistant messages."""
-    read = _read(body)
-    if read is None:
+def _thread(model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw]) -> Thread:
+    head = canonical({"system": system}) if bytes(system) else b""
+    return Thread(model, head, raws, lambda raw: canonical_json(raw))
+
+
+def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
+    """The record keys of the latest ``turns`` assistant messages that need the record (with a
+    ``plan``: those that carry no reasoning of their own)."""
+    if plan is not None and plan.form == "pass":
         return []
-    _, messages, thread = read
+    wanted = [i for i in request.contents if plan is None or not _carries_reasoning(request.reading(i, plan))]
     out: list[str] = []
-    for i in [i for i, m in enumerate(messages) if m.role == "assistant"][-turns:]:
-        ids = _tool_ids(messages[i])
-        out += turn_keys(thread.upto(i), ids, "" if ids else _text(messages[i]))
+    for i in wanted[-turns:]:
+        content = request.contents[i]
+        ids = _tool_ids(content)
+        out += turn_keys(request.thread().upto(i), ids, "" if ids else _text(content))
     return out
 
 
-def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
+def _carries_reasoning(reading: _Reading | None) -> bool:
+    return reading is None or bool(reading.reasoning)
+
+
+def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
-    read = _read(body)
-    if read is None:
-        return None
-    raws, messages, thread = read
-    last_query = max((i for i, m in enumerate(messages) if _is_query(m)), default=-1)
-    changed = False
-    new_raws = list(raws)
-    for i, m in enumerate(messages):
-        if m.role != "assistant":
-            continue
-        ids = _tool_ids(m)
+    last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
+    new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
+    for i, content in request.contents.items():
+        ids = _tool_ids(content)
         if plan.scope == "current_turn":
             in_scope = i > last_query
         elif plan.scope == "tool_turns":
             in_scope = bool(ids)
         else:
             in_scope = True
-        found = recalled(recall, thread.upto(i), ids, "" if ids else _text(m), plan.config) if recall else None
-        new = _message(raws[i], m, plan, in_scope, found)
+        reading = request.reading(i, plan)
+        if reading is None:
+            continue
+        found = None
+        if recall and not reading.reasoning:
+            found = recalled(recall, request.thread().upto(i), ids, "" if ids else _text(content), plan.config)
+        new = _message(request.raws[i], content, reading, plan, in_scope, found)
         if new is not None:
+            if new_raws is None:
+                new_raws = list(request.raws)
             new_raws[i] = msgspec.Raw(new)
-            changed = True
-    if not changed:
+    if new_raws is None:
         return None
-    doc: Obj = _decode_obj(body)
+    # Only the messages that changed are encoded; every other value is copied as it came.
+    doc: Obj = _decode_obj(request.body)
     doc["messages"] = new_raws
     out: bytes = encode(doc)
     return out
 
 
-def _message(raw: msgspec.Raw, message: _Message, plan: Plan, in_scope: bool, found: Recalled | None) -> bytes | None:
-    content = message.content
+class _Reading(NamedTuple):
+    """What an assistant message's content carries: the reasoning of its thinking blocks, whether
+    it holds one this side answers for, the signature of the first, the reasoning in the model's
+    tags, and the content without all of it."""
+
+    texts: list[str]
+    carried: bool
+    signature: str
+    tagged: str
+    rest: list[Any]
+
+    @property
+    def reasoning(self) -> str:
+        return "\n".join(self.texts) or self.tagged
+
+
+def _reading(content: Any, plan: Plan) -> _Reading | None:
+    """``None``: a content that is neither text nor blocks (left as it came)."""
     anthropic = plan.server == "anthropic"
     texts: list[str] = []
     carried = False  # a thinking or redacted_thinking block this request side answers for
@@ -174,7 +268,15 @@ def _message(raw: msgspec.Raw, message: _Message, plan: Plan, in_scope: bool, fo
                 rest.append(block)
     else:
         return None
-    reasoning = "\n".join(texts) or tagged
+    return _Reading(texts, carried, signature, tagged, rest)
+
+
+def _message(
+    raw: msgspec.Raw, content: Any, reading: _Reading, plan: Plan, in_scope: bool, found: Recalled | None
+) -> bytes | None:
+    anthropic = plan.server == "anthropic"
+    carried, signature, tagged, rest = reading.carried, reading.signature, reading.tagged, reading.rest
+    reasoning = reading.reasoning
     original = None
     if not reasoning and found is not None:
         reasoning, original = found.reasoning, found.original

@@ -7,20 +7,24 @@ carrier and the one field."""
 
 from __future__ import annotations
 
-from .chat import keys as chat_keys
+from .chat import Chat, keys_of, transform_messages
 from .chat import prefix as chat_prefix
-from .chat import transform_messages
+from .chat import read as chat_read
 from .plan import Plan
 from .recall import Recall
 
-__all__ = ["keys", "prefix", "transform"]
+__all__ = ["keys", "prefix", "read", "transform"]
 
 _THINKING = ("thinking",)
 
 
-def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
-    return transform_messages(body, plan, recall, _THINKING, _THINKING)
+def transform(chat: Chat, plan: Plan, recall: Recall) -> bytes | None:
+    return transform_messages(chat, plan, recall, _THINKING, _THINKING)
 
 
-keys = chat_keys
+def keys(chat: Chat, turns: int, plan: Plan | None = None) -> list[str]:
+    return keys_of(chat, turns, plan, _THINKING)
+
+
+read = chat_read
 prefix = chat_prefix

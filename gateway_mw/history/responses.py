@@ -27,7 +27,7 @@ from .plan import Plan
 from .recall import Recall, Thread, canonical, item_key, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
-__all__ = ["asks_for_blobs", "keys", "prefix", "transform"]
+__all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
@@ -37,36 +37,101 @@ _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "
 class _Request(msgspec.Struct, gc=False):
     model: Any = None
     instructions: msgspec.Raw = msgspec.Raw()
-    input: msgspec.Raw = msgspec.Raw()
+    input: list[msgspec.Raw] | str | None = None
+    include: Any = None
+
+
+class _Include(msgspec.Struct, gc=False):
     include: Any = None
 
 
 _decode_request = msgspec.json.Decoder(_Request).decode
+_decode_include = msgspec.json.Decoder(_Include).decode
+
+
+class _Head(msgspec.Struct, gc=False):
+    """What is read of every item to place the assistant side's (the rest of it skipped)."""
+
+    type: Any = msgspec.UNSET
+    role: Any = msgspec.UNSET
+
+
+_decode_head = msgspec.json.Decoder(_Head).decode
+
+
+class _Unread(dict[str, Any]):
+    """An item of the client's side (a message, a tool's output), read only as far as its type and
+    role: it goes on as its bytes, ``raw``, and is read whole only for the conversation's digest."""
+
+    __slots__ = ("raw",)
+    raw: msgspec.Raw
+
+
+class Responses:
+    """A Responses request read once: its input's items (the assistant side's read whole, the
+    rest as far as its type and role), the digests of the conversation before each, whether the
+    input was a string (one user message), and whether it asks for blobs."""
+
+    __slots__ = ("blobs", "body", "items", "model", "prefixes", "said_as_text")
+
+    def __init__(self, body: bytes, request: _Request, items: list[Any], said_as_text: bool) -> None:
+        self.body = body
+        self.model = request.model if isinstance(request.model, str) else None
+        self.items = items
+        self.prefixes = _Prefixes(request, items)
+        self.said_as_text = said_as_text
+        include = request.include
+        self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
 
 
 def asks_for_blobs(body: bytes) -> bool:
     """Whether the request's ``include`` asks for ``reasoning.encrypted_content`` (Codex does, and the
     AI SDK with ``store: false``): the gateway's reasoning items then carry one it can read back."""
     try:
-        include = _decode_request(body).include
+        include = _decode_include(body).include
     except UNREADABLE:
         return False
     return isinstance(include, list) and "reasoning.encrypted_content" in include
 
 
-def _read(body: bytes) -> tuple[list[Any], _Prefixes, bool] | None:
-    """The input's items, the digests of the conversation before each, and whether the input was a
-    string (one user message)."""
+def read(body: bytes) -> Responses | None:
+    """The request's items (``None``: no input, or not a Responses request)."""
     try:
         request = _decode_request(body)
-        raw = bytes(request.input)
-        value = _decode_any(raw) if raw else None
+        value = request.input
+        if not isinstance(value, list):
+            if value is None:
+                return None
+            return Responses(body, request, [{"role": "user", "content": value}], True)
+        items = [_item(item) for item in value]
     except UNREADABLE:
         return None
-    items = [{"role": "user", "content": value}] if isinstance(value, str) else value
-    if not isinstance(items, list):
-        return None
-    return items, _Prefixes(request, items), isinstance(value, str)
+    return Responses(body, request, items, False)
+
+
+def _item(raw: msgspec.Raw) -> Any:
+    """An item read whole when the transform may change it (the assistant side's), else unread."""
+    try:
+        head = _decode_head(raw)
+    except msgspec.ValidationError:  # no object: read whole (it is no item of a turn)
+        return _decode_any(raw)
+    kind, role = head.type, head.role
+    if kind is msgspec.UNSET and role is not msgspec.UNSET:
+        kind = "message"
+    if isinstance(kind, str) and (kind in _ASSISTANT_SIDE or (kind == "message" and role == "assistant")):
+        return _decode_any(raw)
+    unread = _Unread()
+    if head.type is not msgspec.UNSET:
+        unread["type"] = head.type
+    if role is not msgspec.UNSET:
+        unread["role"] = role
+    unread.raw = raw
+    return unread
+
+
+def _raw_of(item: Any) -> Any:
+    """What an item of the transform's output is written as: an unread one, its bytes."""
+    return item.raw if isinstance(item, _Unread) else item
 
 
 def _kind(item: Any) -> str:
@@ -108,6 +173,8 @@ def _sorted_json(value: Any) -> msgspec.Raw:
 def _spelled(item: Any) -> bytes:
     """An item as :func:`canonical` spells a message (a role message is the same with or without
     its implied ``"type": "message"``)."""
+    if isinstance(item, _Unread):
+        item = _decode_any(item.raw)
     if not isinstance(item, dict):
         return bytes(_sorted_json(item))
     return canonical({k: _sorted_json(v) for k, v in item.items() if not (k == "type" and v == "message")})
@@ -163,25 +230,23 @@ def _bare(items: list[Any]) -> bool:
     return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
 
 
-def prefix(body: bytes) -> bytes | None:
-    """The digest of the request's whole conversation: what its answer follows."""
-    read = _read(body)
-    if read is None:
-        return None
-    items, prefixes, _ = read
-    return prefixes.before(len(items))
+def prefix(request: Responses | bytes) -> bytes | None:
+    """The digest of the request's whole conversation: what its answer follows (``None``: no
+    conversation in the body)."""
+    read_now = read(request) if isinstance(request, bytes) else request
+    return None if read_now is None else read_now.prefixes.before(len(read_now.items))
 
 
 def _turn_text(turn: list[Any]) -> str:
     return "".join(_text(it.get("content")) for it in turn if _kind(it) == "message")
 
 
-def keys(body: bytes, turns: int) -> list[str]:
-    """The record keys of the latest ``turns`` assistant turns."""
-    read = _read(body)
-    if read is None or read[2]:
+def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
+    """The record keys of the latest ``turns`` assistant turns (those of a turn that carries
+    reasoning only for the items that name the record)."""
+    if request.said_as_text or (plan is not None and plan.form == "pass"):
         return []
-    items, prefixes, _ = read
+    items, prefixes = request.items, request.prefixes
     out = []
     for start, end in _turns(items)[-turns:]:
         before = prefixes.before(start)
@@ -271,13 +336,10 @@ def _scopes(items: list[Any], plan: Plan) -> list[bool]:
     return out
 
 
-def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
-    if plan.form == "pass":
+def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
+    if plan.form == "pass" or request.said_as_text:
         return None
-    read = _read(body)
-    if read is None or read[2]:
-        return None
-    items, prefixes, _ = read
+    items, prefixes = request.items, request.prefixes
     scopes = _scopes(items, plan)
     found = _recalled(items, prefixes, recall, plan) if recall else {}
     starts = _starts(items)
@@ -333,8 +395,9 @@ def transform(body: bytes, plan: Plan, recall: Recall) -> bytes | None:
         new.append(_assistant_message(pending, plan))
     if new == items:
         return None
-    doc: Obj = _decode_obj(body)
-    doc["input"] = new
+    # Only the items that changed are encoded: the client's side goes on as its bytes.
+    doc: Obj = _decode_obj(request.body)
+    doc["input"] = [_raw_of(item) for item in new]
     out: bytes = encode(doc)
     return out
 

@@ -3,7 +3,7 @@ definition (``gateway_mw.surfaces.definition``), which the caller looks up and h
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from .plan import Form, Plan, Scope
 from .recall import Recall
@@ -12,19 +12,28 @@ __all__ = ["RequestSide"]
 
 
 class RequestSide(Protocol):
-    """What the way back in reads of one surface's requests (a part of its definition)."""
+    """What the way back in reads of one surface's requests (a part of its definition).
 
-    def transform_history(self, body: bytes, plan: Plan, recall: Recall) -> bytes | None:
-        """``body`` with its earlier turns' reasoning written as ``plan`` says (``None``: unchanged)."""
+    A body is read once (:meth:`read_history`); the other pieces take that reading, whose type is
+    the surface's own (``Any`` here: each surface's functions name theirs)."""
+
+    def read_history(self, body: bytes) -> Any | None:
+        """``body`` read as far as the way back in needs, every other value left as its bytes
+        (``None``: no history in it — not JSON, no messages…)."""
         ...
 
-    def history_keys(self, body: bytes, turns: int) -> list[str]:
-        """The record keys of the latest ``turns`` assistant turns of ``body``."""
+    def transform_history(self, read: Any, plan: Plan, recall: Recall) -> bytes | None:
+        """The body with its earlier turns' reasoning written as ``plan`` says (``None``: unchanged)."""
         ...
 
-    def answer_prefix(self, request: bytes) -> bytes | None:
-        """The conversation a response to ``request`` follows, as its answers' keys begin
-        (``None``: nothing to key them by)."""
+    def history_keys(self, read: Any, turns: int, plan: Plan | None) -> list[str]:
+        """The record keys of the latest ``turns`` assistant turns (with ``plan``: only of those
+        whose reasoning the transform would take from the record)."""
+        ...
+
+    def answer_prefix(self, read: Any) -> bytes | None:
+        """The conversation a response to the request (read, or its bytes) follows, as its answers'
+        keys begin (``None``: nothing to key them by)."""
         ...
 
     @property
@@ -33,6 +42,6 @@ class RequestSide(Protocol):
         reads reasoning whatever the model)."""
         ...
 
-    def asks_for_blobs(self, body: bytes) -> bool:
+    def asks_for_blobs(self, read: Any | None, body: bytes) -> bool:
         """Whether the client asks for reasoning it can send back only as an opaque blob."""
         ...

@@ -6,7 +6,7 @@ from ..config import ThinkExtractConfig
 from ..scanner import CONTENT, extract
 from ..tags import TagPair
 
-__all__ = ["inline", "split_inline", "split_written"]
+__all__ = ["inline", "may_hold_reasoning", "split_inline", "split_written"]
 
 
 def _reading(config: ThinkExtractConfig) -> ThinkExtractConfig:
@@ -23,11 +23,22 @@ def split_inline(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
     """``text`` as (reasoning, answer): the reasoning it holds in the model's tags, and the rest."""
     if not text:
         return "", text
-    segments = extract(text, _reading(config))
+    reading = _reading(config)
+    if not may_hold_reasoning(text, reading):
+        return "", text
+    segments = extract(text, reading)
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     if not reasoning:
         return "", text
     return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
+
+
+def may_hold_reasoning(text: str, config: ThinkExtractConfig) -> bool:
+    """``False`` when ``text``, read with ``config``, surely holds no reasoning, known without the
+    scanner: read from outside reasoning, only an open tag starts some, and none is in it."""
+    if config.protocol != "tags" or config.start_with_reasoning:
+        return True
+    return any(pair.open in text for pair in config.tag_pairs)
 
 
 _HARMONY = TagPair("<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>")

@@ -275,6 +275,7 @@ class _Ollama:
     framing: Final = "ndjson"
     stream_types: Final = NDJSON_TYPES
     unknown_family: Final = ("field", "all")  # Ollama reads `thinking` whatever the model: where the client's went
+    read_history = staticmethod(history.read)
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
@@ -298,7 +299,7 @@ class _Ollama:
             return [Said(text_of(message.get("content"), "text"), ids_of(calls, "id"), (), call_spellings(calls))]
         return [Said(text_of(doc.get("response"), "text"))]
 
-    def asks_for_blobs(self, body: bytes) -> bool:
+    def asks_for_blobs(self, read: object, body: bytes) -> bool:
         return False
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

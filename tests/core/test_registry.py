@@ -48,6 +48,7 @@ def test_every_definition_has_every_piece() -> None:
         "framing",
         "history_keys",
         "name",
+        "read_history",
         "said_of_body",
         "story",
         "stream",
@@ -148,12 +149,13 @@ def test_each_surface_writes_an_error_its_clients_read() -> None:
 
 def test_only_responses_asks_for_reasoning_blobs() -> None:
     body = b'{"model":"m","input":"hi","include":["reasoning.encrypted_content"]}'
-    assert {name: d.asks_for_blobs(body) for name, d in SURFACES.items()} == {
+    assert {name: d.asks_for_blobs(d.read_history(body), body) for name, d in SURFACES.items()} == {
         "chat": False,
         "messages": False,
         "responses": True,
         "ollama": False,
     }
+    assert SURFACES["responses"].asks_for_blobs(None, body)  # an input it could not read: the include says
 
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)

@@ -133,12 +133,12 @@ async def test_a_large_body_is_rewritten_in_a_worker_thread_while_the_gateway_an
     seen: list[threading.Thread] = []
     transform = DEFINITIONS[surface].transform_history
 
-    def held(body: bytes, plan: history.Plan, recall: history.Recall) -> bytes | None:
+    def held(read: Any, plan: history.Plan, recall: history.Recall) -> bytes | None:
         seen.append(threading.current_thread())
         entered.set()
         if threading.current_thread() is not loop_thread:  # on the loop, waiting would only deadlock
             release.wait(10)
-        return transform(body, plan, recall)
+        return transform(read, plan, recall)
 
     monkeypatch.setattr(DEFINITIONS[surface], "transform_history", held)
     body = encoded(turn(surface, "sunny " * (OFF_LOOP_BYTES // 6 + 1)))

@@ -25,6 +25,7 @@ class _Chat:
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
+    read_history = staticmethod(history.read)
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
@@ -49,7 +50,7 @@ class _Chat:
                 )
         return out
 
-    def asks_for_blobs(self, body: bytes) -> bool:
+    def asks_for_blobs(self, read: object, body: bytes) -> bool:
         return False
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

@@ -32,6 +32,7 @@ class _Messages:
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
+    read_history = staticmethod(history.read)
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
@@ -56,7 +57,7 @@ class _Messages:
         )
         return [Said(text_of(doc.get("content"), "text"), calls)]
 
-    def asks_for_blobs(self, body: bytes) -> bool:
+    def asks_for_blobs(self, read: object, body: bytes) -> bool:
         return False
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

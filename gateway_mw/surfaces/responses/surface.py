@@ -23,11 +23,16 @@ class _Responses:
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
+    read_history = staticmethod(history.read)
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
-    asks_for_blobs = staticmethod(history.asks_for_blobs)
     error_body = staticmethod(openai_error)
+
+    def asks_for_blobs(self, read: object, body: bytes) -> bool:
+        if isinstance(read, history.Responses):
+            return read.blobs
+        return history.asks_for_blobs(body)  # no input read: its include still says
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return ResponsesStream(config, new_id=new_id)

@@ -21,14 +21,18 @@ from .chunks import (
     Delta,
     Obj,
     ReadChoice,
+    announcement,
     decode_call_ids,
     decode_chunk,
     decode_obj,
+    envelope_of,
     has_native_reasoning,
+    held_chunks,
     indexes,
     mirror_of,
+    mirrored,
+    rewritten,
 )
-from .write import announcement, envelope_of, held_chunks, mirrored, rewritten
 
 __all__ = ["ChatReference"]
 

@@ -37,6 +37,7 @@ __all__ = [
     "THINKEXTRACT_SERVER",
     "Incoming",
     "RequestBodyTimeout",
+    "entries_handed_over",
     "reads_history",
     "remember",
     "rewrite_request",
@@ -202,6 +203,13 @@ def remember(
 
 _reading: set[asyncio.Future[dict[str, Recalled]]] = set()
 """The large requests being read for their record entries (held: the loop keeps only weak references)."""
+
+
+async def entries_handed_over() -> None:
+    """Until every large request being read for its record entries has handed them to its record's
+    ``put_soon`` (so that the record's ``drain()`` or ``close()`` then waits for their writes too)."""
+    while _reading:  # a future's own callback (the hand-over) runs before gather's: FIFO
+        await asyncio.gather(*_reading, return_exceptions=True)
 
 
 def _kept_off_loop(record: ReasoningRecord, scope: bytes, done: asyncio.Future[dict[str, Recalled]]) -> None:

@@ -27,6 +27,7 @@ from .incoming import (
     THINKEXTRACT_SCOPE,
     THINKEXTRACT_SERVER,
     RequestBodyTimeout,
+    entries_handed_over,
     rewrite_request,
 )
 from .marks import NewId, random_id
@@ -135,6 +136,7 @@ async def _close_record(app: web.Application) -> None:
     """At the application's end: the writes in flight are done (each within its timeout)."""
     record = app.get(THINKEXTRACT_RECORD)
     if record is not None:
+        await entries_handed_over()  # the entries of large requests still being read go in first
         await record.close()
 
 

@@ -328,6 +328,7 @@ async def test_a_request_naming_thousands_of_tool_calls_looks_up_the_latest_few(
     """One client's request that names thousands of tool calls costs the record no more than any
     other (the keys of its latest turns), so it cannot tie up the store other clients read."""
     from gateway_mw.history import MAX_RECALL_KEYS
+    from gateway_mw.incoming import entries_handed_over
 
     base, up, app = await gateway(aiohttp_server)
     long: list[dict[str, Any]] = []
@@ -340,6 +341,7 @@ async def test_a_request_naming_thousands_of_tool_calls_looks_up_the_latest_few(
     long.append({"role": "user", "content": "So, the weather?"})
     answer = await post(base, "/chat/completions", {"model": MODEL, "messages": long, "tools": TOOLS})
     record = app[THINKEXTRACT_RECORD]
+    await entries_handed_over()  # a body this large is read for its entries in a worker thread
     await record.drain()
     text = answer["choices"][0]["message"]["content"]
     assert text == "It is sunny."

@@ -419,3 +419,22 @@ def test_a_batched_read_is_decoded_about_once_per_event(monkeypatch: pytest.Monk
     out = fast.feed(stream) + fast.finish()
     assert decodes[0] <= 20
     assert events_of(out) == events_of(run(stream, len(stream), full=True)[0])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_chunk_that_first_shows_the_one_choice_is_read_once(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """The role chunk opens the one choice and goes out as it came: nothing to reorder, so its
+    choice indexes are not read again (the order of several choices is read: see test_hostile)."""
+    from gateway_mw.surfaces.chat import reference as chat_reference
+
+    reads = [0]
+    indexes = chat_reference.indexes
+
+    def counted(data: bytes) -> list[int]:
+        reads[0] += 1
+        return indexes(data)
+
+    monkeypatch.setattr(chat_reference, "indexes", counted)
+    first = event(layout, "", first=True)
+    pipeline = StreamPipeline("chat", CFG)
+    assert (pipeline.feed(first), reads[0]) == (first, 0)

@@ -117,7 +117,10 @@ class ChatReference(Translator):
         if before:
             out = before + out
         if self.unshown or len(choices) > 1 or choices[0].index not in self._shown:
-            out = self._keep_order(choices, out, data)
+            if not self.unshown and len(choices) == 1 and len(out) == 1 and out[0] is event:
+                self._shown.add(choices[0].index)  # one choice first shown as it came: nothing to reorder
+            else:
+                out = self._keep_order(choices, out, data)
         return out
 
     def output(

@@ -145,13 +145,10 @@ class StreamPipeline:
         skip = 1  # events decoded after a decline: twice as many after each decline in a row
         while pos < n:
             if not decoder.at_boundary:  # finish the event under way first
-                end = decoder.pending_end(chunk, pos)
-                if end < 0:
-                    break
-                out.append(self._translate(decoder.feed(chunk[pos:end])))
-                pos = end
+                events, pos = decoder.feed_pending(chunk, pos)
+                out.append(self._translate(events))
                 if not decoder.at_boundary:
-                    break
+                    break  # the event goes on past the chunk, or the stream stopped being plain
                 continue
             end = chunk.rfind(b"\n\n", pos, pos + _WINDOW) + 2 if wide else 0
             if end < pos + 2:  # one event: no event ends within a window, or the last offer was declined

@@ -131,7 +131,7 @@ class SSEDecoder:
     @property
     def plain(self) -> bool:
         """Whether the stream so far is ``\\n``-only and not inside an oversized event: then every
-        ``\\n\\n`` after :meth:`pending_end` ends an event."""
+        ``\\n\\n`` after :meth:`feed_pending` ends an event."""
         return self._lf_only and not self._skipping
 
     @property
@@ -139,13 +139,17 @@ class SSEDecoder:
         """Whether the next byte starts an event: :attr:`plain`, past the start, nothing pending."""
         return self._lf_only and not self._skipping and not self._at_start and not self._buf
 
-    def pending_end(self, chunk: bytes, start: int = 0) -> int:
-        """Where, in ``chunk`` from ``start``, the event under way ends (just past its blank line);
-        -1 if it does not. Only for a :attr:`plain` decoder; ``chunk`` holds no ``\\r``."""
+    def feed_pending(self, chunk: bytes, start: int = 0) -> tuple[list[SSEEvent], int]:
+        """For a :attr:`plain` decoder in the middle of an event, and a ``chunk`` that holds no
+        ``\\r``: :meth:`feed` it ``chunk`` from ``start`` up to the end of that event (just past its
+        blank line), or to the end of ``chunk`` if the event does not end in it. The events, and
+        where in ``chunk`` the feeding stopped: after it, every ``\\n\\n`` ends an event again."""
         if self._buf.endswith(b"\n") and chunk.startswith(b"\n", start):
-            return start + 1
-        end = chunk.find(b"\n\n", start)
-        return end + 2 if end >= 0 else -1
+            end = start + 1
+        else:
+            end = chunk.find(b"\n\n", start)
+            end = end + 2 if end >= 0 else len(chunk)
+        return self.feed(chunk[start:end] if start or end < len(chunk) else chunk), end
 
     def one_event(self, chunk: bytes) -> bool:
         """Whether ``chunk`` is one event on one line, at an event boundary of a ``\\n`` stream:

@@ -18,6 +18,9 @@ class StreamTranslator(Protocol):
     an event whose ``data`` is ``None`` (a comment, a keep-alive, a BOM, a piece of an oversized
     event) needs no answer but itself; before it sends anything untranslated that may carry model
     text it calls :meth:`flush`; it calls :meth:`finish` once, at the end.
+
+    Every surface's translator extends :class:`~.translator.Translator`, which keeps the parts of
+    this contract that do not depend on the wire.
     """
 
     counts: Counts

@@ -26,11 +26,11 @@ from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
-from ..steady import DECLINED, Proven
 from . import StreamTranslator
 from .base import NewId, translated
 from .definition import NDJSON_TYPES, SurfaceDefinition
 from .said import document, ids_of, text_of
+from .translator import Translator, one_answer
 
 __all__ = ["SURFACE", "OllamaStream", "transform_body", "translate_stream"]
 
@@ -63,36 +63,24 @@ def _text_of(line: _Line) -> tuple[str | None, str | None]:
     return line.response, line.thinking
 
 
-class OllamaStream:
+class OllamaStream(Translator):
     """Translate an Ollama NDJSON stream, one line at a time (sans-I/O)."""
 
-    large_events: frozenset[bytes] = frozenset()
-
     def __init__(self, config: ThinkExtractConfig) -> None:
-        self._channels = Channels(config, injected=False)
+        super().__init__(Channels(config, injected=False))
         self._envelope: Obj = {}  # of the last line rewritten or held: what lines written for held text copy
         self._chat = True
         self._calls: tuple[str, ...] = ()  # the names and arguments of the answer's tool calls (record keys)
-        self.counts = self._channels.counts
-
-    @property
-    def transcripts(self) -> Transcripts | None:
-        return self._channels.transcripts
-
-    @transcripts.setter
-    def transcripts(self, value: Transcripts | None) -> None:
-        self._channels.transcripts = value
 
     def event(self, event: SSEEvent) -> list[SSEEvent]:
         data = event.data
-        if data is None or self._channels.is_native(_ANSWER):
+        if data is None or self.channels.is_native(_ANSWER):
             return [event]  # after Ollama's own reasoning, every line goes on as it came: not even read
         try:
             line = _decode_line(data)
         except UNREADABLE:
-            self.counts.unreadable_events += 1
-            return [*self.flush(), event]  # not a line this reads: after what was held
-        channels = self._channels
+            return self.unreadable(event)  # not a line this reads
+        channels = self.channels
         channels.resolve(line.model if isinstance(line.model, str) else None)
         if not channels.enabled:
             return [event]
@@ -123,25 +111,15 @@ class OllamaStream:
         return self._lines(runs, data)
 
     def flush(self) -> list[SSEEvent]:
-        held = [seg for _, segments in self._channels.flush() for seg in segments]
+        held = [seg for _, segments in self.channels.flush() for seg in segments]
         return self._lines(held, None)
 
     def finish(self) -> list[SSEEvent]:
-        held = [seg for _, segments in self._channels.finish() for seg in segments]
+        held = [seg for _, segments in self.channels.finish() for seg in segments]
         return self._lines(held, None)
 
-    def oversized(self, piece: bytes, more: bool) -> bytes:
-        return piece  # nothing is numbered: a line too long to hold goes on as it came
-
-    def fast_forward(self, span: bytes) -> Proven:
-        """Nothing is proven without reading the events: each is read by :meth:`event`."""
-        return DECLINED
-
-    def said(self) -> list[Said]:
-        t = self.transcripts
-        if t is None or not (t.texts or t.calls):
-            return []
-        return [Said(t.text(_ANSWER), tuple(t.calls.get(_ANSWER, ())), (), self._calls)]
+    def answers(self, t: Transcripts) -> list[Said]:
+        return one_answer(t, self._calls)  # the one channel, _ANSWER
 
     # -- writing --------------------------------------------------------------------------------
 

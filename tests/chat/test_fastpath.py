@@ -299,6 +299,33 @@ def test_a_chunk_whose_text_is_all_held_gives_what_the_reference_gives(data: byt
         assert (events_of(fast_out), fast_counts) == (events_of(full), full_counts)
 
 
+@pytest.mark.parametrize(
+    ("delta", "without"),
+    [
+        (b'{"role": "assistant", "content": %s}', b'{"role": "assistant"}'),
+        (b'{ "content" : %s ,\t "role": "assistant" }', b'{ "role": "assistant" }'),
+    ],
+)
+def test_a_tag_in_a_delta_that_says_its_role_goes_out_with_its_text_taken_off_its_bytes(
+    delta: bytes, without: bytes
+) -> None:
+    """Ollama writes ``role`` in every delta: a tag's chunk (its text all held) goes out as its own
+    bytes without the ``content`` member, its spacing kept, not rebuilt; the reference writes the
+    same JSON (the property tests above hold the two to each other in every spelling)."""
+    chunk = (
+        b'data: {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",'
+        b' "choices": [{"index": 0, "delta": %s, "finish_reason": null}]}\n\n'
+    )
+    feeds = [chunk % (delta % b'""'), chunk % (delta % b'"<think>"'), chunk % (delta % b'"r"')]
+    feeds += [chunk % (delta % b'"</think>"'), chunk % (delta % b'"a"')]
+    pipeline = StreamPipeline("chat", CFG)
+    out = [pipeline.feed(f) for f in feeds]
+    assert out[1] == chunk % without
+    assert out[3] == chunk % without
+    full, _ = run_events(feeds, full=True)
+    assert events_of(b"".join(out) + pipeline.finish()) == events_of(full)
+
+
 def test_a_chunk_split_over_two_events_is_two_unreadable_events() -> None:
     """Two events that are JSON only when joined (and a third holding two chunks) are each read
     alone, as the reference reads them: unreadable, passed as they came, counting nothing."""
@@ -392,3 +419,22 @@ def test_a_batched_read_is_decoded_about_once_per_event(monkeypatch: pytest.Monk
     out = fast.feed(stream) + fast.finish()
     assert decodes[0] <= 20
     assert events_of(out) == events_of(run(stream, len(stream), full=True)[0])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_chunk_that_first_shows_the_one_choice_is_read_once(monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """The role chunk opens the one choice and goes out as it came: nothing to reorder, so its
+    choice indexes are not read again (the order of several choices is read: see test_hostile)."""
+    from gateway_mw.surfaces.chat import reference as chat_reference
+
+    reads = [0]
+    indexes = chat_reference.indexes
+
+    def counted(data: bytes) -> list[int]:
+        reads[0] += 1
+        return indexes(data)
+
+    monkeypatch.setattr(chat_reference, "indexes", counted)
+    first = event(layout, "", first=True)
+    pipeline = StreamPipeline("chat", CFG)
+    assert (pipeline.feed(first), reads[0]) == (first, 0)

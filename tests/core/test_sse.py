@@ -6,7 +6,7 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import sse
@@ -303,3 +303,31 @@ def test_one_is_what_feeding_the_piece_gives(before: list[bytes], piece: bytes, 
     for later in rest:
         assert taken.feed(later) == fed.feed(later)
     assert taken.finish() == fed.finish()
+
+
+@given(
+    before=st.lists(
+        st.sampled_from([b"data: a", b"data: b\n", b": c\n", b"data: d\n\n", b"\n"]), min_size=1, max_size=3
+    ),
+    chunk=st.lists(st.sampled_from([b"data: y\n\n", b"\n", b"data: z", b"\n\n", b"x", b": p\n"]), max_size=5).map(
+        b"".join
+    ),
+    start=st.integers(0, 4),
+)
+def test_feed_pending_feeds_up_to_the_end_of_the_event_under_way(before: list[bytes], chunk: bytes, start: int) -> None:
+    """The pipeline finishes an event a read cut through with feed_pending, then takes whole events
+    itself: the events must be feed's for the same bytes, the decoder at a boundary after them (or
+    the chunk taken whole, the event still under way), and the decoder must go on as if fed."""
+    fed, pending = SSEDecoder(), SSEDecoder()
+    for piece in before:
+        assert pending.feed(piece) == fed.feed(piece)
+    assume(pending.plain and not pending.at_boundary)
+    start = min(start, len(chunk))
+    events, end = pending.feed_pending(chunk, start)
+    assert start <= end <= len(chunk)
+    assert events == fed.feed(chunk[start:end])
+    assert pending.at_boundary or end == len(chunk)
+    if end < len(chunk) or chunk[start:].find(b"\n\n") >= 0:
+        assert pending.at_boundary  # it stopped at the event's end, not before
+    assert pending.feed(chunk[end:]) == fed.feed(chunk[end:])
+    assert pending.finish() == fed.finish()

@@ -372,7 +372,7 @@ def test_a_declined_event_is_decoded_once(monkeypatch: pytest.MonkeyPatch, decli
 def steady_state(translator: MessagesStream) -> Any:
     """Everything of the translator a fast path may change, as values."""
     (block,) = translator._blocks.values()
-    scanner = translator._channels.scanner(block.upstream)
+    scanner = translator.channels.scanner(block.upstream)
     assert scanner is not None
     digest = block.digest.hexdigest() if block.digest is not None else None
     counts = translator.counts

@@ -1,6 +1,7 @@
-"""Edits on a chunk's bytes that provably give what :mod:`.write` would rebuild: a delta's text
-replaced, its ``content`` key renamed to the reasoning field. Every other byte is kept (the spacing,
-the key order, the escapes of the other values), and an edit that cannot be proven is declined."""
+"""Edits on a chunk's bytes that provably give what the rebuild (:func:`.chunks.rewritten`) would: a
+delta's text replaced, its ``content`` key renamed to the reasoning field, its text taken out. Every
+other byte is kept (the spacing, the key order, the escapes of the other values), and an edit that
+cannot be proven is declined."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from msgspec import UNSET
 from ...rawjson import as_str, escaped, string_at
 from .chunks import ReadDelta, encode
 
-__all__ = ["FIELD_KEYS", "edited", "renamed_all"]
+__all__ = ["FIELD_KEYS", "edited", "renamed_all", "without_text"]
 
 CONTENT_KEY = b'"content"'
 FIELD_KEYS = {field: b'"' + field.encode() + b'"' for field in ("reasoning_content", "reasoning")}
 # Both names: the first with its value, then the second's key (its value follows as it came).
 _FIRST = b'"reasoning_content":'
 _SECOND = b',"reasoning"'
+_SPACE = b" \t\r\n"
+_COMMA, _BRACE = ord(","), ord("{")
 
 
 class _CheckedChoice(msgspec.Struct, gc=False):
@@ -69,6 +72,36 @@ def edited(data: bytes, delta: ReadDelta, field: str, reasoning: bool, text: str
     if not reasoning and as_str(read.get("content")) != text:
         return None
     return out
+
+
+def without_text(data: bytes) -> bytes | None:
+    """``data`` (a chunk whose one choice's text was all held, a tag, while its delta says something
+    else: Ollama writes ``role`` in every delta) with the delta's ``content`` member taken out: what
+    the rebuild gives, the choice kept for what else it says, every other byte kept. ``None`` when
+    unproven: only without ``\\u`` escapes is a ``"content"`` that occurs once the delta's key."""
+    if escaped(data):
+        return None
+    at = data.find(CONTENT_KEY)
+    if at < 0 or data.find(CONTENT_KEY, at + 9) >= 0:
+        return None
+    value = string_at(data, at + 9)
+    if value is None:
+        return None
+    start, end = at, value[1]
+    while data[start - 1] in _SPACE:
+        start -= 1
+    if data[start - 1] == _COMMA:  # a member before it: its comma goes with it
+        return data[: start - 1] + data[end:]
+    if data[start - 1] != _BRACE:
+        return None
+    while data[end] in _SPACE:  # the first member: the comma after it goes with it
+        end += 1
+    if data[end] != _COMMA:
+        return None
+    end += 1
+    while data[end] in _SPACE:
+        end += 1
+    return data[:at] + data[end:]
 
 
 def _edited_both(data: bytes, delta: ReadDelta, text: str) -> bytes | None:

@@ -24,8 +24,8 @@ from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Kind, Scanner, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
 from ...steady import DECLINED, Proven, Steady
-from .chunks import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk
-from .edits import edited, renamed_all
+from .chunks import EMPTY_RAW, Chunk, ChunkChoice, ReadChoice, decode_chunk, says_nothing
+from .edits import edited, renamed_all, without_text
 from .reference import ChatReference
 
 __all__ = ["ChatStream"]
@@ -198,10 +198,17 @@ class ChatStream(ChatReference):
         self, event: SSEEvent, data: bytes, choices: Sequence[ReadChoice], runs: dict[int, list[Segment]]
     ) -> list[SSEEvent]:
         """One choice, one run: the edit on the bytes, where it is provably the rebuild's. One choice
-        whose text was all held, in a chunk that says nothing else: nothing, as the rebuild finds."""
-        if len(choices) == 1 and not runs[0] and _quiet(data):
-            self.last_raw = data  # its envelope, decoded only if held text needs it
-            return []
+        whose text was all held: in a chunk that says nothing else, nothing, as the rebuild finds;
+        with a ``role`` said, the chunk without its text."""
+        if len(choices) == 1 and not runs[0] and (delta := choices[0].delta) is not None:
+            if not says_nothing(delta.role):
+                out = without_text(data)
+                if out is not None:
+                    self.last_raw = data  # its envelope, decoded only if held text needs it
+                    return [encode_event(out, fields=event.fields)]
+            elif _quiet(data):
+                self.last_raw = data
+                return []
         if len(choices) == 1 and len(runs[0]) == 1 and (delta := choices[0].delta) is not None:
             seg = runs[0][0]
             out = edited(data, delta, self.field, seg.kind != CONTENT, seg.text)

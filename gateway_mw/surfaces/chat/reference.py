@@ -13,7 +13,7 @@ from ...channels import Channels, Said, Transcripts
 from ...config import ThinkExtractConfig
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
-from ...steady import DECLINED, Proven
+from ..translator import Translator
 from .chunks import (
     DONE,
     EMPTY_RAW,
@@ -37,14 +37,11 @@ from .chunks import (
 __all__ = ["ChatReference"]
 
 
-class ChatReference:
+class ChatReference(Translator):
     """Translate a chat completions event stream, one event at a time (sans-I/O)."""
 
-    large_events: frozenset[bytes] = frozenset()
-
     def __init__(self, config: ThinkExtractConfig) -> None:
-        self.channels = Channels(config, parallel=True)  # one per choice index, side by side
-        self.counts = self.channels.counts
+        super().__init__(Channels(config, parallel=True))  # one channel per choice index, side by side
         self.field = config.chat_reasoning_field
         self._mirror = False  # whether reasoning the upstream wrote under one name gets the other too
         self._envelope: Obj = {}  # of the last chunk read, for the chunks made for held text
@@ -54,14 +51,6 @@ class ChatReference:
         # announced, with an empty delta, before a later choice is first shown (see _keep_order).
         self._shown: set[int] = set()
         self.unshown: dict[int, bytes] = {}  # choice index → its first chunk's data, for the envelope
-
-    @property
-    def transcripts(self) -> Transcripts | None:
-        return self.channels.transcripts
-
-    @transcripts.setter
-    def transcripts(self, value: Transcripts | None) -> None:
-        self.channels.transcripts = value
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -81,9 +70,7 @@ class ChatReference:
                     raise ValueError("not a chunk")
                 chunk = decode_chunk(whole)
             except (ValueError, msgspec.ValidationError):
-                # Not a chunk we can read: whatever was held goes out first, so that text keeps its order.
-                self.counts.unreadable_events += 1
-                return [*self.flush(), event]
+                return self.unreadable(event)  # not a chunk we can read
             event, data, joined = encode_event(whole, fields=event.fields), whole, True
         return self.chunk_event(event, data, chunk, joined)
 
@@ -130,7 +117,10 @@ class ChatReference:
         if before:
             out = before + out
         if self.unshown or len(choices) > 1 or choices[0].index not in self._shown:
-            out = self._keep_order(choices, out, data)
+            if not self.unshown and len(choices) == 1 and len(out) == 1 and out[0] is event:
+                self._shown.add(choices[0].index)  # one choice first shown as it came: nothing to reorder
+            else:
+                out = self._keep_order(choices, out, data)
         return out
 
     def output(
@@ -150,19 +140,10 @@ class ChatReference:
         """The choices are over (``[DONE]``, the usage chunk, EOF): every choice's held text."""
         return self._held(sorted(self.channels.finish(), key=lambda held: held[0]))  # type: ignore[arg-type]
 
-    def oversized(self, piece: bytes, more: bool) -> bytes:
-        """Chat numbers nothing (a choice keeps its index): an oversized chunk goes out as it came."""
-        return piece
+    # Chat numbers nothing (a choice keeps its index): an oversized chunk goes out as it came.
 
-    def fast_forward(self, span: bytes) -> Proven:
-        """Nothing is proven without reading the events: each is read by :meth:`event`."""
-        return DECLINED
-
-    def said(self) -> list[Said]:
+    def answers(self, t: Transcripts) -> list[Said]:
         """Each choice's answer: what the model wrote, and the tool calls it made."""
-        t = self.transcripts
-        if t is None:
-            return []
         choices = sorted({*t.texts, *t.calls}, key=lambda i: i if isinstance(i, int) else -1)
         return [Said(t.text(i), tuple(t.calls.get(i, ()))) for i in choices]
 

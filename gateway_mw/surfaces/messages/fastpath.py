@@ -245,7 +245,7 @@ class MessagesStream(MessagesReference):
         if len(self._blocks) != 1:
             return None
         block = next(iter(self._blocks.values()))
-        scanner = self._channels.scanner(block.upstream)
+        scanner = self.channels.scanner(block.upstream)
         if scanner is None or block.half:
             return None
         kind = scanner.steady

@@ -8,12 +8,12 @@ give what :meth:`MessagesReference.event` gives.
 
 from __future__ import annotations
 
-from ...channels import Channels, Counts, Said, Transcripts, join_surrogates
+from ...channels import Channels, join_surrogates
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING
 from ...sse import SSEEvent, encode_event
-from ...steady import DECLINED, Proven
+from ..translator import Translator
 from .blocks import BlockIndexes, ContentBlockWriter, TextBlock
 from .events import (
     NATIVE,
@@ -33,32 +33,20 @@ from .oversized import HEAD, OversizedEvent
 __all__ = ["MessagesReference"]
 
 
-class MessagesReference:
+class MessagesReference(Translator):
     """Translate an Anthropic messages event stream, one event at a time (sans-I/O)."""
 
-    large_events: frozenset[bytes] = frozenset()
-
     def __init__(self, config: ThinkExtractConfig) -> None:
-        self._channels = Channels(config)
+        super().__init__(Channels(config))  # one channel per text block, by its upstream index
         self._active = config.enabled and config.messages_policy != "off"  # False: pass everything
         self._resolved = False
         self._native = False  # upstream reasoning seen: text blocks are no longer scanned
         self._numbering = BlockIndexes()
         self._blocks: dict[int, TextBlock] = {}  # upstream index → open text block
-        self._writer = ContentBlockWriter(self._numbering, self._channels, config.messages_policy == "redacted")
+        self._writer = ContentBlockWriter(self._numbering, self.channels, config.messages_policy == "redacted")
         self._big: OversizedEvent | None = None  # an oversized event under way
         self._ended = False  # message_delta, message_stop or error came: no block reopens
         self._last: int | None = None  # the upstream index the last block event named
-        self.counts: Counts = self._channels.counts
-
-    @property
-    def transcripts(self) -> Transcripts | None:
-        """Set when the reasoning record keeps what was said."""
-        return self._channels.transcripts
-
-    @transcripts.setter
-    def transcripts(self, value: Transcripts | None) -> None:
-        self._channels.transcripts = value
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -68,12 +56,12 @@ class MessagesReference:
             return [event]
         ev, lenient = read_event(data)
         if ev is None:
-            return self._unreadable(event)
+            return self.unreadable(event)
         if not self._resolved and ev.type in RESOLVING:
             # The settings for this message, fixed by the first event (message_start normally).
             message = ev.message if ev.type == "message_start" else None
             self._resolved = True
-            self._active = self._channels.resolve(message.model if message is not None else None).enabled
+            self._active = self.channels.resolve(message.model if message is not None else None).enabled
             if not self._active:  # a profile turns this model off
                 return [event]
         out = self._dispatch(event, ev, lenient)
@@ -112,7 +100,7 @@ class MessagesReference:
 
     def flush(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []
-        held = dict(self._channels.flush())
+        held = dict(self.channels.flush())
         writer = self._writer
         for upstream, block in self._blocks.items():
             out += writer.emit(block, held.get(upstream, []))
@@ -123,16 +111,7 @@ class MessagesReference:
     def finish(self) -> list[SSEEvent]:
         return self._finish_all()
 
-    def fast_forward(self, span: bytes) -> Proven:
-        """Nothing is proven without reading the events: each is read by :meth:`event`."""
-        return DECLINED
-
-    def said(self) -> list[Said]:
-        """The message's answer: what the model wrote in its text blocks, and its tool calls."""
-        t = self.transcripts
-        if t is None or not (t.texts or t.calls):
-            return []
-        return [Said("".join(t.text(block) for block in t.texts), tuple(t.calls.get(0, ())))]
+    # The message's answer (said): what the model wrote in its text blocks, and its tool calls.
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
         """A piece of an event over ``max_event_bytes`` (see :class:`OversizedEvent`). Its type comes
@@ -209,17 +188,13 @@ class MessagesReference:
         return [*before, encode_event(with_indexes(one_line(data), lambda _: value), fields=event.fields)]
 
     # -- per event ------------------------------------------------------------------------------
-
-    def _unreadable(self, event: SSEEvent) -> list[SSEEvent]:
-        """An event no messages client can take (not JSON, or a known type of the wrong shape):
-        it goes out as it came, after the held text. Renumbering it would only disguise it."""
-        self.counts.unreadable_events += 1
-        return [*self.flush(), event]
+    # An event no messages client can take (not JSON, or a known type of the wrong shape) is
+    # unreadable: it goes out as it came, after the held text. Renumbering it would only disguise it.
 
     def _block_start(self, event: SSEEvent, ev: Event) -> list[SSEEvent]:
         block, upstream = ev.content_block, ev.index
         if block is None or upstream is None:
-            return self._unreadable(event)
+            return self.unreadable(event)
         if block.type in NATIVE:
             self._native = True  # upstream reasoning wins for the whole message
         elif block.type == "text" and not self._native and upstream not in self._blocks:
@@ -229,7 +204,7 @@ class MessagesReference:
                 transcripts.channel(upstream)  # the answer has a text block, however empty
             if block.text:  # a start carrying text (the real API sends ""): the block's first text
                 text, text_block.half = join_surrogates("", block.text)
-                return self._writer.emit(text_block, self._channels.text(upstream, text))
+                return self._writer.emit(text_block, self.channels.text(upstream, text))
             return []  # held until the first run is known
         if block.type == "tool_use" and self.transcripts is not None and isinstance(block.id, str):
             self.transcripts.call(0, block.id)
@@ -239,7 +214,7 @@ class MessagesReference:
     def _block_delta(self, event: SSEEvent, ev: Event, lenient: bool) -> list[SSEEvent]:
         upstream, delta = ev.index, ev.delta
         if upstream is None or delta is None:
-            return self._unreadable(event)
+            return self.unreadable(event)
         block = self._blocks.get(upstream)
         text = delta.text
         if block is None:
@@ -248,12 +223,12 @@ class MessagesReference:
             else:  # a block not scanned, or the last block a text block became (after its stop)
                 new = self._numbering.passed.get(upstream, self._numbering.closed.get(upstream))
                 if new is None:
-                    return self._unreadable(event)  # a delta for a block that never started
+                    return self.unreadable(event)  # a delta for a block that never started
                 return [event] if new == upstream else [reindexed(event, "content_block_delta", upstream, new)]
         writer = self._writer
         if delta.type != "text_delta" or text is None:
             # A citation or another delta of the text block: after the text so far, on a text block.
-            scanner = self._channels.scanner(upstream)
+            scanner = self.channels.scanner(upstream)
             out = writer.emit(block, scanner.flush()) if scanner is not None else []
             out += writer.to_text(block)
             new = block.out
@@ -265,8 +240,8 @@ class MessagesReference:
             # Written afresh: the text as whole characters, the index as an integer.
             text, block.half = join_surrogates(block.half, text)
             doc = obj(one_line(data))
-            return writer.emit(block, self._channels.text(upstream, text), (event, doc) if doc is not None else None)
-        segments = self._channels.text(upstream, text)
+            return writer.emit(block, self.channels.text(upstream, text), (event, doc) if doc is not None else None)
+        segments = self.channels.text(upstream, text)
         if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
             # Answer text as it came: the event goes out unchanged (renumbered if it must be).
             out = writer.to_text(block)
@@ -278,13 +253,13 @@ class MessagesReference:
     def _block_stop(self, event: SSEEvent, ev: Event) -> list[SSEEvent]:
         upstream = ev.index
         if upstream is None:
-            return self._unreadable(event)
+            return self.unreadable(event)
         block = self._blocks.get(upstream)
         if block is not None:
             return self._finish_block(block)
         new = self._numbering.passed.get(upstream, self._numbering.closed.get(upstream))
         if new is None:
-            return self._unreadable(event)
+            return self.unreadable(event)
         return [event] if new == upstream else [reindexed(event, "content_block_stop", upstream, new)]
 
     # -- per text block -------------------------------------------------------------------------
@@ -308,7 +283,7 @@ class MessagesReference:
     def _finish_block(self, block: TextBlock) -> list[SSEEvent]:
         upstream = block.upstream
         del self._blocks[upstream]
-        writer, channels = self._writer, self._channels
+        writer, channels = self._writer, self.channels
         out: list[SSEEvent] = []
         if block.half:  # half a character that never got its other half: U+FFFD, as a UTF-8 decoder reads it
             block.half = ""

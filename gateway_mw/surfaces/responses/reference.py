@@ -14,8 +14,8 @@ from collections.abc import Callable
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
-from ...steady import DECLINED, Proven
-from ..base import Counts, NewId, Said, Transcripts, random_id
+from ..base import NewId, Said, Transcripts, random_id
+from ..translator import Translator, joined
 from . import rebuild
 from .heads import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 from .items import Writer, source_of
@@ -37,18 +37,18 @@ _RESPONSE_DEFAULTS: Obj = {
 }
 
 
-class ResponsesReference:
+class ResponsesReference(Translator):
     """Translate a Responses event stream, one event at a time."""
 
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
-        self.large_events: frozenset[bytes] = LARGE
+        self.large_events = LARGE
         self._source_id = new_id
         self.given_ids: list[str] = []  # every id made up, in order: the terminal rebuild reuses them
         self.numbering = Numbering()
         self.writer = Writer(self.numbering, self._new_id, config)
         self.messages = MessageChannels(config, self.writer)
+        super().__init__(self.messages.core)  # one channel per message item, by its ordinal
         self._oversized = OversizedEvents(self.messages, self.numbering)
-        self.counts: Counts = self.messages.core.counts
         self.read: Callable[[bytes], tuple[Head, bool] | None] = decode_head
         """How an event is read: its head, and whether msgspec read it (see ``heads``)."""
         self._resolved = False
@@ -57,33 +57,23 @@ class ResponsesReference:
         """Every event passes as it came: the response ended, or the model's settings turn extraction off."""
 
     @property
-    def transcripts(self) -> Transcripts | None:
-        return self.messages.core.transcripts
-
-    @transcripts.setter
-    def transcripts(self, value: Transcripts | None) -> None:
-        self.messages.core.transcripts = value
-
-    @property
     def native(self) -> bool:
         """Whether the upstream sent a reasoning item: later messages are left as they are."""
         return self._native
 
-    def said(self) -> list[Said]:
+    def answers(self, t: Transcripts) -> list[Said]:
         """The response's answer: what the model wrote in its message items, its tool calls, and
         the ids the gateway gave its items (a client may refer to them)."""
-        t = self.transcripts
         records = self.messages.records
-        if t is None or not (t.texts or t.calls or records):
+        if not (t.texts or t.calls or records):
             return []
         ids = (*self.given_ids, *(r.up_id for r in records if r.up_id not in self.given_ids))
-        text = "".join(t.text(channel) for channel in t.texts)  # one answer: every item's text
-        return [Said(text, tuple(t.calls.get(0, ())), ids)]
+        return [Said(joined(t), tuple(t.calls.get(0, ())), ids)]
 
     def replaying(self, config: ThinkExtractConfig) -> None:
         """Settings already resolved for the response's model (a replay of its output)."""
         self._resolved = True
-        self.messages.core.resolve(None)
+        self.channels.resolve(None)
         self.writer.use(config)
         self.passing = not config.enabled
 
@@ -137,16 +127,12 @@ class ResponsesReference:
                 self.large_events = frozenset()
         return out + big.feed(piece, more)
 
-    def fast_forward(self, span: bytes) -> Proven:
-        """Nothing is proven without reading the events: each is read by :meth:`event`."""
-        return DECLINED
-
     # -- dispatch -------------------------------------------------------------------------------
 
     def _resolve(self, head: Head) -> None:
         self._resolved = True
         model = as_str(head.response.model) if head.response is not None else None
-        config = self.messages.core.resolve(model)
+        config = self.channels.resolve(model)
         self.writer.use(config)
         self.passing = not config.enabled
 

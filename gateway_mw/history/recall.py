@@ -61,6 +61,7 @@ NOTHING: Recall = {}
 _PERSON = b"gateway_mw.thr1"  # BLAKE2b's personalisation: digests of conversations, version 1
 _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_decode_objects = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _LENGTH = struct.Struct(">Q")
 _LENGTHS = struct.Struct(">IQ")
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
@@ -161,6 +162,18 @@ def canonical_json(raw: msgspec.Raw | bytes, skip: frozenset[str] = frozenset())
 
 def _parts(value: msgspec.Raw) -> msgspec.Raw:
     """A list of content parts, those that hold reasoning left out."""
+    try:  # every part an object, as nearly always: the list read in one decoder pass
+        objects = _decode_objects(value)
+    except msgspec.ValidationError:
+        return _mixed_parts(value)
+    except UNREADABLE:
+        return value
+    kept = [msgspec.Raw(canonical(fields)) for fields in objects if not _reasoning_part(fields)]
+    return msgspec.Raw(msgspec.json.encode(kept))
+
+
+def _mixed_parts(value: msgspec.Raw) -> msgspec.Raw:
+    """:func:`_parts` of a list whose parts are not all objects (each kept as it came)."""
     try:
         parts = _decode_parts(value)
     except UNREADABLE:
@@ -172,10 +185,14 @@ def _parts(value: msgspec.Raw) -> msgspec.Raw:
         except UNREADABLE:
             kept.append(raw)
             continue
-        kind = fields.get("type")
-        if kind is None or bytes(kind) not in _REASONING_PARTS:
+        if not _reasoning_part(fields):
             kept.append(msgspec.Raw(canonical(fields)))
     return msgspec.Raw(msgspec.json.encode(kept))
+
+
+def _reasoning_part(fields: Mapping[str, msgspec.Raw]) -> bool:
+    kind = fields.get("type")
+    return kind is not None and bytes(kind) in _REASONING_PARTS
 
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -34,10 +34,12 @@ __all__ = [
     "answer_key",
     "call_key",
     "canonical",
+    "canonical_decoded",
     "canonical_json",
     "echoes",
     "item_key",
     "recalled",
+    "sorted_json",
     "turn_keys",
 ]
 
@@ -66,7 +68,8 @@ _LENGTH = struct.Struct(">Q")
 _LENGTHS = struct.Struct(">IQ")
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
 _VOLATILE = frozenset({"cache_control"})  # moved from message to message by clients (Claude Code)
-_REASONING_PARTS = frozenset({b'"thinking"', b'"redacted_thinking"'})
+_REASONING_TYPES = ("thinking", "redacted_thinking")
+_REASONING_PARTS = frozenset(msgspec.json.encode(kind) for kind in _REASONING_TYPES)
 
 
 def call_key(prefix: bytes, call_id: str) -> str:
@@ -158,6 +161,41 @@ def canonical_json(raw: msgspec.Raw | bytes, skip: frozenset[str] = frozenset())
     except UNREADABLE:
         return bytes(raw)
     return canonical(fields, skip)
+
+
+def canonical_decoded(fields: Mapping[str, Any]) -> bytes:
+    """:func:`canonical` of decoded fields, each value spelled as JSON with its keys sorted: when
+    nothing is left out (no cache marker, no reasoning part, at any depth :func:`canonical` reads),
+    that is the fields encoded whole in one call."""
+    if _keeps_all(fields):
+        try:
+            whole: bytes = _encode_sorted(fields)
+        except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):
+            pass  # spelled value by value below (what cannot be encoded is spelled as its repr)
+        else:
+            return whole
+    return canonical({key: sorted_json(value) for key, value in fields.items()})
+
+
+def _keeps_all(fields: Mapping[str, Any]) -> bool:
+    """Whether :func:`canonical` keeps every field and content part of ``fields`` (decoded)."""
+    if any(key in _VOLATILE for key in fields):
+        return False
+    for key in ("content", "system"):
+        parts = fields.get(key)
+        if isinstance(parts, list):
+            for part in parts:
+                if isinstance(part, dict) and (part.get("type") in _REASONING_TYPES or not _keeps_all(part)):
+                    return False
+    return True
+
+
+def sorted_json(value: Any) -> msgspec.Raw:
+    """A decoded value as JSON, its keys sorted (what cannot be encoded: its ``repr``)."""
+    try:
+        return msgspec.Raw(_encode_sorted(value))
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):  # a lone surrogate, say
+        return msgspec.Raw(msgspec.json.encode(repr(value)))
 
 
 def _parts(value: msgspec.Raw) -> msgspec.Raw:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway_mw.history.recall import Thread, canonical_json
+from gateway_mw.history.recall import Thread, canonical_decoded, canonical_json
 
 from .reference import recall as reference
 
@@ -110,3 +110,21 @@ def test_a_conversation_digest_is_the_one_earlier_versions_made() -> None:
     ]
     digest = Thread("qwen3-8b", b"", messages, canonical_json).upto(3)
     assert digest.hex() == "9281659757fdee39c72b167e0c78dbf684a7f8f18c4e427fbc375f5db93f65f5"
+
+
+NESTED_PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["input_text", "thinking", "tool_result"])},
+    optional={"cache_control": JSON, "content": st.lists(PART | JSON, max_size=3), "text": st.text(max_size=8)},
+)
+ITEM_VALUE = CONTENT | st.lists(NESTED_PART | PART, max_size=4)
+
+
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["type", "role", "content", "system", "output", "cache_control", "call_id"]), ITEM_VALUE
+    )
+)
+def test_decoded_fields_are_spelled_as_value_by_value(fields: dict[str, Any]) -> None:
+    """Decoded fields (a Responses item) encoded whole when nothing is left out spell what
+    encoding each value on its own spelled, whatever a part holds at any depth."""
+    assert canonical_decoded(fields) == reference.canonical_decoded(fields)

@@ -5,12 +5,13 @@ keys are digests of (a key made before the change is found after it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
 from gateway_mw.rawjson import UNREADABLE
 
-__all__ = ["canonical_json"]
+__all__ = ["canonical_decoded", "canonical_json"]
 
 _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
@@ -52,3 +53,15 @@ def _parts(value: msgspec.Raw) -> msgspec.Raw:
         if kind is None or bytes(kind) not in _REASONING_PARTS:
             kept.append(msgspec.Raw(canonical(fields)))
     return msgspec.Raw(msgspec.json.encode(kept))
+
+
+def canonical_decoded(fields: Mapping[str, Any]) -> bytes:
+    """Decoded fields as a Responses item was spelled: each value encoded on its own, keys sorted."""
+    return canonical({key: _sorted_json(value) for key, value in fields.items()})
+
+
+def _sorted_json(value: Any) -> msgspec.Raw:
+    try:
+        return msgspec.Raw(msgspec.json.encode(value, order="sorted"))
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):
+        return msgspec.Raw(msgspec.json.encode(repr(value)))

@@ -188,10 +188,10 @@ def histories() -> dict[tuple[Surface, str, str], bytes]:
     for surface in ROUTES:
         for size_name, size in SIZES.items():
             body = _rewrite(surface, size)
-            rewritten = transform_request(surface, body, CONFIG)
+            rewritten = transform_request(_side(surface), body, CONFIG)
             assert rewritten is not None, f"{surface}: nothing to rewrite"
             unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it
-            assert transform_request(surface, unchanged, CONFIG) is None, f"{surface}: rewritten again"
+            assert transform_request(_side(surface), unchanged, CONFIG) is None, f"{surface}: rewritten again"
             out[surface, size_name, "unchanged"] = unchanged
             out[surface, size_name, "rewrite"] = body
     return out

@@ -86,10 +86,9 @@ class Incoming(NamedTuple):
     blobs: bool = False
     """Whether the client asked for reasoning it can send back in ``encrypted_content``."""
     scope: bytes = b""
-    read: bool = False
-    """Whether the body was read (``model`` is its model): the record's entries of the answer read
-    it again only when an answer moved reasoning."""
-    model: str | None = None
+    request: Request | None = None
+    """The body as it was read (its model, its conversation's digests): the record's entries of the
+    answer take that reading, so that the body is never read twice."""
 
 
 def scope_of(request: web.Request) -> bytes:
@@ -128,10 +127,10 @@ async def rewrite_request(
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
         return Incoming("error", body, False, scope)
     if new is None:
-        return Incoming("unchanged", body, read.blobs, scope, True, read.model)
+        return Incoming("unchanged", body, read.blobs, scope, read)
     hand_over(request, new)
     request[THINKEXTRACT_REQUEST_BODY] = new
-    return Incoming("rewritten", body, read.blobs, scope, True, read.model)
+    return Incoming("rewritten", body, read.blobs, scope, read)
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
@@ -184,18 +183,18 @@ async def _recall(record: ReasoningRecord, scope: bytes, keys: list[str]) -> Rec
 def remember(
     record: ReasoningRecord, incoming: Incoming, surface: Surface, said: list[Said], config: ThinkExtractConfig
 ) -> None:
-    """Keep what the answers to a request said, after the response (written in the background; a
-    large request is read again for its keys, when an answer moved reasoning, in a worker thread)."""
+    """Keep what the answers to a request said, after the response (written in the background; the
+    keys of a large request, when an answer moved reasoning, worked out in a worker thread)."""
     body = incoming.body
     if body is None or not said:
         return
-    # The model, as the request side read it: the body is read again only if an answer moved reasoning.
-    model = incoming.model if incoming.read else ...
+    # The request side's reading when there is one: the body is not read again.
+    request = body if incoming.request is None else incoming.request
     if len(body) <= OFF_LOOP_BYTES:
-        _keep(record, incoming.scope, record_entries(SURFACES[surface], body, said, config, model))
+        _keep(record, incoming.scope, record_entries(SURFACES[surface], request, said, config))
         return
     task = asyncio.get_running_loop().run_in_executor(
-        _workers(), record_entries, SURFACES[surface], body, said, config, model
+        _workers(), record_entries, SURFACES[surface], request, said, config
     )
     _reading.add(task)
     task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))

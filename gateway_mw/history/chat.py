@@ -15,9 +15,9 @@ import msgspec
 
 from ..calls import call_spellings
 from ..config import ThinkExtractConfig
-from ..rawjson import UNREADABLE, Obj, as_str, encode, is_object
+from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
-from .recall import Recall, Recalled, Thread, canonical_json, recalled, turn_keys
+from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
 from .text import inline, split_inline, split_written
 
 __all__ = ["Chat", "keys", "keys_of", "prefix", "read", "transform", "transform_messages"]
@@ -28,22 +28,36 @@ _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 
 
-class _Message(msgspec.Struct, gc=False):
+class _Message(NamedTuple):
     """What is read of every message to place the assistant ones."""
 
-    role: Any = None
-    content: msgspec.Raw = msgspec.Raw()
-    tool_calls: msgspec.Raw = msgspec.Raw()
-    tool_call_id: Any = None
+    role: Any
+    content: msgspec.Raw
+    tool_calls: msgspec.Raw
+
+
+_ASSISTANT = b'"assistant"'
+_NO_VALUE = msgspec.Raw()
+
+
+def _message_of(fields: Obj) -> _Message:
+    raw = fields.get("role")
+    spelled = b"" if raw is None else bytes(raw)
+    if not spelled:
+        role = None
+    elif spelled == _ASSISTANT:  # as nearly every client spells it: known without a decode
+        role = "assistant"
+    else:
+        role = _decode_any(spelled)
+    return _Message(role, fields.get("content", _NO_VALUE), fields.get("tool_calls", _NO_VALUE))
 
 
 class _Request(msgspec.Struct, gc=False):
     model: Any = None
-    messages: list[msgspec.Raw] | None = None
+    messages: list[dict[str, msgspec.Raw]] | None = None
 
 
 _decode_request = msgspec.json.Decoder(_Request).decode
-_decode_message = msgspec.json.Decoder(_Message).decode
 
 
 class _Call(msgspec.Struct, gc=False):
@@ -54,24 +68,25 @@ _decode_calls = msgspec.json.Decoder(list[_Call]).decode
 
 
 class Chat:
-    """A chat request (or Ollama ``/api/chat``) read once: its model and messages, each as it came
-    and as far as it is read to place the assistant ones; what the record's keys, the transform and
-    the record's entries read of it is kept here, so that nothing is read twice."""
+    """A chat request (or Ollama ``/api/chat``) read once: its model and messages, each in its fields
+    as they came (one decoder pass over the body); what the record's keys, the transform and the
+    record's entries read of it is kept here, so that nothing is read twice."""
 
-    __slots__ = ("_readings", "_thread", "body", "messages", "model", "raws")
+    __slots__ = ("_readings", "_thread", "body", "fields", "messages", "model")
 
-    def __init__(self, body: bytes, model: str | None, raws: list[msgspec.Raw], messages: list[_Message]) -> None:
+    def __init__(self, body: bytes, model: str | None, fields: list[Obj]) -> None:
         self.body = body
         self.model = model
-        self.raws = raws
-        self.messages = messages
+        self.fields = fields
+        """Each message's fields, each value as it came."""
+        self.messages = [_message_of(f) for f in fields]
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes (each computed once, when first asked for)."""
         if self._thread is None:
-            self._thread = _thread(self.model, self.raws)
+            self._thread = _thread(self.model, self.fields)
         return self._thread
 
     def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
@@ -81,7 +96,7 @@ class Chat:
             self._readings = (how, {})
         known = self._readings[1]
         if at not in known:
-            known[at] = _read_message(self.raws[at], config, carriers)
+            known[at] = _read_message(self.fields[at], config, carriers)
         return known[at]
 
 
@@ -89,13 +104,12 @@ def read(body: bytes) -> Chat | None:
     """The request's messages (``None``: none, or not a chat request)."""
     try:
         request = _decode_request(body)
-        if not request.messages:
-            return None
-        messages = [_decode_message(m) for m in request.messages]
     except UNREADABLE:
         return None
+    if not request.messages:
+        return None
     model = request.model if isinstance(request.model, str) else None
-    return Chat(body, model, request.messages, messages)
+    return Chat(body, model, request.messages)
 
 
 def _call_ids(message: _Message) -> list[str]:
@@ -152,15 +166,15 @@ def prefix(chat: Chat | bytes) -> bytes | None:
             request = _decode_request(chat)
         except UNREADABLE:
             return None
-        if not request.messages or not all(is_object(m) for m in request.messages):
-            return None  # what a read of the messages refuses
+        if not request.messages:
+            return None
         model = request.model if isinstance(request.model, str) else None
         return _thread(model, request.messages).upto(len(request.messages))
-    return chat.thread().upto(len(chat.raws))
+    return chat.thread().upto(len(chat.fields))
 
 
-def _thread(model: str | None, raws: list[msgspec.Raw]) -> Thread:
-    return Thread(model, b"", raws, lambda raw: canonical_json(raw, _UNSAID))
+def _thread(model: str | None, fields: list[Obj]) -> Thread:
+    return Thread(model, b"", fields, lambda message: canonical(message, _UNSAID))
 
 
 def keys(chat: Chat, turns: int, plan: Plan | None = None) -> list[str]:
@@ -220,9 +234,9 @@ def transform_messages(
     ``thinking`` alone)."""
     if plan.form == "pass":
         return None
-    messages, raws = chat.messages, chat.raws
+    messages = chat.messages
     scope = _in_scope(plan, messages)
-    new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
+    changed: dict[int, msgspec.Raw] = {}
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
@@ -236,13 +250,14 @@ def transform_messages(
             found = recalled(recall, chat.thread().upto(i), calls, text, plan.config, said)
         new = _message(reading, plan, scope[i], _calls(m), found, carriers, fields)
         if new is not None:
-            if new_raws is None:
-                new_raws = list(raws)
-            new_raws[i] = msgspec.Raw(new)
-    if new_raws is None:
+            changed[i] = msgspec.Raw(new)
+    if not changed:
         return None
     # Only the messages that changed are encoded; every other value is copied as it came.
     doc: Obj = _decode_obj(chat.body)
+    new_raws = _decode_list(doc["messages"])
+    for i, new_raw in changed.items():
+        new_raws[i] = new_raw
     doc["messages"] = new_raws
     out: bytes = encode(doc)
     return out
@@ -285,11 +300,7 @@ class _Reading(NamedTuple):
         return self.fields or self.thinking or self.tagged
 
 
-def _read_message(raw: msgspec.Raw, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
-    try:
-        msg: Obj = _decode_obj(raw)
-    except UNREADABLE:
-        return None
+def _read_message(msg: Obj, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
     fields = _reasoning_of(msg, carriers)
     content_raw = msg.get("content")
     content: Any = None

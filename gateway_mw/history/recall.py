@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -34,10 +34,12 @@ __all__ = [
     "answer_key",
     "call_key",
     "canonical",
+    "canonical_decoded",
     "canonical_json",
     "echoes",
     "item_key",
     "recalled",
+    "sorted_json",
     "turn_keys",
 ]
 
@@ -61,11 +63,13 @@ NOTHING: Recall = {}
 _PERSON = b"gateway_mw.thr1"  # BLAKE2b's personalisation: digests of conversations, version 1
 _decode_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_parts = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_decode_objects = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
 _LENGTH = struct.Struct(">Q")
 _LENGTHS = struct.Struct(">IQ")
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
 _VOLATILE = frozenset({"cache_control"})  # moved from message to message by clients (Claude Code)
-_REASONING_PARTS = frozenset({b'"thinking"', b'"redacted_thinking"'})
+_REASONING_TYPES = ("thinking", "redacted_thinking")
+_REASONING_PARTS = frozenset(msgspec.json.encode(kind) for kind in _REASONING_TYPES)
 
 
 def call_key(prefix: bytes, call_id: str) -> str:
@@ -159,8 +163,55 @@ def canonical_json(raw: msgspec.Raw | bytes, skip: frozenset[str] = frozenset())
     return canonical(fields, skip)
 
 
+def canonical_decoded(fields: Mapping[str, Any]) -> bytes:
+    """:func:`canonical` of decoded fields, each value spelled as JSON with its keys sorted: when
+    nothing is left out (no cache marker, no reasoning part, at any depth :func:`canonical` reads),
+    that is the fields encoded whole in one call."""
+    if _keeps_all(fields):
+        try:
+            whole: bytes = _encode_sorted(fields)
+        except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):
+            pass  # spelled value by value below (what cannot be encoded is spelled as its repr)
+        else:
+            return whole
+    return canonical({key: sorted_json(value) for key, value in fields.items()})
+
+
+def _keeps_all(fields: Mapping[str, Any]) -> bool:
+    """Whether :func:`canonical` keeps every field and content part of ``fields`` (decoded)."""
+    if any(key in _VOLATILE for key in fields):
+        return False
+    for key in ("content", "system"):
+        parts = fields.get(key)
+        if isinstance(parts, list):
+            for part in parts:
+                if isinstance(part, dict) and (part.get("type") in _REASONING_TYPES or not _keeps_all(part)):
+                    return False
+    return True
+
+
+def sorted_json(value: Any) -> msgspec.Raw:
+    """A decoded value as JSON, its keys sorted (what cannot be encoded: its ``repr``)."""
+    try:
+        return msgspec.Raw(_encode_sorted(value))
+    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):  # a lone surrogate, say
+        return msgspec.Raw(msgspec.json.encode(repr(value)))
+
+
 def _parts(value: msgspec.Raw) -> msgspec.Raw:
     """A list of content parts, those that hold reasoning left out."""
+    try:  # every part an object, as nearly always: the list read in one decoder pass
+        objects = _decode_objects(value)
+    except msgspec.ValidationError:
+        return _mixed_parts(value)
+    except UNREADABLE:
+        return value
+    kept = [msgspec.Raw(canonical(fields)) for fields in objects if not _reasoning_part(fields)]
+    return msgspec.Raw(msgspec.json.encode(kept))
+
+
+def _mixed_parts(value: msgspec.Raw) -> msgspec.Raw:
+    """:func:`_parts` of a list whose parts are not all objects (each kept as it came)."""
     try:
         parts = _decode_parts(value)
     except UNREADABLE:
@@ -172,10 +223,14 @@ def _parts(value: msgspec.Raw) -> msgspec.Raw:
         except UNREADABLE:
             kept.append(raw)
             continue
-        kind = fields.get("type")
-        if kind is None or bytes(kind) not in _REASONING_PARTS:
+        if not _reasoning_part(fields):
             kept.append(msgspec.Raw(canonical(fields)))
     return msgspec.Raw(msgspec.json.encode(kept))
+
+
+def _reasoning_part(fields: Mapping[str, msgspec.Raw]) -> bool:
+    kind = fields.get("type")
+    return kind is not None and bytes(kind) in _REASONING_PARTS
 
 
 T = TypeVar("T")

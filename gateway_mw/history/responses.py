@@ -24,7 +24,7 @@ import msgspec
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
-from .recall import Recall, Thread, canonical, item_key, recalled, turn_keys
+from .recall import Recall, Thread, canonical, canonical_decoded, item_key, recalled, sorted_json, turn_keys
 from .text import inline, split_inline, split_written
 
 __all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
@@ -163,21 +163,14 @@ def _in_thread(item: Any) -> bool:
     return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
 
 
-def _sorted_json(value: Any) -> msgspec.Raw:
-    try:
-        return msgspec.Raw(msgspec.json.encode(value, order="sorted"))
-    except (msgspec.EncodeError, UnicodeEncodeError, TypeError, ValueError):  # a lone surrogate, say
-        return msgspec.Raw(msgspec.json.encode(repr(value)))
-
-
 def _spelled(item: Any) -> bytes:
     """An item as :func:`canonical` spells a message (a role message is the same with or without
     its implied ``"type": "message"``)."""
     if isinstance(item, _Unread):
         item = _decode_any(item.raw)
     if not isinstance(item, dict):
-        return bytes(_sorted_json(item))
-    return canonical({k: _sorted_json(v) for k, v in item.items() if not (k == "type" and v == "message")})
+        return bytes(sorted_json(item))
+    return canonical_decoded({k: v for k, v in item.items() if not (k == "type" and v == "message")})
 
 
 class _Prefixes:

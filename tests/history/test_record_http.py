@@ -15,6 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_RECORD, ThinkExtractConfig, setup
+from gateway_mw.history import chat
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 
@@ -135,3 +136,24 @@ async def test_the_record_off_keeps_nothing(aiohttp_server: ServerFactory) -> No
     await two_turns(url, True, "key-a", "key-a", "llama-3.1-8b")
     assert THINKEXTRACT_RECORD not in app
     assert up.bodies[1]["messages"][1] == {"role": "assistant", "content": "Let me look.", "tool_calls": [CALL]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+async def test_each_body_is_read_once_the_record_entries_included(
+    aiohttp_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """The record's entries of an answer take the request side's reading of the body: no request
+    body is decoded twice, and the record works all the same."""
+    decode = chat._decode_request
+    bodies: list[bytes] = []
+
+    def counted(body: bytes) -> Any:
+        bodies.append(body)
+        return decode(body)
+
+    monkeypatch.setattr(chat, "_decode_request", counted)
+    url, up, app = await gateway(aiohttp_server)
+    await two_turns(url, stream, "key-a", "key-a", "llama-3.1-8b")
+    await app[THINKEXTRACT_RECORD].drain()
+    assert up.bodies[1]["messages"][1] == {"role": "assistant", "content": WRITTEN, "tool_calls": [CALL]}
+    assert [json.loads(b)["messages"][-1]["role"] for b in bodies] == ["user", "tool"]

@@ -10,7 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway_mw.history.recall import Thread, canonical_json
+from gateway_mw.history.recall import Thread, canonical_decoded, canonical_json
+
+from .reference import recall as reference
 
 MESSAGES = st.lists(st.binary(max_size=20), max_size=12)
 JSON = st.recursive(
@@ -63,3 +65,66 @@ def test_a_message_digest_covers_images_and_skips_thinking_parts() -> None:
     assert canonical_json(json.dumps({"role": "assistant", "content": said}).encode()) == canonical_json(
         json.dumps({"role": "assistant", "content": thought}).encode()
     )
+
+
+PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "thinking", "redacted_thinking", "image", "tool_result"])},
+    optional={"text": st.text(max_size=8), "cache_control": JSON, "content": JSON, "zz": JSON, "aa": JSON},
+)
+CONTENT = st.text(max_size=8) | st.lists(PART | JSON, max_size=4) | st.lists(PART, max_size=4) | JSON
+
+
+@given(
+    fields=st.dictionaries(st.sampled_from(["role", "content", "system", "cache_control", "reasoning"]), CONTENT),
+    compact=st.booleans(),
+    ascii_only=st.booleans(),
+    reordered=st.booleans(),
+)
+def test_a_message_is_spelled_as_the_reference_spelled_it(
+    fields: dict[str, Any], compact: bool, ascii_only: bool, reordered: bool
+) -> None:
+    """Content parts read in one decoder pass (or, when some part is no object, one by one) spell a
+    message exactly as each part decoded on its own did, in any JSON spelling a client sends."""
+    if reordered:
+        fields = dict(reversed(list(fields.items())))
+    body = json.dumps(fields, separators=(",", ":") if compact else None, ensure_ascii=ascii_only).encode()
+    skip = frozenset({"reasoning"})
+    assert canonical_json(body, skip) == reference.canonical_json(body, skip)
+    assert canonical_json(body) == reference.canonical_json(body)
+
+
+def test_a_conversation_digest_is_the_one_earlier_versions_made() -> None:
+    """A key the record holds from before an upgrade is found after it: the digest of one fixed
+    conversation, as the versions before made it."""
+    parts = [
+        {"type": "thinking", "thinking": "Whiskers.", "signature": "s"},
+        {"type": "text", "text": "A cat.", "cache_control": {"type": "ephemeral"}},
+        "stray",
+    ]
+    messages = [
+        json.dumps({"role": "user", "content": "What is this?"}).encode(),
+        json.dumps({"content": parts, "role": "assistant"}, separators=(",", ":")).encode(),
+        json.dumps(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "18°C"}]}
+        ).encode(),
+    ]
+    digest = Thread("qwen3-8b", b"", messages, canonical_json).upto(3)
+    assert digest.hex() == "9281659757fdee39c72b167e0c78dbf684a7f8f18c4e427fbc375f5db93f65f5"
+
+
+NESTED_PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["input_text", "thinking", "tool_result"])},
+    optional={"cache_control": JSON, "content": st.lists(PART | JSON, max_size=3), "text": st.text(max_size=8)},
+)
+ITEM_VALUE = CONTENT | st.lists(NESTED_PART | PART, max_size=4)
+
+
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["type", "role", "content", "system", "output", "cache_control", "call_id"]), ITEM_VALUE
+    )
+)
+def test_decoded_fields_are_spelled_as_value_by_value(fields: dict[str, Any]) -> None:
+    """Decoded fields (a Responses item) encoded whole when nothing is left out spell what
+    encoding each value on its own spelled, whatever a part holds at any depth."""
+    assert canonical_decoded(fields) == reference.canonical_decoded(fields)

@@ -122,3 +122,13 @@ def test_the_command_without_the_gateway_extra_says_so_in_one_line() -> None:
         "gateway-mw: the gateway (gateway_mw.proxy, gateway-mw) needs prometheus_client, which is not installed:"
         " pip install 'gateway_mw[gateway]'\n",
     )
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_package_is_longer_than_a_maintainer_reads_at_once() -> None:
+    """One module per idea: a module past this many lines holds two, and is split by idea."""
+    root = pathlib.Path(gateway_mw.__file__).parent
+    lengths = {str(p.relative_to(root)): len(p.read_text().splitlines()) for p in root.rglob("*.py")}
+    assert {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES} == {}

@@ -51,10 +51,6 @@ class ClientKeys:
                 found = alias  # no early exit: every digest is compared
         return found
 
-    def accepts(self, key: str) -> bool:
-        """Whether ``key`` is one of the keys."""
-        return self.alias(key) is not None
-
     def presented(self, request: web.Request) -> list[str]:
         """The keys a request carries: every ``Authorization: Bearer`` and ``x-api-key`` value."""
         return bearer_keys(request.headers)

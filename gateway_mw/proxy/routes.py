@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["DEFAULT_ROUTES", "ForwardRoutes", "parse_routes"]
+__all__ = ["DEFAULT_FORWARD_ROUTES", "ForwardRoutes", "parse_routes"]
 
-DEFAULT_ROUTES: tuple[str, ...] = (
+DEFAULT_FORWARD_ROUTES: tuple[str, ...] = (
     "POST chat/completions",
     "POST messages",
     "POST messages/count_tokens",

@@ -15,7 +15,7 @@ from yarl import URL
 
 from ..config import ModelProfile, ThinkExtractConfig
 from ..fieldcheck import check, convert, field_types, twin
-from .routes import DEFAULT_ROUTES, parse_routes
+from .routes import DEFAULT_FORWARD_ROUTES, parse_routes
 
 __all__ = [
     "DEMO_CONFIG",
@@ -123,7 +123,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     prefix: Prefix = "/v1/"
     """Where the upstream's API lives: the routes of ``forward_routes`` that do not start with ``/``
     are under it. The path is forwarded as it is."""
-    forward_routes: Routes = DEFAULT_ROUTES
+    forward_routes: Routes = DEFAULT_FORWARD_ROUTES
     """The routes forwarded to the upstream, each ``METHOD PATH``: anything else is answered 404
     (405 for another method of a forwarded path). ``*`` matches one path segment, ``**`` any rest;
     a method of ``*`` is any method. ``* **`` forwards everything under the prefix."""

@@ -24,7 +24,7 @@ from gateway_mw.incoming import OFF_LOOP_BYTES
 from gateway_mw.middleware import THINKEXTRACT_RECORD
 from gateway_mw.proxy import PROXY, build_app
 from gateway_mw.proxy.connections import GatewayRunner
-from gateway_mw.proxy.routes import DEFAULT_ROUTES as FORWARDED
+from gateway_mw.proxy.routes import DEFAULT_FORWARD_ROUTES as FORWARDED
 from gateway_mw.surfaces.registry import SURFACES as DEFINITIONS
 
 from .support import SCRIPTED, RawUpstream, records, samples, serving, settings

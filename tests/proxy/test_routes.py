@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_mw.proxy import SettingsError, load_settings
-from gateway_mw.proxy.routes import DEFAULT_ROUTES, parse_routes
+from gateway_mw.proxy.routes import DEFAULT_FORWARD_ROUTES, parse_routes
 
 from .support import serving as gateway
 from .support import settings
@@ -213,7 +213,7 @@ def test_routes_from_the_toml_file_and_the_default(tmp_path: Any) -> None:
         ("POST", "/openai/v1/chat/completions"),
         ("GET", "/health"),
     )
-    assert load_settings([], {})[0].forward_routes == DEFAULT_ROUTES
+    assert load_settings([], {})[0].forward_routes == DEFAULT_FORWARD_ROUTES
 
 
 SEGMENT = st.text(alphabet="abcz-_.", min_size=1, max_size=6)

@@ -9,7 +9,10 @@ reasoning items without ``content``). Messages is in Claude Code's shape (a syst
 tool definitions, cache markers), Responses in Codex's (instructions, tools, ``include`` of encrypted
 reasoning).
 
-1. In process: the request transform (``transform_request``) next to ``json.loads`` of the same body.
+1. In process: the request transform (``transform_request``) next to ``json.loads`` of the same body,
+   and what the record's entries of an answer that moved reasoning cost after the response
+   (``record_entries``: the digest of the whole conversation, paid in the end-to-end run too; here
+   with a read of the body, which the gateway shares with the transform).
 2. End to end: a proxy on loopback (``ClientSession`` → upstream → ``Response``) forwarding each
    history, with and without the middleware (the reasoning record in memory; the upstream answers
    with reasoning, so that the record is written), requests one after another, the two proxies in
@@ -37,8 +40,9 @@ from aiohttp import web
 from common import Spread, free_port, interleaved, no_collection
 
 from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw.channels import Said
 from gateway_mw.config import Surface
-from gateway_mw.history import transform_request
+from gateway_mw.history import record_entries, transform_request
 
 try:
     from gateway_mw.surfaces.registry import SURFACES
@@ -209,8 +213,8 @@ def in_process(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
     out = [
         f"In process, CPU ms per request, median (min–max) of {rounds} interleaved rounds:",
         "",
-        "| surface | history | body | `json.loads` | request transform | ratio |",
-        "|---|---|---|---|---|---|",
+        "| surface | history | body | `json.loads` | request transform | ratio | record entries |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (surface, size_name, state), body in bodies.items():
         n = max(2, (3 if quick else 20) * 200_000 // len(body))
@@ -220,6 +224,9 @@ def in_process(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
                 "transform": lambda surface=surface, body=body, n=n: _per_call(
                     lambda: transform_request(_side(surface), body, CONFIG), n
                 ),
+                "entries": lambda surface=surface, body=body, n=n: _per_call(
+                    lambda: record_entries(_side(surface), body, [Said(original=_THOUGHT)], CONFIG), n
+                ),
             },
             rounds,
         )
@@ -227,7 +234,8 @@ def in_process(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
         out.append(
             f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
             f" | {Spread.of(times['loads']).fmt(scale=1e3)} ms"
-            f" | {Spread.of(times['transform']).fmt(scale=1e3)} ms | {ratio.fmt()} |"
+            f" | {Spread.of(times['transform']).fmt(scale=1e3)} ms | {ratio.fmt()}"
+            f" | {Spread.of(times['entries']).fmt(scale=1e3)} ms |"
         )
     return "\n".join(out)
 

@@ -262,10 +262,17 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
     return body
 
 
+_JOIN_OFF_LOOP_BYTES = 1 << 20
+"""A body at least this large is joined in a worker thread: ``bytes.join`` lets the loop run while
+it copies only from this size up (CPython's ``GIL_THRESHOLD``); below it, the copy holds the GIL in
+any thread, and a trip to one would only add its hand-offs to the request."""
+
+
 async def _read_all(payload: StreamReader, length: int) -> bytes:
-    """The body's pieces as they come, joined once: for a large body in a worker thread, where the
-    copy lets the loop run (``bytes.join`` releases the GIL while it copies a large result)."""
+    """The body's pieces as they come, joined once (``bytes.join`` of one piece is that piece)."""
     pieces = []
     while piece := await payload.readany():
         pieces.append(piece)
-    return await _off_loop(length, b"".join, pieces)
+    if length < _JOIN_OFF_LOOP_BYTES:
+        return b"".join(pieces)
+    return await asyncio.get_running_loop().run_in_executor(_workers(), b"".join, pieces)

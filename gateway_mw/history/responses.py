@@ -242,18 +242,27 @@ def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
     items, prefixes = request.items, request.prefixes
     out = []
     for start, end in _turns(items)[-turns:]:
-        before = prefixes.before(start)
-        for item in items[start:end]:
-            kind = _kind(item)
-            item_id = item.get("id")
-            if isinstance(item_id, str) and (
-                kind == "item_reference" or (kind == "reasoning" and is_gateway_id(item_id))
-            ):
-                out.append(item_key(item_id, before))
-        if _bare(items[start:end]):
-            calls = _calls(items[start:end])
-            out += turn_keys(before, calls, "" if calls else _turn_text(items[start:end]))
+        turn = items[start:end]
+        named = [item["id"] for item in turn if _names_record(item)]
+        bare = _bare(turn)
+        # The conversation's digest only for a key that holds it: a gateway-made id is a key alone,
+        # and a turn that carries its own reasoning and names no other has none to ask for.
+        before = prefixes.before(start) if bare or not all(map(is_gateway_id, named)) else b""
+        out += [item_key(item_id, before) for item_id in named]
+        if bare:
+            calls = _calls(turn)
+            out += turn_keys(before, calls, "" if calls else _turn_text(turn))
     return out
+
+
+def _names_record(item: Any) -> bool:
+    """Whether an item names reasoning the record may hold by its id: a reference to an item, or a
+    reasoning item the gateway made."""
+    kind = _kind(item)
+    if kind not in ("item_reference", "reasoning"):
+        return False
+    item_id = item.get("id")
+    return isinstance(item_id, str) and (kind == "item_reference" or is_gateway_id(item_id))
 
 
 def _recalled(items: list[Any], prefixes: _Prefixes, recall: Recall, plan: Plan) -> dict[int, str]:

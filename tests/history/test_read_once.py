@@ -17,6 +17,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
 from gateway_mw.history import Recalled, Request, record_entries, record_keys, surrogates, transform_request
+from gateway_mw.history import responses as responses_history
 from gateway_mw.surfaces.registry import SURFACES
 
 from . import reference
@@ -201,3 +202,23 @@ def test_an_answer_said_to_hold_no_reasoning_holds_none(pieces: list[str], model
     text = "".join(pieces)
     config = ThinkExtractConfig().for_model(model)
     assert may_hold_reasoning(text, config) or split_written(text, config)[0] == ""
+
+
+def test_the_keys_of_turns_that_carry_their_own_reasoning_take_no_digest_of_the_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Responses history whose turns carry reasoning items (ids the server made) names no key the
+    record holds: the conversation is not spelled and hashed for it before the request goes on."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+    for turn in range(3):
+        items += [
+            {"type": "reasoning", "id": f"rs_{turn}", "summary": [{"type": "summary_text", "text": "Call it."}]},
+            {"type": "function_call", "name": "weather", "arguments": "{}", "call_id": f"call_{turn}"},
+            {"type": "function_call_output", "call_id": f"call_{turn}", "output": "sunny"},
+        ]
+    body = json.dumps({"model": "qwen3-8b", "input": items}).encode()
+    side = SURFACES["responses"]
+    digests: list[int] = []
+    monkeypatch.setattr(responses_history.Thread, "upto", lambda thread, n: digests.append(n) or b"")
+    assert record_keys(side, Request(side, body), ThinkExtractConfig()) == []
+    assert digests == []

@@ -222,3 +222,24 @@ def test_the_keys_of_turns_that_carry_their_own_reasoning_take_no_digest_of_the_
     monkeypatch.setattr(responses_history.Thread, "upto", lambda thread, n: digests.append(n) or b"")
     assert record_keys(side, Request(side, body), ThinkExtractConfig()) == []
     assert digests == []
+
+
+@given(case=cases(), odd=st.sampled_from([None, "[]", '["Hi"]', '[{"role":"user","content":"Hi"},4]']))
+@settings(max_examples=60, deadline=None)
+def test_a_large_chat_body_read_in_two_passes_is_read_as_in_one(case: tuple[Surface, bytes], odd: str | None) -> None:
+    """A body over the one-pass size is read as its outline, then each message (no decoder call holds
+    the lock for long): the same model and the same messages' fields, or nothing, as one pass gives."""
+    from gateway_mw.history import chat
+
+    _, body = case
+    if odd is not None:  # messages that are no list of objects: neither way reads them
+        body = b'{"model":"qwen3-8b","messages":' + odd.encode() + b"}"
+    one = chat.read(body)
+    original = chat._ONE_PASS_BYTES
+    chat._ONE_PASS_BYTES = -1
+    try:
+        two = chat.read(body)
+    finally:
+        chat._ONE_PASS_BYTES = original
+    seen = [(r.model, [{k: bytes(v) for k, v in f.items()} for f in r.fields]) if r else None for r in (one, two)]
+    assert seen[0] == seen[1]

@@ -24,6 +24,7 @@ from aiohttp.streams import StreamReader
 from .aio import hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
+from .controls import ModelInfoSource
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
@@ -32,6 +33,7 @@ from .surfaces.registry import SURFACES
 __all__ = [
     "CLIENT_GONE",
     "OFF_LOOP_BYTES",
+    "THINKEXTRACT_MODEL_INFO",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",
     "THINKEXTRACT_SERVER",
@@ -52,6 +54,11 @@ THINKEXTRACT_SERVER = web.RequestKey("THINKEXTRACT_SERVER", str)
 """Optional, set by an outer middleware: the server behind this request's upstream (``vllm``,
 ``llamacpp``…), over the configured ``upstream_server`` (a gateway that routes to several upstreams)."""
 
+
+THINKEXTRACT_MODEL_INFO: web.AppKey[ModelInfoSource] = web.AppKey("THINKEXTRACT_MODEL_INFO")
+"""Optional: where the middleware asks what the upstream says of a model (whether it can think, the
+server's version) before it writes a reasoning control whose acceptance depends on it. The gateway
+sets it; without it, a control is written in the form every version of the server accepts."""
 
 THINKEXTRACT_SCOPE = web.RequestKey("THINKEXTRACT_SCOPE", bytes)
 """Optional, set by an outer middleware: whose reasoning record this request reads and writes (bytes

@@ -23,6 +23,7 @@ from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .exchange import Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
+    THINKEXTRACT_MODEL_INFO,
     THINKEXTRACT_REQUEST_BODY,
     THINKEXTRACT_SCOPE,
     THINKEXTRACT_SERVER,
@@ -39,6 +40,7 @@ __all__ = [
     "CLIENT_GONE",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_IDS",
+    "THINKEXTRACT_MODEL_INFO",
     "THINKEXTRACT_RECORD",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",

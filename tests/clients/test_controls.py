@@ -1,0 +1,197 @@
+"""Reasoning controls: each real client with its own setting for thinking off or an effort, straight to an
+upstream and through the gateway, and what reached the upstream.
+
+The upstream is the scripted model server standing for vLLM, llama.cpp or Ollama (``owned_by``; the
+gateway is told the same with ``upstream_server``). It reads a Qwen3 hybrid's thinking switch where that
+server reads it (``scripted.thinking_off``) and answers without reasoning when the switch is off there.
+Each test asserts the control fields the upstream received, whole (``straight``: what the client sends;
+``gateway``: what the gateway made of it), and what the client shows of the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Proxy
+from .drive_aisdk import run as run_aisdk
+from .drive_claude_code import ClaudeCode, shown
+from .drive_codex import Codex, items
+from .drive_langchain import make, reasoning_of
+from .expect import PLAIN
+from .scripted import ScriptedUpstream
+
+MODEL = "qwen3-8b"  # a Qwen3 hybrid: its template reads ``enable_thinking``
+OWNER = {"vllm": "vllm", "llamacpp": "llamacpp", "ollama": "library"}
+# Every top-level field a client or the gateway says thinking with, on any surface.
+CONTROL_FIELDS = (
+    "reasoning_effort",
+    "reasoning",
+    "thinking",
+    "output_config",
+    "think",
+    "chat_template_kwargs",
+    "thinking_token_budget",
+    "thinking_budget_tokens",
+)
+OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+def controls(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: body[name] for name in CONTROL_FIELDS if name in body}
+
+
+def trimmed(reasoning: str | None) -> str | None:
+    """The reasoning shown without the newlines a Qwen3 model writes inside its tags (the gateway keeps them)."""
+    return None if reasoning is None else reasoning.strip("\n")
+
+
+Upstreams = Callable[[str, str], tuple[ScriptedUpstream, str]]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Upstreams]:
+    """``upstream(server, via)``: the scripted upstream standing for ``server``, its log emptied, and the base
+    URL a client is given: the upstream itself (``straight``) or the gateway in front of it (``gateway``)."""
+    started: dict[str, tuple[ScriptedUpstream, Proxy]] = {}
+
+    def get(server: str, via: str) -> tuple[ScriptedUpstream, str]:
+        if server not in started:
+            scripted = ScriptedUpstream(owned_by=OWNER[server])
+            scripted.start()
+            started[server] = scripted, Proxy(scripted.base, "--set", f"upstream_server={server}")
+        scripted, proxy = started[server]
+        scripted.requests.clear()
+        return scripted, scripted.base if via == "straight" else proxy.base
+
+    yield get
+    for scripted, proxy in started.values():
+        proxy.stop()
+        scripted.stop()
+
+
+VIA = ["straight", "gateway"]
+
+
+# -- Claude Code -------------------------------------------------------------------------------------
+
+# Claude Code's thinking off (``MAX_THINKING_TOKENS=0``, like ``--thinking disabled``) sends
+# ``thinking: {type: disabled}`` only for a model it believes accepts it: for a name it does not know, it
+# assumes the model rejects disabled thinking and sends no ``thinking`` at all, unless its own
+# ``CLAUDE_CODE_MODEL_CAPABILITIES`` says otherwise. Either way it sends its effort (``high`` by default).
+THINKING_OFF = {"MAX_THINKING_TOKENS": "0", "CLAUDE_CODE_MODEL_CAPABILITIES": "qwen3*=-rejects_disabled_thinking"}
+
+
+@pytest.mark.parametrize("via", VIA)
+def test_claude_code_thinking_off_on_vllm(via: str, claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
+    scripted, base = upstream("vllm", via)
+    thinking, _, texts, result = shown(ClaudeCode(claude, base, tmp_path, MODEL, THINKING_OFF).run("What is 2+2?"))
+    (body,) = scripted.posts("/messages")
+    sent = {"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}}
+    if via == "straight":
+        # vLLM's messages endpoint has no ``thinking``: the model thinks, and Claude Code shows the tags.
+        assert controls(body) == sent
+        assert (thinking, texts, result) == ([], [PLAIN.written(MODEL)], PLAIN.written(MODEL))
+    else:
+        assert controls(body) == {**sent, **OFF}
+        assert (thinking, texts, result) == ([], [PLAIN.answer], PLAIN.answer)
+
+
+def test_claude_code_thinking_off_unknown_model(claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
+    """A client limit: with a model name Claude Code does not know, its thinking off says nothing on the
+    wire; only the operator's ``reasoning_control`` can turn such a model's thinking off."""
+    scripted, base = upstream("vllm", "gateway")
+    settings = {"MAX_THINKING_TOKENS": "0"}
+    thinking, _, texts, result = shown(ClaudeCode(claude, base, tmp_path, MODEL, settings).run("What is 2+2?"))
+    (body,) = scripted.posts("/messages")
+    assert controls(body) == {"output_config": {"effort": "high"}}
+    assert ([trimmed(t) for t in thinking], texts, result) == ([PLAIN.reasoning], [PLAIN.answer], PLAIN.answer)
+
+
+# -- Codex (wire_api = "responses") ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("server", "via"), [("vllm", "straight"), ("vllm", "gateway"), ("llamacpp", "gateway")])
+def test_codex_reasoning_effort(server: str, via: str, codex: Path, tmp_path: Path, upstream: Upstreams) -> None:
+    scripted, base = upstream(server, via)
+    events = Codex(codex, base, tmp_path, MODEL, 'model_reasoning_effort = "high"').run("What is 2+2?")
+    (body,) = scripted.posts("/responses")
+    # Both servers read ``reasoning.effort`` on /v1/responses (llama.cpp copies it to ``reasoning_effort``).
+    assert controls(body) == {"reasoning": {"effort": "high", "summary": "auto"}}
+    messages = [i["text"] for i in items(events, "agent_message")]
+    if via == "straight":
+        assert (messages, items(events, "reasoning")) == ([PLAIN.written(MODEL)], [])
+    else:
+        reasoning = [trimmed(i["text"]) for i in items(events, "reasoning")]
+        assert (messages, reasoning) == ([PLAIN.answer], [PLAIN.reasoning])
+
+
+# -- the AI SDK (@ai-sdk/openai-compatible, the call's top-level ``reasoning``) -----------------------
+
+AISDK = {
+    # (reasoning, server): what the upstream receives through the gateway
+    ("high", "llamacpp"): {"reasoning_effort": "high"},
+    ("high", "vllm"): {"reasoning_effort": "high"},
+    ("none", "llamacpp"): {"reasoning_effort": "none", **OFF},
+    ("none", "vllm"): {"reasoning_effort": "none", **OFF},
+}
+
+
+@pytest.mark.parametrize(("reasoning", "server"), list(AISDK))
+@pytest.mark.parametrize("via", VIA)
+def test_aisdk_reasoning(reasoning: str, server: str, via: str, node_modules: Path, upstream: Upstreams) -> None:
+    scripted, base = upstream(server, via)
+    shown = run_aisdk(node_modules, "chat", base, "generate", model=MODEL, reasoning=reasoning)
+    (body,) = scripted.posts("/chat/completions")
+    assert controls(body) == ({"reasoning_effort": reasoning} if via == "straight" else AISDK[reasoning, server])
+    if reasoning == "none":  # both servers read ``reasoning_effort: "none"`` on chat
+        assert (shown["text"], shown["reasoningText"]) == (PLAIN.answer, None)
+    elif via == "straight":
+        assert (shown["text"], shown["reasoningText"]) == (PLAIN.written(MODEL), None)
+    else:
+        assert (shown["text"], trimmed(shown["reasoningText"])) == (PLAIN.answer, PLAIN.reasoning)
+
+
+# -- the ollama client on /api/chat ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("think", [False, None], ids=["think-false", "default"])
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+@pytest.mark.parametrize("via", VIA)
+def test_ollama_think(think: bool | None, stream: bool, via: str, upstream: Upstreams) -> None:
+    import ollama
+
+    scripted, base = upstream("ollama", via)
+    client = ollama.Client(host=base)
+    messages = [{"role": "user", "content": "What is 2+2?"}]
+    if stream:
+        parts = list(client.chat(model="qwen3:8b", messages=messages, think=think, stream=True))
+        thinking = "".join(p.message.thinking or "" for p in parts) or None
+        content = "".join(p.message.content or "" for p in parts)
+        assert parts[-1].done is True
+    else:
+        message = client.chat(model="qwen3:8b", messages=messages, think=think).message
+        thinking, content = message.thinking, message.content
+    (body,) = scripted.posts("/api/chat")
+    assert controls(body) == ({} if think is None else {"think": False})
+    assert (thinking, content) == (PLAIN.reasoning if think is None else None, PLAIN.answer)
+
+
+# -- LangChain's ChatOpenAI --------------------------------------------------------------------------
+
+LANGCHAIN = {"none": {"reasoning_effort": "none", **OFF}, "low": {"reasoning_effort": "low"}}
+
+
+@pytest.mark.parametrize("effort", list(LANGCHAIN))
+@pytest.mark.parametrize("via", VIA)
+def test_langchain_reasoning_effort(effort: str, via: str, upstream: Upstreams) -> None:
+    scripted, base = upstream("vllm", via)
+    message = make("ChatOpenAI", base, MODEL, reasoning_effort=effort).invoke("What is 2+2?")
+    (body,) = scripted.posts("/chat/completions")
+    assert controls(body) == ({"reasoning_effort": effort} if via == "straight" else LANGCHAIN[effort])
+    # ChatOpenAI keeps no reasoning field on chat completions: the answer is all it shows.
+    thinks_inline = via == "straight" and effort != "none"
+    assert (message.text, reasoning_of(message)) == (PLAIN.written(MODEL) if thinks_inline else PLAIN.answer, [])

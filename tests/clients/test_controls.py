@@ -100,15 +100,22 @@ def test_claude_code_thinking_off_on_vllm(via: str, claude: Path, tmp_path: Path
         assert (thinking, texts, result) == ([], [PLAIN.answer], PLAIN.answer)
 
 
-def test_claude_code_thinking_off_unknown_model(claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
+@pytest.mark.parametrize("via", VIA)
+def test_claude_code_thinking_off_unknown_model(via: str, claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
     """A client limit: with a model name Claude Code does not know, its thinking off says nothing on the
-    wire; only the operator's ``reasoning_control`` can turn such a model's thinking off."""
-    scripted, base = upstream("vllm", "gateway")
+    wire but its effort; only the operator's ``reasoning_control`` can turn such a model's thinking off."""
+    scripted, base = upstream("vllm", via)
     settings = {"MAX_THINKING_TOKENS": "0"}
     thinking, _, texts, result = shown(ClaudeCode(claude, base, tmp_path, MODEL, settings).run("What is 2+2?"))
     (body,) = scripted.posts("/messages")
-    assert controls(body) == {"output_config": {"effort": "high"}}
-    assert ([trimmed(t) for t in thinking], texts, result) == ([PLAIN.reasoning], [PLAIN.answer], PLAIN.answer)
+    sent = {"output_config": {"effort": "high"}}
+    if via == "straight":
+        assert controls(body) == sent
+        assert (thinking, texts, result) == ([], [PLAIN.written(MODEL)], PLAIN.written(MODEL))
+    else:
+        # An effort is thinking on: the switch says so too (vLLM itself derives it from the effort).
+        assert controls(body) == {**sent, "chat_template_kwargs": {"enable_thinking": True}}
+        assert ([trimmed(t) for t in thinking], texts, result) == ([PLAIN.reasoning], [PLAIN.answer], PLAIN.answer)
 
 
 # -- Codex (wire_api = "responses") ------------------------------------------------------------------

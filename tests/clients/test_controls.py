@@ -1,5 +1,6 @@
 """Reasoning controls: each real client with its own setting for thinking off or an effort, straight to an
-upstream and through the gateway, and what reached the upstream.
+upstream and through the gateway, and what reached the upstream; and llama.cpp's llama-server itself, whose
+chat template renders no reasoning when the request turns thinking off.
 
 The upstream is the scripted model server standing for vLLM, llama.cpp or Ollama (``owned_by``; the
 gateway is told the same with ``upstream_server``). It reads a Qwen3 hybrid's thinking switch where that
@@ -10,18 +11,23 @@ Each test asserts the control fields the upstream received, whole (``straight``:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 
-from .conftest import Proxy
+from .conftest import Proxy, free_port, llama_server_binary, offline_env
 from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
 from .drive_codex import Codex, items
 from .drive_langchain import make, reasoning_of
 from .expect import PLAIN
+from .llama import SWITCH_TEMPLATE, WORDS, LlamaServer
+from .recorder import Recorder
 from .scripted import ScriptedUpstream
 
 MODEL = "qwen3-8b"  # a Qwen3 hybrid: its template reads ``enable_thinking``
@@ -202,3 +208,122 @@ def test_langchain_reasoning_effort(effort: str, via: str, upstream: Upstreams) 
     # ChatOpenAI keeps no reasoning field on chat completions: the answer is all it shows.
     thinks_inline = via == "straight" and effort != "none"
     assert (message.text, reasoning_of(message)) == (PLAIN.written(MODEL) if thinks_inline else PLAIN.answer, [])
+
+
+# -- the real llama-server: what its chat template renders -------------------------------------------
+#
+# The tiny model of ``llama.py`` with ``SWITCH_TEMPLATE``, a template that reads ``enable_thinking`` as a
+# Qwen3 hybrid's does, and thinking on by default (``--reasoning on``, as a Qwen3 model thinks unless told
+# otherwise). Its one slot tells the generation prompt the template rendered for the last request: thinking
+# off closes an empty reasoning block there. Every request passes through a recorder, straight or from the
+# gateway, so the test reads what llama-server received. The server-wide grammar still makes the model
+# write ``<think>…</think>…``: what is checked of the answer is its shape.
+
+THINKING_ON = "<|assistant|>"
+THINKING_OFF = "<|assistant|><think>\n\n</think>\n\n"
+WORD = "(?:" + "|".join(WORDS) + ")"
+PHRASE = f"{WORD}(?: {WORD}){{0,3}}"
+
+
+def phrase(text: object) -> bool:
+    return isinstance(text, str) and re.fullmatch(PHRASE, text) is not None
+
+
+def inline(text: object) -> bool:
+    return isinstance(text, str) and re.fullmatch(f"<think>{PHRASE}</think>{PHRASE}", text) is not None
+
+
+@pytest.fixture(scope="module")
+def switch_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    workdir = tmp_path_factory.mktemp("llama-switch")
+    template = workdir / "switch.jinja"
+    template.write_text(SWITCH_TEMPLATE)
+    flags = ("--chat-template-file", str(template), "--reasoning", "on")
+    server = LlamaServer(llama_server_binary(), workdir, free_port(), offline_env(), *flags)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def switch_recorder(switch_llama: LlamaServer) -> Iterator[Recorder]:
+    recorder = Recorder(switch_llama.base)
+    recorder.start()
+    yield recorder
+    recorder.stop()
+
+
+@pytest.fixture(scope="module")
+def switch_proxy(switch_recorder: Recorder) -> Iterator[Proxy]:
+    proxy = Proxy(switch_recorder.base, "--set", "upstream_server=llamacpp")
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def llama_base(switch_recorder: Recorder, switch_proxy: Proxy) -> Callable[[str], str]:
+    switch_recorder.requests.clear()
+    return lambda via: switch_recorder.base if via == "straight" else switch_proxy.base
+
+
+@pytest.mark.parametrize(
+    ("effort", "via", "received", "prompt"),
+    [
+        # This build reads no ``reasoning_effort: "none"``: the template renders thinking on.
+        ("none", "straight", {"reasoning_effort": "none"}, THINKING_ON),
+        ("none", "gateway", {"reasoning_effort": "none", **OFF}, THINKING_OFF),
+        (None, "gateway", {}, THINKING_ON),
+    ],
+)
+def test_llama_server_chat_thinking_off(
+    effort: str | None,
+    via: str,
+    received: dict[str, Any],
+    prompt: str,
+    switch_llama: LlamaServer,
+    switch_recorder: Recorder,
+    llama_base: Callable[[str], str],
+) -> None:
+    client = openai.OpenAI(base_url=f"{llama_base(via)}/v1", api_key="unused", max_retries=0)
+    options: Any = {} if effort is None else {"reasoning_effort": effort}
+    message = (
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], **options)
+        .choices[0]
+        .message
+    )
+    (body,) = switch_recorder.posts("/chat/completions")
+    assert (controls(body), switch_llama.generation_prompt()) == (received, prompt)
+    if via == "straight":
+        assert inline(message.content), message
+    else:
+        assert phrase((message.model_extra or {}).get("reasoning_content")) and phrase(message.content), message
+
+
+@pytest.mark.parametrize(
+    ("via", "received", "prompt"),
+    [
+        # llama.cpp's messages endpoint maps ``disabled`` to nothing: the template renders thinking on.
+        ("straight", {"thinking": {"type": "disabled"}}, THINKING_ON),
+        ("gateway", {"thinking": {"type": "disabled"}, **OFF}, THINKING_OFF),
+    ],
+)
+def test_llama_server_messages_thinking_disabled(
+    via: str,
+    received: dict[str, Any],
+    prompt: str,
+    switch_llama: LlamaServer,
+    switch_recorder: Recorder,
+    llama_base: Callable[[str], str],
+) -> None:
+    client = anthropic.Anthropic(base_url=llama_base(via), api_key="unused", max_retries=0)
+    message = client.messages.create(
+        model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}], thinking={"type": "disabled"}
+    )
+    (body,) = switch_recorder.posts("/messages")
+    assert (controls(body), switch_llama.generation_prompt()) == (received, prompt)
+    texts = [b.text for b in message.content if b.type == "text"]
+    if via == "straight":
+        assert [b.type for b in message.content] == ["text"] and inline(texts[0]), message
+    else:
+        thinking = [b.thinking for b in message.content if b.type == "thinking"]
+        assert [b.type for b in message.content] == ["thinking", "text"], message
+        assert phrase(thinking[0]) and phrase(texts[0]), message

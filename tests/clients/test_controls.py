@@ -327,3 +327,30 @@ def test_llama_server_messages_thinking_disabled(
         thinking = [b.thinking for b in message.content if b.type == "thinking"]
         assert [b.type for b in message.content] == ["thinking", "text"], message
         assert phrase(thinking[0]) and phrase(texts[0]), message
+
+
+@pytest.mark.parametrize(
+    ("via", "received", "prompt"),
+    [
+        # Its Responses endpoint copies ``reasoning.effort`` to ``reasoning_effort``, which this build does not read.
+        ("straight", {"reasoning": {"effort": "none"}}, THINKING_ON),
+        ("gateway", {"reasoning": {"effort": "none"}, **OFF}, THINKING_OFF),
+    ],
+)
+def test_llama_server_responses_effort_none(
+    via: str,
+    received: dict[str, Any],
+    prompt: str,
+    switch_llama: LlamaServer,
+    switch_recorder: Recorder,
+    llama_base: Callable[[str], str],
+) -> None:
+    client = openai.OpenAI(base_url=f"{llama_base(via)}/v1", api_key="unused", max_retries=0)
+    response = client.responses.create(model=MODEL, input="hi", reasoning={"effort": "none"})
+    (body,) = switch_recorder.posts("/responses")
+    assert (controls(body), switch_llama.generation_prompt()) == (received, prompt)
+    if via == "straight":
+        assert [i.type for i in response.output] == ["message"] and inline(response.output_text), response
+    else:
+        assert [i.type for i in response.output] == ["reasoning", "message"], response
+        assert phrase(response.output_text), response

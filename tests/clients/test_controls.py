@@ -88,13 +88,17 @@ VIA = ["straight", "gateway"]
 # ``thinking: {type: disabled}`` only for a model it believes accepts it: for a name it does not know, it
 # assumes the model rejects disabled thinking and sends no ``thinking`` at all, unless its own
 # ``CLAUDE_CODE_MODEL_CAPABILITIES`` says otherwise. Either way it sends its effort (``high`` by default).
-THINKING_OFF = {"MAX_THINKING_TOKENS": "0", "CLAUDE_CODE_MODEL_CAPABILITIES": "qwen3*=-rejects_disabled_thinking"}
+CLAUDE_THINKING_OFF = {
+    "MAX_THINKING_TOKENS": "0",
+    "CLAUDE_CODE_MODEL_CAPABILITIES": "qwen3*=-rejects_disabled_thinking",
+}
 
 
 @pytest.mark.parametrize("via", VIA)
 def test_claude_code_thinking_off_on_vllm(via: str, claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
     scripted, base = upstream("vllm", via)
-    thinking, _, texts, result = shown(ClaudeCode(claude, base, tmp_path, MODEL, THINKING_OFF).run("What is 2+2?"))
+    cc = ClaudeCode(claude, base, tmp_path, MODEL, CLAUDE_THINKING_OFF)
+    thinking, _, texts, result = shown(cc.run("What is 2+2?"))
     (body,) = scripted.posts("/messages")
     sent = {"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}}
     if via == "straight":
@@ -219,8 +223,8 @@ def test_langchain_reasoning_effort(effort: str, via: str, upstream: Upstreams) 
 # gateway, so the test reads what llama-server received. The server-wide grammar still makes the model
 # write ``<think>…</think>…``: what is checked of the answer is its shape.
 
-THINKING_ON = "<|assistant|>"
-THINKING_OFF = "<|assistant|><think>\n\n</think>\n\n"
+PROMPT_ON = "<|assistant|>"
+PROMPT_OFF = "<|assistant|><think>\n\n</think>\n\n"
 WORD = "(?:" + "|".join(WORDS) + ")"
 PHRASE = f"{WORD}(?: {WORD}){{0,3}}"
 
@@ -269,9 +273,9 @@ def llama_base(switch_recorder: Recorder, switch_proxy: Proxy) -> Callable[[str]
     ("effort", "via", "received", "prompt"),
     [
         # This build reads no ``reasoning_effort: "none"``: the template renders thinking on.
-        ("none", "straight", {"reasoning_effort": "none"}, THINKING_ON),
-        ("none", "gateway", {"reasoning_effort": "none", **OFF}, THINKING_OFF),
-        (None, "gateway", {}, THINKING_ON),
+        ("none", "straight", {"reasoning_effort": "none"}, PROMPT_ON),
+        ("none", "gateway", {"reasoning_effort": "none", **OFF}, PROMPT_OFF),
+        (None, "gateway", {}, PROMPT_ON),
     ],
 )
 def test_llama_server_chat_thinking_off(
@@ -302,8 +306,8 @@ def test_llama_server_chat_thinking_off(
     ("via", "received", "prompt"),
     [
         # llama.cpp's messages endpoint maps ``disabled`` to nothing: the template renders thinking on.
-        ("straight", {"thinking": {"type": "disabled"}}, THINKING_ON),
-        ("gateway", {"thinking": {"type": "disabled"}, **OFF}, THINKING_OFF),
+        ("straight", {"thinking": {"type": "disabled"}}, PROMPT_ON),
+        ("gateway", {"thinking": {"type": "disabled"}, **OFF}, PROMPT_OFF),
     ],
 )
 def test_llama_server_messages_thinking_disabled(
@@ -333,8 +337,8 @@ def test_llama_server_messages_thinking_disabled(
     ("via", "received", "prompt"),
     [
         # Its Responses endpoint copies ``reasoning.effort`` to ``reasoning_effort``, which this build does not read.
-        ("straight", {"reasoning": {"effort": "none"}}, THINKING_ON),
-        ("gateway", {"reasoning": {"effort": "none"}, **OFF}, THINKING_OFF),
+        ("straight", {"reasoning": {"effort": "none"}}, PROMPT_ON),
+        ("gateway", {"reasoning": {"effort": "none"}, **OFF}, PROMPT_OFF),
     ],
 )
 def test_llama_server_responses_effort_none(
@@ -354,3 +358,30 @@ def test_llama_server_responses_effort_none(
     else:
         assert [i.type for i in response.output] == ["reasoning", "message"], response
         assert phrase(response.output_text), response
+
+
+# Real clients with their own thinking off, through the gateway to llama-server.
+
+
+def test_llama_server_claude_code_thinking_off(
+    claude: Path, tmp_path: Path, switch_llama: LlamaServer, switch_recorder: Recorder, llama_base: Callable[[str], str]
+) -> None:
+    cc = ClaudeCode(claude, llama_base("gateway"), tmp_path, MODEL, CLAUDE_THINKING_OFF)
+    thinking, signatures, texts, result = shown(cc.run("hi"))
+    (body,) = switch_recorder.posts("/messages")
+    received = {"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}, **OFF}
+    assert (controls(body), switch_llama.generation_prompt()) == (received, PROMPT_OFF)
+    assert len(thinking) == 1 and phrase(thinking[0]) and signatures[0].startswith("gw1:"), thinking
+    assert len(texts) == 1 and phrase(texts[0]) and result == texts[0], texts
+
+
+def test_llama_server_codex_effort_none(
+    codex: Path, tmp_path: Path, switch_llama: LlamaServer, switch_recorder: Recorder, llama_base: Callable[[str], str]
+) -> None:
+    events = Codex(codex, llama_base("gateway"), tmp_path, MODEL, 'model_reasoning_effort = "none"').run("hi")
+    (body,) = switch_recorder.posts("/responses")
+    received = {"reasoning": {"effort": "none", "summary": "auto"}, **OFF}
+    assert (controls(body), switch_llama.generation_prompt()) == (received, PROMPT_OFF)
+    (message,) = [i["text"] for i in items(events, "agent_message")]
+    (reasoning,) = [i["text"] for i in items(events, "reasoning")]
+    assert phrase(message) and phrase(reasoning), events

@@ -62,7 +62,8 @@ def thinking_off(server: str | None, path: str, body: Mapping[str, Any]) -> bool
     reads the template's ``enable_thinking`` (derived from ``reasoning_effort`` on chat when absent;
     its ``/v1/messages`` and ``/v1/responses`` have no other switch a Qwen3 template reads), llama.cpp
     reads it or ``reasoning_effort: "none"`` (its Responses endpoint copies ``reasoning.effort`` there),
-    Ollama reads ``think`` on ``/api/chat`` and the effort on ``/v1``."""
+    as its README says of current builds (the build test_controls.py runs reads only the switch), Ollama
+    reads ``think`` on ``/api/chat`` and the effort on ``/v1``."""
     kwargs = ctk(body)
     if server == "vllm":
         if "enable_thinking" in kwargs or not path.endswith("/chat/completions"):

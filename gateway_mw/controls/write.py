@@ -36,6 +36,9 @@ class Controlled(msgspec.Struct, frozen=True, gc=False):
     """What was written, for the debug line (``chat_template_kwargs.enable_thinking=false``)."""
     edits: dict[str, bytes | None] = {}
     """Top-level members to write, as JSON bytes (``None``: removed); empty when nothing changes."""
+    appends: bool = False
+    """Every edit adds a member the body does not have (:func:`~.edit.apply_edits` then copies the
+    body once, with no decode)."""
 
 
 Writer = Callable[[Out, str], None]
@@ -84,10 +87,13 @@ def _no_switch(out: Out, switch: str) -> None:
 # -- chat completions and Responses of the servers that pass chat_template_kwargs ---------------
 
 
-def _template_server(effort_at: tuple[str, ...], budget_field: str | None, off_by_effort: bool) -> Writer:
+def _template_server(
+    effort_at: tuple[str, ...], budget_field: str | None, off_by_effort: bool, harmony_effort: bool = True
+) -> Writer:
     """A writer for vLLM's, SGLang's and llama.cpp's chat endpoints (llama.cpp's Responses too): the
     switch in ``chat_template_kwargs``, the effort at ``effort_at`` (a top-level member, or a key of
-    one), the server's own budget field, if it enforces one."""
+    one), the server's own budget field, if it enforces one; ``off_by_effort``: ``none`` turns the
+    template's switch off too (llama.cpp); ``harmony_effort``: the server hands gpt-oss its level."""
 
     def put_effort(out: Out, effort: str) -> None:
         if len(effort_at) == 1:
@@ -97,7 +103,7 @@ def _template_server(effort_at: tuple[str, ...], budget_field: str | None, off_b
 
     def write(out: Out, switch: str) -> None:
         intent = out.intent
-        if switch == "none" and intent.kind != "off":
+        if (switch == "none" and intent.kind != "off") or (switch == "effort" and not harmony_effort):
             out.unsupported()
             return
         if intent.kind == "effort":
@@ -357,12 +363,12 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
         else:
             wanted = intent.effort if intent.effort is not None else _bucket(intent.budget or 0)
             levels = _ollama_levels(out, switch, HARMONY)
+            own = out.value_at(at) is not None  # the client's own level, where Ollama reads it
             if out.info.thinking is False or switch == "none" or levels is None:
                 out.unsupported()
-                if intent.form in ("reasoning_effort", "reasoning"):  # the client's own: refused
-                    _drop_effort(out, at)
+                if own:  # refused as it came: dropped
+                    out.remove_at(at, "removed (refused for this model)")
                 return
-            own = intent.form in ("reasoning_effort", "reasoning")
             if out.info.thinking is None and switch != "effort" and not own:
                 out.nearest()  # a level to a model not known to think would be refused: not written
                 return
@@ -375,13 +381,6 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
             out.unsupported()
 
     return write
-
-
-def _drop_effort(out: Out, at: tuple[str, ...]) -> None:
-    if len(at) == 1:
-        out.remove(at[0], "removed (refused for this model)")
-    else:
-        out.put_in(at[0], {at[1]: None})
 
 
 def _ollama_messages(out: Out, switch: str) -> None:
@@ -397,7 +396,7 @@ def _ollama_messages(out: Out, switch: str) -> None:
         out.unsupported()
     elif intent.kind == "effort":
         assert intent.effort is not None
-        effort = nearest_effort(intent.effort, ("low", "medium", "high", "max"))
+        effort = nearest_effort(intent.effort, ("low", "medium", "high", "xhigh", "max"))  # xhigh: Ollama's high
         if effort != intent.effort:
             out.nearest()
         if not out.put_in("output_config", {"effort": effort}):
@@ -414,7 +413,7 @@ WRITERS: dict[tuple[str, Surface], Writer] = {
     ("vllm", "chat"): _template_server(("reasoning_effort",), "thinking_token_budget", off_by_effort=False),
     ("vllm", "messages"): _vllm_messages,
     ("vllm", "responses"): _effort_only(("minimal", "low", "medium", "high", "xhigh"), off=None),
-    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False),
+    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False, harmony_effort=False),
     ("sglang", "messages"): _sglang_messages,
     ("sglang", "responses"): _effort_only(HARMONY, off=None),
     ("llamacpp", "chat"): _template_server(("reasoning_effort",), "thinking_budget_tokens", off_by_effort=True),
@@ -461,4 +460,7 @@ def write_controls(
         return Controlled(written, "unsupported")
     out = Out(written, fields, info or ModelInfo(), override)
     writer(out, config.template_switch)
-    return Controlled(written, out.outcome, ", ".join(out.written), out.edits)
+    appends = bool(out.edits) and all(
+        value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
+    )
+    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends)

@@ -55,27 +55,35 @@ def trimmed(reasoning: str | None) -> str | None:
     return None if reasoning is None else reasoning.strip("\n")
 
 
-Upstreams = Callable[[str, str], tuple[ScriptedUpstream, str]]
+Upstreams = Callable[..., tuple[ScriptedUpstream, str]]
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstreams]:
-    """``upstream(server, via)``: the scripted upstream standing for ``server``, its log emptied, and the base
-    URL a client is given: the upstream itself (``straight``) or the gateway in front of it (``gateway``)."""
-    started: dict[str, tuple[ScriptedUpstream, Proxy]] = {}
+    """``upstream(server, via, *settings)``: the scripted upstream standing for ``server``, its log emptied,
+    and the base URL a client is given: the upstream itself (``straight``) or the gateway in front of it
+    (``gateway``), with more of the gateway's ``settings`` (``reasoning_control=off``…)."""
+    upstreams: dict[str, ScriptedUpstream] = {}
+    proxies: dict[tuple[str, ...], Proxy] = {}
 
-    def get(server: str, via: str) -> tuple[ScriptedUpstream, str]:
-        if server not in started:
-            scripted = ScriptedUpstream(owned_by=OWNER[server])
-            scripted.start()
-            started[server] = scripted, Proxy(scripted.base, "--set", f"upstream_server={server}")
-        scripted, proxy = started[server]
+    def get(server: str, via: str, *settings: str) -> tuple[ScriptedUpstream, str]:
+        if server not in upstreams:
+            upstreams[server] = ScriptedUpstream(owned_by=OWNER[server])
+            upstreams[server].start()
+        scripted = upstreams[server]
         scripted.requests.clear()
-        return scripted, scripted.base if via == "straight" else proxy.base
+        if via == "straight":
+            return scripted, scripted.base
+        key = (server, *settings)
+        if key not in proxies:
+            flags = [f for setting in (f"upstream_server={server}", *settings) for f in ("--set", setting)]
+            proxies[key] = Proxy(scripted.base, *flags)
+        return scripted, proxies[key].base
 
     yield get
-    for scripted, proxy in started.values():
+    for proxy in proxies.values():
         proxy.stop()
+    for scripted in upstreams.values():
         scripted.stop()
 
 
@@ -128,6 +136,16 @@ def test_claude_code_thinking_off_unknown_model(via: str, claude: Path, tmp_path
         assert ([trimmed(t) for t in thinking], texts, result) == ([PLAIN.reasoning], [PLAIN.answer], PLAIN.answer)
 
 
+def test_claude_code_operator_pins_thinking_off(claude: Path, tmp_path: Path, upstream: Upstreams) -> None:
+    """The operator's way for such a model: Claude Code always says an effort, so only a pinned control wins."""
+    scripted, base = upstream("vllm", "gateway", "reasoning_control=off", "reasoning_control_pinned=true")
+    settings = {"MAX_THINKING_TOKENS": "0"}
+    thinking, _, texts, result = shown(ClaudeCode(claude, base, tmp_path, MODEL, settings).run("What is 2+2?"))
+    (body,) = scripted.posts("/messages")
+    assert controls(body) == OFF  # the pinned control replaces the client's effort
+    assert (thinking, texts, result) == ([], [PLAIN.answer], PLAIN.answer)
+
+
 # -- Codex (wire_api = "responses") ------------------------------------------------------------------
 
 
@@ -144,6 +162,21 @@ def test_codex_reasoning_effort(server: str, via: str, codex: Path, tmp_path: Pa
     else:
         reasoning = [trimmed(i["text"]) for i in items(events, "reasoning")]
         assert (messages, reasoning) == ([PLAIN.answer], [PLAIN.reasoning])
+
+
+@pytest.mark.parametrize("via", VIA)
+def test_codex_operator_default_off(via: str, codex: Path, tmp_path: Path, upstream: Upstreams) -> None:
+    """Codex on a model name it does not know says no effort: the operator's default speaks for it."""
+    scripted, base = upstream("llamacpp", via, "reasoning_control=off")
+    events = Codex(codex, base, tmp_path, MODEL).run("What is 2+2?")
+    (body,) = scripted.posts("/responses")
+    messages = [i["text"] for i in items(events, "agent_message")]
+    if via == "straight":
+        assert controls(body) == {"reasoning": {"summary": "auto"}}
+        assert (messages, items(events, "reasoning")) == ([PLAIN.written(MODEL)], [])
+    else:
+        assert controls(body) == {"reasoning": {"summary": "auto", "effort": "none"}, **OFF}
+        assert (messages, items(events, "reasoning")) == ([PLAIN.answer], [])
 
 
 # -- the AI SDK (@ai-sdk/openai-compatible, the call's top-level ``reasoning``) -----------------------

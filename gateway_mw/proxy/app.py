@@ -17,7 +17,14 @@ from multidict import CIMultiDict
 from ..credentials import scope_for
 from ..families import family_for
 from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
-from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from ..middleware import (
+    THINK_EXTRACT_HEADER,
+    THINKEXTRACT_MODEL_INFO,
+    THINKEXTRACT_RECORD,
+    THINKEXTRACT_SERVER,
+    THINKEXTRACT_STATS,
+    setup,
+)
 from ..surfaces.registry import SURFACES
 from . import demo_model
 from .errors import body_timed_out, error_response, error_shape
@@ -234,6 +241,8 @@ def build_app(settings: Settings) -> web.Application:
     metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
     demo = functools.partial(demo_model.serve, settings.pace) if settings.upstream is None else None
     proxy = app[PROXY] = Proxy(settings, metrics_, local_upstream=demo)
+    if settings.middleware:
+        app[THINKEXTRACT_MODEL_INFO] = proxy.model_info  # Ollama's /api/show, asked once per model
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/readyz", readyz, name="readyz")

@@ -14,9 +14,10 @@ from typing import NoReturn
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
+from ..controls import Controlled
 from ..credentials import scope_for
 from ..families import family_for
-from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
+from ..incoming import CLIENT_GONE, THINKEXTRACT_CONTROLS, THINKEXTRACT_SCOPE
 from ..middleware import (
     THINK_EXTRACT_HEADER,
     THINKEXTRACT_MODEL_INFO,
@@ -210,6 +211,9 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
         parts.append(f"stream {note.outcome}")
     if note.usage:
         parts.append("tokens " + " ".join(f"{kind}={n}" for kind, n in note.usage.items()))
+    controlled = request.get(THINKEXTRACT_CONTROLS)
+    if controlled is not None and (controlled.intent.kind != "default" or controlled.outcome != "unchanged"):
+        parts.append(_control(controlled))
     if not settings.middleware:
         verdict = "not translated: the middleware is off"
     elif surface is None:
@@ -225,6 +229,22 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     else:
         verdict = f"{surface}: translated, {SURFACES[surface].story(config)}"
     return f"{', '.join(parts)}; {verdict}"
+
+
+def _control(controlled: Controlled) -> str:
+    """The reasoning control read and what was written for it, in the gateway's words: of the
+    client's request, only the field it was read from and its level or budget."""
+    intent = controlled.intent
+    said: str = intent.kind
+    if intent.kind == "effort" and intent.effort is not None:
+        said += f" {intent.effort}"
+    elif intent.kind == "budget" and intent.budget is not None:
+        said += f" {intent.budget}"
+    if intent.form:
+        said += f" ({intent.form})"
+    if intent.exclude:
+        said += " without reasoning back"
+    return f"control {said} -> {controlled.written or 'nothing written'}, {controlled.outcome}"
 
 
 def build_app(settings: Settings) -> web.Application:

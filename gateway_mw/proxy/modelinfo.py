@@ -24,7 +24,16 @@ from aiohttp import hdrs
 
 from ..controls import ModelInfo
 
-__all__ = ["ASK_TIMEOUT", "KEEP_KNOWN", "MODELS_KEPT", "RETRY_AFTER", "OllamaModels", "thinking_of", "version_of"]
+__all__ = [
+    "ASK_TIMEOUT",
+    "KEEP_KNOWN",
+    "MODELS_KEPT",
+    "RETRY_AFTER",
+    "Kept",
+    "OllamaModels",
+    "thinking_of",
+    "version_of",
+]
 
 log = logging.getLogger("gateway_mw.proxy")
 
@@ -116,7 +125,7 @@ class Kept(Generic[_T]):
 
     async def get(self, key: str) -> _T | None:
         entry = self._entries.get(key)
-        if entry is None or (entry.task.done() and self._clock() >= entry.until):
+        if entry is None or (entry.task.done() and (entry.task.cancelled() or self._clock() >= entry.until)):
             task = asyncio.create_task(self._answer(key))
             self._running.add(task)
             task.add_done_callback(self._running.discard)

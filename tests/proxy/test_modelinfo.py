@@ -246,3 +246,16 @@ async def test_the_demo_model_is_not_asked() -> None:
 
 def test_a_gateway_without_the_middleware_sets_no_source() -> None:
     assert THINKEXTRACT_MODEL_INFO not in build_app(settings(middleware=False))
+
+
+async def test_an_ask_cancelled_by_the_stop_is_asked_again_not_given_as_a_cancellation() -> None:
+    async with fake_ollama() as fake, asking(fake.url) as models:
+        fake.release.clear()
+        first = asyncio.create_task(models("qwen3:8b"))
+        await until(lambda: fake.shows["qwen3:8b"] == 1 and fake.versions == 1)
+        await models.close()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        fake.release.set()
+        assert await models("qwen3:8b") == ModelInfo(True, (0, 12, 4))
+        assert (fake.shows, fake.versions) == ({"qwen3:8b": 2}, 2)

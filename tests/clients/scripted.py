@@ -57,13 +57,19 @@ def effort(body: Mapping[str, Any]) -> Any:
     return reasoning.get("effort") if isinstance(reasoning, dict) else None
 
 
+def can_think(model: str) -> bool:
+    """What Ollama's ``/api/show`` says of a model: a Llama 3 cannot think; every other one it serves can."""
+    return not model.startswith("llama3")
+
+
 def thinking_off(server: str | None, path: str, body: Mapping[str, Any]) -> bool:
     """Whether ``server`` renders a Qwen3 hybrid's prompt with thinking off for ``body`` on ``path``: vLLM
     reads the template's ``enable_thinking`` (derived from ``reasoning_effort`` on chat when absent;
     its ``/v1/messages`` and ``/v1/responses`` have no other switch a Qwen3 template reads), llama.cpp
     reads it or ``reasoning_effort: "none"`` (its Responses endpoint copies ``reasoning.effort`` there),
     as its README says of current builds (the build test_controls.py runs reads only the switch), Ollama
-    reads ``think`` on ``/api/chat`` and the effort on ``/v1``."""
+    reads ``think`` on ``/api/chat`` (a model that cannot think never does; ``think: true`` or a level to
+    it is a 400) and the effort on ``/v1``."""
     kwargs = ctk(body)
     if server == "vllm":
         if "enable_thinking" in kwargs or not path.endswith("/chat/completions"):
@@ -75,7 +81,7 @@ def thinking_off(server: str | None, path: str, body: Mapping[str, Any]) -> bool
         return body.get("reasoning_effort") == "none" or (path.endswith("/responses") and effort(body) == "none")
     if server == "library":  # Ollama
         if path.startswith("/api/"):
-            return body.get("think") is False
+            return body.get("think") is False or not can_think(str(body.get("model")))
         return body.get("reasoning_effort") == "none" or effort(body) == "none"
     return False
 
@@ -170,6 +176,8 @@ class ScriptedUpstream:
         turn, tool = self.plan(request.path, body)
         model = str(body.get("model", "scripted"))
         if request.path == "/api/chat":
+            if body.get("think") not in (None, False) and not can_think(model):
+                return web.json_response({"error": f'"{model}" does not support thinking'}, status=400)
             return await self._ollama(request, model, turn, tool, body.get("stream", True) is not False)
         stream = bool(body.get("stream"))
         if request.path.endswith("/chat/completions"):
@@ -206,10 +214,10 @@ class ScriptedUpstream:
         return web.json_response({"version": OLLAMA_VERSION})
 
     async def ollama_show(self, request: web.Request) -> web.Response:
-        """Every model it serves thinks (a Qwen3 hybrid), as Ollama's ``/api/show`` says it."""
         body = await request.json()
         self.requests.append(Recorded(request.path, body))
-        return web.json_response({"capabilities": ["completion", "tools", "thinking"], "details": {"family": "qwen3"}})
+        capabilities = ["completion", "tools", *(["thinking"] if can_think(str(body.get("model"))) else [])]
+        return web.json_response({"capabilities": capabilities})
 
     async def models(self, request: web.Request) -> web.Response:
         model: dict[str, Any] = {"id": "scripted", "object": "model"}

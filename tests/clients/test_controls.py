@@ -230,6 +230,38 @@ def test_ollama_think(think: bool | None, stream: bool, via: str, upstream: Upst
     assert (thinking, content) == (PLAIN.reasoning if think is None else None, PLAIN.answer)
 
 
+# (think, model, via): what the upstream receives, or the status it answers the client
+OLLAMA_ON: dict[tuple[bool | str, str, str], dict[str, Any] | int] = {
+    (True, "qwen3:8b", "straight"): {"think": True},
+    (True, "qwen3:8b", "gateway"): {"think": True},
+    ("high", "qwen3:8b", "gateway"): {"think": "high"},
+    # Ollama answers 400 to a model that cannot think; the gateway asks /api/show and leaves ``think`` out.
+    (True, "llama3.2:3b", "straight"): 400,
+    (True, "llama3.2:3b", "gateway"): {},
+    ("high", "llama3.2:3b", "gateway"): {},
+}
+
+
+@pytest.mark.parametrize(("think", "model", "via"), list(OLLAMA_ON))
+def test_ollama_think_on(think: bool | str, model: str, via: str, upstream: Upstreams) -> None:
+    import ollama
+
+    scripted, base = upstream("ollama", via)
+    client = ollama.Client(host=base)
+    messages = [{"role": "user", "content": "What is 2+2?"}]
+    received = OLLAMA_ON[think, model, via]
+    if isinstance(received, int):
+        with pytest.raises(ollama.ResponseError) as refused:
+            client.chat(model=model, messages=messages, think=think)
+        assert (refused.value.status_code, refused.value.error) == (received, f'"{model}" does not support thinking')
+        return
+    message = client.chat(model=model, messages=messages, think=think).message
+    (body,) = scripted.posts("/api/chat")
+    assert controls(body) == received
+    reasoning = PLAIN.reasoning if model == "qwen3:8b" else None
+    assert (message.thinking, message.content) == (reasoning, PLAIN.answer)
+
+
 # -- LangChain's ChatOpenAI --------------------------------------------------------------------------
 
 LANGCHAIN = {"none": {"reasoning_effort": "none", **OFF}, "low": {"reasoning_effort": "low"}}

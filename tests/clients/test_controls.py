@@ -342,6 +342,7 @@ def llama_base(switch_recorder: Recorder, switch_proxy: Proxy) -> Callable[[str]
         ("none", "gateway", {"reasoning_effort": "none", **OFF}, PROMPT_OFF),
         (None, "gateway", {}, PROMPT_ON),
     ],
+    ids=["none-straight", "none-gateway", "default-gateway"],
 )
 def test_llama_server_chat_thinking_off(
     effort: str | None,
@@ -374,6 +375,7 @@ def test_llama_server_chat_thinking_off(
         ("straight", {"thinking": {"type": "disabled"}}, PROMPT_ON),
         ("gateway", {"thinking": {"type": "disabled"}, **OFF}, PROMPT_OFF),
     ],
+    ids=VIA,
 )
 def test_llama_server_messages_thinking_disabled(
     via: str,
@@ -405,6 +407,7 @@ def test_llama_server_messages_thinking_disabled(
         ("straight", {"reasoning": {"effort": "none"}}, PROMPT_ON),
         ("gateway", {"reasoning": {"effort": "none"}, **OFF}, PROMPT_OFF),
     ],
+    ids=VIA,
 )
 def test_llama_server_responses_effort_none(
     via: str,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import ollama
 import openai
 import pytest
 
@@ -44,6 +45,7 @@ CONTROL_FIELDS = (
     "thinking_budget_tokens",
 )
 OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+ON = {"chat_template_kwargs": {"enable_thinking": True}}  # an effort is thinking on, where the server passes it
 
 
 def controls(body: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +134,7 @@ def test_claude_code_thinking_off_unknown_model(via: str, claude: Path, tmp_path
         assert (thinking, texts, result) == ([], [PLAIN.written(MODEL)], PLAIN.written(MODEL))
     else:
         # An effort is thinking on: the switch says so too (vLLM itself derives it from the effort).
-        assert controls(body) == {**sent, "chat_template_kwargs": {"enable_thinking": True}}
+        assert controls(body) == {**sent, **ON}
         assert ([trimmed(t) for t in thinking], texts, result) == ([PLAIN.reasoning], [PLAIN.answer], PLAIN.answer)
 
 
@@ -154,8 +156,10 @@ def test_codex_reasoning_effort(server: str, via: str, codex: Path, tmp_path: Pa
     scripted, base = upstream(server, via)
     events = Codex(codex, base, tmp_path, MODEL, 'model_reasoning_effort = "high"').run("What is 2+2?")
     (body,) = scripted.posts("/responses")
-    # Both servers read ``reasoning.effort`` on /v1/responses (llama.cpp copies it to ``reasoning_effort``).
-    assert controls(body) == {"reasoning": {"effort": "high", "summary": "auto"}}
+    # Both servers read ``reasoning.effort`` on /v1/responses (llama.cpp copies it to ``reasoning_effort``);
+    # llama.cpp's also passes ``chat_template_kwargs``, vLLM's has none.
+    sent = {"reasoning": {"effort": "high", "summary": "auto"}}
+    assert controls(body) == (sent if (server, via) != ("llamacpp", "gateway") else {**sent, **ON})
     messages = [i["text"] for i in items(events, "agent_message")]
     if via == "straight":
         assert (messages, items(events, "reasoning")) == ([PLAIN.written(MODEL)], [])
@@ -183,8 +187,8 @@ def test_codex_operator_default_off(via: str, codex: Path, tmp_path: Path, upstr
 
 AISDK = {
     # (reasoning, server): what the upstream receives through the gateway
-    ("high", "llamacpp"): {"reasoning_effort": "high"},
-    ("high", "vllm"): {"reasoning_effort": "high"},
+    ("high", "llamacpp"): {"reasoning_effort": "high", **ON},
+    ("high", "vllm"): {"reasoning_effort": "high", **ON},
     ("none", "llamacpp"): {"reasoning_effort": "none", **OFF},
     ("none", "vllm"): {"reasoning_effort": "none", **OFF},
 }
@@ -212,8 +216,6 @@ def test_aisdk_reasoning(reasoning: str, server: str, via: str, node_modules: Pa
 @pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
 @pytest.mark.parametrize("via", VIA)
 def test_ollama_think(think: bool | None, stream: bool, via: str, upstream: Upstreams) -> None:
-    import ollama
-
     scripted, base = upstream("ollama", via)
     client = ollama.Client(host=base)
     messages = [{"role": "user", "content": "What is 2+2?"}]
@@ -244,8 +246,6 @@ OLLAMA_ON: dict[tuple[bool | str, str, str], dict[str, Any] | int] = {
 
 @pytest.mark.parametrize(("think", "model", "via"), list(OLLAMA_ON))
 def test_ollama_think_on(think: bool | str, model: str, via: str, upstream: Upstreams) -> None:
-    import ollama
-
     scripted, base = upstream("ollama", via)
     client = ollama.Client(host=base)
     messages = [{"role": "user", "content": "What is 2+2?"}]
@@ -264,7 +264,7 @@ def test_ollama_think_on(think: bool | str, model: str, via: str, upstream: Upst
 
 # -- LangChain's ChatOpenAI --------------------------------------------------------------------------
 
-LANGCHAIN = {"none": {"reasoning_effort": "none", **OFF}, "low": {"reasoning_effort": "low"}}
+LANGCHAIN = {"none": {"reasoning_effort": "none", **OFF}, "low": {"reasoning_effort": "low", **ON}}
 
 
 @pytest.mark.parametrize("effort", list(LANGCHAIN))

@@ -340,9 +340,10 @@ def llama_base(switch_recorder: Recorder, switch_proxy: Proxy) -> Callable[[str]
         # This build reads no ``reasoning_effort: "none"``: the template renders thinking on.
         ("none", "straight", {"reasoning_effort": "none"}, PROMPT_ON),
         ("none", "gateway", {"reasoning_effort": "none", **OFF}, PROMPT_OFF),
+        ("high", "gateway", {"reasoning_effort": "high", **ON}, PROMPT_ON),
         (None, "gateway", {}, PROMPT_ON),
     ],
-    ids=["none-straight", "none-gateway", "default-gateway"],
+    ids=["none-straight", "none-gateway", "high-gateway", "default-gateway"],
 )
 def test_llama_server_chat_thinking_off(
     effort: str | None,

@@ -67,7 +67,7 @@ def thinking_off(server: str | None, path: str, body: Mapping[str, Any]) -> bool
     reads the template's ``enable_thinking`` (derived from ``reasoning_effort`` on chat when absent;
     its ``/v1/messages`` and ``/v1/responses`` have no other switch a Qwen3 template reads), llama.cpp
     reads it or ``reasoning_effort: "none"`` (its Responses endpoint copies ``reasoning.effort`` there),
-    as its README says of current builds (the build test_controls.py runs reads only the switch), Ollama
+    as its README says of current builds (in the build test_controls.py runs, ``none`` turns nothing off), Ollama
     reads ``think`` on ``/api/chat`` (a model that cannot think never does; ``think: true`` or a level to
     it is a 400) and the effort on ``/v1``."""
     kwargs = ctk(body)

@@ -337,7 +337,8 @@ def llama_base(switch_recorder: Recorder, switch_proxy: Proxy) -> Callable[[str]
 @pytest.mark.parametrize(
     ("effort", "via", "received", "prompt"),
     [
-        # This build reads no ``reasoning_effort: "none"``: the template renders thinking on.
+        # This build hands ``reasoning_effort`` to the template as a variable only (``none`` unsets it): the
+        # switch is ``enable_thinking``, which it leaves on.
         ("none", "straight", {"reasoning_effort": "none"}, PROMPT_ON),
         ("none", "gateway", {"reasoning_effort": "none", **OFF}, PROMPT_OFF),
         ("high", "gateway", {"reasoning_effort": "high", **ON}, PROMPT_ON),
@@ -404,7 +405,7 @@ def test_llama_server_messages_thinking_disabled(
 @pytest.mark.parametrize(
     ("via", "received", "prompt"),
     [
-        # Its Responses endpoint copies ``reasoning.effort`` to ``reasoning_effort``, which this build does not read.
+        # Its Responses endpoint copies ``reasoning.effort`` to ``reasoning_effort``: no switch in this build.
         ("straight", {"reasoning": {"effort": "none"}}, PROMPT_ON),
         ("gateway", {"reasoning": {"effort": "none"}, **OFF}, PROMPT_OFF),
     ],

@@ -17,6 +17,7 @@ from gateway_mw import (
     THINKEXTRACT_CONTROLS,
     THINKEXTRACT_MODEL_INFO,
     THINKEXTRACT_REQUEST_BODY,
+    THINKEXTRACT_SERVER,
     Controlled,
     Intent,
     ModelInfo,
@@ -30,6 +31,7 @@ ROUTES = {
     "messages": "/v1/messages",
     "responses": "/v1/responses",
     "ollama": "/api/chat",
+    "generate": "/api/generate",
 }
 
 
@@ -234,6 +236,31 @@ async def test_history_and_controls_both_reach_the_upstream(start: Callable[...,
     assert both.stats.surface("chat").controls == {"off:applied": 1}
 
 
+async def test_an_outer_middleware_names_the_server_per_request(aiohttp_server: ServerFactory) -> None:
+    seen: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        return web.json_response({"ok": True})
+
+    @web.middleware
+    async def route(request: web.Request, handler: Any) -> web.StreamResponse:
+        request[THINKEXTRACT_SERVER] = "llamacpp"
+        return await handler(request)
+
+    app = web.Application(middlewares=[route])
+    setup(app, VLLM)
+    app.router.add_post("/v1/chat/completions", handler)
+    server = await aiohttp_server(app)
+    sent = {"model": "qwen3-8b", "messages": USER, "chat_template_kwargs": {"enable_thinking": False}}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(server.make_url("/v1/chat/completions"), data=compact(sent)) as resp,
+    ):
+        assert resp.status == 200
+    assert seen == [compact({**sent, "reasoning_effort": "none"})]  # llama.cpp's form, not vLLM's
+
+
 OLLAMA = ThinkExtractConfig(upstream_server="ollama")
 
 
@@ -274,3 +301,14 @@ async def test_a_failing_model_source_is_no_failed_request(aiohttp_server: Serve
     async with aiohttp.ClientSession() as session, session.post(server.make_url("/api/chat"), data=body) as resp:
         assert resp.status == 200
     assert seen == [body]  # nothing known: the client's own level goes as it came
+
+
+async def test_ollama_s_generate_takes_the_switch_at_the_end_of_its_prompt(
+    start: Callable[..., Awaitable[Gateway]],
+) -> None:
+    gateway = await start(OLLAMA)
+    sent = {"model": "qwen3:8b", "prompt": "Why is the sky blue? /no_think", "stream": False}
+    assert await gateway.post(ROUTES["generate"], compact(sent)) == 200
+    assert gateway.upstream == [compact({**sent, "think": False})]
+    assert gateway.asked == []  # think: false is taken by every model
+    assert gateway.stats.surface("ollama").controls == {"off:applied": 1}

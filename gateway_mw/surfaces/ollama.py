@@ -245,8 +245,9 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
 # -- without reasoning (``reasoning_exclude``) -------------------------------------------------------
 
 
-def _without_thinking(data: bytes) -> Obj | None:
-    """A line (or a body) without ``thinking``, in its message or at its top; ``None``: it had none."""
+def _without_thinking(data: bytes) -> tuple[Obj, Obj | None] | None:
+    """A line (or a body) without ``thinking``, in its message or at its top, and its message (read);
+    ``None``: it had none."""
     if data.find(b"thinking") < 0 and not escaped(data):
         return None
     doc = obj(data)
@@ -260,7 +261,7 @@ def _without_thinking(data: bytes) -> Obj | None:
         del doc["thinking"]
     else:
         return None
-    return doc
+    return doc, message
 
 
 class OllamaWithoutReasoning:
@@ -271,27 +272,28 @@ class OllamaWithoutReasoning:
     def events(self, events: list[SSEEvent]) -> list[SSEEvent]:
         out: list[SSEEvent] = []
         for event in events:
-            doc = _without_thinking(event.data) if event.data is not None else None
-            if doc is None:
+            read = _without_thinking(event.data) if event.data is not None else None
+            if read is None:
                 out.append(event)
-            elif (doc.get("done") is not None and bytes(doc["done"]) == b"true") or _says_something(doc):
-                out.append(encode_line(encode(doc)))
+            elif _says_something(*read):
+                out.append(encode_line(encode(read[0])))
         return out
 
 
-def _says_something(doc: Obj) -> bool:
-    """Whether a line without its reasoning still carries text or anything besides it."""
-    text = doc.get("response")
-    message = obj(doc.get("message"))
-    if message is not None:
-        text = message.get("content")
-    return bool(as_str(text)) or _says_more(doc)
+def _says_something(doc: Obj, message: Obj | None) -> bool:
+    """Whether a line without its reasoning still says something: it is the done line, or it
+    carries text or anything besides it (tool calls, ``logprobs``…)."""
+    if bytes(doc.get("done") or b"") == b"true" or any(k not in _TEXT_LINE for k in doc):
+        return True
+    if message is None:
+        return bool(as_str(doc.get("response")))
+    return bool(as_str(message.get("content"))) or any(k not in _TEXT_MESSAGE for k in message)
 
 
 def body_without_reasoning(body: bytes | bytearray) -> bytes | None:
     """A non-stream answer without ``thinking``; ``None`` when it had none."""
-    doc = _without_thinking(bytes(body))
-    return None if doc is None else encode(doc)
+    read = _without_thinking(bytes(body))
+    return None if read is None else encode(read[0])
 
 
 def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:

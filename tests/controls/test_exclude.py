@@ -23,6 +23,7 @@ from gateway_mw.sse import SSEDecoder
 
 from .. import chatwire, messageswire, responseswire
 from ..chatwire import chunk
+from ..core.matrix import CASES
 from ..history.test_record_http import CALL, WRITTEN, Upstream, two_turns
 from ..messageswire import TOOL_USE, json_delta, message_start, start, stop, tb, text, tool_start
 from ..ollama import wire as ollama_wire
@@ -427,3 +428,39 @@ def test_the_record_of_a_stream_is_the_models_text_not_the_clients() -> None:
     assert b"Two plus" not in out
     (said,) = pipeline.said()
     assert said.original == f"<think>{''.join(REASONING)}</think>{''.join(ANSWER)}"
+
+
+# -- an event over max_event_bytes --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("piece", [1, 97, 100_000])
+def test_an_oversized_reasoning_event_is_read_whole_and_left_out(name: str, piece: int) -> None:
+    """An event over ``max_event_bytes`` passes unread when nothing is left out; with
+    ``reasoning_exclude`` it is held (up to ``max_body_bytes``) and read whole: it may be reasoning.
+    However the stream is cut, the client reads the answer and none of the reasoning."""
+    case = CASES[name]
+    long = "why " * 400  # an event of some 1.6 kB, over the cap below
+    layout = case.native_layouts[0]
+    stream = case.native_stream(layout, "m", ["a", long], ANSWER)
+    config = case.config.replace(reasoning_exclude=True, max_event_bytes=1024)
+    pipeline = StreamPipeline(case.surface, config)
+    out = b"".join(pipeline.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + pipeline.finish()
+    assert pipeline.error is None
+    assert pipeline.counts.oversized_events >= 1
+    assert case.read_stream(out) == ("", "".join(ANSWER))
+    assert b"why why" not in out
+    held = StreamPipeline(case.surface, config.replace(max_body_bytes=1024))  # too large to hold: it passes
+    passed = b"".join(held.feed(stream[i : i + piece]) for i in range(0, len(stream), piece)) + held.finish()
+    assert b"why why" in passed
+
+
+def test_an_oversized_event_rewritten_keeps_the_streams_line_ending() -> None:
+    long = "why " * 400
+    items = [CHAT_FIRST, chunk(delta={"reasoning_content": long, "content": ANSWER[0]}), chunk(ANSWER[1]), "[DONE]"]
+    stream = b"".join(sse_of(items)).replace(b"\n", b"\r\n")
+    pipeline = StreamPipeline("chat", ThinkExtractConfig(reasoning_exclude=True, max_event_bytes=1024))
+    out = b"".join(pipeline.feed(stream[i : i + 100]) for i in range(0, len(stream), 100)) + pipeline.finish()
+    expected = [CHAT_FIRST, chunk(delta={"content": ANSWER[0]}), chunk(ANSWER[1]), "[DONE]"]
+    assert docs(raw_events(out.replace(b"\r\n", b"\n"))) == as_events(expected, named=False)
+    assert b"\n" not in out.replace(b"\r\n", b"")

@@ -334,9 +334,7 @@ def test_without_reasoning_the_answer_is_the_same_and_carries_none(name: str, da
     layout, pieces, stream, cuts = data.draw(upstream(case))
     full = case.read_stream(translated(case, [stream]))
     reasoning = expected(case, "".join(pieces))[0]
-    assert_without_reasoning(
-        case, translated(case, cut(stream, cuts), config=excluded), full, reasoning, case.read_stream
-    )
+    assert_without_reasoning(translated(case, cut(stream, cuts), config=excluded), full, reasoning, case.read_stream)
     upstream_body = case.body(layout, "".join(pieces))
     body, _, error = transform_body(case.surface, upstream_body, False, excluded)
     assert error is None

@@ -127,11 +127,6 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     responses_encrypted_content: bool = False
     """Responses: reasoning items carry an ``encrypted_content`` the gateway made (``gw1:``…) and reads
     back. Set per request when a client asks for ``include: ["reasoning.encrypted_content"]``."""
-    reasoning_exclude: bool = False
-    """The client's answer carries no reasoning, on every surface, streamed or not: reasoning taken
-    out of the text and reasoning the server wrote in its own fields, blocks or items alike are left
-    out (the blocks and items after them renumbered). The reasoning record still keeps what the model
-    wrote. Set per request when a client asks for ``reasoning: {"exclude": true}``."""
 
     # -- how much is held
     max_buffer_bytes: Positive = 65536
@@ -151,6 +146,13 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     reasoning_store: Store = "memory"
     """Where the reasoning record is kept (``setup()`` opens it): ``memory``, ``off``,
     ``sqlite:PATH``, ``redis://HOST:PORT/DB``."""
+
+    # -- reasoning controls: what a client asks of the model's reasoning
+    reasoning_exclude: bool = False
+    """The client's answer carries no reasoning, on every surface, streamed or not: reasoning taken
+    out of the text and reasoning the server wrote in its own fields, blocks or items alike are left
+    out (the blocks and items after them renumbered). The reasoning record still keeps what the model
+    wrote. Set per request when a client asks for ``reasoning: {"exclude": true}``."""
 
     # -- per model
     profiles: Profiles = ()

@@ -15,6 +15,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
@@ -24,6 +25,8 @@ from ..steady import DECLINED, Proven
 from . import StreamTranslator
 
 __all__ = ["ReasoningFilter", "WithoutReasoning"]
+
+log = logging.getLogger("gateway_mw")
 
 
 class ReasoningFilter(Protocol):
@@ -84,7 +87,12 @@ class WithoutReasoning:
         return DECLINED  # every event is read, and what it says filtered
 
     def oversized(self, piece: bytes, more: bool) -> bytes:
-        out = self._inner.oversized(piece, more)  # renumbered as the surface renumbers it
+        try:
+            out = self._inner.oversized(piece, more)  # renumbered as the surface renumbers it
+        except Exception:  # as the pipeline does with a fault: the piece as it came, after what is held
+            log.exception("gateway_mw: translator failed on an oversized event; it passes as it came")
+            self._unread = more
+            return self._take() + piece
         self.large_events = self._inner.large_events  # a translator may stop holding any
         if self._unread:
             self._unread = more

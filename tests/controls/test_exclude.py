@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import THINKEXTRACT_RECORD, ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
+from gateway_mw.surfaces.chat import ChatStream
 
 from .. import chatwire, messageswire, responseswire
 from ..chatwire import chunk
@@ -464,3 +465,24 @@ def test_an_oversized_event_rewritten_keeps_the_streams_line_ending() -> None:
     expected = [CHAT_FIRST, chunk(delta={"content": ANSWER[0]}), chunk(ANSWER[1]), "[DONE]"]
     assert docs(raw_events(out.replace(b"\r\n", b"\n"))) == as_events(expected, named=False)
     assert b"\n" not in out.replace(b"\r\n", b"")
+
+
+def test_a_fault_in_an_oversized_event_loses_and_reorders_no_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The translator fails on the second piece of an event it holds: what it held goes out first,
+    then that piece and the rest as they come, as the pipeline passes a piece after a fault."""
+    original = ChatStream.oversized
+    calls = 0
+
+    def flaky(self: ChatStream, piece: bytes, more: bool) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("boom")
+        return original(self, piece, more)
+
+    monkeypatch.setattr(ChatStream, "oversized", flaky)
+    stream = b"".join(sse_of([CHAT_FIRST, chunk("why " * 400), "[DONE]"]))
+    pipeline = StreamPipeline("chat", ThinkExtractConfig(reasoning_exclude=True, max_event_bytes=1024))
+    out = b"".join(pipeline.feed(stream[i : i + 100]) for i in range(0, len(stream), 100)) + pipeline.finish()
+    assert out == stream
+    assert calls > 2

@@ -161,7 +161,10 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     template_switch: TemplateSwitch = "both"
     """What the model's chat template reads to think or not (the families set theirs)."""
     reasoning_exclude: bool = False
-    """The client's answer carries no reasoning (set per request when a client asks for it)."""
+    """The client's answer carries no reasoning, on every surface, streamed or not: reasoning taken
+    out of the text and reasoning the server wrote in its own fields, blocks or items alike are left
+    out (the blocks and items after them renumbered). The reasoning record still keeps what the model
+    wrote. Set per request when a client asks for ``reasoning: {"exclude": true}``."""
 
     # -- per model
     profiles: Profiles = ()

@@ -308,7 +308,9 @@ def _ollama_native(out: Out, switch: str) -> None:
     intent = out.intent
     capable = out.info.thinking
     if intent.kind == "off":
-        if switch == "effort":
+        if switch == "effort" and capable is False:
+            out.unsupported()  # a level to a model that cannot think is refused; false is harmless
+        elif switch == "effort":
             out.put("think", "low")
             out.nearest()
         elif switch in ("always", "text"):
@@ -353,6 +355,9 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
         at = ("reasoning", "effort") if has_object else effort_field
         effort: str
         if intent.kind == "off":
+            if switch == "effort" and out.info.thinking is False:
+                out.unsupported()  # a level to a model that cannot think is refused; none is harmless
+                return
             if switch == "effort":
                 effort = "low"
                 out.nearest()

@@ -91,6 +91,7 @@ ROWS: list[Row] = [
      {"reasoning": {"exclude": True, "effort": "low"}, "reasoning_effort": "minimal"}),
     ("chat", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "unsupported", {"reasoning": {"max_tokens": 900}}),
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, None, "nearest", {"reasoning_effort": "low"}),
+    ("chat", "ollama", "C", {"reasoning_effort": "none"}, CANNOT, "unsupported", {"reasoning_effort": "none"}),
     ("chat", "ollama", "A", {"think": "high"}, None, "nearest", {"think": "high"}),
     # -- messages, vLLM: thinking ignored there; output_config.effort (low…max) and the switch
     ("messages", "vllm", "A", {"thinking": {"type": "disabled"}}, None, "applied",
@@ -153,6 +154,7 @@ ROWS: list[Row] = [
     # -- Ollama's /api: think, a switch or a level, by capability and version
     ("ollama", "ollama", "A", {"think": False}, None, "applied", {"think": False}),
     ("ollama", "ollama", "C", {"think": False}, None, "nearest", {"think": "low"}),
+    ("ollama", "ollama", "C", {"think": False}, CANNOT, "unsupported", {"think": False}),
     ("ollama", "ollama", "A", {"think": True}, NEW, "applied", {"think": True}),
     ("ollama", "ollama", "A", {"think": True}, CANNOT, "unsupported", {}),
     ("ollama", "ollama", "G", {"think": True}, None, "unsupported", {}),

@@ -19,6 +19,7 @@ Modules: :mod:`.settings` (the settings' layering), :mod:`.schema` (the settings
 forwarded), :mod:`.forwarding` (the proxy), :mod:`.heads` (the head fields passed on and added, the
 paths refused), :mod:`.errors` (the gateway's own answers), :mod:`.auth` (client keys and their aliases),
 :mod:`.usage` (token counts from the answers), :mod:`.notes` (what is noted of a request),
+:mod:`.modelinfo` (what an Ollama upstream says of a model, for the reasoning controls),
 :mod:`.metrics`, :mod:`.app` (the aiohttp application), :mod:`.connections` (the runner: request
 head timeout, refused requests, a bounded stop), :mod:`.logsafe` (what log lines may carry of a
 request), :mod:`.serving` (banner, signals, ``main``), :mod:`.worker` and :mod:`.gunicorn_conf`

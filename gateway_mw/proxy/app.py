@@ -14,10 +14,18 @@ from typing import NoReturn
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
+from ..controls import Controlled
 from ..credentials import scope_for
 from ..families import family_for
-from ..incoming import CLIENT_GONE, THINKEXTRACT_SCOPE
-from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, THINKEXTRACT_STATS, setup
+from ..incoming import CLIENT_GONE, THINKEXTRACT_CONTROLS, THINKEXTRACT_SCOPE
+from ..middleware import (
+    THINK_EXTRACT_HEADER,
+    THINKEXTRACT_MODEL_INFO,
+    THINKEXTRACT_RECORD,
+    THINKEXTRACT_SERVER,
+    THINKEXTRACT_STATS,
+    setup,
+)
 from ..surfaces.registry import SURFACES
 from . import demo_model
 from .errors import body_timed_out, error_response, error_shape
@@ -203,6 +211,9 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
         parts.append(f"stream {note.outcome}")
     if note.usage:
         parts.append("tokens " + " ".join(f"{kind}={n}" for kind, n in note.usage.items()))
+    controlled = request.get(THINKEXTRACT_CONTROLS)
+    if controlled is not None and (controlled.intent.kind != "default" or controlled.outcome != "unchanged"):
+        parts.append(_control(controlled))
     if not settings.middleware:
         verdict = "not translated: the middleware is off"
     elif surface is None:
@@ -220,6 +231,22 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     return f"{', '.join(parts)}; {verdict}"
 
 
+def _control(controlled: Controlled) -> str:
+    """The reasoning control read and what was written for it, in the gateway's words: of the
+    client's request, only the field it was read from and its level or budget."""
+    intent = controlled.intent
+    said: str = intent.kind
+    if intent.kind == "effort" and intent.effort is not None:
+        said += f" {intent.effort}"
+    elif intent.kind == "budget" and intent.budget is not None:
+        said += f" {intent.budget}"
+    if intent.form:
+        said += f" ({intent.form})"
+    if intent.exclude:
+        said += " without reasoning back"
+    return f"control {said} -> {controlled.written or 'nothing written'}, {controlled.outcome}"
+
+
 def build_app(settings: Settings) -> web.Application:
     """The gateway as an aiohttp application: gateway_mw, health, readiness, metrics, and the
     forwarding route (every other path, held to ``forward_routes``)."""
@@ -234,6 +261,8 @@ def build_app(settings: Settings) -> web.Application:
     metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
     demo = functools.partial(demo_model.serve, settings.pace) if settings.upstream is None else None
     proxy = app[PROXY] = Proxy(settings, metrics_, local_upstream=demo)
+    if settings.middleware:
+        app[THINKEXTRACT_MODEL_INFO] = proxy.model_info  # Ollama's /api/show, asked once per model
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/readyz", readyz, name="readyz")

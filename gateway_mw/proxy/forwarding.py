@@ -26,6 +26,7 @@ from yarl import URL
 
 from ..aio import read_already
 from ..config import Surface
+from ..controls import ModelInfo
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from ..surfaces.registry import SURFACES
 from .auth import ClientKeys
@@ -34,6 +35,7 @@ from .errors import body_timed_out, error_response, error_shape
 from .heads import REQUEST_ID_HEADER, VIA, append_to, path_refusal, request_id, strip_hop_by_hop
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
+from .modelinfo import OllamaModels
 from .notes import RequestNote, note_of
 from .routes import parse_routes
 from .settings import Secret, Settings, SettingsError, read_client_keys
@@ -90,6 +92,8 @@ class Proxy:
         configured = settings.think_extract.upstream_server
         # The upstream's server, for the request side; asked of the upstream when set to auto.
         self.server: str | None = None if configured == "auto" else configured
+        self.models: OllamaModels | None = None
+        """What an Ollama upstream says of each model, once the session is open."""
 
     def reload_keys(self, env: Mapping[str, str]) -> int:
         """Read the client keys again (``client_keys_env``, ``client_keys_file``) and use them from the
@@ -130,6 +134,9 @@ class Proxy:
                     skip_auto_headers=(hdrs.USER_AGENT,),
                 )
             )
+            if self.settings.upstream is not None:
+                self.models = OllamaModels(self.session, self.upstream, self._own_headers())
+                stack.push_async_callback(self.models.close)
             tasks = [asyncio.create_task(self._watch_disconnects()), asyncio.create_task(self._sample_process())]
             if self.server is None and self.settings.upstream is not None:
                 tasks.append(asyncio.create_task(self._ask_upstream()))
@@ -153,13 +160,22 @@ class Proxy:
         itself (asked in the background from the start); until it has said, ``generic``."""
         return self.server or "generic"
 
+    async def model_info(self, model: str) -> ModelInfo | None:
+        """``THINKEXTRACT_MODEL_INFO``: what the upstream says of ``model``, where it can be asked (an
+        Ollama upstream); ``None`` (not known) otherwise."""
+        if self.models is None or self.upstream_server() != "ollama":
+            return None
+        return await self.models(model)
+
+    def _own_headers(self) -> dict[str, str]:
+        """The head fields of the gateway's own calls to the upstream: its key, if it has one."""
+        key = self.settings.upstream_key
+        return {} if key is None else {"Authorization": f"Bearer {key.value}"}
+
     async def _ask_upstream(self) -> None:
         """Ask the upstream which server it is, until it answers (never in a request's way)."""
         assert self.session is not None
-        headers = {}
-        key = self.settings.upstream_key
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.value}"
+        headers = self._own_headers()
         while self.server is None:
             found = await detect_server(self.session, self.upstream, headers, DETECT_TIMEOUT)
             if found is not None:

@@ -46,6 +46,12 @@ _RECORD_HELP = {
     "dropped": "Reasoning record: entries not written, too many writes in flight.",
 }
 
+CONTROLS = "gateway_mw_reasoning_controls"  # exposed as ..._total
+_CONTROLS_HELP = (
+    "Requests whose reasoning control was read, by surface, intent (default, off, on, effort, budget) and "
+    "outcome (unchanged, applied, nearest, unsupported)."
+)
+
 # Seconds: from a few milliseconds (a cached answer) to the ten minutes of a long generation.
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
@@ -195,7 +201,12 @@ class GatewayMetrics:
             for surface, values in self.stats.snapshot().items():
                 for key, value in values.items():
                     help_ = _HELP.get(key, f"gateway_mw statistic {key}.")
-                    if isinstance(value, dict):
+                    if key == "controls":  # keyed "<intent>:<outcome>"
+                        for said, n in value.items():
+                            intent, _, outcome = said.partition(":")
+                            labels = {"surface": surface, "intent": intent, "outcome": outcome}
+                            self._mirror(CONTROLS, _CONTROLS_HELP, labels, n)
+                    elif isinstance(value, dict):
                         for reason, n in value.items():
                             self._mirror(f"thinkextract_{key}", help_, {"surface": surface, "reason": reason}, n)
                     else:

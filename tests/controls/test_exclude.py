@@ -6,8 +6,8 @@ accumulators read a well-formed answer; and the reasoning record still keeps wha
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 import anthropic
@@ -80,6 +80,29 @@ def gateway_app(config: ThinkExtractConfig) -> web.Application:
 async def url(aiohttp_server: ServerFactory) -> str:
     server = await aiohttp_server(gateway_app(EXCLUDE))
     return str(server.make_url(""))
+
+
+_Client = TypeVar("_Client", openai.AsyncOpenAI, anthropic.AsyncAnthropic, ollama.AsyncClient)
+
+
+class Closing:
+    """Keeps the SDK clients a test makes, to close them at its end: one left open is closed by the
+    garbage collector later, in another test, which then logs an error."""
+
+    def __init__(self) -> None:
+        self.made: list[openai.AsyncOpenAI | anthropic.AsyncAnthropic | ollama.AsyncClient] = []
+
+    def __call__(self, client: _Client) -> _Client:
+        self.made.append(client)
+        return client
+
+
+@pytest.fixture
+async def closing() -> AsyncIterator[Closing]:
+    kept = Closing()
+    yield kept
+    for client in kept.made:
+        await client.close()
 
 
 async def post(base: str, path: str, name: str, stream: bool) -> bytes:
@@ -172,7 +195,9 @@ CHAT_CHOICES = [
 answer("chat-choices-stream", "text/event-stream", b"".join(sse_of(CHAT_CHOICES)))
 
 
-async def test_chat_each_choice_first_seen_in_order_even_when_it_began_with_reasoning(url: str) -> None:
+async def test_chat_each_choice_first_seen_in_order_even_when_it_began_with_reasoning(
+    url: str, closing: Closing
+) -> None:
     """A choice whose first chunks were reasoning is still first shown before a later choice (an
     empty delta), as the SDKs' accumulators file choices by first appearance; after that, a chunk
     left empty is dropped."""
@@ -180,7 +205,9 @@ async def test_chat_each_choice_first_seen_in_order_even_when_it_began_with_reas
     empty = [chunk(choices=[chatwire.choice(i, {})]) for i in (0, 1)]
     assert docs(out) == as_events([*empty, *CHAT_CHOICES[2:4], *CHAT_CHOICES[5:]], named=False)
     assert out[2:] == sse_of([*CHAT_CHOICES[2:4], *CHAT_CHOICES[5:]])
-    client = openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+    client = closing(
+        openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+    )
     async with client.chat.completions.stream(
         model="m", messages=[], n=2, extra_headers={"X-Upstream": "chat-choices"}
     ) as stream:
@@ -189,8 +216,10 @@ async def test_chat_each_choice_first_seen_in_order_even_when_it_began_with_reas
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])
-async def test_chat_the_openai_sdk_reads_the_answer_and_no_reasoning(url: str, source: str) -> None:
-    client = openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+async def test_chat_the_openai_sdk_reads_the_answer_and_no_reasoning(url: str, source: str, closing: Closing) -> None:
+    client = closing(
+        openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+    )
     args: Any = {"model": "m", "messages": [], "extra_headers": {"X-Upstream": f"chat-{source}"}}
     async with client.chat.completions.stream(**args) as stream:
         final = await stream.get_final_completion()
@@ -259,8 +288,12 @@ async def test_messages_body(url: str, source: str) -> None:
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])
-async def test_messages_the_anthropic_sdk_accumulates_a_well_formed_answer(url: str, source: str) -> None:
-    client = anthropic.AsyncAnthropic(api_key="x", base_url=url, max_retries=0, _strict_response_validation=True)
+async def test_messages_the_anthropic_sdk_accumulates_a_well_formed_answer(
+    url: str, source: str, closing: Closing
+) -> None:
+    client = closing(
+        anthropic.AsyncAnthropic(api_key="x", base_url=url, max_retries=0, _strict_response_validation=True)
+    )
     args: Any = {"model": "m", "max_tokens": 64, "messages": [], "extra_headers": {"X-Upstream": f"messages-{source}"}}
     async with client.messages.stream(**args) as stream:
         final = await stream.get_final_message()
@@ -320,8 +353,12 @@ async def test_responses_body(url: str, source: str) -> None:
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])
-async def test_responses_the_openai_sdk_accumulates_a_well_formed_answer(url: str, source: str) -> None:
-    client = openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+async def test_responses_the_openai_sdk_accumulates_a_well_formed_answer(
+    url: str, source: str, closing: Closing
+) -> None:
+    client = closing(
+        openai.AsyncOpenAI(api_key="x", base_url=url + "/v1", max_retries=0, _strict_response_validation=True)
+    )
     args: Any = {"model": "m", "input": "2+2?", "extra_headers": {"X-Upstream": f"responses-{source}"}}
     async with client.responses.stream(**args) as stream:
         types = [event.type async for event in stream]
@@ -379,8 +416,8 @@ async def test_ollama_body(url: str, kind: str, source: str) -> None:
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])
-async def test_ollama_the_ollama_client_reads_no_thinking(url: str, source: str) -> None:
-    client = ollama.AsyncClient(host=url, headers={"X-Upstream": f"ollama-chat-{source}"})
+async def test_ollama_the_ollama_client_reads_no_thinking(url: str, source: str, closing: Closing) -> None:
+    client = closing(ollama.AsyncClient(host=url, headers={"X-Upstream": f"ollama-chat-{source}"}))
     parts = [part async for part in await client.chat(model="m", messages=[], stream=True)]
     assert ("".join(p.message.content or "" for p in parts), [p.message.thinking for p in parts]) == (
         "".join(ANSWER),

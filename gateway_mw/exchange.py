@@ -16,6 +16,7 @@ from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
+from .budget import BudgetCount
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -26,7 +27,7 @@ from .stats import ThinkExtractStats
 from .surfaces import Counts
 from .surfaces.registry import SURFACES
 
-__all__ = ["Session", "TranslatingWriter"]
+__all__ = ["BudgetSpent", "Session", "TranslatingWriter"]
 
 log = logging.getLogger("gateway_mw")
 
@@ -54,6 +55,7 @@ class Session:
         self.record: ReasoningRecord | None = None  # where what the answers said is kept, if anywhere
         self.incoming: Incoming | None = None
         self.made: list[str] = []  # the ids the translator made up (a Responses body's items)
+        self.budget: tuple[int, str] | None = None  # the gateway's budget: events counted, its outcome
         if stats is not None:
             stats.surface(surface).seen += 1
 
@@ -105,6 +107,12 @@ class Session:
             counter = self.stats.surface(self.surface).history
             counter[outcome] = counter.get(outcome, 0) + 1
 
+    def budgeted(self, counted: int, outcome: str) -> None:
+        """The reasoning budget the gateway enforced: ``counted`` reasoning events, and its outcome."""
+        self.budget = (counted, outcome)
+        if self.stats is not None:
+            self.stats.budgeted(self.surface, counted, outcome)
+
     def translated(self, counts: Counts, error: BaseException | None) -> None:
         if self.stats is not None:
             self.stats.translated(self.surface, counts, error is not None)
@@ -127,6 +135,12 @@ class Session:
             response.body = new
 
 
+class BudgetSpent(ClientConnectionResetError):
+    """What a handler's write raises once the reasoning budget ended the answer it is relaying: the
+    error of a client that has gone, so that any handler stops reading its upstream (the server
+    stops generating); the middleware then asks for the rest of the answer."""
+
+
 class TranslatingWriter(AbstractStreamWriter):
     """Stands in for the request's payload writer and translates on the way through.
 
@@ -147,6 +161,8 @@ class TranslatingWriter(AbstractStreamWriter):
         self._body = bytearray()
         self._eof = False
         self.length: int | None = None
+        self.budget: BudgetCount | None = None
+        """Set before the handler runs: the reasoning budget the gateway enforces on this stream."""
 
     # Counters aiohttp reads from its writer.
     @property
@@ -190,6 +206,8 @@ class TranslatingWriter(AbstractStreamWriter):
         self._compression = (encoding, strategy)  # aiohttp compresses what we write: we see plain bytes
 
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
+        if self.cut:
+            return  # the response aiohttp is handed after a continuation: its answer went out already
         if self._mode is None:
             self._mode = self._choose(status_line, headers)
         if self._mode == _JSON:
@@ -215,6 +233,8 @@ class TranslatingWriter(AbstractStreamWriter):
         # fewer for every event the handler writes.
         if self._mode == _SSE:
             assert self._pipeline is not None
+            if self.budget is not None:
+                return self._within_budget(self.budget, chunk)
             out = self._pipeline.feed(bytes(chunk))
             if out:
                 return self._inner.write(out)
@@ -223,6 +243,25 @@ class TranslatingWriter(AbstractStreamWriter):
         if self._mode == _JSON:
             return self._collect(chunk)
         return self._inner.write(chunk)
+
+    @property
+    def cut(self) -> bool:
+        """The budget ended this answer: the rest is the continuation's."""
+        return self.budget is not None and self.budget.cut
+
+    def _within_budget(self, budget: BudgetCount, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
+        """:meth:`write` of a stream under a budget: what the pipeline gives, up to the cut."""
+        if budget.cut:
+            raise BudgetSpent("the reasoning budget is spent")
+        assert self._pipeline is not None
+        out = budget.feed(self._pipeline.feed(bytes(chunk)))
+        if budget.cut:  # neither write_eof nor abort ends the stream: the continuation does
+            self._eof = True
+            self._session.translated(self._pipeline.counts, self._pipeline.error)
+        if out:
+            return self._inner.write(out)
+        self._check_open()
+        return _nothing()
 
     async def _collect(self, chunk: bytes | bytearray | memoryview) -> None:
         self._check_open()
@@ -243,7 +282,17 @@ class TranslatingWriter(AbstractStreamWriter):
         if self._mode == _SSE:
             assert self._pipeline is not None
             out = self._pipeline.feed(bytes(chunk)) if chunk else b""
-            await self._inner.write_eof(out + self._end_stream(self._pipeline))
+            budget = self.budget
+            if budget is None:
+                await self._inner.write_eof(out + self._end_stream(self._pipeline))
+                return
+            out = budget.feed(out + self._end_stream(self._pipeline))
+            out += budget.finish()
+            if not budget.cut:
+                self._session.budgeted(budget.counted, "within")
+                await self._inner.write_eof(out)
+            elif out:  # spent at the very end: the continuation ends the stream
+                await self._inner.write(out)
         elif self._mode == _JSON:
             if chunk:
                 self._body += chunk

@@ -19,7 +19,9 @@ from typing import Final, TypeVar
 from aiohttp import hdrs, web
 
 from .aio import swap_writer
+from .budget import BudgetCount
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
+from .continuing import continue_answer
 from .exchange import Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
@@ -182,17 +184,25 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
             session.stats.controlled(surface, controlled.intent.kind, controlled.outcome)
         if controlled.intent.exclude:  # the client wants no reasoning back
             session.config = session.config.replace(reasoning_exclude=True)
-    if record is not None and incoming.body is not None:
+    budget = None
+    if controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:
+        budget = BudgetCount(controlled.intent.budget, config.max_event_bytes)
+    elif record is not None and incoming.body is not None:  # an answer cut and continued is not kept
         session.keep(record, incoming)
 
     writer = TranslatingWriter(request.writer, session)
+    writer.budget = budget
     inner = swap_writer(request, writer)
     try:
         response = await handler(request)
-    except BaseException:
+    except BaseException as exc:
+        if budget is not None and budget.cut and isinstance(exc, Exception):
+            return await continue_answer(request, handler, session, inner, budget, None, exc)
         await writer.abort()
         swap_writer(request, inner)  # aiohttp's error response, if any, goes out untouched
         raise
+    if budget is not None and budget.cut:
+        return await continue_answer(request, handler, session, inner, budget, response, None)
     if not response.prepared and writer.undecided:
         if isinstance(response, web.FileResponse):
             session.passed("file")  # sendfile() bypasses the writer: nothing to translate

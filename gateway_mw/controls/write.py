@@ -16,6 +16,7 @@ from typing import Literal
 import msgspec
 
 from ..config import ThinkExtractConfig
+from .continuation import can_continue
 from .fields import ControlFields
 from .intent import Effort, Intent, ModelInfo
 from .operator import decide
@@ -39,6 +40,8 @@ class Controlled(msgspec.Struct, frozen=True, gc=False):
     appends: bool = False
     """Every edit adds a member the body does not have (:func:`~.edit.apply_edits` then copies the
     body once, with no decode)."""
+    by_gateway: bool = False
+    """The budget (``intent.budget``) is the gateway's to enforce: it ends the thinking itself."""
 
 
 Writer = Callable[[Out, str], None]
@@ -138,10 +141,7 @@ def _template_server(
             _switch(out, switch, True)
             if switch == "budget":
                 out.template_kwargs({"thinking_budget": intent.budget})
-            if budget_field is not None:
-                out.put(budget_field, intent.budget)
-            else:
-                out.nearest()  # on, but the budget is not enforced
+            out.budget(budget_field, intent.budget)
 
     return write
 
@@ -473,9 +473,31 @@ def write_controls(
     writer = WRITERS.get((server, surface))
     if writer is None:
         return Controlled(written, "unsupported")
-    out = Out(written, fields, info or ModelInfo(), override)
+    server_budget, gateway_budget = _budget_by(config, fields, surface, server, written.exclude)
+    out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget)
     writer(out, config.template_switch)
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
     )
-    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends)
+    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends, out.by_gateway)
+
+
+def _budget_by(
+    config: ThinkExtractConfig, fields: ControlFields, surface: Surface, server: str, exclude: bool
+) -> tuple[bool, bool]:
+    """Who may enforce a budget on this request, by ``reasoning_budget_enforcement``: the server, in
+    its own field; the gateway, on one streamed answer whose reasoning the client gets (the gateway
+    counts it on its way out), of a model whose reasoning is in tags, to a server it knows how to
+    continue on (``gateway`` elsewhere is the server's)."""
+    enforcement = config.reasoning_budget_enforcement
+    if enforcement == "off":
+        return False, False
+    one = bytes(fields.n).strip() in (b"", b"1", b"null")
+    shown = not (exclude or config.reasoning_exclude)
+    stream = bytes(fields.stream).strip() == b"true"
+    can = one and shown and config.protocol == "tags" and can_continue(surface, server, stream)
+    if enforcement == "server":
+        return True, False
+    if enforcement == "gateway":
+        return not can, can
+    return True, can

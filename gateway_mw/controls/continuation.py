@@ -1,0 +1,68 @@
+"""A budget the gateway enforces itself: where it can, and the request that asks the model to go on
+from the reasoning it stopped (the same request, with the answer so far as a final assistant message
+the server continues).
+
+Each server continues a final assistant message in its own way: vLLM and SGLang when asked
+(``continue_final_message`` with ``add_generation_prompt: false``), llama.cpp by itself (its
+assistant prefill, on unless it was started with ``--no-prefill-assistant``). Ollama's ``/v1`` and
+the servers the gateway does not know are not in :data:`CONTINUES`: no budget of the gateway's there.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ..config import ThinkExtractConfig
+from .edit import apply_edits
+
+__all__ = ["CONTINUES", "by_gateway", "can_continue", "continuation"]
+
+Surface = Literal["chat", "messages", "responses", "ollama"]
+
+CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
+    ("vllm", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
+    ("sglang", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
+    ("llamacpp", "chat"): {},
+}
+"""The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
+
+_decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_encode = msgspec.json.Encoder().encode
+_SPACE = b" \t\r\n"
+
+
+def can_continue(surface: Surface, server: str, stream: bool) -> bool:
+    """Whether the gateway can end the thinking at a budget on this request: a stream (it counts the
+    reasoning as it goes by), to a server and surface it knows how to continue on."""
+    return stream and (server, surface) in CONTINUES
+
+
+def by_gateway(config: ThinkExtractConfig, surface: Surface, server: str, stream: bool, own_field: bool) -> bool:
+    """Whether the gateway enforces a budget asked of this request, by the settings: ``own_field``,
+    the server reads a budget field of its own on this surface."""
+    enforcement = config.reasoning_budget_enforcement
+    if enforcement in ("off", "server") or (enforcement == "auto" and own_field):
+        return False
+    return can_continue(surface, server, stream)
+
+
+def continuation(body: bytes, prefill: str, surface: Surface, server: str) -> bytes | None:
+    """``body`` (a chat request) with ``prefill`` as a final assistant message, asked to be continued
+    as ``server`` continues one; ``None`` when the body has no list of messages to add it to."""
+    try:
+        top = _decode_top(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None  # a lone surrogate in the body: not continued (see docs)
+    messages = top.get("messages")
+    if messages is None:
+        return None
+    raw = bytes(messages).rstrip(_SPACE)
+    if not raw.startswith(b"[") or not raw.endswith(b"]"):
+        return None
+    inner = raw[1:-1].strip(_SPACE)
+    added = _encode({"role": "assistant", "content": prefill})
+    edits: dict[str, bytes | None] = {"messages": raw[:-1] + (b"," if inner else b"") + added + b"]"}
+    edits.update(CONTINUES.get((server, surface), {}))
+    return apply_edits(body, edits)

@@ -16,8 +16,9 @@ import msgspec
 
 from ..config import ThinkExtractConfig
 from .edit import apply_edits
+from .fields import ControlFields
 
-__all__ = ["CONTINUES", "by_gateway", "can_continue", "continuation"]
+__all__ = ["CONTINUES", "can_continue", "continuation", "enforcers"]
 
 Surface = Literal["chat", "messages", "responses", "ollama"]
 
@@ -39,13 +40,25 @@ def can_continue(surface: Surface, server: str, stream: bool) -> bool:
     return stream and (server, surface) in CONTINUES
 
 
-def by_gateway(config: ThinkExtractConfig, surface: Surface, server: str, stream: bool, own_field: bool) -> bool:
-    """Whether the gateway enforces a budget asked of this request, by the settings: ``own_field``,
-    the server reads a budget field of its own on this surface."""
+def enforcers(
+    config: ThinkExtractConfig, fields: ControlFields, surface: Surface, server: str, exclude: bool
+) -> tuple[bool, bool]:
+    """Who may enforce a budget on this request, by ``reasoning_budget_enforcement``: the server, in
+    its own field; the gateway, on one streamed answer whose reasoning the client gets (the gateway
+    counts it on its way out), of a model whose reasoning is in tags, to a server it knows how to
+    continue on (``gateway`` elsewhere is the server's)."""
     enforcement = config.reasoning_budget_enforcement
-    if enforcement in ("off", "server") or (enforcement == "auto" and own_field):
-        return False
-    return can_continue(surface, server, stream)
+    if enforcement == "off":
+        return False, False
+    one = bytes(fields.n).strip() in (b"", b"1", b"null")
+    shown = not (exclude or config.reasoning_exclude)
+    stream = bytes(fields.stream).strip() == b"true"
+    can = one and shown and config.protocol == "tags" and can_continue(surface, server, stream)
+    if enforcement == "server":
+        return True, False
+    if enforcement == "gateway":
+        return not can, can
+    return True, can
 
 
 def continuation(body: bytes, prefill: str, surface: Surface, server: str) -> bytes | None:

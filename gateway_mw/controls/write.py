@@ -16,7 +16,7 @@ from typing import Literal
 import msgspec
 
 from ..config import ThinkExtractConfig
-from .continuation import can_continue
+from .continuation import enforcers
 from .fields import ControlFields
 from .intent import Effort, Intent, ModelInfo
 from .operator import decide
@@ -473,31 +473,10 @@ def write_controls(
     writer = WRITERS.get((server, surface))
     if writer is None:
         return Controlled(written, "unsupported")
-    server_budget, gateway_budget = _budget_by(config, fields, surface, server, written.exclude)
+    server_budget, gateway_budget = enforcers(config, fields, surface, server, written.exclude)
     out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget)
     writer(out, config.template_switch)
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
     )
     return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends, out.by_gateway)
-
-
-def _budget_by(
-    config: ThinkExtractConfig, fields: ControlFields, surface: Surface, server: str, exclude: bool
-) -> tuple[bool, bool]:
-    """Who may enforce a budget on this request, by ``reasoning_budget_enforcement``: the server, in
-    its own field; the gateway, on one streamed answer whose reasoning the client gets (the gateway
-    counts it on its way out), of a model whose reasoning is in tags, to a server it knows how to
-    continue on (``gateway`` elsewhere is the server's)."""
-    enforcement = config.reasoning_budget_enforcement
-    if enforcement == "off":
-        return False, False
-    one = bytes(fields.n).strip() in (b"", b"1", b"null")
-    shown = not (exclude or config.reasoning_exclude)
-    stream = bytes(fields.stream).strip() == b"true"
-    can = one and shown and config.protocol == "tags" and can_continue(surface, server, stream)
-    if enforcement == "server":
-        return True, False
-    if enforcement == "gateway":
-        return not can, can
-    return True, can

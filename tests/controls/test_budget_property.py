@@ -1,0 +1,127 @@
+"""Where a budget falls, whatever the upstream's tokens and reads: inside a tag, between the halves of
+a surrogate pair, at an event's edge, in the middle of a batched read. The translator's output through
+:class:`~gateway_mw.budget.BudgetCount` is held to the same stream translated without a budget."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.budget import BudgetCount, Joined
+from gateway_mw.pipeline import StreamPipeline
+
+CONFIG = ThinkExtractConfig()
+MODEL = "Qwen/Qwen3-8B"
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": MODEL}
+    body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return b"data: " + json.dumps(body).encode() + b"\n\n"  # ensure_ascii: a lone half is an escape
+
+
+def units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def tokens(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
+    coded = units(text)
+    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
+    edges = [0, *points, len(coded)]
+    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
+
+
+def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
+    out = [chunk({"role": "assistant", "content": ""})]
+    if native:
+        out += [chunk({"reasoning_content": t}) for t in tokens(reasoning, cuts)]
+        out += [chunk({"content": t}) for t in tokens(answer, cuts)]
+    else:
+        out += [chunk({"content": t}) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts)]
+    return b"".join([*out, chunk({}, "stop"), b"data: [DONE]\n\n"])
+
+
+def reasoning_events(raw: bytes) -> list[str]:
+    out = []
+    for block in raw.split(b"\n\n")[:-1]:
+        data = block.removeprefix(b"data: ")
+        if data == b"[DONE]":
+            continue
+        for choice in json.loads(data)["choices"]:
+            delta = choice["delta"]
+            text = delta.get("reasoning_content", delta.get("reasoning"))
+            if text:
+                out.append(text)
+    return out
+
+
+def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
+    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(edges)]
+
+
+TEXT = st.text(
+    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
+)
+
+
+@given(
+    reasoning=TEXT,
+    answer=TEXT,
+    cuts=st.lists(st.integers(0, 120), max_size=40),
+    reads=st.lists(st.integers(0, 4000), max_size=12),
+    budget=st.integers(0, 12),
+    native=st.booleans(),
+)
+def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
+    reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
+) -> None:
+    raw = stream(reasoning, answer, cuts, native)
+    plain = StreamPipeline("chat", CONFIG)
+    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
+    expected = reasoning_events(whole)
+
+    pipeline = StreamPipeline("chat", CONFIG)
+    count = BudgetCount(budget, CONFIG.max_event_bytes)
+    passed = b""
+    for piece in pieces(raw, reads):
+        passed += count.feed(pipeline.feed(piece))
+        if count.cut:
+            break  # the handler's next write fails: nothing more is fed
+    if not count.cut:
+        passed += count.feed(pipeline.finish()) + count.finish()
+
+    assert count.cut == (len(expected) > budget)
+    assert reasoning_events(passed) == expected[:budget]
+    assert count.counted == min(budget, len(expected))
+    assert count.reasoning == "".join(expected[:budget])
+    if count.cut:
+        assert whole.startswith(passed)
+    else:
+        assert passed == whole  # a stream the budget does not cut goes as it would without one
+
+
+@given(answer=TEXT, cuts=st.lists(st.integers(0, 60), max_size=20), reads=st.lists(st.integers(0, 2000), max_size=8))
+def test_a_continuation_is_joined_as_the_same_answer(answer: str, cuts: list[int], reads: list[int]) -> None:
+    """The continuation's chunks take the first answer's head, lose their role, and keep their text."""
+    first = {"id": b'"chatcmpl-first"', "created": b"1", "model": b'"m"'}
+    joined = Joined({k: msgspec.Raw(v) for k, v in first.items()}, CONFIG.max_event_bytes)
+    raw = b"".join(
+        [chunk({"role": "assistant", "content": ""})] + [chunk({"content": t}) for t in tokens(answer, cuts)]
+    )
+    raw += chunk({}, "stop") + b"data: [DONE]\n\n"
+    out = b"".join(joined.feed(p) for p in pieces(raw, reads)) + joined.finish()
+    chunks = [json.loads(b.removeprefix(b"data: ")) for b in out.split(b"\n\n")[:-2]]
+    assert out.endswith(b"data: [DONE]\n\n") and joined.done
+    assert {(c["id"], c["created"], c["model"]) for c in chunks} == {("chatcmpl-first", 1, "m")}
+    assert all("role" not in ch["delta"] for c in chunks for ch in c["choices"])
+    text = "".join(ch["delta"].get("content", "") for c in chunks for ch in c["choices"])
+    assert units(text) == units(answer)
+    assert [ch["finish_reason"] for c in chunks for ch in c["choices"]][-1] == "stop"

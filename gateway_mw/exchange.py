@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
@@ -27,9 +27,22 @@ from .stats import ThinkExtractStats
 from .surfaces import Counts
 from .surfaces.registry import SURFACES
 
-__all__ = ["BudgetSpent", "Session", "TranslatingWriter"]
+__all__ = ["THINKEXTRACT_BUDGET", "BudgetSpent", "Budgeted", "Session", "TranslatingWriter"]
 
 log = logging.getLogger("gateway_mw")
+
+
+class Budgeted(NamedTuple):
+    """What came of a reasoning budget the gateway enforced on one answer."""
+
+    counted: int
+    """The reasoning events that went to the client (servers stream one token per event)."""
+    outcome: str
+    """``within``, ``continued``, ``continuation_failed``, ``not_continued`` or ``client_gone``."""
+
+
+THINKEXTRACT_BUDGET = web.RequestKey("THINKEXTRACT_BUDGET", Budgeted)
+"""Set on a request whose reasoning budget the gateway enforced, once it is known what came of it."""
 
 _PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response (_SSE: any stream)
 _HELD_PIECE = 64 * 1024
@@ -55,7 +68,6 @@ class Session:
         self.record: ReasoningRecord | None = None  # where what the answers said is kept, if anywhere
         self.incoming: Incoming | None = None
         self.made: list[str] = []  # the ids the translator made up (a Responses body's items)
-        self.budget: tuple[int, str] | None = None  # the gateway's budget: events counted, its outcome
         if stats is not None:
             stats.surface(surface).seen += 1
 
@@ -109,7 +121,7 @@ class Session:
 
     def budgeted(self, counted: int, outcome: str) -> None:
         """The reasoning budget the gateway enforced: ``counted`` reasoning events, and its outcome."""
-        self.budget = (counted, outcome)
+        self.request[THINKEXTRACT_BUDGET] = Budgeted(counted, outcome)
         if self.stats is not None:
             self.stats.budgeted(self.surface, counted, outcome)
 

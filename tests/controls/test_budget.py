@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +18,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, proxy, setup
 from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
 
 from .thinker import ANSWER, Thinker, token
@@ -316,3 +318,36 @@ async def test_where_the_gateway_does_not_enforce_it_nothing_is_cut(
     served = await front.thinker.over()
     assert len(served) == 1 and not served[0].stopped, why
     assert front.stats.surface("chat").budgets == {}
+
+
+async def test_through_the_gateway(caplog: pytest.LogCaptureFixture) -> None:
+    """The packaged gateway: the first stream ends as the budget's (not a client that left), the answer
+    is continued, and the debug line says what the gateway did and how many events it counted."""
+    thinker = Thinker("sglang")
+    back = web.Application()
+    back.router.add_post(ROUTE, thinker.chat)
+    runner = web.AppRunner(back, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    config = ThinkExtractConfig(upstream_server="sglang", reasoning_store="off")
+    settings = proxy.Settings(upstream=f"http://127.0.0.1:{runner.addresses[0][1]}", think_extract=config)
+    app = proxy.build_app(settings)
+    gateway = web.AppRunner(app, access_log=None)
+    await gateway.setup()
+    await web.TCPSite(gateway, "127.0.0.1", 0).start()
+    caplog.set_level(logging.DEBUG, "gateway_mw.proxy")
+    try:
+        front = Front(f"http://127.0.0.1:{gateway.addresses[0][1]}", thinker, app[THINKEXTRACT_STATS])
+        chunks = await events(front, request("think", 3))
+        served = await thinker.over()
+    finally:
+        await gateway.cleanup()
+        await runner.cleanup()
+    assert reasoning_of(chunks) == [token(0), token(1), token(2)]
+    assert content_of(chunks) == "".join(ANSWER)
+    assert_one_answer(chunks)
+    assert [s.stopped for s in served] == [True, False]
+    line = next(r.getMessage() for r in caplog.records if "budget enforced" in r.getMessage())
+    assert "budget enforced by the gateway: 3 reasoning events counted, continued" in line
+    assert "client" not in line  # the cut is not a client that left
+    assert front.stats.surface("chat").budgets == {"continued": 1}

@@ -22,7 +22,7 @@ from .aio import swap_writer
 from .budget import BudgetCount
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .continuing import continue_answer
-from .exchange import Session, TranslatingWriter
+from .exchange import THINKEXTRACT_BUDGET, Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
     THINKEXTRACT_CONTROLS,
@@ -41,6 +41,7 @@ from .surfaces.registry import SURFACES
 
 __all__ = [
     "CLIENT_GONE",
+    "THINKEXTRACT_BUDGET",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",

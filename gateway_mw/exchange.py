@@ -38,7 +38,8 @@ class Budgeted(NamedTuple):
     counted: int
     """The reasoning events that went to the client (servers stream one token per event)."""
     outcome: str
-    """``within``, ``continued``, ``continuation_failed``, ``not_continued`` or ``client_gone``."""
+    """``within``, ``continued``, ``continuation_failed``, ``not_continued``, ``client_gone`` or
+    ``not_relayed``."""
 
 
 THINKEXTRACT_BUDGET = web.RequestKey("THINKEXTRACT_BUDGET", Budgeted)

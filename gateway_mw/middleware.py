@@ -211,6 +211,8 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         elif isinstance(response, web.Response) and isinstance(body := response.body, (bytes, bytearray)):
             session.rewrite_response(response, bytes(body))
             writer.pass_through()
+            if budget is not None:  # read whole before the middleware saw any of it: nothing to cut
+                session.budgeted(0, "not_relayed")
         # Otherwise (a streamed payload, an unprepared StreamResponse) the writer translates
         # what aiohttp writes once the handler has returned.
     return response

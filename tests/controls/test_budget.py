@@ -52,7 +52,7 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
     sessions: list[aiohttp.ClientSession] = []
     runners: list[web.AppRunner] = []
 
-    async def make(thinker: Thinker, cancelling: bool = True, **settings: Any) -> Front:
+    async def make(thinker: Thinker, cancelling: bool = True, whole: bool = False, **settings: Any) -> Front:
         back = web.Application()
         back.router.add_post(ROUTE, thinker.chat)
         back_server = await aiohttp_server(back)
@@ -67,6 +67,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
             stream relayed piece by piece, the upstream closed when the client's write fails."""
             front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            if whole:  # a handler that reads the upstream's answer whole, then returns it
+                async with session.post(back_server.make_url(request.path), data=body) as read:
+                    return web.Response(body=await read.read(), content_type=read.content_type)
             upstream = await session.post(
                 back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
             )
@@ -351,3 +354,11 @@ async def test_through_the_gateway(caplog: pytest.LogCaptureFixture) -> None:
     assert "budget enforced by the gateway: 3 reasoning events counted, continued" in line
     assert "client" not in line  # the cut is not a client that left
     assert front.stats.surface("chat").budgets == {"continued": 1}
+
+
+async def test_a_handler_that_returns_the_whole_answer_is_not_cut(start: Start) -> None:
+    front = await start(Thinker("sglang"), whole=True, reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think 5", 2))
+    assert reasoning_of(chunks) == [token(i) for i in range(5)]
+    assert content_of(chunks) == "".join(ANSWER)
+    assert front.stats.surface("chat").budgets == {"not_relayed": 1}

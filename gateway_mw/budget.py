@@ -11,10 +11,12 @@ alike, so that the two agree.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
 
+from . import surrogates
 from .rawjson import UNREADABLE, encode, obj, raw_list
 from .sse import SSEDecoder, SSEEvent
 
@@ -67,8 +69,12 @@ class BudgetCount:
 
     @property
     def reasoning(self) -> str:
-        """The reasoning the client got, in order."""
-        return "".join(self._reasoning)
+        """The reasoning the client got, in order: a surrogate pair whose halves came in two events
+        joined, a half that stayed alone as U+FFFD (no JSON encoder writes one)."""
+        text = "".join(self._reasoning)
+        if text.isascii():
+            return text
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     @property
     def model(self) -> str | None:
@@ -111,9 +117,8 @@ class BudgetCount:
         data = event.data
         if data is None or event.oversized or data == _DONE:
             return True
-        try:
-            chunk = _decode_chunk(data)
-        except UNREADABLE:
+        chunk = _read(data)
+        if chunk is None:
             return True  # not a chunk the budget can read: passed as the translator gave it
         if not self.head:
             self.head = {key: value for key in _HEAD if (value := getattr(chunk, key))}
@@ -134,6 +139,30 @@ class BudgetCount:
             ):
                 self._watching = False  # the reasoning is over: an answer, a call or the end
         return True
+
+
+def _read(data: bytes) -> _Chunk | None:
+    """A chunk as the budget reads it; ``None`` when it is none. A chunk that carries a lone
+    surrogate escape (half a pair, the other half in the next event: native reasoning passes as the
+    server cut it) is read with the standard library, which gives the half as it is."""
+    try:
+        return _decode_chunk(data)
+    except UNREADABLE:
+        masked = surrogates.mask(data)
+    try:
+        chunk = _decode_chunk(masked) if masked is not None else None
+        texts = json.loads(data).get("choices") if chunk is not None else None
+    except (*UNREADABLE, ValueError, AttributeError):
+        return None
+    if chunk is None or not isinstance(texts, list) or len(texts) != len(chunk.choices):
+        return None
+    for choice, read in zip(chunk.choices, texts, strict=True):
+        delta = read.get("delta") if isinstance(read, dict) else None
+        if choice.delta is not None and isinstance(delta, dict):
+            for name in ("content", "reasoning_content", "reasoning"):
+                value = delta.get(name)
+                setattr(choice.delta, name, value if isinstance(value, str) else None)
+    return chunk
 
 
 def prefill(open_tag: str, reasoning: str, message: str, close_tag: str) -> str:

@@ -15,14 +15,15 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from .aio import clone_with, read_already
-from .budget import BudgetCount, Joined, prefill
+from .budget import Joined, prefill
+from .budgetbody import ChatBody
 from .config import ThinkExtractConfig
 from .controls.continuation import continuation
 from .exchange import Session, TranslatingWriter
 from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER
 from .pipeline import StreamPipeline
 
-__all__ = ["ContinuingWriter", "continue_answer"]
+__all__ = ["ContinuingWriter", "continue_answer", "whole_body"]
 
 log = logging.getLogger("gateway_mw")
 
@@ -42,9 +43,15 @@ class ContinuingWriter(TranslatingWriter):
     anything else (a refusal, an error) is not sent, and the first answer is ended instead."""
 
     def __init__(
-        self, inner: AbstractStreamWriter, session: Session, config: ThinkExtractConfig, joined: Joined
+        self,
+        first: TranslatingWriter,
+        inner: AbstractStreamWriter,
+        session: Session,
+        config: ThinkExtractConfig,
+        joined: Joined,
     ) -> None:
         super().__init__(inner, session)
+        self._first = first
         self._config = config
         self.joined = joined
         self.answered = False
@@ -73,9 +80,19 @@ class ContinuingWriter(TranslatingWriter):
         if self._pipeline is not None and not self.ended:
             out = self.joined.feed(self._pipeline.feed(bytes(chunk)))
             if out:
-                return self._inner.write(out)
+                return self._send(out, end=False)
         self._check_open()
         return _nothing()
+
+    async def _send(self, out: bytes, end: bool) -> None:
+        """To the client: the stream's bytes, or (no stream asked for) into the body it makes."""
+        collect = self._first.collect
+        if collect is None:
+            await (self._inner.write_eof(out) if end else self._inner.write(out))
+            return
+        collect.feed(out)
+        if end:
+            await self._first.send_collected()
 
     async def write_eof(self, chunk: bytes = b"") -> None:
         if self.ended:
@@ -86,7 +103,7 @@ class ContinuingWriter(TranslatingWriter):
         self.ended = True
         joined = self.joined
         out = joined.feed(self._pipeline.feed(bytes(chunk)) + self._pipeline.finish()) + joined.finish()
-        await self._inner.write_eof(out)
+        await self._send(out, end=True)
 
     async def end_first(self) -> None:
         """No continuation, or what there was of it ended early: the answer ends where it is, with
@@ -100,7 +117,7 @@ class ContinuingWriter(TranslatingWriter):
                 out = self.joined.feed(self._pipeline.finish()) + self.joined.finish()
             except Exception:  # what it held is lost, the stream still ends well-formed
                 log.exception("gateway_mw: the continuation's held text could not be sent")
-        await self._inner.write_eof(out + self.joined.closing())
+        await self._send(out + self.joined.closing(), end=True)
 
     async def abort(self) -> None:
         try:
@@ -113,14 +130,16 @@ async def continue_answer(
     request: web.Request,
     handler: Handler,
     session: Session,
+    first_writer: TranslatingWriter,
     inner: AbstractStreamWriter,
-    budget: BudgetCount,
     first: web.StreamResponse | None,
     error: BaseException | None,
 ) -> web.StreamResponse:
     """The first answer's reasoning was cut at ``budget``: ask ``handler`` for the rest, and send it
     on as the same answer. ``first`` is what the handler returned for the first answer (``None``:
     it raised ``error``, the budget's own error as a rule)."""
+    budget = first_writer.budget
+    assert budget is not None
     transport = request.transport
     if transport is None or transport.is_closing():  # the client left meanwhile: nothing to continue for
         session.budgeted(budget.counted, "client_gone")
@@ -130,7 +149,7 @@ async def continue_answer(
         return first
     config = continuation_config(session.config, budget.model)
     joined = Joined(budget.head, config.max_event_bytes)
-    writer = ContinuingWriter(inner, session, config, joined)
+    writer = ContinuingWriter(first_writer, inner, session, config, joined)
     answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     pair = config.tag_pairs[0]
     text = prefill(pair.open, budget.reasoning, config.reasoning_budget_message, pair.close)
@@ -156,6 +175,16 @@ async def continue_answer(
         session.budgeted(budget.counted, "continuation_failed")
         await writer.abort()
     return answer
+
+
+def whole_body(session: Session, stream: bytes) -> bytes:
+    """The body a whole stream makes, translated: the answer of a client that asked for no stream,
+    when the handler returned the stream it was given in one piece."""
+    pipeline = StreamPipeline(session.surface, session.config, session.new_id)
+    collect = ChatBody(session.config.max_event_bytes)
+    collect.feed(pipeline.feed(stream) + pipeline.finish())
+    session.translated(pipeline.counts, pipeline.error)
+    return collect.body()
 
 
 async def _nothing() -> None:

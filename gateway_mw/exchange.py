@@ -17,6 +17,7 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from .budget import BudgetCount
+from .budgetbody import ChatBody
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -176,6 +177,8 @@ class TranslatingWriter(AbstractStreamWriter):
         self.length: int | None = None
         self.budget: BudgetCount | None = None
         """Set before the handler runs: the reasoning budget the gateway enforces on this stream."""
+        self.collect: ChatBody | None = None
+        """Set with :attr:`budget` when the client asked for no stream: the body the stream makes."""
 
     # Counters aiohttp reads from its writer.
     @property
@@ -223,7 +226,7 @@ class TranslatingWriter(AbstractStreamWriter):
             return  # the response aiohttp is handed after a continuation: its answer went out already
         if self._mode is None:
             self._mode = self._choose(status_line, headers)
-        if self._mode == _JSON:
+        if self._mode == _JSON or (self._mode == _SSE and self.collect is not None):
             self._held_headers = (status_line, headers)
             return
         await self._send_headers_inner(status_line, headers, self.length if self._mode == _PASS else None)
@@ -272,7 +275,9 @@ class TranslatingWriter(AbstractStreamWriter):
             self._eof = True
             self._session.translated(self._pipeline.counts, self._pipeline.error)
         if out:
-            return self._inner.write(out)
+            if self.collect is None:
+                return self._inner.write(out)
+            self.collect.feed(out)
         self._check_open()
         return _nothing()
 
@@ -303,6 +308,11 @@ class TranslatingWriter(AbstractStreamWriter):
             out += budget.finish()
             if not budget.cut:
                 self._session.budgeted(budget.counted, "within")
+            if self.collect is not None:
+                self.collect.feed(out)
+                if not budget.cut:
+                    await self.send_collected()
+            elif not budget.cut:
                 await self._inner.write_eof(out)
             elif out:  # spent at the very end: the continuation ends the stream
                 await self._inner.write(out)
@@ -397,6 +407,19 @@ class TranslatingWriter(AbstractStreamWriter):
         await self._send_headers_inner(status_line, headers, None)
         await self._inner.write_eof(bytes(body) if isinstance(body, bytearray) else body)
 
+    async def send_collected(self) -> None:
+        """The answer of a client that asked for no stream: the body its stream made, with the
+        stream's status and headers made a JSON body's."""
+        assert self.collect is not None
+        status_line, headers = self._take_held_headers()
+        body = self.collect.body()
+        headers[hdrs.CONTENT_TYPE] = "application/json"
+        headers.popall(hdrs.TRANSFER_ENCODING, None)
+        headers[hdrs.CONTENT_LENGTH] = str(len(body))
+        self._chunking = False
+        await self._send_headers_inner(status_line, headers, None)
+        await self._inner.write_eof(body)
+
     async def abort(self) -> None:
         """The handler raised: send what the translator holds, so no character is lost."""
         if self._eof or self._mode != _SSE or self._pipeline is None:
@@ -404,7 +427,10 @@ class TranslatingWriter(AbstractStreamWriter):
         self._eof = True
         try:
             out = self._end_stream(self._pipeline)
-            if out:
+            if self.collect is not None:
+                self.collect.feed(out)
+                await self.send_collected()
+            elif out:
                 await self._inner.write(out)
         except Exception:
             log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)

@@ -20,8 +20,9 @@ from aiohttp import hdrs, web
 
 from .aio import swap_writer
 from .budget import BudgetCount
+from .budgetbody import ChatBody
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
-from .continuing import continue_answer
+from .continuing import continue_answer, whole_body
 from .exchange import THINKEXTRACT_BUDGET, Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
@@ -193,23 +194,29 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
 
     writer = TranslatingWriter(request.writer, session)
     writer.budget = budget
+    if budget is not None and controlled is not None and not controlled.stream:
+        writer.collect = ChatBody(config.max_event_bytes)  # asked for as a stream: its body is the client's
     inner = swap_writer(request, writer)
     try:
         response = await handler(request)
     except BaseException as exc:
         if budget is not None and budget.cut and isinstance(exc, Exception):
-            return await continue_answer(request, handler, session, inner, budget, None, exc)
+            return await continue_answer(request, handler, session, writer, inner, None, exc)
         await writer.abort()
         swap_writer(request, inner)  # aiohttp's error response, if any, goes out untouched
         raise
     if budget is not None and budget.cut:
-        return await continue_answer(request, handler, session, inner, budget, response, None)
+        return await continue_answer(request, handler, session, writer, inner, response, None)
     if not response.prepared and writer.undecided:
         if isinstance(response, web.FileResponse):
             session.passed("file")  # sendfile() bypasses the writer: nothing to translate
             writer.pass_through()
         elif isinstance(response, web.Response) and isinstance(body := response.body, (bytes, bytearray)):
-            session.rewrite_response(response, bytes(body))
+            if writer.collect is not None and session.response_kind(response.status, response.headers, False) == "sse":
+                response.body = whole_body(session, bytes(body))  # the stream asked for in its place, as a body
+                response.content_type = "application/json"
+            else:
+                session.rewrite_response(response, bytes(body))
             writer.pass_through()
             if budget is not None:  # read whole before the middleware saw any of it: nothing to cut
                 session.budgeted(0, "not_relayed")

@@ -18,7 +18,7 @@ from ..config import ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
 
-__all__ = ["CONTINUES", "can_continue", "continuation", "enforcers"]
+__all__ = ["CONTINUES", "STREAMED", "can_continue", "continuation", "enforcers"]
 
 Surface = Literal["chat", "messages", "responses", "ollama"]
 
@@ -29,31 +29,34 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 
+STREAMED = {"stream": b"true", "stream_options": b'{"include_usage":true}'}
+"""What a request that does not stream is sent with when the gateway enforces its budget."""
+
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.Encoder().encode
 _SPACE = b" \t\r\n"
 
 
-def can_continue(surface: Surface, server: str, stream: bool) -> bool:
-    """Whether the gateway can end the thinking at a budget on this request: a stream (it counts the
-    reasoning as it goes by), to a server and surface it knows how to continue on."""
-    return stream and (server, surface) in CONTINUES
+def can_continue(surface: Surface, server: str) -> bool:
+    """Whether the gateway can end the thinking at a budget on this surface of this server: one it
+    knows how to continue on. (A request that does not stream is asked to: the gateway counts the
+    reasoning as it goes by, and gives the client the body the stream makes.)"""
+    return (server, surface) in CONTINUES
 
 
 def enforcers(
     config: ThinkExtractConfig, fields: ControlFields, surface: Surface, server: str, exclude: bool
 ) -> tuple[bool, bool]:
     """Who may enforce a budget on this request, by ``reasoning_budget_enforcement``: the server, in
-    its own field; the gateway, on one streamed answer whose reasoning the client gets (the gateway
-    counts it on its way out), of a model whose reasoning is in tags, to a server it knows how to
+    its own field; the gateway, on one answer whose reasoning the client gets (the gateway counts it
+    on its way out), of a model whose reasoning is in tags, to a server it knows how to
     continue on (``gateway`` elsewhere is the server's)."""
     enforcement = config.reasoning_budget_enforcement
     if enforcement == "off":
         return False, False
     one = bytes(fields.n).strip() in (b"", b"1", b"null")
     shown = not (exclude or config.reasoning_exclude)
-    stream = bytes(fields.stream).strip() == b"true"
-    can = one and shown and config.protocol == "tags" and can_continue(surface, server, stream)
+    can = one and shown and config.protocol == "tags" and can_continue(surface, server)
     if enforcement == "server":
         return True, False
     if enforcement == "gateway":

@@ -16,7 +16,7 @@ from typing import Literal
 import msgspec
 
 from ..config import ThinkExtractConfig
-from .continuation import enforcers
+from .continuation import STREAMED, enforcers
 from .fields import ControlFields
 from .intent import Effort, Intent, ModelInfo
 from .operator import decide
@@ -42,6 +42,8 @@ class Controlled(msgspec.Struct, frozen=True, gc=False):
     body once, with no decode)."""
     by_gateway: bool = False
     """The budget (``intent.budget``) is the gateway's to enforce: it ends the thinking itself."""
+    stream: bool = True
+    """The client asked for a stream (with :attr:`by_gateway` only)."""
 
 
 Writer = Callable[[Out, str], None]
@@ -476,7 +478,11 @@ def write_controls(
     server_budget, gateway_budget = enforcers(config, fields, surface, server, written.exclude)
     out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget)
     writer(out, config.template_switch)
+    stream = bytes(fields.stream).strip() == b"true"
+    if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body
+        out.edits.update(STREAMED)
+        out.written.append("stream=true")
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
     )
-    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends, out.by_gateway)
+    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends, out.by_gateway, stream)

@@ -306,7 +306,6 @@ async def test_reasoning_reopened_in_the_continuation_is_reasoning_not_counted(s
 @pytest.mark.parametrize(
     ("more", "why"),
     [
-        ({"stream": False}, "not a stream"),
         ({"n": 2}, "two answers"),
         ({"reasoning": {"max_tokens": 2, "exclude": True}}, "excluded"),
     ],
@@ -361,4 +360,106 @@ async def test_a_handler_that_returns_the_whole_answer_is_not_cut(start: Start) 
     chunks = await events(front, request("think 5", 2))
     assert reasoning_of(chunks) == [token(i) for i in range(5)]
     assert content_of(chunks) == "".join(ANSWER)
+    assert front.stats.surface("chat").budgets == {"not_relayed": 1}
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang", "llamacpp"])
+async def test_an_answer_that_does_not_stream_gets_one_body(start: Start, server: str) -> None:
+    """Asked for as a stream (counted, cut, continued), given as the body the client asked for."""
+    front = await start(Thinker(server), reasoning_budget_enforcement="gateway")
+    body = request("think", 3, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert (resp.status, resp.content_type) == (200, "application/json")
+        answer = await resp.json()
+    first, second = await front.thinker.over()
+    reasoning = "".join(token(i) for i in range(3))
+    prompt = sum(len(str(m["content"]).split()) for m in second.body["messages"])
+    assert answer == {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1001,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "".join(ANSWER),
+                    "reasoning_content": reasoning,
+                    "reasoning": reasoning,
+                },
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": len(ANSWER), "total_tokens": prompt + len(ANSWER)},
+    }
+    streamed = {"stream": True, "stream_options": {"include_usage": True}}
+    assert first.stopped and first.body == body | streamed | {
+        "chat_template_kwargs": first.body["chat_template_kwargs"]
+    }
+    assert second.body["messages"][-1]["content"] == "<think>" + reasoning + BUDGET_MESSAGE + "</think>"
+    assert (second.body["stream"], second.body["stream_options"]) == (True, {"include_usage": True})
+
+
+async def test_the_openai_sdk_reads_the_body(start: Start) -> None:
+    front = await start(Thinker("sglang"))
+    client = openai.AsyncOpenAI(base_url=front.url + "/v1", api_key="x", max_retries=0)
+    try:
+        completion = await client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "think"}], extra_body={"reasoning": {"max_tokens": 2}}
+        )
+    finally:
+        await client.close()
+    assert (completion.id, completion.object, completion.model) == ("chatcmpl-1", "chat.completion", MODEL)
+    message = completion.choices[0].message
+    assert (message.role, message.content, message.model_extra) == (
+        "assistant",
+        "".join(ANSWER),
+        {"reasoning_content": token(0) + token(1), "reasoning": token(0) + token(1)},
+    )
+    assert front.stats.surface("chat").budgets == {"continued": 1}
+
+
+@pytest.mark.parametrize("budget", [2, 9])
+async def test_a_body_within_the_budget_or_a_refused_continuation(start: Start, budget: int) -> None:
+    front = await start(Thinker("vllm", fail=500), reasoning_budget_enforcement="gateway")
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(front.url + ROUTE, json=request("think 4", budget, stream=False)) as resp,
+    ):
+        answer = await resp.json()
+    within = budget > 4
+    reasoning = "".join(token(i) for i in range(min(budget, 4)))
+    assert answer["choices"] == [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "".join(ANSWER) if within else "",
+                "reasoning_content": reasoning,
+                "reasoning": reasoning,
+            },
+            "logprobs": None,
+            "finish_reason": "stop" if within else "length",
+        }
+    ]
+    assert front.stats.surface("chat").budgets == ({"within": 1} if within else {"continuation_failed": 1})
+
+
+async def test_a_handler_that_returns_the_whole_stream_still_answers_with_a_body(start: Start) -> None:
+    front = await start(Thinker("sglang"), whole=True, reasoning_budget_enforcement="gateway")
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(front.url + ROUTE, json=request("think 3", 1, stream=False)) as resp,
+    ):
+        assert resp.content_type == "application/json"
+        answer = await resp.json()
+    reasoning = "".join(token(i) for i in range(3))
+    assert answer["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "".join(ANSWER),
+        "reasoning_content": reasoning,
+        "reasoning": reasoning,
+    }
     assert front.stats.surface("chat").budgets == {"not_relayed": 1}

@@ -37,12 +37,12 @@ CASES: list[tuple[str, str, dict[str, Any], tuple[str, str, bool]]] = [
     ("vllm", "auto", STREAM, (f"{ON}, thinking_token_budget=64", "applied", False)),
     ("llamacpp", "auto", STREAM, (f"{ON}, thinking_budget_tokens=64", "applied", False)),
     ("sglang", "auto", STREAM, (BY_GATEWAY, "applied", True)),
-    ("sglang", "auto", {}, (ON, "nearest", False)),  # not a stream: no one enforces it
+    ("sglang", "auto", {}, (BY_GATEWAY + ", stream=true", "applied", True)),  # asked for as a stream
     ("ollama", "auto", STREAM, ("", "unsupported", False)),  # Ollama's /v1: not continued
     # gateway: the server's field is not written where the gateway enforces it
     ("vllm", "gateway", STREAM, (BY_GATEWAY, "applied", True)),
     ("llamacpp", "gateway", STREAM, (BY_GATEWAY, "applied", True)),
-    ("vllm", "gateway", {}, (f"{ON}, thinking_token_budget=64", "applied", False)),  # not a stream: the server's
+    ("vllm", "gateway", {"stream": False}, (BY_GATEWAY + ", stream=true", "applied", True)),
     ("vllm", "gateway", STREAM | {"n": 2}, (f"{ON}, thinking_token_budget=64", "applied", False)),
     ("sglang", "gateway", STREAM | {"n": 1}, (BY_GATEWAY, "applied", True)),
     # server: its field, or nothing

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.budget import BudgetCount, Joined
+from gateway_mw.budgetbody import ChatBody
 from gateway_mw.pipeline import StreamPipeline
 
 CONFIG = ThinkExtractConfig()
@@ -135,3 +136,53 @@ def test_a_continuation_is_joined_as_the_same_answer(answer: str, cuts: list[int
     text = "".join(ch["delta"].get("content", "") for c in chunks for ch in c["choices"])
     assert units(text) == units(answer)
     assert [ch["finish_reason"] for c in chunks for ch in c["choices"]][-1] == "stop"
+
+
+def test_the_body_a_stream_makes() -> None:
+    """Tool calls put together by index, usages summed number by number, a pair's halves from two
+    events joined (written as escapes), the first head kept."""
+    body = ChatBody(CONFIG.max_event_bytes)
+    events = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning_content": "\ud83d"}),
+        chunk({"reasoning_content": "\ude00 ok"}),
+        chunk(
+            {"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{"}}]}
+        ),
+        chunk(
+            {"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]}
+        ),
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": "}"}}]}),
+        chunk({}, "tool_calls"),
+        b'data: {"id":"c2","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,'
+        b'"completion_tokens_details":{"reasoning_tokens":2}}}\n\n',
+        b'data: {"id":"c3","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,'
+        b'"completion_tokens_details":{"reasoning_tokens":0}}}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    for event in events:
+        body.feed(event)
+    assert json.loads(body.body()) == {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 7,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "😀 ok",
+                    "tool_calls": [
+                        {"function": {"arguments": "", "name": "f"}, "id": "a", "type": "function"},
+                        {"function": {"arguments": "{}", "name": "g"}, "id": "b", "type": "function"},
+                    ],
+                },
+                "logprobs": None,
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 8, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 2}},
+    }
+    assert b"\\ud83d\\ude00 ok" in body.body()

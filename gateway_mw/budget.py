@@ -20,7 +20,7 @@ from . import surrogates
 from .rawjson import UNREADABLE, encode, obj, raw_list
 from .sse import SSEDecoder, SSEEvent
 
-__all__ = ["BudgetCount", "Joined", "prefill"]
+__all__ = ["BudgetCount", "Echo", "Joined", "prefill"]
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -203,7 +203,7 @@ class Joined:
         if data == _DONE:
             self.done = True
             return event.raw
-        top = obj(data)
+        top, masked = _obj(data)
         if top is None:
             return event.raw
         for key, value in self._head.items():
@@ -211,7 +211,22 @@ class Joined:
                 top[key] = value
         if b'"role"' in data and not _without_role(top):
             return b""  # a role and nothing else: the first answer said it
-        return event.fields + b"data: " + encode(top) + b"\n\n"
+        return event.fields + b"data: " + _encoded(top, masked) + b"\n\n"
+
+
+def _obj(data: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """``data`` as an object of raw values, and whether it was read masked: a chunk that carries a
+    lone surrogate escape (half a pair) is read with the escape masked (:mod:`.surrogates`)."""
+    top = obj(data)
+    if top is not None:
+        return top, False
+    masked = surrogates.mask(data)
+    return (obj(masked), True) if masked is not None else (None, False)
+
+
+def _encoded(top: dict[str, Any], masked: bool) -> bytes:
+    out: bytes = encode(top)
+    return surrogates.unmask(out) if masked else out
 
 
 def _without_role(top: dict[str, Any]) -> bool:
@@ -238,3 +253,67 @@ def _without_role(top: dict[str, Any]) -> bool:
         kept.append(msgspec.Raw(encode(choice)))
     top["choices"] = kept
     return says
+
+
+class Echo:
+    """Takes out of a continuation's first chunks the prefill the server echoes there (llama.cpp
+    streams the prefilled text back as the start of its answer's content; vLLM and SGLang do not),
+    so that the client does not get the reasoning twice. Fed the upstream's bytes, before the
+    translator; once the continuation's own text starts, it passes bytes as they come."""
+
+    def __init__(self, prefill: str, max_event_bytes: int) -> None:
+        self._left = prefill
+        self._decoder = SSEDecoder(max_event_bytes)
+        self.done = not prefill
+
+    def feed(self, raw: bytes) -> bytes:
+        if self.done:
+            return raw
+        out = [event.raw if self.done else self._strip(event) for event in self._decoder.feed(raw)]
+        if self.done:
+            out.append(self._decoder.take_pending())
+        return b"".join(out)
+
+    def finish(self) -> bytes:
+        if self.done:
+            return b""
+        self.done = True
+        events, tail = self._decoder.finish()
+        return b"".join(e.raw for e in events) + tail
+
+    def _strip(self, event: SSEEvent) -> bytes:
+        data = event.data
+        chunk = _read(data) if data is not None and not event.oversized and data != _DONE else None
+        if chunk is None or data is None:
+            return event.raw
+        content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
+        if not content:
+            return event.raw  # a role, nothing to compare yet
+        left = self._left
+        if content.startswith(left):
+            rest, self.done = content[len(left) :], True
+        elif left.startswith(content):
+            rest, self._left = "", left[len(content) :]
+        else:
+            self.done = True  # the continuation's own text: no echo
+            return event.raw
+        new = _with_content(data, rest)
+        return event.raw if new is None else event.fields + b"data: " + new + b"\n\n"
+
+
+def _with_content(data: bytes, content: str) -> bytes | None:
+    """``data`` (a chunk) with choice 0's ``delta.content`` replaced."""
+    top, masked = _obj(data)
+    choices = raw_list(top.get("choices")) if top is not None else None
+    if top is None or choices is None:
+        return None
+    for at, raw in enumerate(choices):
+        choice = obj(raw)
+        delta = obj(choice.get("delta")) if choice is not None else None
+        if choice is None or delta is None or bytes(choice.get("index", b"0")) != b"0":
+            continue
+        delta["content"] = msgspec.Raw(json.dumps(content).encode())  # ASCII escapes: a lone half too
+        choice["delta"] = msgspec.Raw(encode(delta))
+        choices[at] = msgspec.Raw(encode(choice))
+    top["choices"] = choices
+    return _encoded(top, masked)

@@ -15,7 +15,7 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from .aio import clone_with, read_already
-from .budget import Joined, prefill
+from .budget import Echo, Joined, prefill
 from .budgetbody import ChatBody
 from .config import ThinkExtractConfig
 from .controls.continuation import continuation
@@ -49,8 +49,10 @@ class ContinuingWriter(TranslatingWriter):
         session: Session,
         config: ThinkExtractConfig,
         joined: Joined,
+        echo: Echo,
     ) -> None:
         super().__init__(inner, session)
+        self._echo = echo
         self._first = first
         self._config = config
         self.joined = joined
@@ -78,7 +80,7 @@ class ContinuingWriter(TranslatingWriter):
 
     def write(self, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
         if self._pipeline is not None and not self.ended:
-            out = self.joined.feed(self._pipeline.feed(bytes(chunk)))
+            out = self.joined.feed(self._pipeline.feed(self._echo.feed(bytes(chunk))))
             if out:
                 return self._send(out, end=False)
         self._check_open()
@@ -102,7 +104,8 @@ class ContinuingWriter(TranslatingWriter):
             return
         self.ended = True
         joined = self.joined
-        out = joined.feed(self._pipeline.feed(bytes(chunk)) + self._pipeline.finish()) + joined.finish()
+        raw = self._echo.feed(bytes(chunk)) + self._echo.finish()
+        out = joined.feed(self._pipeline.feed(raw) + self._pipeline.finish()) + joined.finish()
         await self._send(out, end=True)
 
     async def end_first(self) -> None:
@@ -114,7 +117,8 @@ class ContinuingWriter(TranslatingWriter):
         out = b""
         if self._pipeline is not None:
             try:
-                out = self.joined.feed(self._pipeline.finish()) + self.joined.finish()
+                held = self._pipeline.feed(self._echo.finish()) + self._pipeline.finish()
+                out = self.joined.feed(held) + self.joined.finish()
             except Exception:  # what it held is lost, the stream still ends well-formed
                 log.exception("gateway_mw: the continuation's held text could not be sent")
         await self._send(out + self.joined.closing(), end=True)
@@ -149,10 +153,11 @@ async def continue_answer(
         return first
     config = continuation_config(session.config, budget.model)
     joined = Joined(budget.head, config.max_event_bytes)
-    writer = ContinuingWriter(first_writer, inner, session, config, joined)
-    answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     pair = config.tag_pairs[0]
     text = prefill(pair.open, budget.reasoning, config.reasoning_budget_message, pair.close)
+    echo = Echo(text, config.max_event_bytes)
+    writer = ContinuingWriter(first_writer, inner, session, config, joined, echo)
+    answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     body = read_already(request)
     server = request.get(THINKEXTRACT_SERVER) or config.upstream_server
     continued = continuation(body, text, session.surface, server) if body is not None else None

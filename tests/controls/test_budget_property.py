@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
-from gateway_mw.budget import BudgetCount, Joined
+from gateway_mw.budget import BudgetCount, Echo, Joined
 from gateway_mw.budgetbody import ChatBody
 from gateway_mw.pipeline import StreamPipeline
 
@@ -120,6 +120,7 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
 
 
 @given(answer=TEXT, cuts=st.lists(st.integers(0, 60), max_size=20), reads=st.lists(st.integers(0, 2000), max_size=8))
+@example(answer="<<<😀", cuts=[4], reads=[])  # a pair's halves in two chunks: each a lone escape
 def test_a_continuation_is_joined_as_the_same_answer(answer: str, cuts: list[int], reads: list[int]) -> None:
     """The continuation's chunks take the first answer's head, lose their role, and keep their text."""
     first = {"id": b'"chatcmpl-first"', "created": b"1", "model": b'"m"'}
@@ -186,3 +187,31 @@ def test_the_body_a_stream_makes() -> None:
         "usage": {"prompt_tokens": 8, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 2}},
     }
     assert b"\\ud83d\\ude00 ok" in body.body()
+
+
+@given(
+    prefill=TEXT.filter(bool),
+    answer=TEXT,
+    cuts=st.lists(st.integers(0, 120), max_size=30),
+    reads=st.lists(st.integers(0, 4000), max_size=8),
+    echoed=st.booleans(),
+)
+@example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)
+def test_an_echoed_prefill_is_taken_out(
+    prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
+) -> None:
+    """A server that streams the prefill back (in any tokens, any reads) gives the client only what
+    follows it; one that does not is untouched."""
+    text = (prefill if echoed else "") + answer
+    raw = b"".join(
+        [chunk({"role": "assistant", "content": None})] + [chunk({"content": t}) for t in tokens(text, cuts)]
+    )
+    echo = Echo(prefill, CONFIG.max_event_bytes)
+    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    said = "".join(
+        ch["delta"].get("content") or "" for b in out.split(b"\n\n")[:-1] for ch in json.loads(b[6:])["choices"]
+    )
+    if echoed or not text.startswith(prefill):
+        assert units(said) == units(answer if echoed else text)
+    if not echoed and not prefill.startswith(text[:1]):
+        assert out == raw

@@ -5,7 +5,8 @@ reasoning parser sends it) or in ``reasoning_content`` (``native``), and continu
 message the way each server does: vLLM and SGLang only when asked (``continue_final_message`` with
 ``add_generation_prompt: false``; both true is refused, as vLLM refuses it), llama.cpp by itself (its
 assistant prefill). A continued message whose reasoning is closed is answered; anything else thinks
-again from the start. It records each request's body and whether its stream was stopped before its end
+again from the start. llama.cpp's answer to a prefill starts with the prefill itself, as its
+builds do. It records each request's body and whether its stream was stopped before its end
 (the connection closed under it).
 
 What it thinks is said by the user message: ``think N`` (N tokens, then the answer) or ``think``
@@ -94,7 +95,12 @@ class Thinker:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
+        # llama.cpp streams a prefill back as the start of the answer's first content (as build 0c1e570 does)
+        echo = [prefill] if continuing and self.server == "llamacpp" and prefill else []
+
         async def send(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+            if echo and delta.get("content") and "role" not in delta:
+                delta = delta | {"content": echo.pop() + delta["content"]}
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
             chunk = {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": body["model"]}
             chunk |= {"choices": [choice]} | extra

@@ -231,14 +231,24 @@ def _sglang_effort(effort: Any) -> str | float:
     return value
 
 
-def llamacpp(model: Model, surface: str, body: dict[str, Any]) -> TemplateView:
-    """llama-server (a recent build, `--jinja`, reasoning on by default for a template that supports it)."""
-    if surface == "messages":
+def llamacpp(model: Model, surface: str, body: dict[str, Any], *, legacy: bool = False) -> TemplateView:
+    """llama-server (`--jinja`, reasoning on by default for a template that supports it). ``legacy``: a
+    build from before the request's reasoning_effort was read (tools/server/server-common.cpp
+    @006639c3: only chat_template_kwargs; its Anthropic conversion drops them too, its Responses
+    conversion leaves `reasoning` unread)."""
+    if surface == "messages" and legacy:
+        chat: dict[str, Any] = {"messages": body.get("messages", [])}
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            budget = thinking.get("budget_tokens", 10000)
+            chat["thinking_budget_tokens"] = budget if isinstance(budget, int) else 10000
+        body = chat
+    elif surface == "messages":
         # tools/server/server-chat.cpp server_chat_convert_anthropic_to_oai: a new chat body of
         # messages, tools, stop, max_tokens, temperature/top_p/top_k/stream and chat_template_kwargs;
         # thinking.type == "enabled" -> thinking_budget_tokens = budget_tokens (default 10000);
         # "disabled" maps to nothing; output_config and a top-level reasoning_effort are dropped.
-        chat: dict[str, Any] = {"messages": body.get("messages", [])}
+        chat = {"messages": body.get("messages", [])}
         if "chat_template_kwargs" in body:
             chat["chat_template_kwargs"] = body["chat_template_kwargs"]
         thinking = body.get("thinking")
@@ -246,7 +256,7 @@ def llamacpp(model: Model, surface: str, body: dict[str, Any]) -> TemplateView:
             budget = thinking.get("budget_tokens", 10000)
             chat["thinking_budget_tokens"] = budget if isinstance(budget, int) else 10000
         body = chat
-    elif surface == "responses":
+    elif surface == "responses" and not legacy:
         # server-chat.cpp server_chat_convert_responses_to_chatcmpl: the body is copied (so top-level
         # chat fields go on); reasoning.effort -> reasoning_effort; the rest of `reasoning` dropped.
         body = dict(body)
@@ -265,7 +275,7 @@ def llamacpp(model: Model, surface: str, body: dict[str, Any]) -> TemplateView:
         enable_thinking = switch
     elif isinstance(switch, str):
         raise Refused('invalid type for "enable_thinking" (expected boolean, got string)')
-    effort = body.get("reasoning_effort")
+    effort = None if legacy else body.get("reasoning_effort")
     if effort == "none":
         enable_thinking = False
         kwargs.pop("reasoning_effort", None)
@@ -409,6 +419,8 @@ class Emulator:
     models: tuple[Model, ...]
     version: tuple[int, ...] = (0, 33, 0)
     """Ollama's version, where what it accepts changed."""
+    legacy: bool = False
+    """A llama.cpp build from before it read reasoning_effort."""
     seen: list[TemplateView | Refused] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
 
@@ -426,7 +438,7 @@ class Emulator:
         if self.server == "sglang":
             return sglang(model, surface, body)
         if self.server == "llamacpp":
-            return llamacpp(model, surface, body)
+            return llamacpp(model, surface, body, legacy=self.legacy)
         return ollama(model, surface, body, self.version)
 
     def app(self) -> web.Application:

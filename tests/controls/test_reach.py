@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,12 +68,13 @@ BASE: dict[str, dict[str, Any]] = {
 }
 
 # -- the servers and the models ------------------------------------------------------------------------
-SERVERS: dict[str, tuple[Server, tuple[int, ...]]] = {
-    "vllm": ("vllm", ()),
-    "sglang": ("sglang", ()),
-    "llamacpp": ("llamacpp", ()),
-    "ollama": ("ollama", (0, 33, 0)),
-    "ollama 0.17.0": ("ollama", (0, 17, 0)),  # before levels on non-harmony models, `max`, minimal/xhigh
+SERVERS: dict[str, Emulator] = {  # a name -> the server (without models), its version where it matters
+    "vllm": Emulator("vllm", ()),
+    "sglang": Emulator("sglang", ()),
+    "llamacpp": Emulator("llamacpp", ()),
+    "llamacpp (old build)": Emulator("llamacpp", (), legacy=True),  # reads only chat_template_kwargs
+    "ollama": Emulator("ollama", ()),
+    "ollama 0.17.0": Emulator("ollama", (), (0, 17, 0)),  # before levels on non-harmony models, `max`, xhigh
 }
 FAMILIES: tuple[Family, ...] = ("qwen3", "deepseek-v3.1", "glm-4.6", "gpt-oss", "deepseek-r1", "none")
 NAMES: dict[Family, tuple[str, str]] = {  # (as vLLM/SGLang/llama.cpp serve it, as Ollama does)
@@ -118,6 +119,12 @@ EXPECTED: dict[tuple[str, str, str], tuple[TemplateView, Outcome]] = {
     ("budget", "glm-4.6", "vllm/chat"): (TemplateView(True, None, BUDGET), "possible"),
     ("budget", "glm-4.6", "llamacpp"): (TemplateView(True, None, BUDGET), "possible"),
     ("default", "glm-4.6", "*"): (ON, "possible"),
+    # a llama.cpp build that reads only chat_template_kwargs, and whose /v1/messages drops them
+    ("off", "qwen3", "llamacpp (old build)/messages"): (ON, "impossible"),
+    ("off", "glm-4.6", "llamacpp (old build)/messages"): (ON, "impossible"),
+    ("off", "deepseek-v3.1", "llamacpp (old build)/messages"): (ON, "impossible"),
+    ("off", "gpt-oss", "llamacpp (old build)/messages"): (TemplateView(True, "medium"), "impossible"),
+    ("effort", "gpt-oss", "llamacpp (old build)/messages"): (TemplateView(True, "medium"), "impossible"),
     # DeepSeek V3.1 reads `thinking` (off by default in its own template)
     ("off", "deepseek-v3.1", "*"): (OFF, "possible"),
     ("on", "deepseek-v3.1", "*"): (ON, "possible"),
@@ -157,13 +164,14 @@ EXPECTED: dict[tuple[str, str, str], tuple[TemplateView, Outcome]] = {
 }
 
 
-def expected(intent: str, family: Family, server: Server, surface: str) -> tuple[TemplateView, Outcome]:
-    kind = intent.split(":")[0]
-    for key in (intent, kind):
-        for where in (f"{server}/{surface}", server, "*"):
+def expectation(intent: str, family: Family, name: str, surface: str) -> tuple[str, Family, str]:
+    """The key of ``EXPECTED`` that holds for a row: the most specific place, then the exact intent."""
+    server = SERVERS[name].server
+    for where in dict.fromkeys((f"{name}/{surface}", name, f"{server}/{surface}", server, "*")):
+        for key in (intent, intent.split(":")[0]):
             if (key, family, where) in EXPECTED:
-                return EXPECTED[key, family, where]
-    raise KeyError((intent, family, server, surface))
+                return key, family, where
+    raise KeyError((intent, family, name, surface))
 
 
 @dataclass(frozen=True)
@@ -178,12 +186,12 @@ class Row:
         return FORMS[self.form][2]
 
     def expected(self) -> tuple[TemplateView, Outcome]:
-        return expected(self.intent, self.family, SERVERS[self.server][0], self.surface)
+        return EXPECTED[expectation(self.intent, self.family, self.server, self.surface)]
 
     def body(self) -> bytes:
-        server, _ = SERVERS[self.server]
         fields = FORMS[self.form][1]
-        return json.dumps({"model": model(server, self.family).name, **BASE[self.surface], **fields}).encode()
+        name = model(SERVERS[self.server].server, self.family).name
+        return json.dumps({"model": name, **BASE[self.surface], **fields}).encode()
 
     def __str__(self) -> str:
         return f"{self.server}/{self.surface}/{self.form}/{self.family}"
@@ -191,8 +199,8 @@ class Row:
 
 ROWS = [
     Row(name, surface, form, family)
-    for name, (server, _) in SERVERS.items()
-    for surface in SURFACES[server]
+    for name, emulator in SERVERS.items()
+    for surface in SURFACES[emulator.server]
     for form, (surfaces, _, _) in FORMS.items()
     if surface in surfaces
     for family in FAMILIES
@@ -256,9 +264,8 @@ def model_info(upstream: str) -> Any:
 @asynccontextmanager
 async def served(name: str) -> AsyncIterator[tuple[Emulator, str, str]]:
     """The emulated server ``name`` and a gateway in front of it: (emulator, its URL, the gateway's URL)."""
-    server, version = SERVERS[name]
-    models = tuple(model(server, family) for family in FAMILIES)
-    emulator = Emulator(server, models, version or (0, 33, 0))
+    server = SERVERS[name].server
+    emulator = replace(SERVERS[name], models=tuple(model(server, family) for family in FAMILIES), seen=[], bodies=[])
     upstream = TestServer(emulator.app())
     await upstream.start_server()
     gateway = TestServer(forwarding_app(str(upstream.make_url("")).rstrip("/"), server))
@@ -312,18 +319,8 @@ async def test_the_intent_reaches_the_template_through_the_gateway(row: Row) -> 
     assert result.gateway == view, f"it sent {result.sent.decode()}"
 
 
-def test_every_row_has_an_expectation_and_every_expectation_a_row() -> None:
-    used = set()
-    for row in ROWS:
-        server, surface = SERVERS[row.server][0], row.surface
-        kind = row.intent.split(":")[0]
-        key = next(
-            (k, row.family, w)
-            for k in (row.intent, kind)
-            for w in (f"{server}/{surface}", server, "*")
-            if (k, row.family, w) in EXPECTED
-        )
-        used.add(key)
+def test_every_expectation_is_some_row_s() -> None:
+    used = {expectation(row.intent, row.family, row.server, row.surface) for row in ROWS}
     assert set(EXPECTED) - used == set()
 
 

@@ -201,6 +201,31 @@ async def test_the_template_sees_what_the_server_hands_it(
     assert await send(aiohttp_server, server, surface, model, fields) == seen
 
 
+LEGACY = [
+    # a llama.cpp build before it read reasoning_effort (server-common.cpp @006639c3)
+    ("chat", QWEN3, {"reasoning_effort": "none"}, ON),
+    ("chat", QWEN3, {"chat_template_kwargs": {"enable_thinking": False}}, OFF),
+    ("chat", OSS, {"reasoning_effort": "low"}, TemplateView(True, "medium")),
+    ("chat", OSS, {"chat_template_kwargs": {"reasoning_effort": "low"}}, TemplateView(True, "low")),
+    ("messages", QWEN3, {"chat_template_kwargs": {"enable_thinking": False}}, ON),  # dropped by the conversion
+    ("messages", QWEN3, {"thinking": {"type": "enabled", "budget_tokens": 512}}, TemplateView(True, None, 512)),
+    ("responses", QWEN3, {"reasoning": {"effort": "none"}}, ON),  # `reasoning` unread
+    ("responses", QWEN3, {"chat_template_kwargs": {"enable_thinking": False}}, OFF),  # the body is copied
+]
+
+
+@pytest.mark.parametrize(("surface", "model", "fields", "seen"), LEGACY)
+async def test_an_old_llama_cpp_build_reads_only_the_template_kwargs(
+    aiohttp_server: ServerFactory, surface: str, model: Model, fields: dict[str, Any], seen: TemplateView
+) -> None:
+    emulator = Emulator("llamacpp", MODELS, legacy=True)
+    served = await aiohttp_server(emulator.app())
+    body = {"model": model.name, **BASE[surface], **fields}
+    async with aiohttp.ClientSession() as session, session.post(served.make_url(PATHS[surface]), json=body) as resp:
+        assert resp.status == 200
+    assert emulator.seen == [seen]
+
+
 async def test_ollama_says_what_it_can_and_which_version(aiohttp_server: ServerFactory) -> None:
     served = await aiohttp_server(Emulator("ollama", MODELS, (0, 17, 0)).app())
     async with aiohttp.ClientSession() as session:

@@ -362,10 +362,15 @@ def table(results: dict[Row, Result]) -> str:
     lines += ["", counts("Rows marked possible: the intent reaches the template", possible, results)]
     lines += ["", counts("Every row: the intent or its nearest reaches the template", ROWS, results), ""]
     lines += ["### Where nothing can be done", ""]
+    groups: dict[tuple[Family, str, str], dict[str, None]] = {}
+    for row in ROWS:
+        view, outcome = row.expected()
+        if outcome == "impossible":
+            kind = row.intent.split(":")[0]
+            groups.setdefault((row.family, kind, shown(view)), {})[f"{row.server} `{row.surface}`"] = None
     lines += [
-        f"* {row.server} `{row.surface}`, `{row.form}`, {row.family}: the template sees {shown(row.expected()[0])}"
-        for row in ROWS
-        if row.expected()[1] == "impossible"
+        f"* {family}, {kind}: {', '.join(places)} (the template sees {view})"
+        for (family, kind, view), places in groups.items()
     ]
     return "\n".join(lines)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import harmony  # noqa: F401  (registers gpt-oss's channel protocol with the scanner)
 from .config import DEFAULT_TAG_PAIRS, ModelProfile, TagPair, ThinkExtractConfig
+from .controls import Controlled, Intent, ModelInfo
 from .scanner import Scanner, Segment, extract
 from .stats import SurfaceStats, ThinkExtractStats
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
     from .middleware import (
         THINK_EXTRACT_HEADER,
         THINKEXTRACT_CONFIG,
+        THINKEXTRACT_CONTROLS,
         THINKEXTRACT_IDS,
+        THINKEXTRACT_MODEL_INFO,
         THINKEXTRACT_RECORD,
         THINKEXTRACT_REQUEST_BODY,
         THINKEXTRACT_SCOPE,
@@ -44,13 +47,18 @@ __all__ = [
     "CLIENT_GONE",
     "DEFAULT_TAG_PAIRS",
     "THINKEXTRACT_CONFIG",
+    "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",
+    "THINKEXTRACT_MODEL_INFO",
     "THINKEXTRACT_RECORD",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",
     "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
     "THINK_EXTRACT_HEADER",
+    "Controlled",
+    "Intent",
+    "ModelInfo",
     "ModelProfile",
     "RequestBodyTimeout",
     "Scanner",
@@ -71,7 +79,9 @@ _ADAPTER = frozenset(
         "RequestBodyTimeout",
         "THINK_EXTRACT_HEADER",
         "THINKEXTRACT_CONFIG",
+        "THINKEXTRACT_CONTROLS",
         "THINKEXTRACT_IDS",
+        "THINKEXTRACT_MODEL_INFO",
         "THINKEXTRACT_RECORD",
         "THINKEXTRACT_REQUEST_BODY",
         "THINKEXTRACT_SCOPE",

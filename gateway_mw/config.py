@@ -26,9 +26,11 @@ from .profiles import (
     Placement,
     Positive,
     Protocol,
+    ReasoningControl,
     ResponsesReasoningFormat,
     StreamMode,
     TagPairs,
+    TemplateSwitch,
 )
 from .tags import DEFAULT_TAG_PAIRS, TagPair
 
@@ -146,6 +148,20 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     reasoning_store: Store = "memory"
     """Where the reasoning record is kept (``setup()`` opens it): ``memory``, ``off``,
     ``sqlite:PATH``, ``redis://HOST:PORT/DB``."""
+
+    # -- reasoning controls: what a client asks of the model's thinking, written where the upstream reads it
+    reasoning_controls: bool = True
+    """Read each request's reasoning control (``reasoning_effort``, ``thinking``, ``think``…) and write
+    it where the upstream's server and the model's template read it; ``False``: neither read nor written."""
+    reasoning_control: ReasoningControl = "default"
+    """The intent for a request that says nothing: ``default`` (nothing written), ``off``, ``on``, an
+    effort (``high``) or ``budget:N`` (at most N reasoning tokens)."""
+    reasoning_control_pinned: bool = False
+    """``reasoning_control`` wins over the client's own (with two budgets, the smaller one)."""
+    template_switch: TemplateSwitch = "both"
+    """What the model's chat template reads to think or not (the families set theirs)."""
+    reasoning_exclude: bool = False
+    """The client's answer carries no reasoning (set per request when a client asks for it)."""
 
     # -- per model
     profiles: Profiles = ()

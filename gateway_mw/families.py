@@ -34,7 +34,13 @@ _THINK = TagPair("<think>", "</think>")
 FAMILIES: tuple[ModelProfile, ...] = (
     # Its template reads the analysis channel of tool-call turns only (and rejects both content and
     # reasoning there: the request side drops reasoning from a tool turn that has content).
-    ModelProfile(name="gpt-oss", match=("gpt-oss*",), protocol="harmony", history=("field", "tool_turns")),
+    ModelProfile(
+        name="gpt-oss",
+        match=("gpt-oss*",),
+        protocol="harmony",
+        history=("field", "tool_turns"),
+        template_switch="effort",  # low, medium, high; it cannot be turned off
+    ),
     ModelProfile(
         name="DeepSeek-R1 and its distills",
         match=("deepseek-r1*", "deepseek-reasoner*"),
@@ -42,6 +48,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
         start_with_reasoning=True,
         history=("strip", "all"),  # its template drops what comes before </think> anyway
+        template_switch="always",
     ),
     ModelProfile(
         name="DeepSeek V3.1 (hybrid)",
@@ -49,6 +56,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
         start_with_reasoning=False,
         history=("strip", "all"),  # its template writes a tool turn's content raw: no tags there
+        template_switch="thinking",
     ),
     ModelProfile(
         name="DeepSeek V3.2 (hybrid)",
@@ -56,12 +64,14 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(DEEPSEEK_TOOL_CALLS,),
         start_with_reasoning=False,
         history=("field", "current_turn"),  # its encoders consume the reasoning of the current turn
+        template_switch="thinking",
     ),
     ModelProfile(
         name="QwQ-32B-Preview (no tags)",
         match=("qwq*preview*",),
         start_with_reasoning=False,
         history=INLINE,
+        template_switch="always",
     ),
     ModelProfile(
         name="QwQ",
@@ -70,6 +80,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=True,
         history=("strip", "all"),
+        template_switch="always",
     ),
     ModelProfile(
         name="Qwen3 thinking-only (2507)",
@@ -78,6 +89,15 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=True,
         history=("field", "current_turn"),
+        template_switch="always",
+    ),
+    ModelProfile(
+        name="Qwen3 instruct-only (2507, Coder)",
+        match=("qwen3*instruct-2507*", "qwen3*-instruct", "qwen3-coder*"),
+        add_tool_call_markers=(QWEN_TOOL_CALL,),
+        start_with_reasoning=False,
+        history=("field", "current_turn"),
+        template_switch="none",  # never thinks (Ollama refuses think: true to it)
     ),
     ModelProfile(
         name="Qwen3 hybrid",
@@ -85,6 +105,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=False,
         history=("field", "current_turn"),
+        template_switch="enable_thinking",
     ),
     ModelProfile(
         name="GLM-4.5 / 4.6 / 4.7",
@@ -92,6 +113,15 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=False,
         history=("field", "current_turn"),
+        template_switch="enable_thinking",
+    ),
+    ModelProfile(
+        name="Kimi K2 Thinking",
+        match=("kimi-k2*thinking*",),
+        add_tool_call_markers=(KIMI_TOOL_CALLS,),
+        start_with_reasoning=False,
+        history=("field", "current_turn"),
+        template_switch="always",  # its template has no switch
     ),
     ModelProfile(
         name="Kimi K2",
@@ -99,6 +129,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(KIMI_TOOL_CALLS,),
         start_with_reasoning=False,
         history=("field", "current_turn"),
+        template_switch="thinking",
     ),
     ModelProfile(
         name="Hunyuan A13B",
@@ -117,6 +148,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         start_with_reasoning=True,
         strip_whitespace=True,
         history=INLINE,
+        template_switch="always",
     ),
     ModelProfile(
         name="Granite 3.2",
@@ -127,6 +159,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         ),
         strip_whitespace=True,
         history=INLINE,
+        template_switch="thinking",
     ),
     ModelProfile(
         name="Granite 3.3",
@@ -151,6 +184,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tag_pairs=(TagPair("<seed:think>", "</seed:think>"),),
         add_tool_call_markers=("<seed:tool_call>",),
         history=INLINE,
+        template_switch="budget",
     ),
     ModelProfile(
         name="Gemma 4",
@@ -158,6 +192,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tag_pairs=(TagPair("<|channel>thought\n", "<channel|>"), TagPair("<|channel>", "<channel|>")),
         add_tool_call_markers=("<|tool_call>",),
         history=INLINE,
+        template_switch="enable_thinking",
     ),
     ModelProfile(
         name="MiniMax M2",
@@ -166,6 +201,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=("<minimax:tool_call>",),
         start_with_reasoning=True,
         history=("field", "current_turn"),
+        template_switch="always",
     ),
     ModelProfile(
         name="MiniMax M3",
@@ -186,6 +222,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         match=("magistral*",),
         add_tool_call_markers=("[TOOL_CALLS]",),
         history=INLINE,
+        template_switch="always",
     ),
     ModelProfile(
         name="Olmo 3 Think",
@@ -193,6 +230,15 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tag_pairs=(_THINK,),
         start_with_reasoning=True,
         history=INLINE,
+        template_switch="always",
+    ),
+    ModelProfile(
+        name="Nemotron Nano v2",
+        match=("*nemotron-nano*v2*",),
+        add_tool_call_markers=(QWEN_TOOL_CALL,),
+        start_with_reasoning=False,
+        history=INLINE,
+        template_switch="text",  # /think and /no_think in the system message, nothing else
     ),
     ModelProfile(
         name="Nemotron (hybrid)",
@@ -200,6 +246,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=False,
         history=INLINE,
+        template_switch="enable_thinking",
     ),
     ModelProfile(
         name="Hermes 4 (hybrid)",
@@ -207,6 +254,7 @@ FAMILIES: tuple[ModelProfile, ...] = (
         add_tool_call_markers=(QWEN_TOOL_CALL,),
         start_with_reasoning=False,
         history=INLINE,
+        template_switch="enable_thinking",
     ),
     ModelProfile(
         name="Apertus",

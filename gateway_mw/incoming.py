@@ -1,5 +1,6 @@
 """The aiohttp side of the way back in: a request body read once, bounded, given to the sans-I/O
-request transform (``history``), and the result made what the handler reads.
+request transform (``history``) and to the reasoning controls (``controls``: read from the same
+body, written on the transform's result), and the result made what the handler reads.
 
 A body that changes is handed on through the request's cached body (``read()``, ``text()``,
 ``json()``) and a fresh payload stream (``content``, a property aiohttp caches: its cache entry too),
@@ -24,7 +25,18 @@ from aiohttp.streams import StreamReader
 from .aio import hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
-from .controls import ModelInfoSource
+from .controls import (
+    ControlFields,
+    Controlled,
+    Intent,
+    ModelInfo,
+    ModelInfoSource,
+    apply_edits,
+    needs_model_info,
+    read_fields,
+    read_intent,
+    write_controls,
+)
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .record import ReasoningRecord
@@ -33,6 +45,7 @@ from .surfaces.registry import SURFACES
 __all__ = [
     "CLIENT_GONE",
     "OFF_LOOP_BYTES",
+    "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_MODEL_INFO",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",
@@ -59,6 +72,9 @@ THINKEXTRACT_MODEL_INFO: web.AppKey[ModelInfoSource] = web.AppKey("THINKEXTRACT_
 """Optional: where the middleware asks what the upstream says of a model (whether it can think, the
 server's version) before it writes a reasoning control whose acceptance depends on it. The gateway
 sets it; without it, a control is written in the form every version of the server accepts."""
+
+THINKEXTRACT_CONTROLS = web.RequestKey("THINKEXTRACT_CONTROLS", Controlled)
+"""Set on every request whose reasoning control was read: the intent and what was written for it."""
 
 THINKEXTRACT_SCOPE = web.RequestKey("THINKEXTRACT_SCOPE", bytes)
 """Optional, set by an outer middleware: whose reasoning record this request reads and writes (bytes
@@ -96,6 +112,8 @@ class Incoming(NamedTuple):
     request: Request | None = None
     """The body as it was read (its model, its conversation's digests): the record's entries of the
     answer take that reading, so that the body is never read twice."""
+    controls: Controlled | None = None
+    """What the request's reasoning control asked and what was written for it (``None``: not read)."""
 
 
 def scope_of(request: web.Request) -> bytes:
@@ -114,7 +132,8 @@ async def rewrite_request(
 
     Raises :class:`aiohttp.web.HTTPRequestTimeout` (connection closed after it) when the body stopped
     arriving; a client that left mid-body is ``Incoming("client_gone")``."""
-    if not reads_history(config):
+    history = reads_history(config)
+    if not history and not config.reasoning_controls:
         return Incoming("pass")
     server = request.get(THINKEXTRACT_SERVER)
     if server is not None and server != config.upstream_server:
@@ -122,22 +141,80 @@ async def rewrite_request(
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):
         return Incoming(body)
-    scope = scope_of(request) if record is not None else b""
+    scope = scope_of(request) if record is not None and history else b""
+    read: Request | None = None
+    new: bytes | None = None
     try:
-        read, keys, new = await _off_loop(len(body), _before_recall, surface, body, config, record is not None)
-        if keys:
-            recall = await _recall(record, scope, keys) if record is not None else NOTHING
-            new = await _off_loop(len(body), transform_request, read.side, read, config, recall)
+        if history:
+            reading, keys, new, said = await _off_loop(
+                len(body), _before_recall, surface, body, config, record is not None
+            )
+            if keys:
+                recall = await _recall(record, scope, keys) if record is not None else NOTHING
+                new = await _off_loop(len(body), transform_request, reading.side, reading, config, recall)
+            read = reading
+        else:
+            said = await _off_loop(len(body), _read_controls, surface, body, None, config)
+        rewritten = new is not None  # by the history transform
+        controlled = await _controls(request, surface, config, said)
+        if controlled is not None and controlled.edits:  # written on the transform's result
+            edited = await _off_loop(len(body), apply_edits, body if new is None else new, controlled.edits)
+            new = edited if edited is not None else new
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
         return Incoming("too_deep")
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
-        return Incoming("error", body, False, scope)
-    if new is None:
-        return Incoming("unchanged", body, read.blobs, scope, read)
-    hand_over(request, new)
-    request[THINKEXTRACT_REQUEST_BODY] = new
-    return Incoming("rewritten", body, read.blobs, scope, read)
+        return Incoming("error", body, False, scope) if history else Incoming("pass")
+    if controlled is not None:
+        request[THINKEXTRACT_CONTROLS] = controlled
+    if new is not None:
+        hand_over(request, new)
+        request[THINKEXTRACT_REQUEST_BODY] = new
+    if read is None:  # the history is not read: its outcome is ``pass``, whatever the controls did
+        return Incoming("pass", controls=controlled)
+    return Incoming("rewritten" if rewritten else "unchanged", body, read.blobs, scope, read, controlled)
+
+
+_Said = tuple[Intent, ControlFields, "str | None"] | None
+"""A body's reasoning control as read: the client's intent, the body's control fields, its model."""
+
+
+def _read_controls(surface: Surface, body: bytes, read: Request | None, config: ThinkExtractConfig) -> _Said:
+    """The reasoning control of ``body`` (``None``: controls are off, or the body is no JSON object)."""
+    if not config.reasoning_controls:
+        return None
+    fields = read_fields(body)
+    if fields is None:
+        return None
+    model = read.model if read is not None and read.model is not None else fields.model
+    return read_intent(body, surface, fields), fields, model if isinstance(model, str) else None
+
+
+async def _controls(
+    request: web.Request, surface: Surface, config: ThinkExtractConfig, said: _Said
+) -> Controlled | None:
+    """What to write for the reasoning control read (asking the upstream about the model first
+    when what it accepts depends on it)."""
+    if said is None:
+        return None
+    intent, fields, model = said
+    resolved = config.for_model(model)
+    server = config.upstream_server
+    info = None
+    if model is not None and needs_model_info(intent, surface, server, resolved):
+        source = request.config_dict.get(THINKEXTRACT_MODEL_INFO)
+        if source is not None:
+            info = await _model_info(source, model)
+    return write_controls(intent, fields, surface, server, resolved, info)
+
+
+async def _model_info(source: ModelInfoSource, model: str) -> ModelInfo | None:
+    """What the upstream says of ``model``; nothing known when the source fails (never the request)."""
+    try:
+        return await source(model)
+    except Exception:
+        log.exception("gateway_mw: asking the upstream about model %r failed; writing as for any model", model)
+        return None
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
@@ -163,13 +240,14 @@ def _workers() -> ThreadPoolExecutor:
 
 def _before_recall(
     surface: Surface, body: bytes, config: ThinkExtractConfig, keyed: bool
-) -> tuple[Request, list[str], bytes | None]:
+) -> tuple[Request, list[str], bytes | None, _Said]:
     """The body read once, the record keys to look up and, when there are none, the new body
-    already (one trip to a worker thread for a large body)."""
+    already; and its reasoning control (one trip to a worker thread for a large body)."""
     side = SURFACES[surface]
     read = Request(side, body)
     keys = record_keys(side, read, config) if keyed else []
-    return read, keys, None if keys else transform_request(side, read, config)
+    said = _read_controls(surface, body, read, config)
+    return read, keys, None if keys else transform_request(side, read, config), said
 
 
 _decode_recalled = msgspec.json.Decoder(Recalled).decode

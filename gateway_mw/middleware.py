@@ -23,6 +23,7 @@ from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .exchange import Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
+    THINKEXTRACT_CONTROLS,
     THINKEXTRACT_MODEL_INFO,
     THINKEXTRACT_REQUEST_BODY,
     THINKEXTRACT_SCOPE,
@@ -39,6 +40,7 @@ from .surfaces.registry import SURFACES
 __all__ = [
     "CLIENT_GONE",
     "THINKEXTRACT_CONFIG",
+    "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",
     "THINKEXTRACT_MODEL_INFO",
     "THINKEXTRACT_RECORD",
@@ -174,6 +176,12 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         return web.Response(status=CLIENT_GONE)  # no one to answer: what the access log shows
     if incoming.blobs:  # the client keeps reasoning it can send back only as encrypted_content
         session.config = config.replace(responses_encrypted_content=True)
+    controlled = incoming.controls
+    if controlled is not None:
+        if session.stats is not None:
+            session.stats.controlled(surface, controlled.intent.kind, controlled.outcome)
+        if controlled.intent.exclude:  # the client wants no reasoning back
+            session.config = session.config.replace(reasoning_exclude=True)
     if record is not None and incoming.body is not None:
         session.keep(record, incoming)
 

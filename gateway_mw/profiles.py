@@ -26,9 +26,11 @@ __all__ = [
     "Placement",
     "Positive",
     "Protocol",
+    "ReasoningControl",
     "ResponsesReasoningFormat",
     "StreamMode",
     "TagPairs",
+    "TemplateSwitch",
     "model_key",
 ]
 
@@ -40,6 +42,12 @@ HistoryForm = Literal["pass", "field", "inline", "strip"]
 HistoryTurns = Literal["all", "current_turn", "tool_turns"]
 HistoryReasoning = Literal["auto", "pass", "field", "inline", "strip"]
 HistoryScope = Literal["auto", "all", "current_turn", "tool_turns"]
+TemplateSwitch = Literal["enable_thinking", "thinking", "effort", "budget", "text", "always", "none", "both"]
+"""What a model's chat template reads to think or not: the ``chat_template_kwargs`` key
+``enable_thinking`` or ``thinking`` (``both``: a model of no known family, given both keys, as SGLang
+does; a key a template does not read is inert), ``reasoning_effort`` alone (gpt-oss: it cannot be
+turned off), ``thinking_budget`` (Seed-OSS), ``/think`` and ``/no_think`` in the text (Nemotron Nano
+v2), nothing because it always thinks, or nothing because it never does."""
 
 Positive = Annotated[int, msgspec.Meta(ge=1, description="a positive integer (bytes)")]
 TagPairs = Annotated[
@@ -53,6 +61,14 @@ Markers = Annotated[
 Glob = Annotated[str, msgspec.Meta(min_length=1, description="a non-empty glob")]
 Globs = Annotated[
     Glob | tuple[Glob, ...], msgspec.Meta(description="a non-empty glob like deepseek-r1*, or a list of them")
+]
+
+ReasoningControl = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^(default|off|on|minimal|low|medium|high|xhigh|max|budget:[0-9]{1,9})$",
+        description="default, off, on, an effort (minimal, low, medium, high, xhigh, max) or budget:N",
+    ),
 ]
 
 
@@ -113,6 +129,10 @@ class ModelProfile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     history_reasoning: HistoryReasoning | None = None
     history_scope: HistoryScope | None = None
     history: tuple[HistoryWord, TurnsWord] = ("auto", "auto")
+    # -- reasoning controls
+    reasoning_control: ReasoningControl | None = None
+    reasoning_control_pinned: bool | None = None
+    template_switch: TemplateSwitch | None = None
 
     def __post_init__(self) -> None:
         check(self, _CHECKED)

@@ -36,6 +36,9 @@ class SurfaceStats(msgspec.Struct):
     history: dict[str, int] = msgspec.field(default_factory=dict)
     """Requests by what the way back in did with their earlier turns: ``rewritten``, ``unchanged``,
     or why the body was not read (``too_large``, ``chunked``, ``content_encoding``, ``pass``…)."""
+    controls: dict[str, int] = msgspec.field(default_factory=dict)
+    """Requests whose reasoning control was read, by ``"<intent>:<outcome>"`` (``off:applied``,
+    ``effort:nearest``, ``default:unchanged``…)."""
 
     def add(self, counts: Counts) -> None:
         self.reasoning_blocks += counts.reasoning_blocks
@@ -63,6 +66,12 @@ class ThinkExtractStats(msgspec.Struct):
         stats.add(counts)
         if error:
             stats.translation_errors += 1
+
+    def controlled(self, surface: Surface, intent: str, outcome: str) -> None:
+        """One request on ``surface`` whose reasoning control was read: its intent, and the outcome."""
+        counter = self.surface(surface).controls
+        key = f"{intent}:{outcome}"
+        counter[key] = counter.get(key, 0) + 1
 
     def passed(self, surface: Surface, reason: str) -> None:
         counter = self.surface(surface).passed_through

@@ -15,9 +15,9 @@ from types import EllipsisType
 
 import msgspec
 
+from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
-from . import surrogates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import RequestSide

@@ -1,0 +1,155 @@
+"""What a writer makes of one request: the top-level edits, what they say for the debug line, and
+whether the intent reached the model as asked, as the nearest the server accepts, or not at all."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .fields import ControlFields
+from .intent import EFFORTS, Effort, Intent, ModelInfo
+
+__all__ = ["Out", "Outcome", "nearest_effort"]
+
+Outcome = Literal["unchanged", "applied", "nearest", "unsupported"]
+
+_decode_any = msgspec.json.Decoder().decode
+_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_encode = msgspec.json.Encoder().encode
+_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
+
+_GIVE_WAY = ("reasoning_effort", "think", "thinking")
+"""The client's own control fields that an operator's pinned intent removes (written again where
+the server reads the operator's); ``reasoning`` and ``output_config`` lose only their control keys."""
+_CONTROL_KEYS = {"reasoning": ("effort", "max_tokens", "enabled"), "output_config": ("effort",)}
+
+
+def nearest_effort(effort: Effort, ladder: tuple[Effort, ...]) -> Effort:
+    """``effort`` if ``ladder`` has it, else the ladder's closest step (a tie goes up: ``xhigh`` is
+    ``max`` where the ladder has it, as Ollama itself maps it)."""
+    if effort in ladder:
+        return effort
+    at = EFFORTS.index(effort)
+    return min(ladder, key=lambda step: (abs(EFFORTS.index(step) - at), -EFFORTS.index(step)))
+
+
+def _shown(value: Any) -> str:
+    return _encode(value).decode()
+
+
+class Out:
+    """The edits being made to one body, over its client's ``fields``."""
+
+    __slots__ = ("edits", "fields", "info", "intent", "missed", "override", "written")
+
+    def __init__(self, intent: Intent, fields: ControlFields, info: ModelInfo, override: bool) -> None:
+        self.intent = intent
+        self.fields = fields
+        self.info = info
+        self.override = override
+        """The operator's pinned intent replaced the client's: the client's control fields give way."""
+        self.edits: dict[str, bytes | None] = {}
+        self.written: list[str] = []
+        self.missed: Outcome | None = None
+        """``nearest`` or ``unsupported`` once a writer says so (the worse one stays)."""
+        if override:
+            self._give_way()
+
+    # -- what the writers say -----------------------------------------------------------------
+
+    def nearest(self) -> None:
+        if self.missed is None:
+            self.missed = "nearest"
+
+    def unsupported(self) -> None:
+        self.missed = "unsupported"
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.missed or "applied"
+
+    # -- the edits ----------------------------------------------------------------------------
+
+    def current(self, name: str) -> msgspec.Raw | None:
+        """A top-level member as the body (with the edits made so far) has it; ``None``: absent."""
+        if name in self.edits:
+            value = self.edits[name]
+            return None if value is None else msgspec.Raw(value)
+        raw: msgspec.Raw | None = getattr(self.fields, name, None)
+        return raw if raw else None
+
+    def put(self, name: str, value: Any) -> None:
+        """The top-level member ``name`` set to ``value`` (nothing changes when it holds it already)."""
+        if _same(_decoded(self.current(name)), value):
+            return
+        self.edits[name] = _encode(value)
+        self.written.append(f"{name}={_shown(value)}")
+
+    def remove(self, name: str, why: str = "removed") -> None:
+        if self.current(name) is not None:
+            self.edits[name] = None
+            self.written.append(f"{name} {why}")
+
+    def put_in(self, name: str, values: dict[str, Any], client_wins: bool = False) -> bool:
+        """``values`` merged into the object member ``name`` (made when absent); with ``client_wins``,
+        a key the client set stays its own (unless the operator's pinned intent replaced the
+        client's). ``False`` when the member holds no object (the server refuses it as it came)."""
+        raw = self.current(name)
+        obj: dict[str, Any] | None
+        if raw is None or bytes(raw) == b"null":
+            obj = {}
+        else:
+            try:
+                obj = _decode_obj(raw)
+            except _UNREADABLE:
+                obj = None
+        if obj is None:
+            return False
+        changed = []
+        for key, value in values.items():
+            if key in obj and ((client_wins and not self.override) or _same(_decoded(obj[key]), value)):
+                continue
+            obj[key] = value
+            changed.append(f"{name}.{key}={_shown(value)}")
+        if changed:
+            self.edits[name] = _encode(obj)
+            self.written.extend(changed)
+        return True
+
+    def template_kwargs(self, values: dict[str, Any]) -> None:
+        """``values`` into ``chat_template_kwargs``, the client's own keys kept."""
+        if not self.put_in("chat_template_kwargs", values, client_wins=True):
+            self.unsupported()
+
+    def _give_way(self) -> None:
+        for name in _GIVE_WAY:
+            if self.current(name) is not None:
+                self.edits[name] = None
+        for name, keys in _CONTROL_KEYS.items():
+            raw = self.current(name)
+            if raw is None:
+                continue
+            try:
+                obj = _decode_obj(raw)
+            except _UNREADABLE:
+                continue
+            kept = {key: value for key, value in obj.items() if key not in keys}
+            if len(kept) != len(obj):
+                self.edits[name] = _encode(kept) if kept else None
+        if self.edits:
+            self.written.append("the client's control removed")
+
+
+def _decoded(raw: msgspec.Raw | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return _decode_any(raw)
+    except _UNREADABLE:
+        return None
+
+
+def _same(held: Any, value: Any) -> bool:
+    """Whether a member already holds ``value`` (``0`` is not ``false``, as the servers' types see it)."""
+    return type(held) is type(value) and held == value

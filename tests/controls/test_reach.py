@@ -143,7 +143,8 @@ EXPECTED: dict[tuple[str, str, str], tuple[TemplateView, Outcome]] = {
     ("effort:high", "gpt-oss", "*"): (TemplateView(True, "high"), "possible"),
     ("effort:xhigh", "gpt-oss", "*"): (TemplateView(True, "high"), "nearest"),
     ("budget", "gpt-oss", "*"): (TemplateView(True, "low"), "nearest"),
-    ("budget", "gpt-oss", "llamacpp"): (TemplateView(True, "medium", BUDGET), "possible"),  # it enforces N
+    # llama.cpp enforces the budget; the effort is the budget's bucket, as where none is enforced
+    ("budget", "gpt-oss", "llamacpp"): (TemplateView(True, "low", BUDGET), "possible"),
     ("default", "gpt-oss", "*"): (TemplateView(True, "medium"), "possible"),
     # DeepSeek-R1 always thinks: off is a server budget of 0 where there is one
     ("off", "deepseek-r1", "*"): (ON, "impossible"),
@@ -226,7 +227,7 @@ CLIENT = web.AppKey("CLIENT", aiohttp.ClientSession)
 def forwarding_app(upstream: str, server: Server) -> web.Application:
     """The middleware on an app that forwards each request to ``upstream``, as a gateway does."""
     app = web.Application()
-    setup(app, ThinkExtractConfig(upstream_server=server))
+    setup(app, ThinkExtractConfig(upstream_server=server, messages_policy="unsigned"))  # every surface
     if server == "ollama":
         app[THINKEXTRACT_MODEL_INFO] = model_info(upstream)
 

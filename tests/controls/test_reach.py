@@ -74,6 +74,7 @@ SERVERS: dict[str, Emulator] = {  # a name -> the server (without models), its v
     "llamacpp": Emulator("llamacpp", ()),
     "llamacpp (old build)": Emulator("llamacpp", (), legacy=True),  # reads only chat_template_kwargs
     "ollama": Emulator("ollama", ()),
+    "ollama 0.32.10": Emulator("ollama", (), (0, 32, 10)),  # /v1 before minimal and xhigh
     "ollama 0.17.0": Emulator("ollama", (), (0, 17, 0)),  # before levels on non-harmony models, `max`, xhigh
 }
 FAMILIES: tuple[Family, ...] = ("qwen3", "deepseek-v3.1", "glm-4.6", "gpt-oss", "deepseek-r1", "none")

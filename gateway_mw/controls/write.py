@@ -84,10 +84,13 @@ def _no_switch(out: Out, switch: str) -> None:
 # -- chat completions and Responses of the servers that pass chat_template_kwargs ---------------
 
 
-def _template_server(effort_at: tuple[str, ...], budget_field: str | None, off_by_effort: bool) -> Writer:
+def _template_server(
+    effort_at: tuple[str, ...], budget_field: str | None, off_by_effort: bool, harmony_effort: bool = True
+) -> Writer:
     """A writer for vLLM's, SGLang's and llama.cpp's chat endpoints (llama.cpp's Responses too): the
     switch in ``chat_template_kwargs``, the effort at ``effort_at`` (a top-level member, or a key of
-    one), the server's own budget field, if it enforces one."""
+    one), the server's own budget field, if it enforces one; ``off_by_effort``: ``none`` turns the
+    template's switch off too (llama.cpp); ``harmony_effort``: the server hands gpt-oss its level."""
 
     def put_effort(out: Out, effort: str) -> None:
         if len(effort_at) == 1:
@@ -97,7 +100,7 @@ def _template_server(effort_at: tuple[str, ...], budget_field: str | None, off_b
 
     def write(out: Out, switch: str) -> None:
         intent = out.intent
-        if switch == "none" and intent.kind != "off":
+        if (switch == "none" and intent.kind != "off") or (switch == "effort" and not harmony_effort):
             out.unsupported()
             return
         if intent.kind == "effort":
@@ -397,7 +400,7 @@ def _ollama_messages(out: Out, switch: str) -> None:
         out.unsupported()
     elif intent.kind == "effort":
         assert intent.effort is not None
-        effort = nearest_effort(intent.effort, ("low", "medium", "high", "max"))
+        effort = nearest_effort(intent.effort, ("low", "medium", "high", "xhigh", "max"))  # xhigh: Ollama's high
         if effort != intent.effort:
             out.nearest()
         if not out.put_in("output_config", {"effort": effort}):
@@ -414,7 +417,7 @@ WRITERS: dict[tuple[str, Surface], Writer] = {
     ("vllm", "chat"): _template_server(("reasoning_effort",), "thinking_token_budget", off_by_effort=False),
     ("vllm", "messages"): _vllm_messages,
     ("vllm", "responses"): _effort_only(("minimal", "low", "medium", "high", "xhigh"), off=None),
-    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False),
+    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False, harmony_effort=False),
     ("sglang", "messages"): _sglang_messages,
     ("sglang", "responses"): _effort_only(HARMONY, off=None),
     ("llamacpp", "chat"): _template_server(("reasoning_effort",), "thinking_budget_tokens", off_by_effort=True),

@@ -61,7 +61,7 @@ def test_the_table_lists_every_family_with_its_patterns() -> None:
 
 def test_the_earlier_turns_table_gives_each_family_its_form_and_scope() -> None:
     text = DOC.read_text()
-    section = text[text.index("### Earlier turns") : text.index("## The mechanisms")]
+    section = text[text.index("### Earlier turns") : text.index("### Reasoning controls")]
     rows = [line.strip("| ").split(" | ") for line in section.splitlines() if line.startswith("| ")][1:]
     documented = {name: (form.strip("`"), scope.strip("`")) for name, form, scope in rows}
     assert documented == {f.name: f.history for f in FAMILIES}

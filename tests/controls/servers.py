@@ -186,7 +186,7 @@ def sglang(model: Model, surface: str, body: dict[str, Any]) -> TemplateView:
             if effort not in ("low", "medium", "high", "xhigh", "max"):
                 raise Refused("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
             kwargs["reasoning_effort"] = "max" if effort == "xhigh" else effort
-        return template(model.family, kwargs)
+        return template(model.family, kwargs)  # then as a chat request: gpt-oss's template reads the effort
     if surface != "chat":
         raise web.HTTPNotFound()
     # python/sglang/srt/entrypoints/openai/protocol.py: reasoning_effort is a Literal none…max or a float
@@ -212,9 +212,14 @@ def sglang(model: Model, surface: str, body: dict[str, Any]) -> TemplateView:
     if thinking is not None:
         ctk.setdefault("thinking", thinking)
         ctk.setdefault("enable_thinking", thinking)
-    if effort is not None:
-        ctk["reasoning_effort"] = effort  # passed to apply_chat_template; gpt-oss's template reads it
-    return template(model.family, ctk)
+    # serving_chat.py _convert_to_internal_request: a chat_template_kwargs reasoning_effort becomes the
+    # request's (refused as "none" for gpt-oss); _apply_jinja_template hands the template
+    # `reasoning_effort` -- gpt-oss's Jinja template reads it -- under the request's kwargs.
+    own = ctk.pop("reasoning_effort", None)
+    if model.family == "gpt-oss" and own == "none":
+        raise Refused("Harmony does not support reasoning effort none")
+    effort = own if own is not None else effort
+    return template(model.family, ctk if effort is None else {"reasoning_effort": effort, **ctk})
 
 
 def _sglang_effort(effort: Any) -> str | float:

@@ -146,6 +146,7 @@ EXPECTED: dict[tuple[str, str, str], tuple[TemplateView, Outcome]] = {
     ("budget", "gpt-oss", "*"): (TemplateView(True, "low"), "nearest"),
     # llama.cpp enforces the budget; the effort is the budget's bucket, as where none is enforced
     ("budget", "gpt-oss", "llamacpp"): (TemplateView(True, "low", BUDGET), "possible"),
+    ("budget", "gpt-oss", "llamacpp (old build)/messages"): (TemplateView(True, "medium", BUDGET), "possible"),
     ("default", "gpt-oss", "*"): (TemplateView(True, "medium"), "possible"),
     # DeepSeek-R1 always thinks: off is a server budget of 0 where there is one
     ("off", "deepseek-r1", "*"): (ON, "impossible"),

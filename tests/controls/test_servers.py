@@ -68,6 +68,7 @@ REFUSED = [
     ("sglang", "chat", QWEN3, {"reasoning_effort": 1.5}),
     ("sglang", "chat", QWEN3, {"reasoning": {"effort": "extreme"}}),
     ("sglang", "messages", QWEN3, {"thinking": {"type": "on"}}),
+    ("sglang", "chat", OSS, {"chat_template_kwargs": {"reasoning_effort": "none"}}),  # harmony has no none
     # llama.cpp: a string enable_thinking
     ("llamacpp", "chat", QWEN3, {"chat_template_kwargs": {"enable_thinking": "false"}}),
     ("llamacpp", "messages", QWEN3, {"chat_template_kwargs": {"enable_thinking": "false"}}),
@@ -157,6 +158,10 @@ READ = [
     ("sglang", "messages", V31, {"thinking": {"type": "adaptive"}}, ON),
     ("sglang", "messages", QWEN3, {"chat_template_kwargs": {"enable_thinking": False}}, ON),
     ("sglang", "messages", OSS, {"output_config": {"effort": "xhigh"}}, TemplateView(True, "max")),
+    ("sglang", "chat", OSS, {"reasoning_effort": "low"}, TemplateView(True, "low")),  # its Jinja template reads it
+    ("sglang", "chat", OSS, {"reasoning_effort": "none"}, TemplateView(True, "none")),  # rendered as it is
+    ("sglang", "chat", OSS, {"reasoning_effort": "high", "chat_template_kwargs": {"reasoning_effort": "low"}},
+     TemplateView(True, "low")),  # the kwargs' own wins
     # llama.cpp: reasoning_effort none turns thinking off; /v1/messages' `disabled` maps to nothing
     ("llamacpp", "chat", QWEN3, {"reasoning_effort": "none"}, OFF),
     ("llamacpp", "chat", QWEN3, {"reasoning_effort": 3}, ON),  # not a string: read as absent

@@ -1,0 +1,250 @@
+"""Invariants of reading and writing: a body that says nothing goes as it came; edits keep every
+other member's bytes and place; reading takes any bytes; and no server is ever given a value it
+refuses (the oracle: each server's accepted values, as its sources read them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway_mw.config import Surface, ThinkExtractConfig
+from gateway_mw.controls import ModelInfo, apply_edits, read_fields, read_intent, write_controls
+
+from .writing import MODELS
+
+SURFACES: list[Surface] = ["chat", "messages", "responses", "ollama"]
+SERVERS = ["vllm", "sglang", "llamacpp", "ollama", "openai", "anthropic", "generic", "auto"]
+EFFORT_WORDS = ["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra", "", "HIGH"]
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5))
+TEXT = st.text(max_size=20).filter(lambda t: "/think" not in t and "/no_think" not in t)
+
+LEVEL = st.one_of(st.sampled_from(EFFORT_WORDS), ODD)
+BUDGET = st.one_of(st.integers(-10, 50_000), ODD)
+
+
+@st.composite
+def controls(draw: st.DrawFn) -> dict[str, Any]:
+    """Any mix of the control fields, valid and not."""
+    out: dict[str, Any] = {}
+    if draw(st.booleans()):
+        out["reasoning_effort"] = draw(LEVEL)
+    if draw(st.booleans()):
+        keys = st.fixed_dictionaries(
+            {}, optional={"effort": LEVEL, "max_tokens": BUDGET, "enabled": ODD, "exclude": ODD, "summary": ODD}
+        )
+        out["reasoning"] = draw(st.one_of(keys, ODD))
+    if draw(st.booleans()):
+        kind = st.sampled_from(["enabled", "disabled", "adaptive", "auto"])
+        keys = st.fixed_dictionaries({"type": kind}, optional={"budget_tokens": BUDGET})
+        out["thinking"] = draw(st.one_of(keys, ODD))
+    if draw(st.booleans()):
+        out["output_config"] = draw(st.one_of(st.fixed_dictionaries({}, optional={"effort": LEVEL}), ODD))
+    if draw(st.booleans()):
+        out["think"] = draw(st.one_of(LEVEL, ODD))
+    if draw(st.booleans()):
+        switch = st.one_of(st.booleans(), ODD)
+        keys = st.fixed_dictionaries({}, optional={"enable_thinking": switch, "thinking": switch, "x": ODD})
+        out["chat_template_kwargs"] = draw(st.one_of(keys, ODD))
+    return out
+
+
+FAMILY = st.sampled_from(sorted(MODELS))
+INFOS = st.builds(
+    ModelInfo,
+    thinking=st.sampled_from([None, True, False]),
+    version=st.sampled_from([None, (0, 9, 0), (0, 17, 6), (0, 17, 7), (0, 21, 0), (0, 22, 0), (0, 33, 0)]),
+)
+OPERATOR = st.sampled_from(["default", "off", "on", "minimal", "high", "max", "budget:0", "budget:3000"])
+
+
+def encoded(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+# -- (a) nothing said, nothing written ---------------------------------------------------------
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=8).filter(
+            lambda k: (
+                k
+                not in (
+                    "reasoning_effort",
+                    "reasoning",
+                    "thinking",
+                    "output_config",
+                    "think",
+                    "chat_template_kwargs",
+                    "messages",
+                )
+            )
+        ),
+        st.one_of(ODD, st.lists(ODD, max_size=3)),
+        max_size=5,
+    ),  # fmt: skip
+    st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant"]), "content": TEXT})),
+    st.sampled_from(SURFACES),
+    st.sampled_from(SERVERS),
+    FAMILY,
+)
+def test_a_body_that_says_nothing_goes_as_it_came(
+    others: dict[str, Any], messages: list[Any], surface: Surface, server: str, family: str
+) -> None:
+    body = encoded({"model": MODELS[family], **others, "messages": messages})
+    fields = read_fields(body)
+    assert fields is not None
+    config = ThinkExtractConfig().for_model(MODELS[family])
+    done = write_controls(read_intent(body, surface, fields), fields, surface, server, config)
+    assert (done.outcome, done.edits) == ("unchanged", {})
+
+
+# -- (b) edits keep every other member ---------------------------------------------------------
+
+RAW_VALUES = st.sampled_from([b"1", b"1.0e2", b'"\\u00e9"', b'"\\ud83d"', b"[ 1 , 2 ]", b'{"a" : null}', b"true"])
+
+
+@given(
+    st.lists(st.tuples(st.text(min_size=1, max_size=6), RAW_VALUES), max_size=6, unique_by=lambda kv: kv[0]),
+    st.dictionaries(st.text(min_size=1, max_size=6), st.one_of(st.none(), st.just(b'"x"'), st.just(b"{}")), max_size=3),
+)
+def test_edits_keep_every_other_member_s_bytes_and_place(
+    members: list[tuple[str, bytes]], edits: dict[str, Any]
+) -> None:
+    """Each value as its bytes; a key as the same string (spelled as msgspec spells it: an escape
+    in a key may become the character)."""
+    body = b"{" + b",".join(json.dumps(k).encode() + b":" + v for k, v in members) + b"}"
+    new = apply_edits(body, edits)
+    assert new is not None
+    expected = [(k, edits.get(k, v)) for k, v in members if not (k in edits and edits[k] is None)]
+    expected += [(k, v) for k, v in edits.items() if v is not None and k not in dict(members)]
+    assert new == b"{" + b",".join(msgspec.json.encode(k) + b":" + v for k, v in expected) + b"}"
+
+
+# -- (c) reading is total -----------------------------------------------------------------------
+
+
+@given(st.binary(max_size=200), st.sampled_from(SURFACES))
+def test_reading_takes_any_bytes(body: bytes, surface: Surface) -> None:
+    read_intent(body, surface)
+
+
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=10)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@given(
+    st.one_of(JSON, controls()),
+    st.sampled_from(SURFACES),
+    st.sampled_from(SERVERS),
+    FAMILY,
+    INFOS,
+)
+def test_reading_and_writing_take_any_json(
+    value: Any, surface: Surface, server: str, family: str, info: ModelInfo
+) -> None:
+    body = encoded(value)
+    fields = read_fields(body)
+    if fields is None:
+        assert not isinstance(value, dict)
+        return
+    done = write_controls(read_intent(body, surface, fields), fields, surface, server, ThinkExtractConfig(), info)
+    if done.edits:
+        assert apply_edits(body, done.edits) is not None
+
+
+# -- (d) never a value the server refuses ----------------------------------------------------------
+
+ALL = {"none", "minimal", "low", "medium", "high", "xhigh", "max"}
+HARMONY = {"low", "medium", "high"}
+
+
+def ollama_levels(info: ModelInfo, harmony: bool) -> set[str]:
+    """The think levels an Ollama of this version takes (its ThinkValue, and before 0.17.7 its check
+    that only a harmony model takes a level)."""
+    if harmony:
+        return HARMONY
+    if info.version is None:
+        return HARMONY  # not known: those every version with levels takes
+    if info.version < (0, 17, 7):
+        return set()
+    return HARMONY | {"max"} if info.version >= (0, 22) else HARMONY
+
+
+def accepted(server: str, surface: Surface, name: str, value: Any, family: str, info: ModelInfo) -> bool:
+    """Whether ``server`` takes ``value`` (what the gateway wrote of the top-level member ``name``:
+    for an object, the keys it set) on ``surface`` for a model of ``family``."""
+    harmony = family == "C"
+    efforts = HARMONY if harmony else ALL
+    if name == "chat_template_kwargs":
+        return all(_template_kwarg(key, item, efforts) for key, item in value.items())
+    if name in ("thinking_token_budget", "thinking_budget_tokens"):
+        return _count(value)
+    if server == "ollama" and surface in ("chat", "responses") and name in ("reasoning_effort", "reasoning"):
+        effort = value.get("effort") if isinstance(value, dict) else value
+        if effort == "none" or (isinstance(value, dict) and "effort" not in value):
+            return True
+        return info.thinking is not False and effort in ollama_levels(info, harmony)
+    if server == "ollama" and name == "think":
+        if value is False:
+            return True
+        if info.thinking is not True and not harmony:
+            return False  # true or a level to a model not known to think may be refused
+        return value is True or value in ollama_levels(info, harmony)
+    if name == "reasoning_effort":
+        return value in efforts
+    if name == "reasoning":
+        ladder = {"vllm": ALL - {"max", "none"}, "sglang": HARMONY}.get(server, ALL)
+        return set(value) <= {"effort"} and value.get("effort", "low") in (ladder & efforts)
+    if name == "output_config":
+        return set(value) == {"effort"} and value["effort"] in ({"low", "medium", "high", "xhigh", "max"} & efforts)
+    if name == "thinking":
+        return (
+            set(value) <= {"type", "budget_tokens"}
+            and value.get("type", "enabled") in ("enabled", "disabled")
+            and ("budget_tokens" not in value or _count(value["budget_tokens"]))
+        )
+    return False  # a member no writer touches
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _template_kwarg(key: str, value: Any, efforts: set[str]) -> bool:
+    if key in ("enable_thinking", "thinking"):
+        return isinstance(value, bool)
+    if key == "thinking_budget":
+        return _count(value)
+    return key == "reasoning_effort" and value in efforts
+
+
+def written(before: Any, after: Any) -> Any:
+    """What the gateway wrote of a member: an object's keys it set, else the value."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        return {k: v for k, v in after.items() if k not in before or before[k] != v or type(before[k]) is not type(v)}
+    return after
+
+
+@given(controls(), st.sampled_from(SURFACES), st.sampled_from(SERVERS), FAMILY, INFOS, OPERATOR, st.booleans())
+def test_no_server_is_given_a_value_it_refuses(
+    said: dict[str, Any], surface: Surface, server: str, family: str, info: ModelInfo, operator: str, pinned: bool
+) -> None:
+    body = encoded({"model": MODELS[family], **said})
+    fields = read_fields(body)
+    assert fields is not None
+    config = ThinkExtractConfig(reasoning_control=operator, reasoning_control_pinned=pinned).for_model(MODELS[family])
+    done = write_controls(read_intent(body, surface, fields), fields, surface, server, config, info)
+    if server not in ("vllm", "sglang", "llamacpp", "ollama"):
+        assert done.edits == {}
+    for name, value in done.edits.items():
+        if value is not None:
+            wrote = written(said.get(name), msgspec.json.decode(value))
+            assert accepted(server, surface, name, wrote, family, info), (name, wrote)

@@ -1,0 +1,261 @@
+"""Through the middleware over loopback: a front application forwards what its handler reads to an
+upstream that records the body it gets; the controls are written into that body, on the history
+transform's result when both change it, and a body that says nothing arrives as the same bytes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import (
+    THINKEXTRACT_CONTROLS,
+    THINKEXTRACT_MODEL_INFO,
+    THINKEXTRACT_REQUEST_BODY,
+    Controlled,
+    Intent,
+    ModelInfo,
+    ThinkExtractConfig,
+    setup,
+)
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+ROUTES = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "ollama": "/api/chat",
+}
+
+
+class Gateway:
+    """The front application and what its upstream and its handler saw."""
+
+    def __init__(self) -> None:
+        self.upstream: list[bytes] = []
+        self.controls: list[Controlled | None] = []
+        self.handed: list[bytes | None] = []
+        self.asked: list[str] = []
+        self.url = ""
+        self.stats: Any = None
+
+    async def post(self, route: str, body: bytes) -> int:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + route, data=body, headers={"Content-Type": "application/json"}) as resp,
+        ):
+            await resp.read()
+            return resp.status
+
+
+@pytest.fixture
+async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[..., Awaitable[Gateway]]]:
+    async def make(config: ThinkExtractConfig, info: ModelInfo | None = None) -> Gateway:
+        gateway = Gateway()
+
+        async def upstream(request: web.Request) -> web.Response:
+            gateway.upstream.append(await request.read())
+            return web.json_response({"ok": True})
+
+        back = web.Application()
+        for route in ROUTES.values():
+            back.router.add_post(route, upstream)
+        back_server = await aiohttp_server(back)
+
+        async def forward(request: web.Request) -> web.Response:
+            gateway.controls.append(request.get(THINKEXTRACT_CONTROLS))
+            gateway.handed.append(request.get(THINKEXTRACT_REQUEST_BODY))
+            body = await request.read()
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
+                ) as resp,
+            ):
+                return web.Response(body=await resp.read(), status=resp.status, content_type="application/json")
+
+        async def model_info(model: str) -> ModelInfo | None:
+            gateway.asked.append(model)
+            return info
+
+        front = web.Application()
+        gateway.stats = setup(front, config)
+        if info is not None:
+            front[THINKEXTRACT_MODEL_INFO] = model_info
+        for route in ROUTES.values():
+            front.router.add_post(route, forward)
+        gateway.url = str((await aiohttp_server(front)).make_url("")).rstrip("/")
+        return gateway
+
+    yield make
+
+
+def compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+USER = [{"role": "user", "content": "What is 2+2?"}]
+VLLM = ThinkExtractConfig(upstream_server="vllm")
+
+CASES: list[tuple[str, ThinkExtractConfig, dict[str, Any], dict[str, Any], str]] = [
+    (
+        "chat",
+        VLLM,
+        {"model": "qwen3-8b", "messages": USER, "reasoning_effort": "none"},
+        {"model": "qwen3-8b", "messages": USER, "reasoning_effort": "none",
+         "chat_template_kwargs": {"enable_thinking": False}},
+        "off:applied",
+    ),
+    (
+        "chat",
+        ThinkExtractConfig(upstream_server="llamacpp"),
+        {"model": "deepseek-v3.1", "messages": USER, "reasoning": {"max_tokens": 1000}},
+        {"model": "deepseek-v3.1", "messages": USER, "reasoning": {"max_tokens": 1000},
+         "chat_template_kwargs": {"thinking": True}, "thinking_budget_tokens": 1000},
+        "budget:applied",
+    ),
+    (
+        "messages",
+        ThinkExtractConfig(upstream_server="llamacpp", messages_policy="unsigned"),
+        {"model": "qwen3-8b", "max_tokens": 100, "messages": USER, "thinking": {"type": "disabled"}},
+        {"model": "qwen3-8b", "max_tokens": 100, "messages": USER, "thinking": {"type": "disabled"},
+         "chat_template_kwargs": {"enable_thinking": False}},
+        "off:applied",
+    ),
+    (
+        "messages",
+        VLLM.replace(messages_policy="unsigned"),
+        {"model": "gpt-oss-20b", "max_tokens": 100, "messages": USER, "thinking": {"type": "disabled"}},
+        {"model": "gpt-oss-20b", "max_tokens": 100, "messages": USER, "thinking": {"type": "disabled"},
+         "output_config": {"effort": "low"}},
+        "off:nearest",
+    ),
+    (
+        "responses",
+        VLLM,
+        {"model": "qwen3-8b", "input": "What is 2+2?", "reasoning": {"effort": "max", "summary": "auto"}},
+        {"model": "qwen3-8b", "input": "What is 2+2?", "reasoning": {"effort": "xhigh", "summary": "auto"}},
+        "effort:nearest",
+    ),
+    (
+        "ollama",
+        ThinkExtractConfig(upstream_server="ollama"),
+        {"model": "gpt-oss:20b", "messages": USER, "think": False},
+        {"model": "gpt-oss:20b", "messages": USER, "think": "low"},
+        "off:nearest",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("surface", "config", "sent", "forwarded", "counted"), CASES)
+async def test_the_upstream_gets_the_control_where_its_server_reads_it(
+    start: Callable[..., Awaitable[Gateway]],
+    surface: str,
+    config: ThinkExtractConfig,
+    sent: dict[str, Any],
+    forwarded: dict[str, Any],
+    counted: str,
+) -> None:
+    gateway = await start(config)
+    assert await gateway.post(ROUTES[surface], compact(sent)) == 200
+    assert gateway.upstream == [compact(forwarded)]
+    assert gateway.handed == [compact(forwarded)]
+    assert gateway.stats.surface(surface).controls == {counted: 1}
+
+
+async def test_a_body_that_says_nothing_arrives_as_the_same_bytes(start: Callable[..., Awaitable[Gateway]]) -> None:
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    body = b'{ "model" : "qwen3-8b", "messages" : [ {"role":"user","content":"hi \\u00e9"} ], "n": 1.0e0 }'
+    assert await gateway.post(ROUTES["chat"], body) == 200
+    assert (gateway.upstream, gateway.handed) == ([body], [None])
+    assert gateway.controls == [Controlled(Intent(), "unchanged")]
+    assert gateway.stats.surface("chat").controls == {"default:unchanged": 1}
+    assert gateway.stats.surface("chat").history == {"pass": 1}
+
+
+async def test_controls_are_read_when_history_is_pass(start: Callable[..., Awaitable[Gateway]]) -> None:
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    sent = {"model": "glm-4.6", "messages": USER, "reasoning_effort": "none"}
+    assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+    assert gateway.upstream == [compact({**sent, "chat_template_kwargs": {"enable_thinking": False}})]
+    assert gateway.stats.surface("chat").history == {"pass": 1}
+
+
+async def test_no_controls_leave_the_body_alone(start: Callable[..., Awaitable[Gateway]]) -> None:
+    gateway = await start(VLLM.replace(history_reasoning="pass", reasoning_controls=False))
+    body = compact({"model": "qwen3-8b", "messages": USER, "reasoning_effort": "none"})
+    assert await gateway.post(ROUTES["chat"], body) == 200
+    assert (gateway.upstream, gateway.controls) == ([body], [None])
+    assert gateway.stats.surface("chat").controls == {}
+
+
+HISTORY = {
+    "model": "qwen3-8b",
+    "messages": [
+        {"role": "user", "content": "What is 2+2?"},
+        {"role": "assistant", "content": "It is 4.", "reasoning_content": "2+2 is 4."},
+        {"role": "user", "content": "And 3+3?"},
+    ],
+    "reasoning_effort": "none",
+    "stream": False,
+}
+
+
+async def test_history_and_controls_both_reach_the_upstream(start: Callable[..., Awaitable[Gateway]]) -> None:
+    history_only = await start(VLLM.replace(reasoning_controls=False))
+    assert await history_only.post(ROUTES["chat"], compact(HISTORY)) == 200
+    (rewritten,) = history_only.upstream
+    assert json.loads(rewritten) != HISTORY  # the history was rewritten (vLLM reads `reasoning`)
+
+    both = await start(VLLM)
+    assert await both.post(ROUTES["chat"], compact(HISTORY)) == 200
+    assert both.upstream == [rewritten[:-1] + b',"chat_template_kwargs":{"enable_thinking":false}}']
+    assert both.stats.surface("chat").history == {"rewritten": 1}
+    assert both.stats.surface("chat").controls == {"off:applied": 1}
+
+
+OLLAMA = ThinkExtractConfig(upstream_server="ollama")
+
+
+async def test_the_model_is_asked_about_only_when_the_written_form_depends_on_it(
+    start: Callable[..., Awaitable[Gateway]],
+) -> None:
+    gateway = await start(OLLAMA, ModelInfo(thinking=True, version=(0, 20, 0)))
+    for think in (False, "max", True):
+        sent = {"model": "qwen3:8b", "messages": USER, "think": think}
+        assert await gateway.post(ROUTES["ollama"], compact(sent)) == 200
+    assert gateway.asked == ["qwen3:8b", "qwen3:8b"]  # not for think: false
+    assert [json.loads(b)["think"] for b in gateway.upstream] == [False, "high", True]
+
+
+async def test_a_model_that_cannot_think_is_not_given_think_true(start: Callable[..., Awaitable[Gateway]]) -> None:
+    gateway = await start(OLLAMA, ModelInfo(thinking=False, version=(0, 22, 0)))
+    assert await gateway.post(ROUTES["ollama"], compact({"model": "llama3:8b", "messages": USER, "think": True})) == 200
+    assert gateway.upstream == [compact({"model": "llama3:8b", "messages": USER})]
+    assert gateway.stats.surface("ollama").controls == {"on:unsupported": 1}
+
+
+async def test_a_failing_model_source_is_no_failed_request(aiohttp_server: ServerFactory) -> None:
+    seen: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        return web.json_response({"ok": True})
+
+    async def broken(model: str) -> ModelInfo | None:
+        raise RuntimeError("the upstream is down")
+
+    app = web.Application()
+    setup(app, OLLAMA)
+    app[THINKEXTRACT_MODEL_INFO] = broken
+    app.router.add_post("/api/chat", handler)
+    server = await aiohttp_server(app)
+    body = compact({"model": "qwen3:8b", "messages": USER, "think": "high"})
+    async with aiohttp.ClientSession() as session, session.post(server.make_url("/api/chat"), data=body) as resp:
+        assert resp.status == 200
+    assert seen == [body]  # nothing known: the client's own level goes as it came

@@ -33,8 +33,8 @@ from .controls import (
     ModelInfoSource,
     apply_edits,
     needs_model_info,
-    read_fields,
     read_intent,
+    read_with_texts,
     write_controls,
 )
 from .credentials import credentials, scope_for
@@ -183,11 +183,16 @@ def _read_controls(surface: Surface, body: bytes, read: Request | None, config: 
     """The reasoning control of ``body`` (``None``: controls are off, or the body is no JSON object)."""
     if not config.reasoning_controls:
         return None
-    fields = read_fields(body)
-    if fields is None:
-        return None
-    model = read.model if read is not None and read.model is not None else fields.model
-    return read_intent(body, surface, fields), fields, model if isinstance(model, str) else None
+    fields = None if read is None else read.controls
+    if fields is not None:  # read in the history's pass, with the texts
+        texts = read.texts() if read is not None else None
+    else:
+        both = read_with_texts(body)
+        if both is None:
+            return None
+        fields, texts = both
+    model = fields.model
+    return read_intent(body, surface, fields, texts), fields, model if isinstance(model, str) else None
 
 
 async def _controls(

@@ -17,6 +17,7 @@ from .intent import EFFORTS, Effort, Intent, IntentKind, ModelInfo, ModelInfoSou
 from .operator import decide, operator_intent
 from .out import Outcome
 from .read import read_intent
+from .text import read_with_texts
 from .write import WRITERS, Controlled, needs_model_info, write_controls
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "operator_intent",
     "read_fields",
     "read_intent",
+    "read_with_texts",
     "write_controls",
 ]

@@ -3,23 +3,26 @@ thinking, read in one lean decode: each value left as its raw bytes, every other
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 
 from .. import surrogates
 
-__all__ = ["ABSENT", "ControlFields", "read_fields"]
+__all__ = ["ABSENT", "ControlFields", "decode_masked", "read_fields"]
 
 ABSENT = msgspec.Raw()
 """A field the body does not have (an empty raw value: no JSON value is empty)."""
+
+_T = TypeVar("_T")
 
 
 class ControlFields(msgspec.Struct, gc=False):
     """The control fields of one body, each as it came (:data:`ABSENT` when missing), and its model.
 
-    A reader of the same body that needs more of it (the history side) may decode a subclass with
-    its own fields added, so that the body is decoded once for both."""
+    A reader of the same body that needs more of it (the history side) decodes a subclass with its
+    own fields added, so that the body is decoded once for both."""
 
     model: Any = None
     reasoning_effort: msgspec.Raw = ABSENT
@@ -30,21 +33,28 @@ class ControlFields(msgspec.Struct, gc=False):
     chat_template_kwargs: msgspec.Raw = ABSENT
 
 
-_decode_fields = msgspec.json.Decoder(ControlFields).decode
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
 
 
-def read_fields(body: bytes) -> ControlFields | None:
-    """The control fields of ``body``; ``None`` when it is no JSON object. A lone surrogate escape
-    anywhere in it (which no decoder takes) is masked for the read: the values read are then those
-    of the masked body, whose control fields are the client's as long as none holds such an escape."""
+def decode_masked(decode: Callable[[bytes], _T], body: bytes) -> _T | None:
+    """``decode(body)``; ``None`` when it is not what the decoder reads. A lone surrogate escape
+    anywhere in the body (which no decoder takes) is masked for the read: the values read are then
+    those of the masked body, which are the client's wherever no such escape is."""
     try:
-        return _decode_fields(body)
+        return decode(body)
     except _UNREADABLE:
         masked = surrogates.mask(body)
         if masked is None:
             return None
     try:
-        return _decode_fields(masked)
+        return decode(masked)
     except _UNREADABLE:
         return None
+
+
+_decode_fields = msgspec.json.Decoder(ControlFields).decode
+
+
+def read_fields(body: bytes) -> ControlFields | None:
+    """The control fields of ``body``; ``None`` when it is no JSON object."""
+    return decode_masked(_decode_fields, body)

@@ -91,6 +91,28 @@ class Out:
             self.edits[name] = None
             self.written.append(f"{name} {why}")
 
+    def value_at(self, at: tuple[str, ...]) -> Any:
+        """The value at a top-level member, or at a key of one (``None``: absent, or ``null``)."""
+        value = _decoded(self.current(at[0]))
+        for key in at[1:]:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    def remove_at(self, at: tuple[str, ...], why: str) -> None:
+        """The top-level member ``at[0]`` removed, or its key ``at[1]``."""
+        if len(at) == 1:
+            self.remove(at[0], why)
+            return
+        name, key = at
+        raw = self.current(name)
+        try:
+            obj = _decode_obj(raw) if raw is not None else None
+        except _UNREADABLE:
+            obj = None
+        if obj is not None and obj.pop(key, None) is not None:
+            self.edits[name] = _encode(obj)
+            self.written.append(f"{name}.{key} {why}")
+
     def put_in(self, name: str, values: dict[str, Any], client_wins: bool = False) -> bool:
         """``values`` merged into the object member ``name`` (made when absent); with ``client_wins``,
         a key the client set stays its own (unless the operator's pinned intent replaced the

@@ -4,14 +4,14 @@ stays ``default``, and the body goes on as it came, for the server to answer as 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import msgspec
 
-from .fields import ControlFields, read_fields
+from .fields import ControlFields
 from .intent import EFFORTS, Effort, Intent
-from .text import text_switch
+from .text import read_with_texts, text_switch
 
 __all__ = ["read_intent"]
 
@@ -133,16 +133,25 @@ def _excluded(fields: ControlFields) -> bool:
     return isinstance(value, dict) and value.get("exclude") is True
 
 
-def read_intent(body: bytes, surface: Surface, fields: ControlFields | None = None) -> Intent:
+def read_intent(
+    body: bytes, surface: Surface, fields: ControlFields | None = None, texts: Iterable[Any] | None = None
+) -> Intent:
     """What the client of ``body`` (a request on ``surface``) asks of the model's thinking.
-    ``fields``: the body's control fields when they were read already (else they are read here)."""
+
+    ``fields``: the body's control fields, and ``texts``: the latest user message and the system
+    prompt (raw or read, latest first), when a reader of the body has them already; what is not
+    handed in is read here, in one pass."""
     if fields is None:
-        fields = read_fields(body)
-        if fields is None:
+        both = read_with_texts(body)
+        if both is None:
             return _DEFAULT
+        fields, texts = both[0], both[1] if texts is None else texts
     intent = next((said for read in _ORDER[surface] if (said := read(fields)) is not None), None)
     if intent is None:
-        intent = text_switch(body, surface) or _DEFAULT
+        if texts is None:  # read only when no field said anything
+            both = read_with_texts(body)
+            texts = () if both is None else both[1]
+        intent = text_switch(texts) or _DEFAULT
     if _excluded(fields):
         intent = msgspec.structs.replace(intent, exclude=True)
     return intent

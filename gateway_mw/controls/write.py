@@ -360,12 +360,12 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
         else:
             wanted = intent.effort if intent.effort is not None else _bucket(intent.budget or 0)
             levels = _ollama_levels(out, switch, HARMONY)
+            own = out.value_at(at) is not None  # the client's own level, where Ollama reads it
             if out.info.thinking is False or switch == "none" or levels is None:
                 out.unsupported()
-                if intent.form in ("reasoning_effort", "reasoning"):  # the client's own: refused
-                    _drop_effort(out, at)
+                if own:  # refused as it came: dropped
+                    out.remove_at(at, "removed (refused for this model)")
                 return
-            own = intent.form in ("reasoning_effort", "reasoning")
             if out.info.thinking is None and switch != "effort" and not own:
                 out.nearest()  # a level to a model not known to think would be refused: not written
                 return
@@ -378,13 +378,6 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
             out.unsupported()
 
     return write
-
-
-def _drop_effort(out: Out, at: tuple[str, ...]) -> None:
-    if len(at) == 1:
-        out.remove(at[0], "removed (refused for this model)")
-    else:
-        out.put_in(at[0], {at[1]: None})
 
 
 def _ollama_messages(out: Out, switch: str) -> None:

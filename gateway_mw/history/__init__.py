@@ -12,12 +12,14 @@ surface by name).
 from __future__ import annotations
 
 from types import EllipsisType
+from typing import Any
 
 import msgspec
 
 from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
+from ..controls.fields import ControlFields
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import RequestSide
@@ -79,6 +81,15 @@ class Request:
     @property
     def model(self) -> str | None:
         return None if self.read is None else self.read.model
+
+    @property
+    def controls(self) -> ControlFields | None:
+        """The body's reasoning control fields, read in the same pass (``None``: not read)."""
+        return None if self.read is None else self.read.controls
+
+    def texts(self) -> list[Any] | None:
+        """The texts a reasoning control's text switch may end (``None``: not read)."""
+        return None if self.read is None else self.read.texts()
 
     @property
     def blobs(self) -> bool:

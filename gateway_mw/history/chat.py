@@ -15,6 +15,7 @@ import msgspec
 
 from ..calls import call_spellings
 from ..config import ThinkExtractConfig
+from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, as_str, encode
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
@@ -39,6 +40,7 @@ class _Message(msgspec.Struct, gc=False):
 
 
 _ASSISTANT = b'"assistant"'
+_SPEAKERS = ("user", "system", "developer")
 _NO_VALUE = msgspec.Raw()
 
 
@@ -54,16 +56,16 @@ def _message_of(fields: Obj) -> _Message:
     return _Message(role, fields.get("content", _NO_VALUE), fields.get("tool_calls", _NO_VALUE))
 
 
-class _Request(msgspec.Struct, gc=False):
-    model: Any = None
+class _Request(ControlFields, gc=False):
+    """The model, the messages, and the reasoning controls' fields (read in the same pass)."""
+
     messages: list[dict[str, msgspec.Raw]] | None = None
 
 
 _decode_request = msgspec.json.Decoder(_Request).decode
 
 
-class _Outline(msgspec.Struct, gc=False):
-    model: Any = None
+class _Outline(ControlFields, gc=False):
     messages: list[msgspec.Raw] | None = None
 
 
@@ -88,16 +90,28 @@ class Chat:
     as they came (one decoder pass over the body); what the record's keys, the transform and the
     record's entries read of it is kept here, so that nothing is read twice."""
 
-    __slots__ = ("_readings", "_thread", "body", "fields", "messages", "model")
+    __slots__ = ("_readings", "_thread", "body", "controls", "fields", "messages", "model")
 
-    def __init__(self, body: bytes, model: str | None, fields: list[Obj]) -> None:
+    def __init__(self, body: bytes, model: str | None, fields: list[Obj], controls: ControlFields) -> None:
         self.body = body
         self.model = model
+        self.controls = controls
+        """The body's reasoning control fields, read in the same pass."""
         self.fields = fields
         """Each message's fields, each value as it came."""
         self.messages = [_message_of(f) for f in fields]
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
+
+    def texts(self) -> list[msgspec.Raw]:
+        """The contents a text switch may end (``/no_think``): the latest user or system message's,
+        and the system prompt's, latest first."""
+        latest = next((m for m in reversed(self.messages) if m.role in _SPEAKERS), None)
+        out = [] if latest is None else [latest.content]
+        first = self.messages[0]
+        if first is not latest and first.role in ("system", "developer"):
+            out.append(first.content)
+        return out
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes (each computed once, when first asked for)."""
@@ -119,18 +133,20 @@ class Chat:
 def read(body: bytes) -> Chat | None:
     """The request's messages (``None``: none, or not a chat request)."""
     try:
+        head: ControlFields
         if len(body) <= _ONE_PASS_BYTES:
             request = _decode_request(body)
-            model, messages = request.model, request.messages
+            head, messages = request, request.messages
         else:
             outline = _decode_outline(body)
-            model = outline.model
+            head = outline
             messages = None if outline.messages is None else [_decode_fields(m) for m in outline.messages]
     except UNREADABLE:
         return None
     if not messages:
         return None
-    return Chat(body, model if isinstance(model, str) else None, messages)
+    model = head.model
+    return Chat(body, model if isinstance(model, str) else None, messages, head)
 
 
 def _call_ids(message: _Message) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, encode, is_object
 from .plan import Plan
@@ -45,8 +46,9 @@ class _Whole(msgspec.Struct, gc=False):
     content: Any = None
 
 
-class _Request(msgspec.Struct, gc=False):
-    model: Any = None
+class _Request(ControlFields, gc=False):
+    """The model, the system prompt, the messages, and the reasoning controls' fields (one pass)."""
+
     system: msgspec.Raw = msgspec.Raw()
     messages: list[msgspec.Raw] | None = None
 
@@ -60,11 +62,26 @@ class Messages:
     """A messages request read once: its model, its system prompt and messages, each as it came and
     as far as it is read (an assistant message whole, another one's role and blocks' types)."""
 
-    __slots__ = ("_readings", "_thread", "body", "contents", "model", "queries", "raws", "roles", "system")
+    __slots__ = (
+        "_readings",
+        "_thread",
+        "body",
+        "contents",
+        "controls",
+        "model",
+        "queries",
+        "raws",
+        "roles",
+        "system",
+    )
 
-    def __init__(self, body: bytes, model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw]) -> None:
+    def __init__(
+        self, body: bytes, model: str | None, system: msgspec.Raw, raws: list[msgspec.Raw], controls: ControlFields
+    ) -> None:
         self.body = body
         self.model = model
+        self.controls = controls
+        """The body's reasoning control fields, read in the same pass."""
         self.system = system
         self.raws = raws
         self.roles: list[Any] = []
@@ -93,6 +110,15 @@ class Messages:
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
+    def texts(self) -> list[msgspec.Raw]:
+        """The texts a text switch may end (``/no_think``): the latest user message that asks
+        something (not only tool results), and the system prompt, latest first."""
+        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if self.queries[i]), None)
+        out = [] if latest is None else [self.raws[latest]]
+        if self.system:
+            out.append(self.system)
+        return out
+
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes, the system prompt its head."""
         if self._thread is None:
@@ -117,7 +143,7 @@ def read(body: bytes) -> Messages | None:
         if not request.messages:
             return None
         model = request.model if isinstance(request.model, str) else None
-        return Messages(body, model, request.system, request.messages)
+        return Messages(body, model, request.system, request.messages, request)
     except UNREADABLE:
         return None
 

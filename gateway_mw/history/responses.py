@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from ..controls.fields import ControlFields
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import UNREADABLE, Obj, encode
 from .plan import Plan
@@ -31,11 +32,13 @@ __all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
+_SPEAKERS = ("user", "system", "developer")
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
 
 
-class _Request(msgspec.Struct, gc=False):
-    model: Any = None
+class _Request(ControlFields, gc=False):
+    """The model, the instructions, the input, ``include``, and the reasoning controls' fields (one pass)."""
+
     instructions: msgspec.Raw = msgspec.Raw()
     input: list[msgspec.Raw] | str | None = None
     include: Any = None
@@ -72,16 +75,32 @@ class Responses:
     rest as far as its type and role), the digests of the conversation before each, whether the
     input was a string (one user message), and whether it asks for blobs."""
 
-    __slots__ = ("blobs", "body", "items", "model", "prefixes", "said_as_text")
+    __slots__ = ("blobs", "body", "controls", "instructions", "items", "model", "prefixes", "said_as_text")
 
     def __init__(self, body: bytes, request: _Request, items: list[Any], said_as_text: bool) -> None:
         self.body = body
+        self.controls: ControlFields = request
+        """The body's reasoning control fields, read in the same pass."""
+        self.instructions = request.instructions
         self.model = request.model if isinstance(request.model, str) else None
         self.items = items
         self.prefixes = _Prefixes(request, items)
         self.said_as_text = said_as_text
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
+
+    def texts(self) -> list[Any]:
+        """The texts a text switch may end (``/no_think``): the latest user, system or developer
+        message (its bytes, or its content when the input was a string), and the instructions."""
+        latest = next(
+            (item for item in reversed(self.items) if isinstance(item, dict) and item.get("role") in _SPEAKERS), None
+        )
+        out: list[Any] = []
+        if latest is not None:
+            out.append(latest.raw if isinstance(latest, _Unread) else latest.get("content"))
+        if self.instructions:
+            out.append(self.instructions)
+        return out
 
 
 def asks_for_blobs(body: bytes) -> bool:

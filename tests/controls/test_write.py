@@ -137,6 +137,9 @@ ROWS: list[Row] = [
      {"reasoning_effort": "low", "reasoning": {"effort": "low"}}),
     # -- responses, Ollama: as its /v1 chat
     ("responses", "ollama", "A", {"reasoning": {"effort": "xhigh"}}, NEW, "nearest", {"reasoning": {"effort": "max"}}),
+    ("responses", "ollama", "A", {"reasoning_effort": "minimal"}, OLD, "unsupported", {"reasoning_effort": "minimal"}),
+    ("responses", "ollama", "A", {"reasoning": {"effort": "high", "summary": "auto"}}, OLD, "unsupported",
+     {"reasoning": {"summary": "auto"}}),
     # -- Ollama's /api: think, a switch or a level, by capability and version
     ("ollama", "ollama", "A", {"think": False}, None, "applied", {"think": False}),
     ("ollama", "ollama", "C", {"think": False}, None, "nearest", {"think": "low"}),

@@ -112,8 +112,10 @@ CASES: list[Case] = [
         QWEN_CALL,
     ),
     Case("qwen3-hybrid-no-thinking", "qwen3:8b", "Just the answer.", "", "Just the answer."),
+    Case("qwen3-instruct-2507", "Qwen/Qwen3-30B-A3B-Instruct-2507", "Just the answer.", "", "Just the answer."),
     Case("glm-4.6", "zai-org/GLM-4.6", "<think>Look it up." + GLM_CALL, "Look it up.", GLM_CALL),
     Case("kimi-k2", "moonshotai/Kimi-K2-Thinking", "<think>Read it." + KIMI_CALL, "Read it.", KIMI_CALL),
+    Case("kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct", "<think>Read it." + KIMI_CALL, "Read it.", KIMI_CALL),
     # Answer wrappers, stripped for their families only.
     Case(
         "hunyuan",
@@ -180,6 +182,13 @@ CASES: list[Case] = [
     Case(
         "nemotron",
         "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+        "<think>Call it." + QWEN_CALL,
+        "Call it.",
+        QWEN_CALL,
+    ),
+    Case(
+        "nemotron-3",
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B",
         "<think>Call it." + QWEN_CALL,
         "Call it.",
         QWEN_CALL,

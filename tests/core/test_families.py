@@ -72,9 +72,10 @@ def test_a_preset_sets_only_what_its_family_needs() -> None:
         tool_call_markers=("<｜tool▁calls▁begin｜>",),
         history_reasoning="strip",  # what auto means for it, said by the resolved settings
         history_scope="all",
+        template_switch="always",
     )
     assert base.for_model("gpt-oss-120b") == base.replace(
-        protocol="harmony", history_reasoning="field", history_scope="tool_turns"
+        protocol="harmony", history_reasoning="field", history_scope="tool_turns", template_switch="effort"
     )
     hunyuan = ThinkExtractConfig(content_wrappers=(TagPair("<a>", "</a>"),)).for_model("hunyuan-a13b")
     assert hunyuan.content_wrappers == (TagPair("<answer>", "</answer>"), TagPair("<a>", "</a>"))

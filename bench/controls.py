@@ -1,0 +1,123 @@
+"""What reading (and writing) the reasoning controls adds to the request side: agent histories of
+200 KB and 1 MB on chat and messages, with no control field and with one, through the request side
+with ``reasoning_controls`` on and off, in alternating rounds of one run.
+
+The request side is what the middleware runs for a body it reads, in process: the body read once
+(``history.Request``: the surface's lean decode, which reads the control fields in the same pass),
+the record's keys and the transform; with controls on, the intent read from that reading, the edits
+written, and the body edited when there are edits. The history is the gateway's own output of an
+agent's (nothing to rewrite: what most requests of a conversation are), so that the controls' part
+is not hidden behind a rewrite.
+
+    python bench/controls.py [--rounds 7] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from common import Spread, interleaved, machine, no_collection
+from history import TURN, chat_history, messages_history
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.config import Surface
+from gateway_mw.controls import apply_edits, read_intent, read_with_texts, write_controls
+from gateway_mw.history import Request, record_keys, transform_request
+from gateway_mw.surfaces.registry import SURFACES
+
+SIZES = {"200 KB": 200_000, "1 MB": 1_000_000}
+WITH = ThinkExtractConfig(upstream_server="vllm", messages_policy="unsigned")
+WITHOUT = WITH.replace(reasoning_controls=False)
+CONTROL: dict[Surface, tuple[str, Any]] = {
+    "chat": ("reasoning_effort", "none"),
+    "messages": ("thinking", {"type": "disabled"}),
+}
+
+
+def bodies() -> dict[tuple[Surface, str, str], bytes]:
+    """Each surface's history by size, as the upstream reads it already, without a control field
+    and with one (at the end, where clients put it)."""
+    out: dict[tuple[Surface, str, str], bytes] = {}
+    for surface, make in (("chat", chat_history), ("messages", messages_history)):
+        for size_name, size in SIZES.items():
+            raw = make(max(1, size // TURN))
+            rewritten = transform_request(SURFACES[surface], raw, WITH)
+            request = json.loads(rewritten if rewritten is not None else raw)
+            request.pop("thinking", None)  # Claude Code's shape carries one: the first state has none
+            out[surface, size_name, "no control"] = json.dumps(request).encode()
+            name, value = CONTROL[surface]
+            out[surface, size_name, "a control"] = json.dumps({**request, name: value}).encode()
+    return out
+
+
+def request_side(surface: Surface, body: bytes, config: ThinkExtractConfig) -> bytes | None:
+    """The middleware's request side for ``body``, in process (what ``incoming`` runs, less I/O)."""
+    side = SURFACES[surface]
+    read = Request(side, body)
+    record_keys(side, read, config)
+    new = transform_request(side, read, config)
+    if not config.reasoning_controls:
+        return new
+    fields, texts = read.controls, read.texts()
+    if fields is None:
+        both = read_with_texts(body)
+        if both is None:
+            return new
+        fields, texts = both
+    model = fields.model if isinstance(fields.model, str) else None
+    intent = read_intent(body, surface, fields, texts)
+    done = write_controls(intent, fields, surface, "vllm", config.for_model(model))
+    if done.edits:
+        return apply_edits(body if new is None else new, done.edits)
+    return new
+
+
+def _per_call(surface: Surface, body: bytes, config: ThinkExtractConfig, n: int) -> float:
+    with no_collection():
+        start = time.process_time()
+        for _ in range(n):
+            request_side(surface, body, config)
+        return (time.process_time() - start) / n
+
+
+def table(rounds: int, quick: bool) -> str:
+    out = [
+        f"Machine: {machine()}.",
+        "",
+        f"In process, CPU ms per request, median (min–max) of {rounds} alternating rounds:",
+        "",
+        "| surface | history | body | controls off | controls on | added | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (surface, size_name, state), body in bodies().items():
+        n = max(2, (3 if quick else 20) * 200_000 // len(body))
+        times = interleaved(
+            {
+                "off": lambda surface=surface, body=body, n=n: _per_call(surface, body, WITHOUT, n),
+                "on": lambda surface=surface, body=body, n=n: _per_call(surface, body, WITH, n),
+            },
+            rounds,
+        )
+        added = Spread.of([on - off for on, off in zip(times["on"], times["off"], strict=True)])
+        ratio = Spread.of([on / off for on, off in zip(times["on"], times["off"], strict=True)])
+        out.append(
+            f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of(times['off']).fmt(scale=1e3)} ms | {Spread.of(times['on']).fmt(scale=1e3)} ms"
+            f" | {added.fmt('.3f', scale=1e3)} ms | {ratio.fmt()} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="fewer calls per round (a smoke run)")
+    args = parser.parse_args()
+    print(table(args.rounds, args.quick))
+
+
+if __name__ == "__main__":
+    main()

@@ -316,7 +316,8 @@ def ollama(model: Model, surface: str, body: dict[str, Any], version: tuple[int,
         think = _think_from_reasoning_effort(effort, version)
     elif surface == "messages":
         # anthropic/anthropic.go: thinking enabled -> true, disabled -> false, budget ignored; adaptive
-        # -> model default; output_config.effort (xhigh -> high) only when thinking set nothing.
+        # -> model default; output_config.effort (xhigh -> high) only when thinking set nothing, and
+        # only from v0.23.4 (`git tag --contains` on the commit that added OutputConfig).
         # middleware/anthropic.go sets relax_thinking: a model that cannot think is not refused.
         relax = True
         think = None
@@ -325,7 +326,7 @@ def ollama(model: Model, surface: str, body: dict[str, Any], version: tuple[int,
             think = True
         elif thinking.get("type") == "disabled":
             think = False
-        effort = str(_object(body, "output_config").get("effort", "")).strip().lower()
+        effort = str(_object(body, "output_config").get("effort", "")).strip().lower() if version >= (0, 23, 4) else ""
         effort = "high" if effort == "xhigh" else effort
         if think is None and effort in ("high", "medium", "low", "max"):
             think = effort

@@ -126,6 +126,10 @@ EXPECTED: dict[tuple[str, str, str], tuple[TemplateView, Outcome]] = {
     ("off", "deepseek-v3.1", "llamacpp (old build)/messages"): (ON, "impossible"),
     ("off", "gpt-oss", "llamacpp (old build)/messages"): (TemplateView(True, "medium"), "impossible"),
     ("effort", "gpt-oss", "llamacpp (old build)/messages"): (TemplateView(True, "medium"), "impossible"),
+    # Ollama's /v1/messages before 0.23.4 reads no output_config: gpt-oss keeps its own level there
+    ("off", "gpt-oss", "ollama 0.17.0/messages"): (TemplateView(True, "medium"), "impossible"),
+    ("effort", "gpt-oss", "ollama 0.17.0/messages"): (TemplateView(True, "medium"), "impossible"),
+    ("budget", "gpt-oss", "ollama 0.17.0/messages"): (TemplateView(True, "medium"), "impossible"),
     # DeepSeek V3.1 reads `thinking` (off by default in its own template)
     ("off", "deepseek-v3.1", "*"): (OFF, "possible"),
     ("on", "deepseek-v3.1", "*"): (ON, "possible"),

@@ -103,6 +103,10 @@ BY_VERSION = [
     ((0, 17, 0), "chat", QWEN3, {"reasoning_effort": "medium"}, 400),
     ((0, 17, 0), "api_chat", OSS, {"think": "low"}, TemplateView(True, "low")),
     ((0, 17, 7), "api_chat", QWEN3, {"think": "medium"}, TemplateView(True)),
+    # /v1/messages reads output_config from 0.23.4
+    ((0, 23, 3), "messages", OSS, {"output_config": {"effort": "low"}}, TemplateView(True, "medium")),
+    ((0, 23, 4), "messages", OSS, {"output_config": {"effort": "low"}}, TemplateView(True, "low")),
+    ((0, 17, 0), "messages", QWEN3, {"output_config": {"effort": "high"}}, TemplateView(True)),
 ]
 
 

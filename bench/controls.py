@@ -71,7 +71,7 @@ def request_side(surface: Surface, body: bytes, config: ThinkExtractConfig) -> b
     intent = read_intent(body, surface, fields, texts)
     done = write_controls(intent, fields, surface, "vllm", config.for_model(model))
     if done.edits:
-        return apply_edits(body if new is None else new, done.edits)
+        return apply_edits(body if new is None else new, done.edits, done.appends)
     return new
 
 

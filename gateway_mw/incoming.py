@@ -158,7 +158,9 @@ async def rewrite_request(
         rewritten = new is not None  # by the history transform
         controlled = await _controls(request, surface, config, said)
         if controlled is not None and controlled.edits:  # written on the transform's result
-            edited = await _off_loop(len(body), apply_edits, body if new is None else new, controlled.edits)
+            edited = await _off_loop(
+                len(body), apply_edits, body if new is None else new, controlled.edits, controlled.appends
+            )
             new = edited if edited is not None else new
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
         return Incoming("too_deep")

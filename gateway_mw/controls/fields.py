@@ -31,6 +31,9 @@ class ControlFields(msgspec.Struct, gc=False):
     output_config: msgspec.Raw = ABSENT
     think: msgspec.Raw = ABSENT
     chat_template_kwargs: msgspec.Raw = ABSENT
+    thinking_token_budget: msgspec.Raw = ABSENT
+    thinking_budget_tokens: msgspec.Raw = ABSENT
+    """The servers' own budget fields (vLLM's, llama.cpp's): read to know whether a body has them."""
 
 
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)

@@ -36,6 +36,9 @@ class Controlled(msgspec.Struct, frozen=True, gc=False):
     """What was written, for the debug line (``chat_template_kwargs.enable_thinking=false``)."""
     edits: dict[str, bytes | None] = {}
     """Top-level members to write, as JSON bytes (``None``: removed); empty when nothing changes."""
+    appends: bool = False
+    """Every edit adds a member the body does not have (:func:`~.edit.apply_edits` then copies the
+    body once, with no decode)."""
 
 
 Writer = Callable[[Out, str], None]
@@ -457,4 +460,7 @@ def write_controls(
         return Controlled(written, "unsupported")
     out = Out(written, fields, info or ModelInfo(), override)
     writer(out, config.template_switch)
-    return Controlled(written, out.outcome, ", ".join(out.written), out.edits)
+    appends = bool(out.edits) and all(
+        value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
+    )
+    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends)

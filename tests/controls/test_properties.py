@@ -249,3 +249,26 @@ def test_no_server_is_given_a_value_it_refuses(
         if value is not None:
             wrote = written(said.get(name), msgspec.json.decode(value))
             assert accepted(server, surface, name, wrote, family, info), (name, wrote)
+
+
+SPACE = st.sampled_from(["", " ", "\n", "\r\n\t "])
+
+
+@given(
+    st.lists(st.tuples(st.text(min_size=1, max_size=6), RAW_VALUES), max_size=5, unique_by=lambda kv: kv[0]),
+    st.dictionaries(st.text(min_size=1, max_size=6), st.sampled_from([b'"x"', b"{}", b"[false]"]), min_size=1),
+    SPACE,
+    SPACE,
+)
+def test_members_appended_keep_the_whole_body_as_it_came(
+    members: list[tuple[str, bytes]], edits: dict[str, bytes], inside: str, after: str
+) -> None:
+    """Added members go after the last one; every byte of the body (its spacing, its escapes) stays."""
+    edits = {k: v for k, v in edits.items() if k not in dict(members)}
+    if not edits:
+        return
+    head = b"{" + b",".join(json.dumps(k).encode() + b" : " + v for k, v in members)
+    body = head + inside.encode() + b"}" + after.encode()
+    added = b",".join(msgspec.json.encode(k) + b":" + v for k, v in edits.items())
+    expected = head + inside.encode() + (b"," if members else b"") + added + b"}" + after.encode()
+    assert apply_edits(body, edits, appends=True) == expected

@@ -42,6 +42,7 @@ def control(
     done = write_controls(read_intent(body, surface, fields), fields, surface, server, resolved, info)
     if not done.edits:
         return done, body
-    new = apply_edits(body, done.edits)
+    new = apply_edits(body, done.edits, done.appends)
     assert new is not None
+    assert new == apply_edits(body, done.edits)  # appended, or decoded and encoded: the same bytes
     return done, new

@@ -11,6 +11,8 @@ import pytest
 from gateway_mw import ModelProfile, ThinkExtractConfig
 from gateway_mw.families import FAMILIES
 
+from .writing import control
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
 
@@ -93,3 +95,11 @@ def test_the_doc_table_gives_each_family_its_template_switch() -> None:
     rows = [line.strip("| ").split(" | ") for line in section.splitlines() if line.startswith("| ")][1:]
     documented = {name: switch.strip("`") for name, switch in rows}
     assert documented == {f.name: f.template_switch or "both" for f in FAMILIES}
+
+
+def test_the_configuration_page_s_before_and_after() -> None:
+    page = (DOC.parent / "configuration.md").read_text()
+    section = page[page.index("Before (Qwen3 on vLLM") : page.index("An operator's default")]
+    before, after = (block.strip().encode() for block in section.split("```")[1::2])
+    _, forwarded = control(before, "chat", "vllm")
+    assert forwarded == after

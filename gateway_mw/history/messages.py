@@ -111,9 +111,9 @@ class Messages:
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
     def texts(self) -> list[msgspec.Raw]:
-        """The texts a text switch may end (``/no_think``): the latest user message that asks
-        something (not only tool results), and the system prompt, latest first."""
-        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if self.queries[i]), None)
+        """The texts a text switch may end (``/no_think``): the latest user message, and the system
+        prompt, latest first."""
+        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if self.roles[i] in ("user", "system")), None)
         out = [] if latest is None else [self.raws[latest]]
         if self.system:
             out.append(self.system)

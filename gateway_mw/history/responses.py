@@ -91,16 +91,24 @@ class Responses:
 
     def texts(self) -> list[Any]:
         """The texts a text switch may end (``/no_think``): the latest user, system or developer
-        message (its bytes, or its content when the input was a string), and the instructions."""
-        latest = next(
-            (item for item in reversed(self.items) if isinstance(item, dict) and item.get("role") in _SPEAKERS), None
-        )
-        out: list[Any] = []
-        if latest is not None:
-            out.append(latest.raw if isinstance(latest, _Unread) else latest.get("content"))
+        message (its bytes, or its content when the input was a string), the first item when it
+        is a system or developer message, and the instructions, latest first."""
+        latest = next((item for item in reversed(self.items) if _role(item) in _SPEAKERS), None)
+        out: list[Any] = [] if latest is None else [_text_of(latest)]
+        first = self.items[0] if self.items else None
+        if first is not None and first is not latest and _role(first) in ("system", "developer"):
+            out.append(_text_of(first))
         if self.instructions:
             out.append(self.instructions)
         return out
+
+
+def _role(item: Any) -> Any:
+    return item.get("role") if isinstance(item, dict) else None
+
+
+def _text_of(item: dict[str, Any]) -> Any:
+    return item.raw if isinstance(item, _Unread) else item.get("content")
 
 
 def asks_for_blobs(body: bytes) -> bool:

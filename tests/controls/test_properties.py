@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from gateway_mw.config import Surface, ThinkExtractConfig
 from gateway_mw.controls import ModelInfo, apply_edits, read_fields, read_intent, write_controls
+from gateway_mw.history import Request
+from gateway_mw.surfaces.registry import SURFACES as SURFACES_BY_NAME
 
 from .writing import MODELS
 
@@ -272,3 +274,37 @@ def test_members_appended_keep_the_whole_body_as_it_came(
     added = b",".join(msgspec.json.encode(k) + b":" + v for k, v in edits.items())
     expected = head + inside.encode() + (b"," if members else b"") + added + b"}" + after.encode()
     assert apply_edits(body, edits, appends=True) == expected
+
+
+# -- the history's reading and the controls' own read agree -----------------------------------------
+
+SAID = st.sampled_from(["hi", "hi /no_think", "go /think", "/no_think\n", "x /think ", "no_think", "/thinker"])
+CONTENT = st.one_of(SAID, st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": SAID}), max_size=2))
+ROLE = st.sampled_from(["user", "system", "developer", "assistant", "tool"])
+
+
+@st.composite
+def conversations(draw: st.DrawFn, surface: Surface) -> dict[str, Any]:
+    """A request of ``surface`` whose texts may end with a switch, and maybe a control field."""
+    turns = draw(st.lists(st.fixed_dictionaries({"role": ROLE, "content": CONTENT}), min_size=1, max_size=5))
+    body: dict[str, Any] = {"model": "qwen3-8b", **(draw(controls()) if draw(st.booleans()) else {})}
+    if surface == "messages":
+        body["messages"] = [t for t in turns if t["role"] in ("user", "assistant")] or [turns[0] | {"role": "user"}]
+        if draw(st.booleans()):
+            body["system"] = draw(CONTENT)
+    elif surface == "responses":
+        body["input"] = draw(st.one_of(SAID, st.just([{"type": "message", **t} for t in turns])))
+        if draw(st.booleans()):
+            body["instructions"] = draw(SAID)
+    else:
+        body["messages"] = turns
+    return body
+
+
+@given(st.data(), st.sampled_from(SURFACES))
+def test_the_history_s_reading_gives_the_intent_the_controls_read(data: st.DataObject, surface: Surface) -> None:
+    """The middleware reads the controls from the history side's pass: the same intent as their own read."""
+    body = encoded(data.draw(conversations(surface)))
+    request = Request(SURFACES_BY_NAME[surface], body)
+    assert request.controls is not None
+    assert read_intent(body, surface, request.controls, request.texts()) == read_intent(body, surface)

@@ -112,6 +112,8 @@ def _template_server(
             if effort != intent.effort:
                 out.nearest()
             put_effort(out, effort)
+            if switch in _KEYS:  # an effort is thinking on (a template that reads no effort still thinks)
+                _switch(out, switch, True)
         elif switch == "effort":  # gpt-oss: off and a budget are a level
             out.nearest()
             if intent.kind == "budget":

@@ -42,7 +42,9 @@ ROWS: list[Row] = [
     ("chat", "vllm", "G", {"reasoning_effort": "none"}, None, "applied", {"reasoning_effort": "none"}),
     ("chat", "vllm", "G", {"reasoning_effort": "high"}, None, "unsupported", {"reasoning_effort": "high"}),
     ("chat", "vllm", "A", {"reasoning": {"effort": "high"}}, None, "applied",
-     {"reasoning": {"effort": "high"}, "reasoning_effort": "high"}),
+     {"reasoning": {"effort": "high"}, "reasoning_effort": "high", "chat_template_kwargs": YES}),
+    ("chat", "vllm", "B", {"reasoning_effort": "low"}, None, "applied",
+     {"reasoning_effort": "low", "chat_template_kwargs": {"thinking": True}}),
     ("chat", "vllm", "A", {"reasoning": {"max_tokens": 1000}}, None, "applied",
      {"reasoning": {"max_tokens": 1000}, "chat_template_kwargs": YES, "thinking_token_budget": 1000}),
     ("chat", "vllm", "A", {"reasoning": {"enabled": True}}, None, "applied",
@@ -62,7 +64,7 @@ ROWS: list[Row] = [
      {"reasoning_effort": "none", "chat_template_kwargs": NO}),
     ("chat", "sglang", "C", {"reasoning_effort": "none"}, None, "unsupported", {"reasoning_effort": "none"}),
     ("chat", "sglang", "B", {"reasoning": {"effort": "max"}}, None, "applied",
-     {"reasoning": {"effort": "max"}, "reasoning_effort": "max"}),
+     {"reasoning": {"effort": "max"}, "reasoning_effort": "max", "chat_template_kwargs": {"thinking": True}}),
     ("chat", "sglang", "A", {"reasoning": {"max_tokens": 800}}, None, "nearest",
      {"reasoning": {"max_tokens": 800}, "chat_template_kwargs": YES}),
     # -- chat, llama.cpp: none turns the switch off on new builds, the switch itself on old ones
@@ -134,7 +136,7 @@ ROWS: list[Row] = [
     ("responses", "llamacpp", "A", {"reasoning": {"effort": "none"}}, None, "applied",
      {"reasoning": {"effort": "none"}, "chat_template_kwargs": NO}),
     ("responses", "llamacpp", "A", {"reasoning_effort": "low"}, None, "applied",
-     {"reasoning_effort": "low", "reasoning": {"effort": "low"}}),
+     {"reasoning_effort": "low", "reasoning": {"effort": "low"}, "chat_template_kwargs": YES}),
     # -- responses, Ollama: as its /v1 chat
     ("responses", "ollama", "A", {"reasoning": {"effort": "xhigh"}}, NEW, "nearest", {"reasoning": {"effort": "max"}}),
     ("responses", "ollama", "A", {"reasoning_effort": "minimal"}, OLD, "unsupported", {"reasoning_effort": "minimal"}),
@@ -214,7 +216,8 @@ def test_the_operator_s_default_speaks_for_a_client_that_says_nothing() -> None:
 def test_the_client_s_own_intent_wins_unless_pinned() -> None:
     body = {"reasoning_effort": "high"}
     done, new = control(body, "chat", "vllm", "A", config=QWEN_OFF)
-    assert (done.intent.form, new) == ("reasoning_effort", compact({"model": MODELS["A"], **body}))
+    expected = {"model": MODELS["A"], **body, "chat_template_kwargs": YES}
+    assert (done.intent.form, new) == ("reasoning_effort", compact(expected))
     pinned = ThinkExtractConfig(reasoning_control="off", reasoning_control_pinned=True)
     done, new = control({"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True, "x": 1}},
                         "chat", "vllm", "A", config=pinned)  # fmt: skip

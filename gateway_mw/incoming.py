@@ -139,8 +139,8 @@ async def rewrite_request(
     if server is not None and server != config.upstream_server:
         config = config.replace(upstream_server=server)
     body = await _read_bounded(request, config.max_body_bytes)
-    if isinstance(body, str):
-        return Incoming(body)
+    if isinstance(body, str):  # unread: the history's outcome says why, unless it reads none
+        return Incoming(body if history or body == "client_gone" else "pass")
     scope = scope_of(request) if record is not None and history else b""
     read: Request | None = None
     new: bytes | None = None
@@ -163,7 +163,7 @@ async def rewrite_request(
             )
             new = edited if edited is not None else new
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
-        return Incoming("too_deep")
+        return Incoming("too_deep" if history else "pass")
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
         return Incoming("error", body, False, scope) if history else Incoming("pass")

@@ -186,6 +186,21 @@ async def test_controls_are_read_when_history_is_pass(start: Callable[..., Await
     assert gateway.stats.surface("chat").history == {"pass": 1}
 
 
+async def test_a_body_left_unread_is_history_pass_when_history_reads_none(
+    start: Callable[..., Awaitable[Gateway]],
+) -> None:
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    body = compact({"model": "qwen3-8b", "messages": USER, "reasoning_effort": "none"})
+
+    async def pieces() -> AsyncIterator[bytes]:
+        yield body  # no Content-Length: chunked, streamed on as it comes
+
+    async with aiohttp.ClientSession() as session, session.post(gateway.url + ROUTES["chat"], data=pieces()) as resp:
+        assert resp.status == 200
+    assert (gateway.upstream, gateway.controls) == ([body], [None])
+    assert gateway.stats.surface("chat").history == {"pass": 1}
+
+
 async def test_no_controls_leave_the_body_alone(start: Callable[..., Awaitable[Gateway]]) -> None:
     gateway = await start(VLLM.replace(history_reasoning="pass", reasoning_controls=False))
     body = compact({"model": "qwen3-8b", "messages": USER, "reasoning_effort": "none"})

@@ -2,6 +2,10 @@
 200 KB and 1 MB on chat and messages, with no control field and with one, through the request side
 with ``reasoning_controls`` on and off, in alternating rounds of one run.
 
+With ``history_reasoning="pass"`` the request side read no body before the controls; it now reads
+the control fields and the texts a switch may end, alone (the second table, next to ``json.loads``
+of the same body for scale).
+
 The request side is what the middleware runs for a body it reads, in process: the body read once
 (``history.Request``: the surface's lean decode, which reads the control fields in the same pass),
 the record's keys and the transform; with controls on, the intent read from that reading, the edits
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from common import Spread, interleaved, machine, no_collection
@@ -83,6 +88,50 @@ def _per_call(surface: Surface, body: bytes, config: ThinkExtractConfig, n: int)
         return (time.process_time() - start) / n
 
 
+def controls_alone(surface: Surface, body: bytes) -> object:
+    """The request side with the history off: the controls' own read, and what is written."""
+    both = read_with_texts(body)
+    if both is None:
+        return None
+    fields, texts = both
+    intent = read_intent(body, surface, fields, texts)
+    done = write_controls(intent, fields, surface, "vllm", WITH.for_model(fields.model))
+    return apply_edits(body, done.edits, done.appends) if done.edits else None
+
+
+def _timed(fn: Callable[[], object], n: int) -> float:
+    with no_collection():
+        start = time.process_time()
+        for _ in range(n):
+            fn()
+        return (time.process_time() - start) / n
+
+
+def table_alone(rounds: int, quick: bool) -> str:
+    out = [
+        f"History pass, in process, CPU ms per request, median (min–max) of {rounds} alternating rounds:",
+        "",
+        "| surface | history | body | `json.loads` | controls alone | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (surface, size_name, state), body in bodies().items():
+        n = max(2, (3 if quick else 20) * 200_000 // len(body))
+        times = interleaved(
+            {
+                "loads": lambda body=body, n=n: _timed(lambda: json.loads(body), n),
+                "alone": lambda surface=surface, body=body, n=n: _timed(lambda: controls_alone(surface, body), n),
+            },
+            rounds,
+        )
+        ratio = Spread.of([a / b for a, b in zip(times["alone"], times["loads"], strict=True)])
+        out.append(
+            f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of(times['loads']).fmt(scale=1e3)} ms | {Spread.of(times['alone']).fmt(scale=1e3)} ms"
+            f" | {ratio.fmt()} |"
+        )
+    return "\n".join(out)
+
+
 def table(rounds: int, quick: bool) -> str:
     out = [
         f"Machine: {machine()}.",
@@ -117,6 +166,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer calls per round (a smoke run)")
     args = parser.parse_args()
     print(table(args.rounds, args.quick))
+    print()
+    print(table_alone(args.rounds, args.quick))
 
 
 if __name__ == "__main__":

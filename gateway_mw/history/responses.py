@@ -90,25 +90,14 @@ class Responses:
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
 
     def texts(self) -> list[Any]:
-        """The texts a text switch may end (``/no_think``): the latest user, system or developer
-        message (its bytes, or its content when the input was a string), the first item when it
-        is a system or developer message, and the instructions, latest first."""
-        latest = next((item for item in reversed(self.items) if _role(item) in _SPEAKERS), None)
-        out: list[Any] = [] if latest is None else [_text_of(latest)]
-        first = self.items[0] if self.items else None
-        if first is not None and first is not latest and _role(first) in ("system", "developer"):
-            out.append(_text_of(first))
-        if self.instructions:
-            out.append(self.instructions)
-        return out
-
-
-def _role(item: Any) -> Any:
-    return item.get("role") if isinstance(item, dict) else None
-
-
-def _text_of(item: dict[str, Any]) -> Any:
-    return item.raw if isinstance(item, _Unread) else item.get("content")
+        """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
+        developer message (its bytes; its content when the input was a string), a leading system
+        or developer message, and the instructions."""
+        said = [item for item in self.items if isinstance(item, dict) and item.get("role") in _SPEAKERS]
+        first = said[:1] if said[:1] and said[0] is self.items[0] and said[0]["role"] != "user" else []
+        picked = said[-1:] + [item for item in first if item is not said[-1]]
+        out = [item.raw if isinstance(item, _Unread) else item.get("content") for item in picked]
+        return [*out, self.instructions] if self.instructions else out
 
 
 def asks_for_blobs(body: bytes) -> bool:

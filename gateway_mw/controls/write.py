@@ -250,27 +250,35 @@ def _llamacpp_messages(out: Out, switch: str) -> None:
         out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
 
 
-# -- SGLang: /v1/messages reads ``thinking`` ------------------------------------------------------
+# -- SGLang: /v1/messages reads ``thinking`` and ``output_config.effort`` ------------------------
 
 
 def _sglang_messages(out: Out, switch: str) -> None:
-    """SGLang's messages endpoint turns ``thinking`` into the template's switch (a budget is not
-    enforced); an effort it does not read there."""
+    """SGLang's messages endpoint turns ``thinking`` into the template's switch (a budget accepted,
+    not enforced) and ``output_config.effort`` into its ``reasoning_effort``; gpt-oss's harmony path
+    there reads neither."""
     intent = out.intent
-    if intent.kind == "off":
-        if switch in ("effort", "always", "text"):
-            _no_switch(out, switch)
-        elif switch != "none":
-            out.put("thinking", {"type": "disabled"})
-    elif switch == "none" or intent.kind == "effort":
+    if (switch == "none" and intent.kind != "off") or (switch == "effort" and intent.kind != "on"):
         out.unsupported()
+    elif switch in ("none", "effort") or (switch in ("always", "text") and intent.kind in ("off", "on")):
+        _no_switch(out, switch)
+    elif intent.kind == "off":
+        out.put("thinking", {"type": "disabled"})
     elif intent.kind == "on":
-        if intent.form != "thinking" and switch not in ("always", "effort"):
-            out.unsupported()  # "enabled" asks for a budget it would not enforce: not written
-    elif intent.kind == "budget":
+        if intent.form != "thinking":
+            out.put("thinking", {"type": "enabled"})
+    elif intent.kind == "effort":
+        assert intent.effort is not None
+        effort = nearest_effort(intent.effort, ("low", "medium", "high", "xhigh", "max"))
+        if effort != intent.effort:
+            out.nearest()
+        if not out.put_in("output_config", {"effort": effort}):
+            out.unsupported()
+    else:
         assert intent.budget is not None
-        out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
-        out.nearest()
+        out.nearest()  # accepted, not enforced
+        if intent.form != "thinking":
+            out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
 
 
 # -- Ollama -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from gateway_mw import (
     THINKEXTRACT_CONTROLS,
     THINKEXTRACT_MODEL_INFO,
     THINKEXTRACT_REQUEST_BODY,
+    THINKEXTRACT_SERVER,
     Controlled,
     Intent,
     ModelInfo,
@@ -232,6 +233,31 @@ async def test_history_and_controls_both_reach_the_upstream(start: Callable[...,
     assert both.upstream == [rewritten[:-1] + b',"chat_template_kwargs":{"enable_thinking":false}}']
     assert both.stats.surface("chat").history == {"rewritten": 1}
     assert both.stats.surface("chat").controls == {"off:applied": 1}
+
+
+async def test_an_outer_middleware_names_the_server_per_request(aiohttp_server: ServerFactory) -> None:
+    seen: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        return web.json_response({"ok": True})
+
+    @web.middleware
+    async def route(request: web.Request, handler: Any) -> web.StreamResponse:
+        request[THINKEXTRACT_SERVER] = "llamacpp"
+        return await handler(request)
+
+    app = web.Application(middlewares=[route])
+    setup(app, VLLM)
+    app.router.add_post("/v1/chat/completions", handler)
+    server = await aiohttp_server(app)
+    sent = {"model": "qwen3-8b", "messages": USER, "chat_template_kwargs": {"enable_thinking": False}}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(server.make_url("/v1/chat/completions"), data=compact(sent)) as resp,
+    ):
+        assert resp.status == 200
+    assert seen == [compact({**sent, "reasoning_effort": "none"})]  # llama.cpp's form, not vLLM's
 
 
 OLLAMA = ThinkExtractConfig(upstream_server="ollama")

@@ -185,3 +185,14 @@ def test_the_last_of_duplicate_keys_counts_as_with_the_servers_parsers() -> None
     assert read(b'{"reasoning_effort":"none","reasoning_effort":"high"}') == Intent(
         "effort", "high", form="reasoning_effort"
     )
+
+
+def test_a_role_spelled_after_the_content_is_read_all_the_same() -> None:
+    body = {"messages": [{"content": "x /no_think", "role": "user"}, {"content": "ok", "role": "assistant"}]}
+    assert read(body) == Intent(OFF, form="text")
+    spaced = b'{"messages": [{"role": "system", "content": "/think"}, {"role" : "user", "content": "q"}]}'
+    assert read(spaced) == Intent("on", form="text")
+
+
+def test_a_switch_spelled_with_escapes_is_the_text_the_model_reads() -> None:
+    assert read(b'{"messages":[{"role":"user","content":"q \\u002fno_think"}]}') == Intent(OFF, form="text")

@@ -31,6 +31,7 @@ ROUTES = {
     "messages": "/v1/messages",
     "responses": "/v1/responses",
     "ollama": "/api/chat",
+    "generate": "/api/generate",
 }
 
 
@@ -300,3 +301,14 @@ async def test_a_failing_model_source_is_no_failed_request(aiohttp_server: Serve
     async with aiohttp.ClientSession() as session, session.post(server.make_url("/api/chat"), data=body) as resp:
         assert resp.status == 200
     assert seen == [body]  # nothing known: the client's own level goes as it came
+
+
+async def test_ollama_s_generate_takes_the_switch_at_the_end_of_its_prompt(
+    start: Callable[..., Awaitable[Gateway]],
+) -> None:
+    gateway = await start(OLLAMA)
+    sent = {"model": "qwen3:8b", "prompt": "Why is the sky blue? /no_think", "stream": False}
+    assert await gateway.post(ROUTES["generate"], compact(sent)) == 200
+    assert gateway.upstream == [compact({**sent, "think": False})]
+    assert gateway.asked == []  # think: false is taken by every model
+    assert gateway.stats.surface("ollama").controls == {"off:applied": 1}

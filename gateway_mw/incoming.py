@@ -128,7 +128,9 @@ async def rewrite_request(
     request: web.Request, surface: Surface, config: ThinkExtractConfig, record: ReasoningRecord | None
 ) -> Incoming:
     """Give the handler the request with its history in the upstream's form, reasoning the client
-    did not send back restored from ``record`` where it holds some.
+    did not send back restored from ``record`` where it holds some, and its reasoning control
+    written where the upstream reads it (read from the same pass over the body; written on the
+    history's result).
 
     Raises :class:`aiohttp.web.HTTPRequestTimeout` (connection closed after it) when the body stopped
     arriving; a client that left mid-body is ``Incoming("client_gone")``."""

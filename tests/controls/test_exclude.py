@@ -6,8 +6,8 @@ accumulators read a well-formed answer; and the reasoning record still keeps wha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import anthropic
@@ -24,6 +24,7 @@ from gateway_mw.surfaces.chat import ChatStream
 
 from .. import chatwire, messageswire, responseswire
 from ..chatwire import chunk
+from ..conftest import Closing
 from ..core.matrix import CASES
 from ..history.test_record_http import CALL, WRITTEN, Upstream, two_turns
 from ..messageswire import TOOL_USE, json_delta, message_start, start, stop, tb, text, tool_start
@@ -80,29 +81,6 @@ def gateway_app(config: ThinkExtractConfig) -> web.Application:
 async def url(aiohttp_server: ServerFactory) -> str:
     server = await aiohttp_server(gateway_app(EXCLUDE))
     return str(server.make_url(""))
-
-
-_Client = TypeVar("_Client", openai.AsyncOpenAI, anthropic.AsyncAnthropic, ollama.AsyncClient)
-
-
-class Closing:
-    """Keeps the SDK clients a test makes, to close them at its end: one left open is closed by the
-    garbage collector later, in another test, which then logs an error."""
-
-    def __init__(self) -> None:
-        self.made: list[openai.AsyncOpenAI | anthropic.AsyncAnthropic | ollama.AsyncClient] = []
-
-    def __call__(self, client: _Client) -> _Client:
-        self.made.append(client)
-        return client
-
-
-@pytest.fixture
-async def closing() -> AsyncIterator[Closing]:
-    kept = Closing()
-    yield kept
-    for client in kept.made:
-        await client.close()
 
 
 async def post(base: str, path: str, name: str, stream: bool) -> bytes:

@@ -154,6 +154,8 @@ class FastPath:
                 steady.scanner.pass_steady(text)
                 steady.ch.fed += len(text)
                 steady.item.text.add(text)
+                if steady.reasoning:
+                    ref.counts.reasoning_events += 1
                 if named:
                     ref.writer.named = True
                 ref.numbering.seq += steady.written if steady.reasoning else 1
@@ -284,6 +286,7 @@ class FastPath:
                 _write_as(steady, writer, named_now)
             out = _reasoning_deltas(steady, texts, seq)
             numbering.seq = seq + n * steady.written
+            ref.counts.reasoning_events += n
         else:
             answers = _answers(steady, span, body, datas, heads, chars, seq, named)
             if answers is None:

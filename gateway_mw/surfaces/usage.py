@@ -19,7 +19,8 @@ __all__ = ["with_reasoning_tokens"]
 
 def with_reasoning_tokens(usage: msgspec.Raw | bytes, details: str, count: int) -> Obj | None:
     """``usage`` (a JSON object) with ``details.reasoning_tokens`` set to ``count``, or ``None`` when
-    it needs nothing: it is not an object, or the server wrote its own count there.
+    it needs nothing: it is not an object, the server wrote its own count there, or there is
+    nothing to count (no reasoning seen so far).
 
     SGLang writes its own count at the top (``usage.reasoning_tokens``), outside the API's field: a
     positive one is the server's count and goes where clients read it; its ``0`` is written whether
@@ -32,6 +33,9 @@ def with_reasoning_tokens(usage: msgspec.Raw | bytes, details: str, count: int) 
     if inner is None or not is_null(inner.get("reasoning_tokens")):
         return None  # not an object (left as it is), or the server's own count
     own = as_int(fields.get("reasoning_tokens"))
-    inner["reasoning_tokens"] = own if own is not None and own > 0 else count
+    tokens = own if own is not None and own > 0 else count
+    if not tokens:
+        return None  # no reasoning seen: an answer without any goes on byte for byte
+    inner["reasoning_tokens"] = tokens
     fields[details] = inner
     return fields

@@ -135,7 +135,7 @@ class ChatReference(Translator):
     def with_usage(self, event: SSEEvent, data: bytes) -> SSEEvent:
         """``event`` (a chunk, ``data``) with the reasoning tokens counted so far in its usage, unless
         the server wrote its own (see :mod:`..usage`)."""
-        chunk = decode_obj(data)
+        chunk: Obj = decode_obj(data)
         usage = chunk.get("usage")
         filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage is not None else None
         if filled is None:

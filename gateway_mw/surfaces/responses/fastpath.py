@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ...channels import Counts
 from ...rawjson import UNREADABLE, encode, obj
 from ...scanner import CONTENT, REASONING, Scanner
 from ...steady import DECLINED, Proven, Steady, end_of_events
@@ -47,6 +48,7 @@ class Reference(Protocol):
     numbering: Numbering
     writer: Writer
     passing: bool
+    counts: Counts
 
 
 class _DeltaHead(Head, gc=False):

@@ -432,3 +432,25 @@ async def test_responses_the_openai_sdk_reads_the_count(url: str) -> None:
     assert done.response.usage is not None
     assert done.response.usage.output_tokens_details.reasoning_tokens == COUNTED
     assert done.response.output_text == "".join(ANSWER)
+
+
+@given(
+    layout=st.sampled_from(["openai", "llamacpp"]),
+    reasoning=st.lists(TEXT, max_size=40),
+    answer=st.lists(TEXT, min_size=1, max_size=4),
+    cuts=st.lists(st.integers(0, 20_000), max_size=8),
+)
+def test_responses_the_count_is_the_reasoning_events_at_every_cut(
+    layout: str, reasoning: list[str], answer: list[str], cuts: list[int]
+) -> None:
+    events = responseswire.upstream(["<think>", *reasoning, "</think>", *answer])
+    events[-1]["response"]["usage"] = RESPONSES_USAGES[layout]
+    if layout == "llamacpp":
+        events = [layout_body("llamacpp", e) for e in events]
+    stream = responseswire.sse([*events])
+    bounds = sorted({0, len(stream), *(c % (len(stream) + 1) for c in cuts)})
+    pipeline = StreamPipeline("responses", ThinkExtractConfig())
+    out = b"".join(pipeline.feed(stream[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
+    assert pipeline.error is None
+    details = completed_usage(out, layout).get("output_tokens_details") or {}
+    assert details.get("reasoning_tokens", 0) == len(reasoning)

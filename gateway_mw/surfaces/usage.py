@@ -17,11 +17,10 @@ from ..rawjson import Obj, as_int, is_null, obj
 __all__ = ["with_reasoning_tokens"]
 
 
-def with_reasoning_tokens(usage: msgspec.Raw | bytes, details: str, count: int, *, zero: bool) -> Obj | None:
+def with_reasoning_tokens(usage: msgspec.Raw | bytes, details: str, count: int) -> Obj | None:
     """``usage`` (a JSON object) with ``details.reasoning_tokens`` set to ``count``, or ``None`` when
     it needs nothing: it is not an object, the server wrote its own count there, or there is
-    nothing to count (no reasoning seen so far) and a count of 0 is not written (``zero``: it is,
-    where the API requires the member).
+    nothing to count (no reasoning seen so far: an answer without any goes on byte for byte).
 
     SGLang writes its own count at the top (``usage.reasoning_tokens``), outside the API's field: a
     positive one is the server's count and goes where clients read it; its ``0`` is written whether
@@ -35,8 +34,8 @@ def with_reasoning_tokens(usage: msgspec.Raw | bytes, details: str, count: int, 
         return None  # not an object (left as it is), or the server's own count
     own = as_int(fields.get("reasoning_tokens"))
     tokens = own if own is not None and own > 0 else count
-    if not tokens and not zero:
-        return None  # no reasoning seen: an answer without any goes on byte for byte
+    if not tokens:
+        return None
     inner["reasoning_tokens"] = tokens
     fields[details] = inner
     return fields

@@ -372,8 +372,9 @@ def responses_events(layout: str, usage: dict[str, Any], reads: str) -> list[byt
 
 def completed_usage(out: bytes, layout: str) -> Any:
     """The usage of ``response.completed``; every event validated as the SDK's strict mode does,
-    but llama-server's (its usage lacks what the strict model requires, the gateway's count or not)."""
-    if layout == "llamacpp":
+    but llama-server's (its usage lacks what the strict model requires, the gateway's count or not)
+    and those of a stream without reasoning (``"plain"``: no count, and the strict model requires one)."""
+    if layout in ("llamacpp", "plain"):
         decoder = SSEDecoder()
         last = json.loads(next(e.data for e in reversed(decoder.feed(out)) if e.data is not None))
     else:
@@ -452,5 +453,8 @@ def test_responses_the_count_is_the_reasoning_events_at_every_cut(
     pipeline = StreamPipeline("responses", ThinkExtractConfig())
     out = b"".join(pipeline.feed(stream[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
     assert pipeline.error is None
-    details = completed_usage(out, layout).get("output_tokens_details") or {}
-    assert details.get("reasoning_tokens", 0) == len(reasoning)
+    usage = completed_usage(out, layout if reasoning else "plain")
+    if reasoning:
+        assert usage == {**RESPONSES_USAGES[layout], "output_tokens_details": {"reasoning_tokens": len(reasoning)}}
+    else:  # nothing counted, nothing written
+        assert usage == RESPONSES_USAGES[layout]

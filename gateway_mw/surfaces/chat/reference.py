@@ -137,8 +137,7 @@ class ChatReference(Translator):
         the server wrote its own (see :mod:`..usage`)."""
         chunk: Obj = decode_obj(data)
         usage = chunk.get("usage")
-        # zero=False: a chat usage may leave the member out, and an answer without reasoning passes as it came.
-        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events, zero=False) if usage else None
+        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
         if filled is None:
             return event
         chunk["usage"] = filled

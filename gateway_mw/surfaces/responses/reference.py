@@ -216,8 +216,7 @@ class ResponsesReference(Translator):
                 if "output_text" in response:
                     response["output_text"] = rebuild.output_text(new)
             usage = response.get("usage")
-            # zero: the SDK's strict ResponseUsage requires the member; the event is written anew anyway.
-            filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events, zero=True) if usage else None
+            filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
             if filled is not None:
                 response["usage"] = filled
             body["response"] = response

@@ -458,3 +458,21 @@ def test_responses_the_count_is_the_reasoning_events_at_every_cut(
         assert usage == {**RESPONSES_USAGES[layout], "output_tokens_details": {"reasoning_tokens": len(reasoning)}}
     else:  # nothing counted, nothing written
         assert usage == RESPONSES_USAGES[layout]
+
+
+async def test_responses_non_stream_usage_is_left_as_the_server_wrote_it(url: str) -> None:
+    """As a chat body: one text, no tokenizer, no count."""
+    usage = RESPONSES_USAGES["llamacpp"]
+    body = responseswire.response(
+        "completed",
+        [responseswire.message("msg_1", ["<think>" + "".join(REASONING) + "</think>It is 4."])],
+        usage=usage,
+    )
+    STREAMS["responses-body"] = ("application/json", [json.dumps(body).encode()])
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url + "/v1/responses", json={"model": "m"}, headers={"X-Upstream": "responses-body"}) as resp,
+    ):
+        out = await resp.json()
+    assert [item["type"] for item in out["output"]] == ["reasoning", "message"]  # translated
+    assert out["usage"] == usage

@@ -11,6 +11,7 @@ import msgspec
 
 from ...channels import Channels, Said, Transcripts
 from ...config import ThinkExtractConfig
+from ...rawjson import obj
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
 from ..translator import Translator
@@ -91,8 +92,7 @@ class ChatReference(Translator):
         if not choices:
             if choices is not None or bytes(chunk.error) not in EMPTY_RAW:
                 # The usage chunk or an error: the choices are over; every held character goes first.
-                held = self.finish()
-                return [*held, self.with_usage(event, data) if bytes(chunk.usage) not in EMPTY_RAW else event]
+                return [*self.finish(), self.with_usage(event, data) if bytes(chunk.usage) not in EMPTY_RAW else event]
             return [*self.flush(), event]  # some other object: it passes, after what was held
         self.last_raw = data
         before: list[SSEEvent] = []  # what choices that turned native held, sent ahead of this chunk
@@ -135,10 +135,10 @@ class ChatReference(Translator):
     def with_usage(self, event: SSEEvent, data: bytes) -> SSEEvent:
         """``event`` (a chunk, ``data``) with the reasoning tokens counted so far in its usage, unless
         the server wrote its own (see :mod:`..usage`)."""
-        chunk: Obj = decode_obj(data)
-        usage = chunk.get("usage")
+        chunk = obj(data)
+        usage = chunk.get("usage") if chunk is not None else None
         filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
-        if filled is None:
+        if chunk is None or filled is None:
             return event
         chunk["usage"] = filled
         return encode_event(encode(chunk), fields=event.fields)

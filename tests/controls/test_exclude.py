@@ -145,14 +145,21 @@ answer("chat-native", "application/json", json.dumps(chatwire.completion(
     "".join(ANSWER), reasoning_content="".join(REASONING), tool_calls=[CALL])).encode())  # fmt: skip
 
 
+def _tail(reasoning_tokens: int) -> list[Any]:
+    """The stream's tail, its usage with the reasoning tokens the gateway counted: the model spent
+    them, whoever reads its reasoning."""
+    usage = {**USAGE, "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+    return [*CHAT_TAIL[:2], chunk(choices=[], usage=usage), "[DONE]"]
+
+
 async def test_chat_stream_tags_and_native_the_other_chunks_byte_for_byte(url: str) -> None:
-    kept = [CHAT_FIRST, *(chunk(a) for a in ANSWER), *CHAT_TAIL]  # the reasoning chunks gone
+    kept = [CHAT_FIRST, *(chunk(a) for a in ANSWER), *_tail(2)]  # the reasoning chunks gone
     assert raw_events(await post(url, "/v1/chat/completions", "chat-tags", True)) == sse_of(kept)
     out = raw_events(await post(url, "/v1/chat/completions", "chat-native", True))
     # The chunk that carried both loses its reasoning, the rest of it as it was; the others as they came.
     assert docs(out) == [*docs(sse_of([CHAT_FIRST])), (None, chunk(delta={"content": ANSWER[0]})),
-                         *docs(sse_of([chunk(ANSWER[1]), *CHAT_TAIL]))]  # fmt: skip
-    assert [out[0], *out[2:]] == sse_of([CHAT_FIRST, chunk(ANSWER[1]), *CHAT_TAIL])
+                         *docs(sse_of([chunk(ANSWER[1]), *_tail(3)]))]  # fmt: skip
+    assert [out[0], *out[2:]] == sse_of([CHAT_FIRST, chunk(ANSWER[1]), *_tail(3)])
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])

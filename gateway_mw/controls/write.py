@@ -61,6 +61,25 @@ def _bucket(budget: int) -> Effort:
     return "low" if budget < 2048 else "medium" if budget < 8192 else "high"
 
 
+def _harmony_level(out: Out, budget_enforced: bool = False) -> Effort:
+    """gpt-oss's level for the intent (it cannot be off: ``low``; a budget: its bucket), saying when
+    it is the nearest rather than the intent itself (``budget_enforced``: the budget goes to the
+    server too, so the intent reaches the model as asked)."""
+    intent = out.intent
+    if intent.kind == "effort":
+        assert intent.effort is not None
+        level = nearest_effort(intent.effort, HARMONY)
+        if level != intent.effort:
+            out.nearest()
+        return level
+    if intent.budget is None:
+        out.nearest()
+        return "low"
+    if not budget_enforced:
+        out.nearest()
+    return _bucket(intent.budget)
+
+
 def _switch(out: Out, switch: str, on: bool) -> bool:
     """The template's own switch in ``chat_template_kwargs`` (``thinking_budget: 0`` for a budget
     template); ``False`` when the template has none there."""
@@ -93,12 +112,22 @@ def _no_switch(out: Out, switch: str) -> None:
 
 
 def _template_server(
-    effort_at: tuple[str, ...], budget_field: str | None, off_by_effort: bool, harmony_effort: bool = True
+    effort_at: tuple[str, ...],
+    budget_field: str | None,
+    off_by_effort: bool,
+    *,
+    harmony_kwarg: bool = False,
+    harmony_budget: bool = False,
+    harmony_object: bool = False,
 ) -> Writer:
     """A writer for vLLM's, SGLang's and llama.cpp's chat endpoints (llama.cpp's Responses too): the
     switch in ``chat_template_kwargs``, the effort at ``effort_at`` (a top-level member, or a key of
     one), the server's own budget field, if it enforces one; ``off_by_effort``: ``none`` turns the
-    template's switch off too (llama.cpp); ``harmony_effort``: the server hands gpt-oss its level."""
+    template's switch off too (llama.cpp). For gpt-oss, whose template reads the level as its
+    ``reasoning_effort`` variable: ``harmony_kwarg``, the level in ``chat_template_kwargs`` too (builds
+    that read no top-level effort); ``harmony_budget``, the budget field is enforced on its analysis
+    channel as well; ``harmony_object``, the server takes a ``reasoning.effort`` the body has over
+    ``reasoning_effort`` (SGLang), so it is made the same level."""
 
     def put_effort(out: Out, effort: str) -> None:
         if len(effort_at) == 1:
@@ -106,26 +135,33 @@ def _template_server(
         elif not out.put_in(effort_at[0], {effort_at[1]: effort}):
             out.unsupported()
 
+    def harmony(out: Out) -> None:
+        budget = out.intent.budget if harmony_budget and budget_field is not None else None
+        level = _harmony_level(out, budget_enforced=budget is not None)
+        put_effort(out, level)
+        if harmony_object and out.value_at(("reasoning", "effort")) not in (None, level):
+            out.put_in("reasoning", {"effort": level})
+        if harmony_kwarg:
+            out.template_kwargs({"reasoning_effort": level})
+        if budget is not None and budget_field is not None:
+            out.put(budget_field, budget)
+
     def write(out: Out, switch: str) -> None:
         intent = out.intent
-        if (switch == "none" and intent.kind != "off") or (switch == "effort" and not harmony_effort):
+        if switch == "none" and intent.kind != "off":
             out.unsupported()
             return
-        if intent.kind == "effort":
+        if switch == "effort":  # gpt-oss: every intent but "on" (its default) is a level
+            if intent.kind != "on":
+                harmony(out)
+        elif intent.kind == "effort":
             assert intent.effort is not None
-            effort = nearest_effort(intent.effort, HARMONY if switch == "effort" else ALL)
+            effort = nearest_effort(intent.effort, ALL)
             if effort != intent.effort:
                 out.nearest()
             put_effort(out, effort)
             if switch in _KEYS:  # an effort is thinking on (a template that reads no effort still thinks)
                 _switch(out, switch, True)
-        elif switch == "effort":  # gpt-oss: off and a budget are a level
-            out.nearest()
-            if intent.kind == "budget":
-                assert intent.budget is not None
-                put_effort(out, _bucket(intent.budget))
-            elif intent.kind == "off":
-                put_effort(out, "low")
         elif intent.kind == "off":
             if off_by_effort and switch in _KEYS:
                 put_effort(out, "none")
@@ -257,10 +293,14 @@ def _llamacpp_messages(out: Out, switch: str) -> None:
 
 def _sglang_messages(out: Out, switch: str) -> None:
     """SGLang's messages endpoint turns ``thinking`` into the template's switch (a budget accepted,
-    not enforced) and ``output_config.effort`` into its ``reasoning_effort``; gpt-oss's harmony path
-    there reads neither."""
+    not enforced) and then ``output_config.effort`` into its ``reasoning_effort``, the variable
+    gpt-oss's template reads its level from (the client's ``thinking`` stays: that template reads
+    no switch)."""
     intent = out.intent
-    if (switch == "none" and intent.kind != "off") or (switch == "effort" and intent.kind != "on"):
+    if switch == "effort" and intent.kind != "on":
+        if not out.put_in("output_config", {"effort": _harmony_level(out)}):
+            out.unsupported()
+    elif switch == "none" and intent.kind != "off":
         out.unsupported()
     elif switch in ("none", "effort") or (switch in ("always", "text") and intent.kind in ("off", "on")):
         _no_switch(out, switch)
@@ -400,12 +440,18 @@ def _ollama_openai(effort_field: tuple[str, ...]) -> Writer:
     return write
 
 
+_OLLAMA_OUTPUT_CONFIG = (0, 23, 4)
+"""From this version, ``/v1/messages`` reads ``output_config.effort``."""
+
+
 def _ollama_messages(out: Out, switch: str) -> None:
     """Ollama's ``/v1/messages``: ``thinking`` enabled or disabled (a budget ignored; ``true`` to a
     model that cannot think dropped, not refused), else ``output_config.effort``."""
     intent = out.intent
-    if intent.kind == "off":
-        if switch in ("effort", "always", "text"):
+    if switch == "effort" and intent.kind != "on":
+        _ollama_messages_harmony(out)
+    elif intent.kind == "off":
+        if switch in ("always", "text"):
             _no_switch(out, switch)
         elif switch != "none" and not out.put_in("thinking", {"type": "disabled"}):
             out.unsupported()
@@ -426,16 +472,39 @@ def _ollama_messages(out: Out, switch: str) -> None:
         out.put("thinking", {"type": "enabled"})
 
 
+def _ollama_messages_harmony(out: Out) -> None:
+    """gpt-oss on Ollama's ``/v1/messages``: harmony reads a level, never the bool ``thinking`` makes,
+    and ``output_config.effort`` is read only when ``thinking`` says nothing: the client's
+    ``thinking`` gives way to the level. A version known to read no ``output_config`` gets nothing
+    (what the client sent changes nothing either); one not known is taken to read it (a version
+    that does not ignores the member, and the model thinks at its default, as with a bool)."""
+    version = out.info.version
+    if version is not None and version < _OLLAMA_OUTPUT_CONFIG:
+        out.unsupported()
+        return
+    level = _harmony_level(out)
+    if not out.put_in("output_config", {"effort": level}):
+        out.unsupported()
+        return
+    thinking = out.value_at(("thinking",))
+    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled"):
+        out.remove("thinking", "removed (gpt-oss reads the level, not the switch)")
+
+
 WRITERS: dict[tuple[str, Surface], Writer] = {
     ("vllm", "chat"): _template_server(("reasoning_effort",), "thinking_token_budget", off_by_effort=False),
     ("vllm", "messages"): _vllm_messages,
     ("vllm", "responses"): _effort_only(("minimal", "low", "medium", "high", "xhigh"), off=None),
-    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False, harmony_effort=False),
+    ("sglang", "chat"): _template_server(("reasoning_effort",), None, off_by_effort=False, harmony_object=True),
     ("sglang", "messages"): _sglang_messages,
     ("sglang", "responses"): _effort_only(HARMONY, off=None),
-    ("llamacpp", "chat"): _template_server(("reasoning_effort",), "thinking_budget_tokens", off_by_effort=True),
+    ("llamacpp", "chat"): _template_server(
+        ("reasoning_effort",), "thinking_budget_tokens", off_by_effort=True, harmony_kwarg=True, harmony_budget=True
+    ),
     ("llamacpp", "messages"): _llamacpp_messages,
-    ("llamacpp", "responses"): _template_server(("reasoning", "effort"), "thinking_budget_tokens", off_by_effort=True),
+    ("llamacpp", "responses"): _template_server(
+        ("reasoning", "effort"), "thinking_budget_tokens", off_by_effort=True, harmony_kwarg=True, harmony_budget=True
+    ),
     ("ollama", "chat"): _ollama_openai(("reasoning_effort",)),
     ("ollama", "messages"): _ollama_messages,
     ("ollama", "responses"): _ollama_openai(("reasoning", "effort")),
@@ -453,9 +522,12 @@ def _effective(intent: Intent, config: ThinkExtractConfig) -> tuple[Intent, bool
 def needs_model_info(intent: Intent, surface: Surface, server: str, config: ThinkExtractConfig) -> bool:
     """Whether what is written for ``intent`` depends on what the upstream says of the model
     (Ollama: whether it can think, its version), so that the caller asks before writing."""
-    if server != "ollama" or surface == "messages":
+    if server != "ollama":
         return False
-    return _effective(intent, config)[0].kind in ("on", "effort", "budget")
+    kind = _effective(intent, config)[0].kind
+    if surface == "messages":  # only gpt-oss's level there depends on the version
+        return config.template_switch == "effort" and kind in ("off", "effort", "budget")
+    return kind in ("on", "effort", "budget")
 
 
 def write_controls(

@@ -6,8 +6,8 @@ accumulators read a well-formed answer; and the reasoning record still keeps wha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import anthropic
@@ -24,6 +24,7 @@ from gateway_mw.surfaces.chat import ChatStream
 
 from .. import chatwire, messageswire, responseswire
 from ..chatwire import chunk
+from ..conftest import Closing
 from ..core.matrix import CASES
 from ..history.test_record_http import CALL, WRITTEN, Upstream, two_turns
 from ..messageswire import TOOL_USE, json_delta, message_start, start, stop, tb, text, tool_start
@@ -80,29 +81,6 @@ def gateway_app(config: ThinkExtractConfig) -> web.Application:
 async def url(aiohttp_server: ServerFactory) -> str:
     server = await aiohttp_server(gateway_app(EXCLUDE))
     return str(server.make_url(""))
-
-
-_Client = TypeVar("_Client", openai.AsyncOpenAI, anthropic.AsyncAnthropic, ollama.AsyncClient)
-
-
-class Closing:
-    """Keeps the SDK clients a test makes, to close them at its end: one left open is closed by the
-    garbage collector later, in another test, which then logs an error."""
-
-    def __init__(self) -> None:
-        self.made: list[openai.AsyncOpenAI | anthropic.AsyncAnthropic | ollama.AsyncClient] = []
-
-    def __call__(self, client: _Client) -> _Client:
-        self.made.append(client)
-        return client
-
-
-@pytest.fixture
-async def closing() -> AsyncIterator[Closing]:
-    kept = Closing()
-    yield kept
-    for client in kept.made:
-        await client.close()
 
 
 async def post(base: str, path: str, name: str, stream: bool) -> bytes:
@@ -167,14 +145,21 @@ answer("chat-native", "application/json", json.dumps(chatwire.completion(
     "".join(ANSWER), reasoning_content="".join(REASONING), tool_calls=[CALL])).encode())  # fmt: skip
 
 
+def _tail(reasoning_tokens: int) -> list[Any]:
+    """The stream's tail, its usage with the reasoning tokens the gateway counted: the model spent
+    them, whoever reads its reasoning."""
+    usage = {**USAGE, "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+    return [*CHAT_TAIL[:2], chunk(choices=[], usage=usage), "[DONE]"]
+
+
 async def test_chat_stream_tags_and_native_the_other_chunks_byte_for_byte(url: str) -> None:
-    kept = [CHAT_FIRST, *(chunk(a) for a in ANSWER), *CHAT_TAIL]  # the reasoning chunks gone
+    kept = [CHAT_FIRST, *(chunk(a) for a in ANSWER), *_tail(2)]  # the reasoning chunks gone
     assert raw_events(await post(url, "/v1/chat/completions", "chat-tags", True)) == sse_of(kept)
     out = raw_events(await post(url, "/v1/chat/completions", "chat-native", True))
     # The chunk that carried both loses its reasoning, the rest of it as it was; the others as they came.
     assert docs(out) == [*docs(sse_of([CHAT_FIRST])), (None, chunk(delta={"content": ANSWER[0]})),
-                         *docs(sse_of([chunk(ANSWER[1]), *CHAT_TAIL]))]  # fmt: skip
-    assert [out[0], *out[2:]] == sse_of([CHAT_FIRST, chunk(ANSWER[1]), *CHAT_TAIL])
+                         *docs(sse_of([chunk(ANSWER[1]), *_tail(3)]))]  # fmt: skip
+    assert [out[0], *out[2:]] == sse_of([CHAT_FIRST, chunk(ANSWER[1]), *_tail(3)])
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])

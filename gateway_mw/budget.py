@@ -262,7 +262,7 @@ class Echo:
     translator; once the continuation's own text starts, it passes bytes as they come."""
 
     def __init__(self, prefill: str, max_event_bytes: int) -> None:
-        self._left = prefill
+        self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
         self._decoder = SSEDecoder(max_event_bytes)
         self.done = not prefill
 
@@ -289,16 +289,20 @@ class Echo:
         content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
         if not content:
             return event.raw  # a role, nothing to compare yet
-        left = self._left
-        if content.startswith(left):
-            rest, self.done = content[len(left) :], True
-        elif left.startswith(content):
-            rest, self._left = "", left[len(content) :]
+        left, said = self._left, _units(content)
+        if said.startswith(left):
+            rest, self.done = said[len(left) :].decode("utf-16-le", "surrogatepass"), True
+        elif left.startswith(said):
+            rest, self._left = "", left[len(said) :]
         else:
             self.done = True  # the continuation's own text: no echo
             return event.raw
         new = _with_content(data, rest)
         return event.raw if new is None else event.fields + b"data: " + new + b"\n\n"
+
+
+def _units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
 
 
 def _with_content(data: bytes, content: str) -> bytes | None:

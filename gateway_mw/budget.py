@@ -259,11 +259,13 @@ class Echo:
     """Takes out of a continuation's first chunks the prefill the server echoes there (llama.cpp
     streams the prefilled text back as the start of its answer's content; vLLM and SGLang do not),
     so that the client does not get the reasoning twice. Fed the upstream's bytes, before the
-    translator; once the continuation's own text starts, it passes bytes as they come."""
+    translator. Chunks whose text may be the start of an echo are held until it is told: an echo
+    whole is taken out, anything else goes as it came, in order."""
 
     def __init__(self, prefill: str, max_event_bytes: int) -> None:
         self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
         self._decoder = SSEDecoder(max_event_bytes)
+        self._held: list[tuple[bytes, bool]] = []  # (an event's bytes, whether its text is echo so far)
         self.done = not prefill
 
     def feed(self, raw: bytes) -> bytes:
@@ -275,30 +277,41 @@ class Echo:
         return b"".join(out)
 
     def finish(self) -> bytes:
+        """At the end: what was held (an echo never finished is no echo), and any tail."""
         if self.done:
             return b""
-        self.done = True
         events, tail = self._decoder.finish()
-        return b"".join(e.raw for e in events) + tail
+        return self._release() + b"".join(e.raw for e in events) + tail
+
+    def _release(self) -> bytes:
+        self.done = True
+        held, self._held = self._held, []
+        return b"".join(raw for raw, _ in held)
 
     def _strip(self, event: SSEEvent) -> bytes:
         data = event.data
         chunk = _read(data) if data is not None and not event.oversized and data != _DONE else None
-        if chunk is None or data is None:
-            return event.raw
-        content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
-        if not content:
-            return event.raw  # a role, nothing to compare yet
+        content = None
+        if chunk is not None:
+            content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
+        if chunk is None or data is None or not content:
+            if not self._held:
+                return event.raw  # a role, nothing to compare yet
+            self._held.append((event.raw, False))
+            return b""
         left, said = self._left, _units(content)
-        if said.startswith(left):
-            rest, self.done = said[len(left) :].decode("utf-16-le", "surrogatepass"), True
-        elif left.startswith(said):
-            rest, self._left = "", left[len(said) :]
-        else:
-            self.done = True  # the continuation's own text: no echo
-            return event.raw
-        new = _with_content(data, rest)
-        return event.raw if new is None else event.fields + b"data: " + new + b"\n\n"
+        if left.startswith(said) and len(said) < len(left):
+            self._left = left[len(said) :]
+            self._held.append((event.raw, True))
+            return b""
+        if not said.startswith(left):  # the continuation's own text: no echo
+            return self._release() + event.raw
+        new = _with_content(data, said[len(left) :].decode("utf-16-le", "surrogatepass"))
+        if new is None:
+            return self._release() + event.raw
+        kept = b"".join(raw for raw, echoed in self._held if not echoed)
+        self._held, self.done = [], True
+        return kept + event.fields + b"data: " + new + b"\n\n"
 
 
 def _units(text: str) -> bytes:

@@ -198,6 +198,7 @@ def test_the_body_a_stream_makes() -> None:
 )
 @example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)
 @example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
+@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:

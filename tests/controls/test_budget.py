@@ -322,6 +322,42 @@ async def test_where_the_gateway_does_not_enforce_it_nothing_is_cut(
     assert front.stats.surface("chat").budgets == {}
 
 
+async def test_through_the_gateway_without_a_stream() -> None:
+    """The packaged gateway, a client that asks for no stream: one JSON body, continued."""
+    thinker = Thinker("sglang")
+    back = web.Application()
+    back.router.add_post(ROUTE, thinker.chat)
+    runner = web.AppRunner(back, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    config = ThinkExtractConfig(upstream_server="sglang", reasoning_store="off")
+    app = proxy.build_app(proxy.Settings(upstream=f"http://127.0.0.1:{runner.addresses[0][1]}", think_extract=config))
+    gateway = web.AppRunner(app, access_log=None)
+    await gateway.setup()
+    await web.TCPSite(gateway, "127.0.0.1", 0).start()
+    try:
+        url = f"http://127.0.0.1:{gateway.addresses[0][1]}{ROUTE}"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json=request("think", 2, stream=False)) as resp,
+        ):
+            assert (resp.status, resp.content_type) == (200, "application/json")
+            answer = await resp.json()
+        served = await thinker.over()
+    finally:
+        await gateway.cleanup()
+        await runner.cleanup()
+    reasoning = token(0) + token(1)
+    assert answer["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "".join(ANSWER),
+        "reasoning_content": reasoning,
+        "reasoning": reasoning,
+    }
+    assert [s.stopped for s in served] == [True, False]
+    assert app[THINKEXTRACT_STATS].surface("chat").budgets == {"continued": 1}
+
+
 async def test_through_the_gateway(caplog: pytest.LogCaptureFixture) -> None:
     """The packaged gateway: the first stream ends as the budget's (not a client that left), the answer
     is continued, and the debug line says what the gateway did and how many events it counted."""

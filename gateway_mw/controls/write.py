@@ -16,6 +16,7 @@ from typing import Literal
 import msgspec
 
 from ..config import ThinkExtractConfig
+from .continuation import STREAMED, enforcers
 from .fields import ControlFields
 from .intent import Effort, Intent, ModelInfo
 from .operator import decide
@@ -39,6 +40,10 @@ class Controlled(msgspec.Struct, frozen=True, gc=False):
     appends: bool = False
     """Every edit adds a member the body does not have (:func:`~.edit.apply_edits` then copies the
     body once, with no decode)."""
+    by_gateway: bool = False
+    """The budget (``intent.budget``) is the gateway's to enforce: it ends the thinking itself."""
+    stream: bool = True
+    """The client asked for a stream (with :attr:`by_gateway` only)."""
 
 
 Writer = Callable[[Out, str], None]
@@ -174,10 +179,7 @@ def _template_server(
             _switch(out, switch, True)
             if switch == "budget":
                 out.template_kwargs({"thinking_budget": intent.budget})
-            if budget_field is not None:
-                out.put(budget_field, intent.budget)
-            else:
-                out.nearest()  # on, but the budget is not enforced
+            out.budget(budget_field, intent.budget)
 
     return write
 
@@ -545,9 +547,14 @@ def write_controls(
     writer = WRITERS.get((server, surface))
     if writer is None:
         return Controlled(written, "unsupported")
-    out = Out(written, fields, info or ModelInfo(), override)
+    server_budget, gateway_budget = enforcers(config, fields, surface, server, written.exclude)
+    out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget)
     writer(out, config.template_switch)
+    stream = bytes(fields.stream).strip() == b"true"
+    if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body
+        out.edits.update(STREAMED)
+        out.written.append("stream=true")
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()
     )
-    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends)
+    return Controlled(written, out.outcome, ", ".join(out.written), out.edits, appends, out.by_gateway, stream)

@@ -74,8 +74,10 @@ ROWS: list[Row] = [
      {"reasoning": {"effort": "high"}, "reasoning_effort": "high"}),
     ("chat", "sglang", "B", {"reasoning": {"effort": "max"}}, None, "applied",
      {"reasoning": {"effort": "max"}, "reasoning_effort": "max", "chat_template_kwargs": {"thinking": True}}),
-    ("chat", "sglang", "A", {"reasoning": {"max_tokens": 800}}, None, "nearest",
-     {"reasoning": {"max_tokens": 800}, "chat_template_kwargs": YES}),
+    # SGLang has no budget field of its own: the gateway enforces it, on the stream it asks for
+    ("chat", "sglang", "A", {"reasoning": {"max_tokens": 800}}, None, "applied",
+     {"reasoning": {"max_tokens": 800}, "chat_template_kwargs": YES, "stream": True,
+      "stream_options": {"include_usage": True}}),
     # -- chat, llama.cpp: none turns the switch off on new builds, the switch itself on old ones
     ("chat", "llamacpp", "A", {"chat_template_kwargs": NO}, None, "applied",
      {"chat_template_kwargs": NO, "reasoning_effort": "none"}),

@@ -23,7 +23,7 @@ from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
 
-from .thinker import ANSWER, Thinker, token
+from .thinker import ANSWER, Served, Thinker, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "Qwen/Qwen3-8B"
@@ -289,6 +289,44 @@ async def test_a_client_gone_before_the_continuation_gets_none(start: Start, can
         while not front.stats.surface("chat").budgets:  # until the middleware is done with it
             await asyncio.sleep(0)
     assert front.stats.surface("chat").budgets == ({} if cancelling else {"client_gone": 1})
+
+
+class AnsweringAfterTheClientLeft(Thinker):
+    """Holds the continuation until the client has gone, then answers it."""
+
+    gone: Callable[[], bool] = staticmethod(lambda: True)
+
+    async def _answer(self, request: web.Request, served: Served) -> web.StreamResponse:
+        if len(self.served) == 2:
+            while not self.gone():
+                await asyncio.sleep(0)
+        return await super()._answer(request, served)
+
+
+async def test_a_client_gone_during_the_continuation_is_counted_gone(start: Start) -> None:
+    """The client leaves once the continuation is asked for: the answer is not the upstream's
+    failure, and is counted as the client's leaving."""
+    budget = 2
+    thinker = AnsweringAfterTheClientLeft("vllm")
+    front = await start(thinker, False, reasoning_budget_enforcement="gateway")
+    thinker.gone = front.client_gone
+    seen = []
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(front.url + ROUTE, json=request("think", budget))
+        async for line in resp.content:
+            if line.startswith(b"data: "):
+                seen.append(json.loads(line[len(b"data: ") :]))
+            if len(reasoning_of(seen)) == budget:
+                break
+        while len(thinker.served) < 2:  # until the continuation is asked for
+            await asyncio.sleep(0)
+        resp.connection.transport.close()  # type: ignore[union-attr]
+        resp.close()
+    served = await thinker.over()
+    assert len(served) == 2 and served[0].stopped
+    while not front.stats.surface("chat").budgets:  # until the middleware is done with it
+        await asyncio.sleep(0)
+    assert front.stats.surface("chat").budgets == {"client_gone": 1}
 
 
 async def test_reasoning_reopened_in_the_continuation_is_reasoning_not_counted(start: Start) -> None:

@@ -160,7 +160,7 @@ async def continue_answer(
     answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     body = read_already(request)
     server = request.get(THINKEXTRACT_SERVER) or config.upstream_server
-    continued = continuation(body, text, session.surface, server) if body is not None else None
+    continued = continuation(body, text, session.surface, server, budget.counted) if body is not None else None
     if continued is None:
         session.budgeted(budget.counted, "not_continued")
         await writer.abort()

@@ -233,6 +233,27 @@ async def test_reasoning_within_the_budget_is_not_cut(start: Start) -> None:
     assert front.stats.surface("chat").budgets == {"within": 1}
 
 
+@pytest.mark.parametrize("limit", ["max_tokens", "max_completion_tokens", "n_predict"])
+async def test_the_continuation_may_generate_only_what_the_client_s_limit_leaves(start: Start, limit: str) -> None:
+    """The client's limit on the answer's tokens holds for the two requests together: the
+    continuation is asked for what the reasoning cut at the budget left of it."""
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think", 3, **{limit: 10}))
+    assert_one_answer(chunks)
+    first, second = await front.thinker.over()
+    assert (first.body[limit], second.body[limit]) == (10, 7)
+
+
+async def test_a_limit_the_reasoning_used_up_ends_the_answer_at_its_length(start: Start) -> None:
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think", 3, max_tokens=3))
+    assert reasoning_of(chunks) == [token(0), token(1), token(2)]
+    assert_one_answer(chunks)
+    assert chunks[-2]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "length"}]
+    assert len(await front.thinker.over()) == 1
+    assert front.stats.surface("chat").budgets == {"not_continued": 1}
+
+
 async def test_auto_leaves_a_budget_to_a_server_that_has_its_own(start: Start) -> None:
     front = await start(Thinker("vllm"))
     chunks = await events(front, request("think 6", 2))

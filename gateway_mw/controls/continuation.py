@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 
+from .. import surrogates
 from ..config import ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
@@ -71,10 +72,18 @@ def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent
     ``spent`` tokens (the reasoning events the first answer sent) used up the client's limit on the
     answer's tokens (which holds for the two requests together: the continuation is asked for what
     is left of it)."""
+    masked = None
     try:
         top = _decode_top(body)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return None  # a lone surrogate in the body: not continued (see docs)
+        # A lone surrogate escape: the continuation is made of the masked body and unmasked whole.
+        masked = surrogates.mask(body)
+        if masked is None:
+            return None
+        try:
+            top = _decode_top(masked)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
     messages = top.get("messages")
     if messages is None:
         return None
@@ -83,6 +92,8 @@ def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent
         return None
     inner = raw[1:-1].strip(_SPACE)
     added = _encode({"role": "assistant", "content": prefill})
+    if masked is not None and surrogates.unmask(added) != added:
+        return None  # the model wrote what a mask is spelled as: the unmasking would change it
     edits: dict[str, bytes | None] = {"messages": raw[:-1] + (b"," if inner else b"") + added + b"]"}
     edits.update(CONTINUES.get((server, surface), {}))
     for name in _LIMITS:
@@ -91,7 +102,10 @@ def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent
             if limit <= spent:
                 return None
             edits[name] = _encode(limit - spent)
-    return apply_edits(body, edits)
+    if masked is None:
+        return apply_edits(body, edits)
+    out = apply_edits(masked, edits)
+    return None if out is None else surrogates.unmask(out)
 
 
 _LIMITS = ("max_tokens", "max_completion_tokens", "n_predict")

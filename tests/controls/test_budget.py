@@ -254,6 +254,19 @@ async def test_a_limit_the_reasoning_used_up_ends_the_answer_at_its_length(start
     assert front.stats.surface("chat").budgets == {"not_continued": 1}
 
 
+async def test_a_conversation_with_a_lone_surrogate_escape_is_continued(start: Start) -> None:
+    """A JavaScript client's text cut inside an emoji (``"\\ud83d"`` alone) is valid JSON no decoder
+    takes: the continuation is still asked for, the escape given back as the client spelled it."""
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("\ud83d think", 3))
+    assert reasoning_of(chunks) == [token(0), token(1), token(2)]
+    assert content_of(chunks) == "".join(ANSWER)
+    assert_one_answer(chunks)
+    first, second = await front.thinker.over()
+    assert second.body["messages"][0] == first.body["messages"][0] == {"role": "user", "content": "\ud83d think"}
+    assert front.stats.surface("chat").budgets == {"continued": 1}
+
+
 async def test_auto_leaves_a_budget_to_a_server_that_has_its_own(start: Start) -> None:
     front = await start(Thinker("vllm"))
     chunks = await events(front, request("think 6", 2))

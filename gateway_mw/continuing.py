@@ -160,7 +160,7 @@ async def continue_answer(
     answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     body = read_already(request)
     server = request.get(THINKEXTRACT_SERVER) or config.upstream_server
-    continued = continuation(body, text, session.surface, server) if body is not None else None
+    continued = continuation(body, text, session.surface, server, budget.counted) if body is not None else None
     if continued is None:
         session.budgeted(budget.counted, "not_continued")
         await writer.abort()
@@ -176,8 +176,10 @@ async def continue_answer(
         log.warning("gateway_mw: the continuation after a reasoning budget failed", exc_info=True)
     if writer.answered and writer.ended:
         session.budgeted(budget.counted, "continued")
-    else:
-        session.budgeted(budget.counted, "continuation_failed")
+    else:  # a client that left meanwhile is no failure of the upstream's
+        transport = request.transport
+        gone = transport is None or transport.is_closing()
+        session.budgeted(budget.counted, "client_gone" if gone else "continuation_failed")
         await writer.abort()
     return answer
 

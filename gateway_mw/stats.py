@@ -44,7 +44,7 @@ class SurfaceStats(msgspec.Struct):
     """Streams whose reasoning budget the gateway enforced, by what came of it: ``within`` (the
     reasoning ended within it), ``continued`` (cut, and the answer continued), ``continuation_failed``
     (cut, the continuation failed: the answer ended there), ``not_continued`` (cut, the request could
-    not be continued), ``client_gone`` (cut, and the client left before the continuation),
+    not be continued), ``client_gone`` (cut, and the client left before the continuation or during it),
     ``not_relayed`` (the handler returned the whole answer as one body: nothing to cut)."""
     budget_reasoning_events: int = 0
     """The reasoning events those streams counted (servers stream one token per event)."""

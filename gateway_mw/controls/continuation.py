@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 
+from .. import surrogates
 from ..config import ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
@@ -34,6 +35,7 @@ STREAMED = {"stream": b"true", "stream_options": b'{"include_usage":true}'}
 
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.Encoder().encode
+_decode_any = msgspec.json.Decoder().decode
 _SPACE = b" \t\r\n"
 
 
@@ -64,13 +66,24 @@ def enforcers(
     return True, can
 
 
-def continuation(body: bytes, prefill: str, surface: Surface, server: str) -> bytes | None:
+def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent: int = 0) -> bytes | None:
     """``body`` (a chat request) with ``prefill`` as a final assistant message, asked to be continued
-    as ``server`` continues one; ``None`` when the body has no list of messages to add it to."""
+    as ``server`` continues one; ``None`` when the body has no list of messages to add it to, or the
+    ``spent`` tokens (the reasoning events the first answer sent) used up the client's limit on the
+    answer's tokens (which holds for the two requests together: the continuation is asked for what
+    is left of it)."""
+    masked = None
     try:
         top = _decode_top(body)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return None  # a lone surrogate in the body: not continued (see docs)
+        # A lone surrogate escape: the continuation is made of the masked body and unmasked whole.
+        masked = surrogates.mask(body)
+        if masked is None:
+            return None
+        try:
+            top = _decode_top(masked)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
     messages = top.get("messages")
     if messages is None:
         return None
@@ -79,6 +92,33 @@ def continuation(body: bytes, prefill: str, surface: Surface, server: str) -> by
         return None
     inner = raw[1:-1].strip(_SPACE)
     added = _encode({"role": "assistant", "content": prefill})
+    if masked is not None and surrogates.unmask(added) != added:
+        return None  # the model wrote what a mask is spelled as: the unmasking would change it
     edits: dict[str, bytes | None] = {"messages": raw[:-1] + (b"," if inner else b"") + added + b"]"}
     edits.update(CONTINUES.get((server, surface), {}))
-    return apply_edits(body, edits)
+    for name in _LIMITS:
+        limit = _limit(top.get(name))
+        if limit is not None:
+            if limit <= spent:
+                return None
+            edits[name] = _encode(limit - spent)
+    if masked is None:
+        return apply_edits(body, edits)
+    out = apply_edits(masked, edits)
+    return None if out is None else surrogates.unmask(out)
+
+
+_LIMITS = ("max_tokens", "max_completion_tokens", "n_predict")
+"""The members that bound the answer's tokens (OpenAI's two, llama.cpp's own)."""
+
+
+def _limit(raw: msgspec.Raw | None) -> int | None:
+    """A limit as the servers take one: a non-negative integer (``None``: absent, ``null`` or another
+    value, left as it came)."""
+    if raw is None:
+        return None
+    try:
+        value = _decode_any(raw)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -321,7 +321,8 @@ def write_controls(
     if writer is None:
         return Controlled(written, "unsupported")
     server_budget, gateway_budget = enforcers(config, fields, surface, server, written.exclude)
-    out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget)
+    pinned = config.reasoning_control_pinned
+    out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget, pinned)
     writer(out, config.template_switch)
     stream = bytes(fields.stream).strip() == b"true"
     if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body

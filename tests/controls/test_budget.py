@@ -23,7 +23,7 @@ from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
 
-from .thinker import ANSWER, Thinker, token
+from .thinker import ANSWER, Served, Thinker, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "Qwen/Qwen3-8B"
@@ -233,6 +233,40 @@ async def test_reasoning_within_the_budget_is_not_cut(start: Start) -> None:
     assert front.stats.surface("chat").budgets == {"within": 1}
 
 
+@pytest.mark.parametrize("limit", ["max_tokens", "max_completion_tokens", "n_predict"])
+async def test_the_continuation_may_generate_only_what_the_client_s_limit_leaves(start: Start, limit: str) -> None:
+    """The client's limit on the answer's tokens holds for the two requests together: the
+    continuation is asked for what the reasoning cut at the budget left of it."""
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think", 3, **{limit: 10}))
+    assert_one_answer(chunks)
+    first, second = await front.thinker.over()
+    assert (first.body[limit], second.body[limit]) == (10, 7)
+
+
+async def test_a_limit_the_reasoning_used_up_ends_the_answer_at_its_length(start: Start) -> None:
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think", 3, max_tokens=3))
+    assert reasoning_of(chunks) == [token(0), token(1), token(2)]
+    assert_one_answer(chunks)
+    assert chunks[-2]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "length"}]
+    assert len(await front.thinker.over()) == 1
+    assert front.stats.surface("chat").budgets == {"not_continued": 1}
+
+
+async def test_a_conversation_with_a_lone_surrogate_escape_is_continued(start: Start) -> None:
+    """A JavaScript client's text cut inside an emoji (``"\\ud83d"`` alone) is valid JSON no decoder
+    takes: the continuation is still asked for, the escape given back as the client spelled it."""
+    front = await start(Thinker("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("\ud83d think", 3))
+    assert reasoning_of(chunks) == [token(0), token(1), token(2)]
+    assert content_of(chunks) == "".join(ANSWER)
+    assert_one_answer(chunks)
+    first, second = await front.thinker.over()
+    assert second.body["messages"][0] == first.body["messages"][0] == {"role": "user", "content": "\ud83d think"}
+    assert front.stats.surface("chat").budgets == {"continued": 1}
+
+
 async def test_auto_leaves_a_budget_to_a_server_that_has_its_own(start: Start) -> None:
     front = await start(Thinker("vllm"))
     chunks = await events(front, request("think 6", 2))
@@ -289,6 +323,44 @@ async def test_a_client_gone_before_the_continuation_gets_none(start: Start, can
         while not front.stats.surface("chat").budgets:  # until the middleware is done with it
             await asyncio.sleep(0)
     assert front.stats.surface("chat").budgets == ({} if cancelling else {"client_gone": 1})
+
+
+class AnsweringAfterTheClientLeft(Thinker):
+    """Holds the continuation until the client has gone, then answers it."""
+
+    gone: Callable[[], bool] = staticmethod(lambda: True)
+
+    async def _answer(self, request: web.Request, served: Served) -> web.StreamResponse:
+        if len(self.served) == 2:
+            while not self.gone():
+                await asyncio.sleep(0)
+        return await super()._answer(request, served)
+
+
+async def test_a_client_gone_during_the_continuation_is_counted_gone(start: Start) -> None:
+    """The client leaves once the continuation is asked for: the answer is not the upstream's
+    failure, and is counted as the client's leaving."""
+    budget = 2
+    thinker = AnsweringAfterTheClientLeft("vllm")
+    front = await start(thinker, False, reasoning_budget_enforcement="gateway")
+    thinker.gone = front.client_gone
+    seen = []
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(front.url + ROUTE, json=request("think", budget))
+        async for line in resp.content:
+            if line.startswith(b"data: "):
+                seen.append(json.loads(line[len(b"data: ") :]))
+            if len(reasoning_of(seen)) == budget:
+                break
+        while len(thinker.served) < 2:  # until the continuation is asked for
+            await asyncio.sleep(0)
+        resp.connection.transport.close()  # type: ignore[union-attr]
+        resp.close()
+    served = await thinker.over()
+    assert len(served) == 2 and served[0].stopped
+    while not front.stats.surface("chat").budgets:  # until the middleware is done with it
+        await asyncio.sleep(0)
+    assert front.stats.surface("chat").budgets == {"client_gone": 1}
 
 
 async def test_reasoning_reopened_in_the_continuation_is_reasoning_not_counted(start: Start) -> None:

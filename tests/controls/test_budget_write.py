@@ -106,3 +106,17 @@ def test_an_empty_conversation_gets_the_prefill_alone(body: bytes) -> None:
 @pytest.mark.parametrize("body", [b"[]", b'{"prompt": "x"}', b'{"messages": "x"}', b"not json"])
 def test_a_body_without_messages_is_not_continued(body: bytes) -> None:
     assert continuation(body, "p", "chat", "vllm") is None
+
+
+def test_a_body_with_a_lone_surrogate_escape_is_continued_with_the_escape_as_it_came() -> None:
+    body = b'{"messages":[{"role":"user","content":"\\ud83d"}],"stream":true}'
+    assert continuation(body, "<think>x</think>", "chat", "llamacpp") == (
+        b'{"messages":[{"role":"user","content":"\\ud83d"},{"role":"assistant","content":"<think>x</think>"}],'
+        b'"stream":true}'
+    )
+
+
+def test_a_prefill_spelled_as_a_masked_escape_is_not_continued_on_a_masked_body() -> None:
+    """The model wrote a backslash and a surrogate's digits: lifting the mask would change them."""
+    body = b'{"messages":[{"role":"user","content":"\\ud83d"}]}'
+    assert continuation(body, "<think>\\d83d</think>", "chat", "llamacpp") is None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .incoming import CLIENT_GONE, RequestBodyTimeout
     from .middleware import (
         THINK_EXTRACT_HEADER,
+        THINKEXTRACT_BUDGET,
         THINKEXTRACT_CONFIG,
         THINKEXTRACT_CONTROLS,
         THINKEXTRACT_IDS,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENT_GONE",
     "DEFAULT_TAG_PAIRS",
+    "THINKEXTRACT_BUDGET",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",
@@ -78,6 +80,7 @@ _ADAPTER = frozenset(
         "CLIENT_GONE",
         "RequestBodyTimeout",
         "THINK_EXTRACT_HEADER",
+        "THINKEXTRACT_BUDGET",
         "THINKEXTRACT_CONFIG",
         "THINKEXTRACT_CONTROLS",
         "THINKEXTRACT_IDS",

@@ -1,9 +1,10 @@
 """Every private part of aiohttp's request that the middleware uses, and nothing else.
 
-The middleware needs three things aiohttp has no public way to do: put its own payload writer
+The middleware needs four things aiohttp has no public way to do: put its own payload writer
 between the handler and the connection (so that whatever the handler writes goes through it), see a
-body an outer middleware already read, and make a rewritten body what every way of reading the
-request returns (``read()``, ``text()``, ``json()``, ``content``). Each is done here, on the request
+body an outer middleware already read, make a rewritten body what every way of reading the request
+returns (``read()``, ``text()``, ``json()``, ``content``), and ask the handler again with another
+body (aiohttp refuses to clone a request whose body was read). Each is done here, on the request
 attributes named in :data:`PRIVATE_ATTRIBUTES`; ``tests/middleware/test_aio.py`` fails, naming the
 attribute, when an aiohttp release renames or drops one.
 """
@@ -16,7 +17,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.streams import StreamReader
 
-__all__ = ["PRIVATE_ATTRIBUTES", "hand_over", "raw_payload", "read_already", "swap_writer"]
+__all__ = ["PRIVATE_ATTRIBUTES", "clone_with", "hand_over", "raw_payload", "read_already", "swap_writer"]
 
 PRIVATE_ATTRIBUTES = ("_payload_writer", "_read_bytes", "_payload", "_cache")
 """The attributes of :class:`aiohttp.web.BaseRequest` this module reads or sets."""
@@ -53,3 +54,16 @@ def hand_over(request: web.BaseRequest, body: bytes) -> None:
     payload.feed_eof()
     request._payload = payload
     request._cache[CACHED_CONTENT] = payload
+
+
+def clone_with(request: web.Request, body: bytes, writer: AbstractStreamWriter) -> web.Request:
+    """A copy of ``request`` whose body is ``body`` and whose response goes out through ``writer``
+    (its state copied: the keys set on ``request`` so far)."""
+    read, request._read_bytes = request._read_bytes, None  # clone() refuses a request read already
+    try:
+        clone = request.clone()
+    finally:
+        request._read_bytes = read
+    clone._payload_writer = writer
+    hand_over(clone, body)
+    return clone

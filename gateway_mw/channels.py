@@ -45,6 +45,7 @@ class Counts:
         "oversized_events",
         "reasoning_blocks",
         "reasoning_chars",
+        "reasoning_events",
         "unclosed",
         "unreadable_events",
     )
@@ -52,6 +53,10 @@ class Counts:
     def __init__(self) -> None:
         self.reasoning_blocks = 0
         self.reasoning_chars = 0
+        # Upstream events whose text went, in whole or in part, to reasoning (the gateway's split or
+        # the server's own field), once per choice or item: servers stream one token per event, so
+        # this is the answer's reasoning tokens as the gateway counts them (see surfaces.usage).
+        self.reasoning_events = 0
         self.unclosed = 0
         self.overflows = 0
         self.unreadable_events = 0  # data events passed on untranslated because they could not be read

@@ -35,6 +35,7 @@ from .profiles import (
 from .tags import DEFAULT_TAG_PAIRS, TagPair
 
 __all__ = [
+    "BUDGET_MESSAGE",
     "DEFAULT_TAG_PAIRS",
     "ENV_PREFIX",
     "FALSE_WORDS",
@@ -48,7 +49,13 @@ __all__ = [
 Surface = Literal["chat", "messages", "responses", "ollama"]
 MessagesPolicy = Literal["off", "unsigned", "redacted"]
 ChatReasoningField = Literal["both", "reasoning_content", "reasoning"]
+BudgetEnforcement = Literal["auto", "server", "gateway", "off"]
 UpstreamServer = Literal["auto", "vllm", "sglang", "llamacpp", "ollama", "openai", "anthropic", "generic"]
+
+BUDGET_MESSAGE = (
+    "\n\nConsidering the limited time by the user, I have to give the solution based on the thinking directly now.\n"
+)
+"""The early-stop sentence Qwen's recipe for a thinking budget puts before the closing tag."""
 
 DEFAULT_ROUTES: dict[str, Surface] = {
     "/chat/completions": "chat",
@@ -160,8 +167,19 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     """``reasoning_control`` wins over the client's own (with two budgets, the smaller one)."""
     template_switch: TemplateSwitch = "both"
     """What the model's chat template reads to think or not (the families set theirs)."""
+    reasoning_budget_enforcement: BudgetEnforcement = "auto"
+    """Who ends the thinking at a budget: ``server`` (its own budget field, where the server has
+    one), ``gateway`` (the gateway counts the reasoning as it streams, ends the upstream request at
+    the budget and asks for the answer after the early-stop sentence; the server's field is not
+    written where the gateway does it), ``auto`` (the server's field where it has one, else the
+    gateway's) or ``off`` (no one: thinking on, unbounded)."""
+    reasoning_budget_message: str = BUDGET_MESSAGE
+    """What the gateway writes after the reasoning it stopped, before the closing tag."""
     reasoning_exclude: bool = False
-    """The client's answer carries no reasoning (set per request when a client asks for it)."""
+    """The client's answer carries no reasoning, on every surface, streamed or not: reasoning taken
+    out of the text and reasoning the server wrote in its own fields, blocks or items alike are left
+    out (the blocks and items after them renumbered). The reasoning record still keeps what the model
+    wrote. Set per request when a client asks for ``reasoning: {"exclude": true}``."""
 
     # -- per model
     profiles: Profiles = ()

@@ -3,7 +3,7 @@ then checks against the setting's type (``msgspec.convert(..., strict=False)``).
 
 The field's type decides the form: a switch is a word (``1/true/yes/on``, ``0/false/no/off``); a
 list of tag pairs is ``open...close,open...close``; a list of strings is ``a,b``; routes are
-``suffix=surface,…``; profiles are JSON. Lists and the separator understand ``\n``, ``\r``, ``\t``,
+``suffix=surface,…``; profiles are JSON. Lists, the separator and the budget message understand ``\n``, ``\r``, ``\t``,
 ``\\`` and ``\,``. A value that is not in its form is reported here; one that is in its form but
 not what the setting accepts (``-1`` bytes, ``batch`` as a stream mode) by msgspec, in the words of
 the type's description (:mod:`.fieldcheck`).
@@ -122,7 +122,7 @@ def _text_form(name: str, tp: Any, raw: str) -> Any:
         return _routes(raw, describe(tp, str))
     if item is not None:  # a list of structs: profiles, as JSON
         return _json(raw, describe(tp, str).partition(" like ")[0])
-    if name == "separator":
+    if name in ("separator", "reasoning_budget_message"):  # texts whose edges are their whitespace
         return _split_escaped(raw, None)[0]
     text = raw.strip()
     return text.lower() if get_origin(shape) is Literal else text

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
+from .budget import BudgetCount
+from .budgetbody import ChatBody
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -26,9 +28,23 @@ from .stats import ThinkExtractStats
 from .surfaces import Counts
 from .surfaces.registry import SURFACES
 
-__all__ = ["Session", "TranslatingWriter"]
+__all__ = ["THINKEXTRACT_BUDGET", "BudgetSpent", "Budgeted", "Session", "TranslatingWriter"]
 
 log = logging.getLogger("gateway_mw")
+
+
+class Budgeted(NamedTuple):
+    """What came of a reasoning budget the gateway enforced on one answer."""
+
+    counted: int
+    """The reasoning events that went to the client (servers stream one token per event)."""
+    outcome: str
+    """``within``, ``continued``, ``continuation_failed``, ``not_continued``, ``client_gone`` or
+    ``not_relayed``."""
+
+
+THINKEXTRACT_BUDGET = web.RequestKey("THINKEXTRACT_BUDGET", Budgeted)
+"""Set on a request whose reasoning budget the gateway enforced, once it is known what came of it."""
 
 _PASS, _SSE, _JSON = "pass", "sse", "json"  # how the writer treats a response (_SSE: any stream)
 _HELD_PIECE = 64 * 1024
@@ -105,6 +121,12 @@ class Session:
             counter = self.stats.surface(self.surface).history
             counter[outcome] = counter.get(outcome, 0) + 1
 
+    def budgeted(self, counted: int, outcome: str) -> None:
+        """The reasoning budget the gateway enforced: ``counted`` reasoning events, and its outcome."""
+        self.request[THINKEXTRACT_BUDGET] = Budgeted(counted, outcome)
+        if self.stats is not None:
+            self.stats.budgeted(self.surface, counted, outcome)
+
     def translated(self, counts: Counts, error: BaseException | None) -> None:
         if self.stats is not None:
             self.stats.translated(self.surface, counts, error is not None)
@@ -127,6 +149,12 @@ class Session:
             response.body = new
 
 
+class BudgetSpent(ClientConnectionResetError):
+    """What a handler's write raises once the reasoning budget ended the answer it is relaying: the
+    error of a client that has gone, so that any handler stops reading its upstream (the server
+    stops generating); the middleware then asks for the rest of the answer."""
+
+
 class TranslatingWriter(AbstractStreamWriter):
     """Stands in for the request's payload writer and translates on the way through.
 
@@ -147,6 +175,10 @@ class TranslatingWriter(AbstractStreamWriter):
         self._body = bytearray()
         self._eof = False
         self.length: int | None = None
+        self.budget: BudgetCount | None = None
+        """Set before the handler runs: the reasoning budget the gateway enforces on this stream."""
+        self.collect: ChatBody | None = None
+        """Set with :attr:`budget` when the client asked for no stream: the body the stream makes."""
 
     # Counters aiohttp reads from its writer.
     @property
@@ -190,9 +222,11 @@ class TranslatingWriter(AbstractStreamWriter):
         self._compression = (encoding, strategy)  # aiohttp compresses what we write: we see plain bytes
 
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
+        if self.cut:
+            return  # the response aiohttp is handed after a continuation: its answer went out already
         if self._mode is None:
             self._mode = self._choose(status_line, headers)
-        if self._mode == _JSON:
+        if self._mode == _JSON or (self._mode == _SSE and self.collect is not None):
             self._held_headers = (status_line, headers)
             return
         await self._send_headers_inner(status_line, headers, self.length if self._mode == _PASS else None)
@@ -215,6 +249,8 @@ class TranslatingWriter(AbstractStreamWriter):
         # fewer for every event the handler writes.
         if self._mode == _SSE:
             assert self._pipeline is not None
+            if self.budget is not None:
+                return self._within_budget(self.budget, chunk)
             out = self._pipeline.feed(bytes(chunk))
             if out:
                 return self._inner.write(out)
@@ -223,6 +259,27 @@ class TranslatingWriter(AbstractStreamWriter):
         if self._mode == _JSON:
             return self._collect(chunk)
         return self._inner.write(chunk)
+
+    @property
+    def cut(self) -> bool:
+        """The budget ended this answer: the rest is the continuation's."""
+        return self.budget is not None and self.budget.cut
+
+    def _within_budget(self, budget: BudgetCount, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
+        """:meth:`write` of a stream under a budget: what the pipeline gives, up to the cut."""
+        if budget.cut:
+            raise BudgetSpent("the reasoning budget is spent")
+        assert self._pipeline is not None
+        out = budget.feed(self._pipeline.feed(bytes(chunk)))
+        if budget.cut:  # neither write_eof nor abort ends the stream: the continuation does
+            self._eof = True
+            self._session.translated(self._pipeline.counts, self._pipeline.error)
+        if out:
+            if self.collect is None:
+                return self._inner.write(out)
+            self.collect.feed(out)
+        self._check_open()
+        return _nothing()
 
     async def _collect(self, chunk: bytes | bytearray | memoryview) -> None:
         self._check_open()
@@ -243,7 +300,22 @@ class TranslatingWriter(AbstractStreamWriter):
         if self._mode == _SSE:
             assert self._pipeline is not None
             out = self._pipeline.feed(bytes(chunk)) if chunk else b""
-            await self._inner.write_eof(out + self._end_stream(self._pipeline))
+            budget = self.budget
+            if budget is None:
+                await self._inner.write_eof(out + self._end_stream(self._pipeline))
+                return
+            out = budget.feed(out + self._end_stream(self._pipeline))
+            out += budget.finish()
+            if not budget.cut:
+                self._session.budgeted(budget.counted, "within")
+            if self.collect is not None:
+                self.collect.feed(out)
+                if not budget.cut:
+                    await self.send_collected()
+            elif not budget.cut:
+                await self._inner.write_eof(out)
+            elif out:  # spent at the very end: the continuation ends the stream
+                await self._inner.write(out)
         elif self._mode == _JSON:
             if chunk:
                 self._body += chunk
@@ -335,6 +407,19 @@ class TranslatingWriter(AbstractStreamWriter):
         await self._send_headers_inner(status_line, headers, None)
         await self._inner.write_eof(bytes(body) if isinstance(body, bytearray) else body)
 
+    async def send_collected(self) -> None:
+        """The answer of a client that asked for no stream: the body its stream made, with the
+        stream's status and headers made a JSON body's."""
+        assert self.collect is not None
+        status_line, headers = self._take_held_headers()
+        body = self.collect.body()
+        headers[hdrs.CONTENT_TYPE] = "application/json"
+        headers.popall(hdrs.TRANSFER_ENCODING, None)
+        headers[hdrs.CONTENT_LENGTH] = str(len(body))
+        self._chunking = False
+        await self._send_headers_inner(status_line, headers, None)
+        await self._inner.write_eof(body)
+
     async def abort(self) -> None:
         """The handler raised: send what the translator holds, so no character is lost."""
         if self._eof or self._mode != _SSE or self._pipeline is None:
@@ -342,7 +427,10 @@ class TranslatingWriter(AbstractStreamWriter):
         self._eof = True
         try:
             out = self._end_stream(self._pipeline)
-            if out:
+            if self.collect is not None:
+                self.collect.feed(out)
+                await self.send_collected()
+            elif out:
                 await self._inner.write(out)
         except Exception:
             log.debug("gateway_mw: could not flush after the handler failed", exc_info=True)

@@ -19,8 +19,11 @@ from typing import Final, TypeVar
 from aiohttp import hdrs, web
 
 from .aio import swap_writer
+from .budget import BudgetCount
+from .budgetbody import ChatBody
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
-from .exchange import Session, TranslatingWriter
+from .continuing import continue_answer, whole_body
+from .exchange import THINKEXTRACT_BUDGET, Session, TranslatingWriter
 from .incoming import (
     CLIENT_GONE,
     THINKEXTRACT_CONTROLS,
@@ -39,6 +42,7 @@ from .surfaces.registry import SURFACES
 
 __all__ = [
     "CLIENT_GONE",
+    "THINKEXTRACT_BUDGET",
     "THINKEXTRACT_CONFIG",
     "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",
@@ -182,24 +186,40 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
             session.stats.controlled(surface, controlled.intent.kind, controlled.outcome)
         if controlled.intent.exclude:  # the client wants no reasoning back
             session.config = session.config.replace(reasoning_exclude=True)
-    if record is not None and incoming.body is not None:
+    budget = None
+    if controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:
+        budget = BudgetCount(controlled.intent.budget, config.max_event_bytes)
+    elif record is not None and incoming.body is not None:  # an answer cut and continued is not kept
         session.keep(record, incoming)
 
     writer = TranslatingWriter(request.writer, session)
+    writer.budget = budget
+    if budget is not None and controlled is not None and not controlled.stream:
+        writer.collect = ChatBody(config.max_event_bytes)  # asked for as a stream: its body is the client's
     inner = swap_writer(request, writer)
     try:
         response = await handler(request)
-    except BaseException:
+    except BaseException as exc:
+        if budget is not None and budget.cut and isinstance(exc, Exception):
+            return await continue_answer(request, handler, session, writer, inner, None, exc)
         await writer.abort()
         swap_writer(request, inner)  # aiohttp's error response, if any, goes out untouched
         raise
+    if budget is not None and budget.cut:
+        return await continue_answer(request, handler, session, writer, inner, response, None)
     if not response.prepared and writer.undecided:
         if isinstance(response, web.FileResponse):
             session.passed("file")  # sendfile() bypasses the writer: nothing to translate
             writer.pass_through()
         elif isinstance(response, web.Response) and isinstance(body := response.body, (bytes, bytearray)):
-            session.rewrite_response(response, bytes(body))
+            if writer.collect is not None and session.response_kind(response.status, response.headers, False) == "sse":
+                response.body = whole_body(session, bytes(body))  # the stream asked for in its place, as a body
+                response.content_type = "application/json"
+            else:
+                session.rewrite_response(response, bytes(body))
             writer.pass_through()
+            if budget is not None:  # read whole before the middleware saw any of it: nothing to cut
+                session.budgeted(0, "not_relayed")
         # Otherwise (a streamed payload, an unprepared StreamResponse) the writer translates
         # what aiohttp writes once the handler has returned.
     return response

@@ -22,6 +22,7 @@ from .ndjson import NDJSONDecoder
 from .record import DEFAULT_MAX_ENTRY_BYTES
 from .sse import SSEDecoder, SSEEvent
 from .surfaces import Counts, StreamTranslator
+from .surfaces.exclude import WithoutReasoning
 from .surfaces.registry import SURFACES
 
 __all__ = ["StreamPipeline", "transform_body"]
@@ -44,12 +45,17 @@ class StreamPipeline:
         keep: bool = False,
         keep_limit: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
-        self._translator: StreamTranslator = SURFACES[surface].stream(config, new_id)
+        definition = SURFACES[surface]
+        self._translator: StreamTranslator = definition.stream(config, new_id)
         if keep:  # what the model wrote, for the reasoning record, while an entry could hold it
             self._translator.transcripts = Transcripts(keep_limit)
+        if config.reasoning_exclude:  # the client gets no reasoning: what is written, filtered
+            self._translator = WithoutReasoning(
+                self._translator, definition.without_reasoning(), self._reread, self._newline, config.max_body_bytes
+            )
         large = self._translator.large_events
         self._decoder: SSEDecoder | NDJSONDecoder
-        if SURFACES[surface].framing == "sse":
+        if definition.framing == "sse":
             self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
         else:  # newline-delimited JSON: only the general path (no fast path reads its lines)
             self._decoder = NDJSONDecoder(config.max_event_bytes)
@@ -242,6 +248,17 @@ class StreamPipeline:
         newline = self._decoder.newline
         return [e.raw if newline == b"\n" else e.raw.replace(b"\n", newline) for e in held]
 
+    def _reread(self, whole: bytes) -> list[SSEEvent]:
+        """The bytes of one whole event (an oversized one, held) read as this stream's events."""
+        cap = len(whole) + 1  # read whole: not oversized again
+        decoder = SSEDecoder(cap) if isinstance(self._decoder, SSEDecoder) else NDJSONDecoder(cap)
+        events = decoder.feed(whole)
+        last, tail = decoder.finish()  # an event the stream's end cut short: its bytes, unread
+        return events + last + ([SSEEvent(raw=tail)] if tail else [])
+
+    def _newline(self) -> bytes:
+        return self._decoder.newline
+
     def _join(self, events: list[SSEEvent]) -> bytes:
         newline = self._decoder.newline
         return b"".join(e.raw if newline == b"\n" else e.raw.replace(b"\n", newline) for e in events)
@@ -274,8 +291,11 @@ def transform_body(
         raw = bytes(body)
         out = pipeline.feed(raw) + pipeline.finish()
         return (None if out == raw else out), pipeline.counts, pipeline.error
+    definition = SURFACES[surface]
     try:
-        new, counts = SURFACES[surface].transform_body(body, config, new_id)
+        new, counts = definition.transform_body(body, config, new_id)
+        if config.reasoning_exclude:  # the client gets no reasoning, whoever wrote it
+            new = definition.body_without_reasoning(bytes(body) if new is None else new) or new
     except Exception as exc:
         log.exception("gateway_mw: %s body translation failed; passing it through", surface)
         return None, Counts(), exc

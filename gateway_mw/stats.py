@@ -40,6 +40,15 @@ class SurfaceStats(msgspec.Struct):
     """Requests whose reasoning control was read, by ``"<intent>:<outcome>"`` (``off:applied``,
     ``effort:nearest``, ``default:unchanged``…)."""
 
+    budgets: dict[str, int] = msgspec.field(default_factory=dict)
+    """Streams whose reasoning budget the gateway enforced, by what came of it: ``within`` (the
+    reasoning ended within it), ``continued`` (cut, and the answer continued), ``continuation_failed``
+    (cut, the continuation failed: the answer ended there), ``not_continued`` (cut, the request could
+    not be continued), ``client_gone`` (cut, and the client left before the continuation or during it),
+    ``not_relayed`` (the handler returned the whole answer as one body: nothing to cut)."""
+    budget_reasoning_events: int = 0
+    """The reasoning events those streams counted (servers stream one token per event)."""
+
     def add(self, counts: Counts) -> None:
         self.reasoning_blocks += counts.reasoning_blocks
         self.reasoning_chars += counts.reasoning_chars
@@ -72,6 +81,12 @@ class ThinkExtractStats(msgspec.Struct):
         counter = self.surface(surface).controls
         key = f"{intent}:{outcome}"
         counter[key] = counter.get(key, 0) + 1
+
+    def budgeted(self, surface: Surface, counted: int, outcome: str) -> None:
+        """One stream on ``surface`` whose reasoning budget the gateway enforced."""
+        stats = self.surface(surface)
+        stats.budgets[outcome] = stats.budgets.get(outcome, 0) + 1
+        stats.budget_reasoning_events += counted
 
     def passed(self, surface: Surface, reason: str) -> None:
         counter = self.surface(surface).passed_through

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -24,3 +25,30 @@ def _logger_levels_restored() -> Iterator[None]:
     yield
     for logger, level in zip(loggers, levels, strict=True):
         logger.setLevel(level)
+
+
+class _Closable(Protocol):
+    async def close(self) -> Any: ...
+
+
+_C = TypeVar("_C", bound=_Closable)
+
+
+class Closing:
+    """Keeps the SDK clients a test makes, to close them at its end: one left open is closed by the
+    garbage collector later, in another test, which then finds an error in its log."""
+
+    def __init__(self) -> None:
+        self.made: list[_Closable] = []
+
+    def __call__(self, client: _C) -> _C:
+        self.made.append(client)
+        return client
+
+
+@pytest.fixture
+async def closing() -> AsyncIterator[Closing]:
+    kept = Closing()
+    yield kept
+    for client in kept.made:
+        await client.close()

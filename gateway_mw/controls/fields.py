@@ -34,6 +34,9 @@ class ControlFields(msgspec.Struct, gc=False):
     thinking_token_budget: msgspec.Raw = ABSENT
     thinking_budget_tokens: msgspec.Raw = ABSENT
     """The servers' own budget fields (vLLM's, llama.cpp's): read to know whether a body has them."""
+    stream: msgspec.Raw = ABSENT
+    n: msgspec.Raw = ABSENT
+    """Whether the answer streams, and how many: the gateway enforces a budget on one streamed answer."""
 
 
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)

@@ -41,9 +41,21 @@ def _shown(value: Any) -> str:
 class Out:
     """The edits being made to one body, over its client's ``fields``."""
 
-    __slots__ = ("edits", "fields", "info", "intent", "missed", "override", "written")
+    __slots__ = (
+        "by_gateway", "edits", "fields", "gateway_budget", "info", "intent", "missed", "override", "pinned",
+        "server_budget", "written",
+    )  # fmt: skip
 
-    def __init__(self, intent: Intent, fields: ControlFields, info: ModelInfo, override: bool) -> None:
+    def __init__(
+        self,
+        intent: Intent,
+        fields: ControlFields,
+        info: ModelInfo,
+        override: bool,
+        server_budget: bool = True,
+        gateway_budget: bool = False,
+        pinned: bool = False,
+    ) -> None:
         self.intent = intent
         self.fields = fields
         self.info = info
@@ -53,6 +65,14 @@ class Out:
         self.written: list[str] = []
         self.missed: Outcome | None = None
         """``nearest`` or ``unsupported`` once a writer says so (the worse one stays)."""
+        self.server_budget = server_budget
+        """A budget may go in the server's own budget field (``reasoning_budget_enforcement``)."""
+        self.gateway_budget = gateway_budget
+        """A budget the server has no field for (or may not be given) is the gateway's to enforce."""
+        self.pinned = pinned
+        """The operator's intent wins over the client's (``reasoning_control_pinned``)."""
+        self.by_gateway = False
+        """The gateway enforces the budget: a writer said so through :meth:`budget`."""
         if override:
             self._give_way()
 
@@ -64,6 +84,22 @@ class Out:
 
     def unsupported(self) -> None:
         self.missed = "unsupported"
+
+    def budget(self, field: str | None, budget: int) -> None:
+        """A budget: in the server's own ``field`` where it has one and may be given it, else the
+        gateway's where it can enforce one, else thinking on (the nearest)."""
+        if field is not None and self.server_budget:
+            own = _count(_decoded(self.current(field)))
+            if own is not None and self.intent.form == "operator":
+                # The client's own budget, in the server's field: the operator's default leaves it,
+                # and a pinned one is a ceiling (as of two budgets read from the client's forms).
+                budget = min(own, budget) if self.pinned else own
+            self.put(field, budget)
+        elif self.gateway_budget:
+            self.by_gateway = True
+            self.written.append(f"budget {budget} enforced by the gateway")
+        else:
+            self.nearest()
 
     @property
     def outcome(self) -> Outcome:
@@ -161,6 +197,11 @@ class Out:
                 self.edits[name] = _encode(kept) if kept else None
         if self.edits:
             self.written.append("the client's control removed")
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the servers take one: a non-negative integer (not a bool)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _decoded(raw: msgspec.Raw | None) -> Any:

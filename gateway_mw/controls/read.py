@@ -32,10 +32,15 @@ def _value(raw: msgspec.Raw) -> Any:
         return None
 
 
+_MOST_TOKENS = 2**31 - 1
+"""The largest count every server's integer holds (llama.cpp's is 32 bits; one past vLLM's 64 fails
+its engine's encoder): a larger budget is no limit either way, and is written as this one."""
+
+
 def _count(value: Any) -> int | None:
     """A token count as the servers take one: a non-negative JSON integer (not a bool)."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
+        return min(value, _MOST_TOKENS)
     return None
 
 

@@ -16,6 +16,7 @@ from multidict import CIMultiDict
 
 from ..controls import Controlled
 from ..credentials import scope_for
+from ..exchange import THINKEXTRACT_BUDGET
 from ..families import family_for
 from ..incoming import CLIENT_GONE, THINKEXTRACT_CONTROLS, THINKEXTRACT_SCOPE
 from ..middleware import (
@@ -214,6 +215,9 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     controlled = request.get(THINKEXTRACT_CONTROLS)
     if controlled is not None and (controlled.intent.kind != "default" or controlled.outcome != "unchanged"):
         parts.append(_control(controlled))
+    budgeted = request.get(THINKEXTRACT_BUDGET)
+    if budgeted is not None:
+        parts.append(f"budget enforced by the gateway: {budgeted.counted} reasoning events counted, {budgeted.outcome}")
     if not settings.middleware:
         verdict = "not translated: the middleware is off"
     elif surface is None:

@@ -27,6 +27,7 @@ from yarl import URL
 from ..aio import read_already
 from ..config import Surface
 from ..controls import ModelInfo
+from ..exchange import BudgetSpent
 from ..incoming import CLIENT_GONE, THINKEXTRACT_REQUEST_BODY, RequestBodyTimeout
 from ..surfaces.registry import SURFACES
 from .auth import ClientKeys
@@ -336,6 +337,9 @@ class Proxy:
             complete = True
             await resp.write_eof()  # the stream's end (and what the middleware held) can find the client gone too
             outcome = "completed"
+            return resp
+        except BudgetSpent:  # the reasoning budget ended the answer: the middleware asks for the rest
+            outcome = "budget"
             return resp
         except ConnectionResetError:  # any write to a client that left, the last one included
             task = asyncio.current_task()

@@ -34,6 +34,8 @@ _HELP = {
     "unreadable_events": "Data events passed on untranslated because they could not be read.",
     "oversized_events": "Events over max_event_bytes, streamed through raw.",
     "translation_errors": "Responses in which a translator failed (the failing event passed as it came).",
+    "budgets": "Streams whose reasoning budget the gateway enforced, by what came of it.",
+    "budget_reasoning_events": "Reasoning events counted on streams whose budget the gateway enforced.",
 }
 
 _RECORD_HELP = {
@@ -147,7 +149,8 @@ class GatewayMetrics:
         )
         self.streams = Counter(
             "gateway_proxy_streams",
-            "Streams relayed, by surface and outcome (completed, client_gone, upstream_dropped, timed_out, cancelled).",
+            "Streams relayed, by surface and outcome (completed, client_gone, upstream_dropped, timed_out, cancelled,"
+            " budget: ended by the reasoning budget the gateway enforces, its continuation a stream of its own).",
             ["surface", "outcome"],
             registry=self.registry,
         )

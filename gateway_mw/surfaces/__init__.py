@@ -53,7 +53,8 @@ class StreamTranslator(Protocol):
     def oversized(self, piece: bytes, more: bool) -> bytes:
         """The bytes to send for ``piece``, a raw piece of an event over its cap, in order (``more``:
         pieces of it follow). Such an event is never held or decoded: its index fields are
-        rewritten on its bytes as they go by, so that it fits the stream's numbering."""
+        rewritten on its bytes as they go by, so that it fits the stream's numbering (an answer
+        that leaves reasoning out holds it to read it whole: :mod:`.exclude`)."""
         ...
 
     def fast_forward(self, span: bytes) -> tuple[bytes, int]:

@@ -15,6 +15,7 @@ from ..config import Surface, ThinkExtractConfig
 from ..history import RequestSide
 from . import StreamTranslator
 from .base import Counts, NewId, Said
+from .exclude import ReasoningFilter
 
 __all__ = ["NDJSON_TYPES", "SSE_TYPES", "Framing", "SurfaceDefinition"]
 
@@ -53,6 +54,15 @@ class SurfaceDefinition(RequestSide, Protocol):
         self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
     ) -> tuple[bytes | None, Counts]:
         """A non-stream answer translated (``None``: nothing changed), and what was done."""
+        ...
+
+    def without_reasoning(self) -> ReasoningFilter:
+        """A filter for one stream's translated events that leaves every reasoning field, block
+        and item out, renumbering what follows (``reasoning_exclude``)."""
+        ...
+
+    def body_without_reasoning(self, body: bytes | bytearray) -> bytes | None:
+        """A non-stream answer (as translated) without its reasoning; ``None``: it carried none."""
         ...
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:

@@ -23,16 +23,17 @@ from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
 from ..history import ollama as history
 from ..ndjson import encode_line
-from ..rawjson import UNREADABLE, Obj, as_str, encode, obj
+from ..rawjson import UNREADABLE, Obj, as_str, encode, escaped, obj
 from ..scanner import CONTENT, Segment, merge_segments
 from ..sse import SSEEvent
 from . import StreamTranslator
 from .base import NewId, translated
 from .definition import NDJSON_TYPES, SurfaceDefinition
+from .exclude import ReasoningFilter
 from .said import document, ids_of, text_of
 from .translator import Translator, one_answer
 
-__all__ = ["SURFACE", "OllamaStream", "transform_body", "translate_stream"]
+__all__ = ["SURFACE", "OllamaStream", "OllamaWithoutReasoning", "transform_body", "translate_stream"]
 
 _ANSWER = 0  # the one channel
 
@@ -241,6 +242,60 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     return encode(doc), counts
 
 
+# -- without reasoning (``reasoning_exclude``) -------------------------------------------------------
+
+
+def _without_thinking(data: bytes) -> tuple[Obj, Obj | None] | None:
+    """A line (or a body) without ``thinking``, in its message or at its top, and its message (read);
+    ``None``: it had none."""
+    if data.find(b"thinking") < 0 and not escaped(data):
+        return None
+    doc = obj(data)
+    if doc is None:
+        return None
+    message = obj(doc.get("message"))
+    if message is not None and "thinking" in message:
+        del message["thinking"]
+        doc["message"] = message
+    elif "thinking" in doc:
+        del doc["thinking"]
+    else:
+        return None
+    return doc, message
+
+
+class OllamaWithoutReasoning:
+    """An Ollama stream's lines without ``thinking`` (a :class:`~.exclude.ReasoningFilter`). A line left
+    saying nothing (no text, nothing besides it, not the done line) is dropped: Ollama writes a line
+    per token, and one per reasoning token would say only how long the model reasoned."""
+
+    def events(self, events: list[SSEEvent]) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for event in events:
+            read = _without_thinking(event.data) if event.data is not None else None
+            if read is None:
+                out.append(event)
+            elif _says_something(*read):
+                out.append(encode_line(encode(read[0])))
+        return out
+
+
+def _says_something(doc: Obj, message: Obj | None) -> bool:
+    """Whether a line without its reasoning still says something: it is the done line, or it
+    carries text or anything besides it (tool calls, ``logprobs``…)."""
+    if bytes(doc.get("done") or b"") == b"true" or any(k not in _TEXT_LINE for k in doc):
+        return True
+    if message is None:
+        return bool(as_str(doc.get("response")))
+    return bool(as_str(message.get("content"))) or any(k not in _TEXT_MESSAGE for k in message)
+
+
+def body_without_reasoning(body: bytes | bytearray) -> bytes | None:
+    """A non-stream answer without ``thinking``; ``None`` when it had none."""
+    read = _without_thinking(bytes(body))
+    return None if read is None else encode(read[0])
+
+
 def translate_stream(events: AsyncIterable[SSEEvent], config: ThinkExtractConfig) -> AsyncIterator[SSEEvent]:
     """The async generator form: upstream lines in, client lines out."""
     return translated(OllamaStream(config), events)
@@ -265,6 +320,12 @@ class _Ollama:
         self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
     ) -> tuple[bytes | None, Counts]:
         return transform_body(body, config)
+
+    def without_reasoning(self) -> ReasoningFilter:
+        return OllamaWithoutReasoning()
+
+    def body_without_reasoning(self, body: bytes | bytearray) -> bytes | None:
+        return body_without_reasoning(body)
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
         """``/api/chat``'s message, or ``/api/generate``'s response (no history to key it by)."""

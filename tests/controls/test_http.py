@@ -170,6 +170,41 @@ async def test_the_upstream_gets_the_control_where_its_server_reads_it(
     assert gateway.stats.surface(surface).controls == {counted: 1}
 
 
+@pytest.mark.parametrize(
+    ("server", "field"), [("vllm", "thinking_token_budget"), ("llamacpp", "thinking_budget_tokens")]
+)
+async def test_a_budget_past_any_server_s_integer_is_written_as_the_largest_one(
+    start: Callable[..., Awaitable[Gateway]], server: str, field: str
+) -> None:
+    """A budget no server's integer holds (the client's, in a form the server does not read) is
+    written as the largest one every server holds: the same "no limit", not a field the server
+    cannot take."""
+    gateway = await start(ThinkExtractConfig(upstream_server=server))
+    sent = {"model": "qwen3-8b", "messages": USER, "reasoning": {"max_tokens": 10**23}}
+    assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+    assert gateway.upstream == [compact({**sent, "chat_template_kwargs": {"enable_thinking": True}, field: 2**31 - 1})]
+    assert gateway.stats.surface("chat").controls == {"budget:applied": 1}
+
+
+@pytest.mark.parametrize(
+    ("pinned", "own", "kept"), [(False, 500, 500), (False, 10, 10), (True, 500, 50), (True, 10, 10)]
+)
+async def test_the_operator_s_budget_never_raises_nor_replaces_the_client_s_own_budget_field(
+    start: Callable[..., Awaitable[Gateway]], pinned: bool, own: int, kept: int
+) -> None:
+    """A client that set the server's own budget field said a budget: the operator's default
+    (for a request that says nothing) leaves it; pinned, the operator's is a ceiling (the smaller)."""
+    gateway = await start(VLLM.replace(reasoning_control="budget:50", reasoning_control_pinned=pinned))
+    sent = {"model": "qwen3-8b", "messages": USER, "thinking_token_budget": own}
+    assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+    (forwarded,) = gateway.upstream
+    assert json.loads(forwarded) == {
+        **sent,
+        "chat_template_kwargs": {"enable_thinking": True},
+        "thinking_token_budget": kept,
+    }
+
+
 async def test_a_body_that_says_nothing_arrives_as_the_same_bytes(start: Callable[..., Awaitable[Gateway]]) -> None:
     gateway = await start(VLLM.replace(history_reasoning="pass"))
     body = b'{ "model" : "qwen3-8b", "messages" : [ {"role":"user","content":"hi \\u00e9"} ], "n": 1.0e0 }'

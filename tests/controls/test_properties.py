@@ -50,7 +50,9 @@ def controls(draw: st.DrawFn) -> dict[str, Any]:
         out["think"] = draw(st.one_of(LEVEL, ODD))
     if draw(st.booleans()):
         switch = st.one_of(st.booleans(), ODD)
-        keys = st.fixed_dictionaries({}, optional={"enable_thinking": switch, "thinking": switch, "x": ODD})
+        keys = st.fixed_dictionaries(
+            {}, optional={"enable_thinking": switch, "thinking": switch, "reasoning_effort": LEVEL, "x": ODD}
+        )
         out["chat_template_kwargs"] = draw(st.one_of(keys, ODD))
     return out
 
@@ -59,7 +61,9 @@ FAMILY = st.sampled_from(sorted(MODELS))
 INFOS = st.builds(
     ModelInfo,
     thinking=st.sampled_from([None, True, False]),
-    version=st.sampled_from([None, (0, 9, 0), (0, 17, 6), (0, 17, 7), (0, 21, 0), (0, 22, 0), (0, 33, 0)]),
+    version=st.sampled_from(
+        [None, (0, 9, 0), (0, 17, 6), (0, 17, 7), (0, 21, 0), (0, 22, 0), (0, 23, 3), (0, 23, 4), (0, 33, 0)]
+    ),
 )
 OPERATOR = st.sampled_from(["default", "off", "on", "minimal", "high", "max", "budget:0", "budget:3000"])
 
@@ -190,6 +194,8 @@ def accepted(server: str, surface: Surface, name: str, value: Any, family: str, 
         return all(_template_kwarg(key, item, efforts) for key, item in value.items())
     if name in ("thinking_token_budget", "thinking_budget_tokens"):
         return _count(value)
+    if name in ("stream", "stream_options"):  # a budget the gateway enforces: every chat endpoint streams
+        return surface == "chat" and value in (True, {"include_usage": True})
     if server == "ollama" and surface in ("chat", "responses") and name in ("reasoning_effort", "reasoning"):
         effort = value.get("effort") if isinstance(value, dict) else value
         if effort == "none" or (isinstance(value, dict) and "effort" not in value):
@@ -251,6 +257,27 @@ def test_no_server_is_given_a_value_it_refuses(
         if value is not None:
             wrote = written(said.get(name), msgspec.json.decode(value))
             assert accepted(server, surface, name, wrote, family, info), (name, wrote)
+
+
+@given(controls(), INFOS, OPERATOR, st.booleans())
+def test_a_level_for_gpt_oss_on_ollama_s_messages_is_one_it_reads(
+    said: dict[str, Any], info: ModelInfo, operator: str, pinned: bool
+) -> None:
+    """Ollama's /v1/messages reads ``output_config.effort`` only when ``thinking`` sets nothing, and
+    only from v0.23.4 (anthropic/anthropic.go): a level written there for gpt-oss has no enabled or
+    disabled ``thinking`` beside it, and none is written for a version known not to read it."""
+    body = encoded({"model": MODELS["C"], **said})
+    fields = read_fields(body)
+    assert fields is not None
+    config = ThinkExtractConfig(reasoning_control=operator, reasoning_control_pinned=pinned).for_model(MODELS["C"])
+    done = write_controls(read_intent(body, "messages", fields), fields, "messages", "ollama", config, info)
+    if done.edits.get("output_config") is None:
+        return
+    assert info.version is None or info.version >= (0, 23, 4)
+    sent = apply_edits(body, done.edits)
+    assert sent is not None
+    thinking = json.loads(sent).get("thinking")
+    assert not (isinstance(thinking, dict) and thinking.get("type") in ("enabled", "disabled")), sent
 
 
 SPACE = st.sampled_from(["", " ", "\n", "\r\n\t "])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gateway_mw.config import ModelProfile, Surface, ThinkExtractConfig
-from gateway_mw.controls import Intent, ModelInfo
+from gateway_mw.controls import Intent, ModelInfo, needs_model_info
 
 from .writing import MODELS, compact, control
 
@@ -16,6 +16,8 @@ OLD = ModelInfo(thinking=True, version=(0, 17, 0))  # before levels for every mo
 MID = ModelInfo(thinking=True, version=(0, 20, 0))  # levels, but no max
 NEW = ModelInfo(thinking=True, version=(0, 22, 1))
 CANNOT = ModelInfo(thinking=False, version=(0, 22, 1))
+BEFORE_EFFORT = ModelInfo(thinking=True, version=(0, 23, 3))  # /v1/messages reads no output_config
+READS_EFFORT = ModelInfo(thinking=True, version=(0, 23, 4))
 
 NO = {"enable_thinking": False}
 YES = {"enable_thinking": True}
@@ -59,14 +61,23 @@ ROWS: list[Row] = [
      {"messages": [{"role": "system", "content": "/no_think"}]}),
     ("chat", "vllm", "A", {"messages": [{"role": "user", "content": "hi /no_think"}]}, None, "applied",
      {"messages": [{"role": "user", "content": "hi /no_think"}], "chat_template_kwargs": NO}),
-    # -- chat, SGLang: as vLLM, but no budget it is known to enforce, and no level for gpt-oss
+    # -- chat, SGLang: as vLLM, but no budget it is known to enforce; gpt-oss's template reads the
+    # level as its reasoning_effort (serving_chat.py _apply_jinja_template), a reasoning.effort over it
     ("chat", "sglang", "A", {"reasoning_effort": "none"}, None, "applied",
      {"reasoning_effort": "none", "chat_template_kwargs": NO}),
-    ("chat", "sglang", "C", {"reasoning_effort": "none"}, None, "unsupported", {"reasoning_effort": "none"}),
+    ("chat", "sglang", "C", {"reasoning_effort": "none"}, None, "nearest", {"reasoning_effort": "low"}),
+    ("chat", "sglang", "C", {"reasoning_effort": "xhigh"}, None, "nearest", {"reasoning_effort": "high"}),
+    ("chat", "sglang", "C", {"reasoning_effort": "medium"}, None, "applied", {"reasoning_effort": "medium"}),
+    ("chat", "sglang", "C", {"reasoning": {"max_tokens": 5000}}, None, "nearest",
+     {"reasoning": {"max_tokens": 5000}, "reasoning_effort": "medium"}),
+    ("chat", "sglang", "C", {"reasoning": {"effort": "xhigh"}}, None, "nearest",
+     {"reasoning": {"effort": "high"}, "reasoning_effort": "high"}),
     ("chat", "sglang", "B", {"reasoning": {"effort": "max"}}, None, "applied",
      {"reasoning": {"effort": "max"}, "reasoning_effort": "max", "chat_template_kwargs": {"thinking": True}}),
-    ("chat", "sglang", "A", {"reasoning": {"max_tokens": 800}}, None, "nearest",
-     {"reasoning": {"max_tokens": 800}, "chat_template_kwargs": YES}),
+    # SGLang has no budget field of its own: the gateway enforces it, on the stream it asks for
+    ("chat", "sglang", "A", {"reasoning": {"max_tokens": 800}}, None, "applied",
+     {"reasoning": {"max_tokens": 800}, "chat_template_kwargs": YES, "stream": True,
+      "stream_options": {"include_usage": True}}),
     # -- chat, llama.cpp: none turns the switch off on new builds, the switch itself on old ones
     ("chat", "llamacpp", "A", {"chat_template_kwargs": NO}, None, "applied",
      {"chat_template_kwargs": NO, "reasoning_effort": "none"}),
@@ -76,7 +87,16 @@ ROWS: list[Row] = [
      {"reasoning": {"max_tokens": 700}, "chat_template_kwargs": YES, "thinking_budget_tokens": 700}),
     ("chat", "llamacpp", "F", {"reasoning_effort": "none"}, None, "nearest",
      {"reasoning_effort": "none", "thinking_budget_tokens": 0}),
-    ("chat", "llamacpp", "C", {"reasoning_effort": "xhigh"}, None, "nearest", {"reasoning_effort": "high"}),
+    # gpt-oss: the level in chat_template_kwargs too (old builds read only those), the budget enforced
+    ("chat", "llamacpp", "C", {"reasoning_effort": "xhigh"}, None, "nearest",
+     {"reasoning_effort": "high", "chat_template_kwargs": {"reasoning_effort": "high"}}),
+    ("chat", "llamacpp", "C", {"reasoning_effort": "none"}, None, "nearest",
+     {"reasoning_effort": "low", "chat_template_kwargs": {"reasoning_effort": "low"}}),
+    ("chat", "llamacpp", "C", {"reasoning": {"max_tokens": 3000}}, None, "applied",
+     {"reasoning": {"max_tokens": 3000}, "reasoning_effort": "medium",
+      "chat_template_kwargs": {"reasoning_effort": "medium"}, "thinking_budget_tokens": 3000}),
+    ("chat", "llamacpp", "C", {"reasoning_effort": "high", "chat_template_kwargs": {"reasoning_effort": "low"}},
+     None, "applied", {"reasoning_effort": "high", "chat_template_kwargs": {"reasoning_effort": "low"}}),
     # -- chat, Ollama's /v1: an effort only (none is off), by version; reasoning.effort when there
     ("chat", "ollama", "A", {"reasoning_effort": "none"}, None, "applied", {"reasoning_effort": "none"}),
     ("chat", "ollama", "A", {"chat_template_kwargs": NO}, None, "applied",
@@ -91,6 +111,7 @@ ROWS: list[Row] = [
      {"reasoning": {"exclude": True, "effort": "low"}, "reasoning_effort": "minimal"}),
     ("chat", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "unsupported", {"reasoning": {"max_tokens": 900}}),
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, None, "nearest", {"reasoning_effort": "low"}),
+    ("chat", "ollama", "C", {"reasoning_effort": "none"}, CANNOT, "unsupported", {"reasoning_effort": "none"}),
     ("chat", "ollama", "A", {"think": "high"}, None, "nearest", {"think": "high"}),
     # -- messages, vLLM: thinking ignored there; output_config.effort (low…max) and the switch
     ("messages", "vllm", "A", {"thinking": {"type": "disabled"}}, None, "applied",
@@ -116,8 +137,13 @@ ROWS: list[Row] = [
      {"reasoning_effort": "minimal", "output_config": {"effort": "low"}}),
     ("messages", "sglang", "A", {"reasoning": {"enabled": True}}, None, "applied",
      {"reasoning": {"enabled": True}, "thinking": {"type": "enabled"}}),
-    ("messages", "sglang", "C", {"thinking": {"type": "disabled"}}, None, "unsupported",
-     {"thinking": {"type": "disabled"}}),
+    # gpt-oss: output_config.effort becomes the request's reasoning_effort, after thinking
+    ("messages", "sglang", "C", {"thinking": {"type": "disabled"}}, None, "nearest",
+     {"thinking": {"type": "disabled"}, "output_config": {"effort": "low"}}),
+    ("messages", "sglang", "C", {"thinking": {"type": "enabled", "budget_tokens": 9000}}, None, "nearest",
+     {"thinking": {"type": "enabled", "budget_tokens": 9000}, "output_config": {"effort": "high"}}),
+    ("messages", "sglang", "C", {"thinking": {"type": "enabled"}}, None, "applied",
+     {"thinking": {"type": "enabled"}}),
     # -- messages, llama.cpp: keeps only chat_template_kwargs; enabled is its budget
     ("messages", "llamacpp", "A", {"thinking": {"type": "disabled"}}, None, "applied",
      {"thinking": {"type": "disabled"}, "chat_template_kwargs": NO}),
@@ -134,6 +160,16 @@ ROWS: list[Row] = [
      {"thinking": {"type": "enabled", "budget_tokens": 2048}}),
     ("messages", "ollama", "A", {"output_config": {"effort": "minimal"}}, None, "nearest",
      {"output_config": {"effort": "low"}}),
+    # gpt-oss: harmony reads a level; output_config.effort is read only when thinking says nothing,
+    # from v0.23.4 (anthropic/anthropic.go)
+    ("messages", "ollama", "C", {"thinking": {"type": "disabled"}}, None, "nearest",
+     {"output_config": {"effort": "low"}}),
+    ("messages", "ollama", "C", {"thinking": {"type": "enabled", "budget_tokens": 3000}}, READS_EFFORT, "nearest",
+     {"output_config": {"effort": "medium"}}),
+    ("messages", "ollama", "C", {"thinking": {"type": "disabled"}}, BEFORE_EFFORT, "unsupported",
+     {"thinking": {"type": "disabled"}}),
+    ("messages", "ollama", "C", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "max"}}, READS_EFFORT,
+     "nearest", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "high"}}),
     # -- responses, vLLM: reasoning.effort alone, as the template's kwarg
     ("responses", "vllm", "A", {"reasoning": {"effort": "high"}}, None, "applied", {"reasoning": {"effort": "high"}}),
     ("responses", "vllm", "A", {"reasoning": {"effort": "max"}}, None, "nearest", {"reasoning": {"effort": "xhigh"}}),
@@ -145,6 +181,8 @@ ROWS: list[Row] = [
      {"reasoning": {"effort": "none"}, "chat_template_kwargs": NO}),
     ("responses", "llamacpp", "A", {"reasoning_effort": "low"}, None, "applied",
      {"reasoning_effort": "low", "reasoning": {"effort": "low"}, "chat_template_kwargs": YES}),
+    ("responses", "llamacpp", "C", {"reasoning": {"effort": "none"}}, None, "nearest",
+     {"reasoning": {"effort": "low"}, "chat_template_kwargs": {"reasoning_effort": "low"}}),
     # -- responses, Ollama: as its /v1 chat
     ("responses", "ollama", "A", {"reasoning": {"effort": "xhigh"}}, NEW, "nearest", {"reasoning": {"effort": "max"}}),
     ("responses", "ollama", "A", {"reasoning_effort": "minimal"}, OLD, "unsupported", {"reasoning_effort": "minimal"}),
@@ -153,6 +191,7 @@ ROWS: list[Row] = [
     # -- Ollama's /api: think, a switch or a level, by capability and version
     ("ollama", "ollama", "A", {"think": False}, None, "applied", {"think": False}),
     ("ollama", "ollama", "C", {"think": False}, None, "nearest", {"think": "low"}),
+    ("ollama", "ollama", "C", {"think": False}, CANNOT, "unsupported", {"think": False}),
     ("ollama", "ollama", "A", {"think": True}, NEW, "applied", {"think": True}),
     ("ollama", "ollama", "A", {"think": True}, CANNOT, "unsupported", {}),
     ("ollama", "ollama", "G", {"think": True}, None, "unsupported", {}),
@@ -253,3 +292,22 @@ def test_controls_off_write_nothing() -> None:
         "unchanged",
         compact({"model": MODELS["A"], "reasoning_effort": "none"}),
     )
+
+
+@pytest.mark.parametrize(
+    ("surface", "family", "intent", "asks"),
+    [
+        ("messages", "C", Intent("off", form="thinking"), True),  # gpt-oss's level: read from v0.23.4
+        ("messages", "C", Intent("budget", budget=900, form="thinking"), True),
+        ("messages", "C", Intent("on", form="thinking"), False),  # its default: nothing written
+        ("messages", "A", Intent("off", form="thinking"), False),  # thinking disabled: every version
+        ("chat", "A", Intent("off", form="reasoning_effort"), False),  # none: every version
+        ("chat", "A", Intent("effort", effort="high", form="reasoning_effort"), True),
+    ],
+)
+def test_ollama_is_asked_about_the_model_only_where_what_is_written_depends_on_it(
+    surface: Surface, family: str, intent: Intent, asks: bool
+) -> None:
+    config = ThinkExtractConfig().for_model(MODELS[family])
+    assert needs_model_info(intent, surface, "ollama", config) is asks
+    assert needs_model_info(intent, surface, "vllm", config) is False

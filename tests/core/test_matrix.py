@@ -31,9 +31,10 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway_mw import setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.pipeline import StreamPipeline, transform_body
 from gateway_mw.scanner import CONTENT, extract
+from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.base import NewId
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -79,11 +80,14 @@ def new_ids() -> NewId:
     return lambda prefix: f"{prefix}{next(counter):032x}"
 
 
-def translated(case: Case, parts: list[bytes], reference: bool = False) -> bytes:
-    pipeline = StreamPipeline(case.surface, case.config, new_ids())
+def translated(
+    case: Case, parts: list[bytes], reference: bool = False, config: ThinkExtractConfig | None = None
+) -> bytes:
+    config = case.config if config is None else config
+    pipeline = StreamPipeline(case.surface, config, new_ids())
     if reference:
         assert case.reference is not None
-        pipeline._translator = case.reference(case.config, new_ids())
+        pipeline._translator = case.reference(config, new_ids())
     out = b"".join(pipeline.feed(part) for part in parts) + pipeline.finish()
     assert pipeline.error is None
     return out
@@ -250,6 +254,107 @@ def test_a_servers_own_reasoning_the_fast_paths_give_the_references_events(name:
     oracle = frames(case, translated(case, reads, reference=True))
     assert frames(case, translated(case, reads)) == oracle
     assert frames(case, translated(case, cut(up.stream, up.cuts))) == oracle
+
+
+# -- the client asked for no reasoning (reasoning_exclude) -------------------------------------------
+
+# What carries reasoning on some surface: a key, or an object's (or an event's) type.
+_REASONING_KEYS = frozenset({"reasoning_content", "reasoning_details", "thinking", "signature"})
+_REASONING_TYPES = frozenset(
+    {
+        "thinking",
+        "redacted_thinking",
+        "thinking_delta",
+        "signature_delta",
+        "reasoning",
+        "reasoning_text",
+        "summary_text",
+    }
+)
+
+
+def documents(body: bytes) -> list[Any]:
+    """Every JSON document a client reads in ``body``: the one body, a stream's lines, or its events."""
+    try:
+        return [json.loads(body)]
+    except ValueError:
+        pass
+    if body.startswith((b"data:", b"event:")):
+        return [json.loads(e.data) for e in SSEDecoder().feed(body) if e.data not in (None, b"[DONE]")]
+    return [json.loads(line) for line in body.split(b"\n") if line.strip()]
+
+
+def reasoning_in(value: Any, path: str = "") -> list[str]:
+    """Where ``value`` (a document) carries reasoning: the paths of every reasoning key or typed object."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if isinstance(kind, str) and (kind in _REASONING_TYPES or kind.startswith("response.reasoning")):
+            found.append(f"{path}<{kind}>")
+        for key, inner in value.items():
+            if key in _REASONING_KEYS or (key == "reasoning" and isinstance(inner, str)):
+                found.append(f"{path}.{key}")
+            found += reasoning_in(inner, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found += reasoning_in(inner, f"{path}[{i}]")
+    return found
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for inner in value.values() for s in strings(inner)]
+    if isinstance(value, list):
+        return [s for inner in value for s in strings(inner)]
+    return []
+
+
+def assert_without_reasoning(out: bytes, full: Read, reasoning: str, read: Any, metadata: bytes) -> None:
+    """``out`` reads as the answer ``full`` read, with no reasoning: none read, no reasoning key,
+    block, item or event in any of its documents, and the reasoning's text in none of its strings
+    (unless the answer itself holds it, or a string of the upstream's layout does: ``metadata``, the
+    same layout's body with no text, holds its ids and fingerprints)."""
+    assert read(out) == ("", full[1])
+    docs = documents(out)
+    assert [where for doc in docs for where in reasoning_in(doc)] == []
+    if len(reasoning) >= 3 and reasoning not in full[1]:
+        layout = {s for doc in documents(metadata) for s in strings(doc)}
+        assert [s for doc in docs for s in strings(doc) if reasoning in s and s not in layout] == []
+
+
+@pytest.mark.parametrize("name", SURFACES)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_without_reasoning_the_answer_is_the_same_and_carries_none(name: str, data: st.DataObject) -> None:
+    """With ``reasoning_exclude``, the client reads the answer it reads without it, whatever the
+    cuts, streamed or not, and nothing of the reasoning: reasoning moved out of tags and reasoning
+    the server wrote in its own fields alike."""
+    case = CASES[name]
+    excluded = case.config.replace(reasoning_exclude=True)
+    layout, pieces, stream, cuts = data.draw(upstream(case))
+    full = case.read_stream(translated(case, [stream]))
+    reasoning = expected(case, "".join(pieces))[0]
+    empty = case.body(layout, "")
+    out = translated(case, cut(stream, cuts), config=excluded)
+    assert_without_reasoning(out, full, reasoning, case.read_stream, empty)
+    upstream_body = case.body(layout, "".join(pieces))
+    body, _, error = transform_body(case.surface, upstream_body, False, excluded)
+    assert error is None
+    assert_without_reasoning(upstream_body if body is None else body, full, reasoning, case.read_body, empty)
+
+    up = data.draw(native_upstream(case))
+    full = native_read(case, up)
+    reasoning = "".join(up.reasoning)
+    out = translated(case, cut(up.stream, up.cuts), config=excluded)
+    empty = case.native_body(up.layout, up.model, "", "")
+    assert_without_reasoning(out, full, reasoning, case.read_stream, empty)
+    assert case.read_stream(before_final(case, out)) == ("", full[1])
+    upstream_body = case.native_body(up.layout, up.model, reasoning, "".join(up.answer))
+    body, _, error = transform_body(case.surface, upstream_body, False, excluded)
+    assert error is None
+    assert_without_reasoning(upstream_body if body is None else body, full, reasoning, case.read_body, empty)
 
 
 # -- over HTTP --------------------------------------------------------------------------------------

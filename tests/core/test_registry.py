@@ -43,6 +43,7 @@ def test_every_definition_has_every_piece() -> None:
     assert sorted(members) == [
         "answer_prefix",
         "asks_for_blobs",
+        "body_without_reasoning",
         "enabled",
         "error_body",
         "framing",
@@ -56,6 +57,7 @@ def test_every_definition_has_every_piece() -> None:
         "transform_body",
         "transform_history",
         "unknown_family",
+        "without_reasoning",
     ]
     for name, definition in SURFACES.items():
         assert [m for m in sorted(members) if not hasattr(definition, m)] == [], name

@@ -70,7 +70,7 @@ async def served(
     async with aiohttp.ClientSession() as session, session.post(str(server.make_url(ROUTE)), json=ARGS) as resp:
         body = await resp.read()
     client = anthropic.AsyncAnthropic(api_key="x", base_url=url, max_retries=0, _strict_response_validation=True)
-    async with client.messages.stream(**ARGS) as stream:
+    async with client, client.messages.stream(**ARGS) as stream:
         final = await stream.get_final_message()
     content = []
     for block in final.content:

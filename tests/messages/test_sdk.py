@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import ThinkExtractConfig, setup
 
+from ..conftest import Closing
 from ..messageswire import (
     TOOL_USE,
     end,
@@ -79,8 +80,10 @@ def sync_client(base_url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key="x", base_url=base_url, max_retries=0, _strict_response_validation=True)
 
 
-def async_client(base_url: str) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(api_key="x", base_url=base_url, max_retries=0, _strict_response_validation=True)
+def async_client(closing: Closing, base_url: str) -> anthropic.AsyncAnthropic:
+    return closing(
+        anthropic.AsyncAnthropic(api_key="x", base_url=base_url, max_retries=0, _strict_response_validation=True)
+    )
 
 
 ARGS: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "What is 2+2?"}]}
@@ -127,25 +130,25 @@ def check_message(policy: str, msg: Any) -> None:
         assert base64.b64decode(reasoning.data).decode() == REASONING
 
 
-async def test_create_non_stream_sync_and_async(served: tuple[str, str]) -> None:
+async def test_create_non_stream_sync_and_async(served: tuple[str, str], closing: Closing) -> None:
     policy, url = served
     check_message(policy, await asyncio.to_thread(lambda: sync_client(url).messages.create(**ARGS)))
-    check_message(policy, await async_client(url).messages.create(**ARGS))
+    check_message(policy, await async_client(closing, url).messages.create(**ARGS))
 
 
-async def test_create_stream_frames_sync_and_async(served: tuple[str, str]) -> None:
+async def test_create_stream_frames_sync_and_async(served: tuple[str, str], closing: Closing) -> None:
     policy, url = served
 
     def sync() -> list[Any]:
         return list(sync_client(url).messages.create(**ARGS, stream=True))
 
-    async_events = [e async for e in await async_client(url).messages.create(**ARGS, stream=True)]
+    async_events = [e async for e in await async_client(closing, url).messages.create(**ARGS, stream=True)]
     expected = [message_start(MODEL), *REASONING_FRAMES[policy], *EXPECTED_FRAMES]
     for events in (await asyncio.to_thread(sync), async_events):
         assert [e.to_dict() for e in events] == expected
 
 
-async def test_stream_helper_final_message_sync_and_async(served: tuple[str, str]) -> None:
+async def test_stream_helper_final_message_sync_and_async(served: tuple[str, str], closing: Closing) -> None:
     policy, url = served
 
     def sync() -> Any:
@@ -153,8 +156,8 @@ async def test_stream_helper_final_message_sync_and_async(served: tuple[str, str
             return stream.get_final_message()
 
     check_message(policy, await asyncio.to_thread(sync))
-    async with async_client(url).messages.stream(**ARGS) as stream:
+    async with async_client(closing, url).messages.stream(**ARGS) as stream:
         final = await stream.get_final_message()
     check_message(policy, final)
-    whole = await async_client(url).messages.create(**ARGS)
+    whole = await async_client(closing, url).messages.create(**ARGS)
     assert blocks(final)[0] == blocks(whole)[0]  # same signature (or data) stream and non-stream

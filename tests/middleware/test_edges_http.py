@@ -22,6 +22,7 @@ from .. import messageswire as mw
 from .. import responseswire as rw
 from ..chatwire import chunk
 from ..chatwire import sse as chat_sse
+from ..conftest import Closing
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 
@@ -131,11 +132,13 @@ async def messages_handler(request: web.Request) -> web.StreamResponse:
 
 
 @pytest.mark.parametrize(("trim", "expected"), [(True, TRIMMED), (False, UNTRIMMED)])
-async def test_messages(aiohttp_server: ServerFactory, trim: bool, expected: tuple[str, str]) -> None:
+async def test_messages(aiohttp_server: ServerFactory, trim: bool, expected: tuple[str, str], closing: Closing) -> None:
     config = ThinkExtractConfig(messages_policy="unsigned", trim_tag_edges=trim)
     server = await aiohttp_server(app_for(config, "/v1/messages", messages_handler))
-    client = anthropic.AsyncAnthropic(
-        api_key="x", base_url=str(server.make_url("")), max_retries=0, _strict_response_validation=True
+    client = closing(
+        anthropic.AsyncAnthropic(
+            api_key="x", base_url=str(server.make_url("")), max_retries=0, _strict_response_validation=True
+        )
     )
     args: Any = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "What is 2+2?"}]}
     want = [mw.th(expected[0]), mw.tb(expected[1])]

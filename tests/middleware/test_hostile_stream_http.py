@@ -26,6 +26,7 @@ from gateway_mw import ThinkExtractConfig, setup
 from .. import messageswire as mw
 from .. import responseswire as rw
 from ..chatwire import chunk
+from ..conftest import Closing
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 
@@ -144,7 +145,9 @@ async def test_chat_surrogate_pair_split_across_deltas_is_one_character(aiohttp_
 # -- 5. messages: message_start already holds a content block -------------------------------------
 
 
-async def test_messages_start_holding_a_block_keeps_the_upstream_numbering(aiohttp_server: ServerFactory) -> None:
+async def test_messages_start_holding_a_block_keeps_the_upstream_numbering(
+    aiohttp_server: ServerFactory, closing: Closing
+) -> None:
     head = {"type": "text", "text": "Preface. "}
     writes = [
         mw.sse(
@@ -157,7 +160,9 @@ async def test_messages_start_holding_a_block_keeps_the_upstream_numbering(aioht
         )
     ]
     base = await replay(aiohttp_server, writes, messages_policy="unsigned")
-    client = anthropic.AsyncAnthropic(api_key="x", base_url=base, max_retries=0, _strict_response_validation=True)
+    client = closing(
+        anthropic.AsyncAnthropic(api_key="x", base_url=base, max_retries=0, _strict_response_validation=True)
+    )
     messages: Any = [{"role": "user", "content": "hi"}]
     async with client.messages.stream(model="m", max_tokens=64, messages=messages) as stream:
         final = await stream.get_final_message()
@@ -171,10 +176,14 @@ async def test_messages_start_holding_a_block_keeps_the_upstream_numbering(aioht
     ]
 
 
-async def test_messages_tag_free_stream_after_a_started_block_passes_as_it_came(aiohttp_server: ServerFactory) -> None:
+async def test_messages_tag_free_stream_after_a_started_block_passes_as_it_came(
+    aiohttp_server: ServerFactory, closing: Closing
+) -> None:
     body = mw.sse(mw.message_start(content=[{"type": "text", "text": "A"}]), *mw.text_block(1, "B", "C"), *mw.end())
     base = await replay(aiohttp_server, [body], messages_policy="unsigned")
-    client = anthropic.AsyncAnthropic(api_key="x", base_url=base, max_retries=0, _strict_response_validation=True)
+    client = closing(
+        anthropic.AsyncAnthropic(api_key="x", base_url=base, max_retries=0, _strict_response_validation=True)
+    )
     messages: Any = [{"role": "user", "content": "hi"}]
     async with client.messages.stream(model="m", max_tokens=64, messages=messages) as stream:
         final = await stream.get_final_message()

@@ -118,6 +118,7 @@ class Chunk(msgspec.Struct, gc=False):
     model: str | None = None
     choices: list[ChunkChoice] | None = None
     error: msgspec.Raw = msgspec.Raw()
+    usage: msgspec.Raw = msgspec.Raw()  # only whether it says something: empty when absent
 
 
 class _CallId(msgspec.Struct, gc=False):

@@ -49,9 +49,10 @@ class _RunChoice(msgspec.Struct, gc=False):
 class _RunChunk(msgspec.Struct, gc=False):
     """A chunk that only continues choice 0's text, as a run of them is decoded: the decoder itself
     refuses anything else (the reference reads every such chunk so, and a chunk it reads otherwise
-    is refused: the run is declined)."""
+    is refused: the run is declined). A usage is the reference's to fill."""
 
     choices: tuple[_RunChoice]
+    usage: None = None
 
 
 decode_run_chunk = msgspec.json.Decoder(_RunChunk).decode
@@ -125,9 +126,9 @@ class _Steady(Steady):
 
 def _continued_text(chunk: Chunk) -> str | None:
     """The text of ``chunk`` when all it does is continue choice 0's text (no other choice, no
-    finish, no reasoning or tool call of its own); else ``None``."""
+    finish, no reasoning or tool call of its own, no usage); else ``None``."""
     choices = chunk.choices
-    if choices is None or len(choices) != 1:
+    if choices is None or len(choices) != 1 or bytes(chunk.usage) not in EMPTY_RAW:
         return None
     choice = choices[0]
     delta = choice.delta
@@ -145,9 +146,9 @@ def _continued_text(chunk: Chunk) -> str | None:
 
 def _only_finishes(chunk: Chunk) -> bool:
     """Whether ``chunk`` only finishes choice 0: one choice, index 0, a finish reason, no text, no
-    reasoning and no tool call of its own."""
+    reasoning, no tool call of its own and no usage."""
     choices = chunk.choices
-    if choices is None or len(choices) != 1:
+    if choices is None or len(choices) != 1 or bytes(chunk.usage) not in EMPTY_RAW:
         return False
     choice = choices[0]
     delta = choice.delta
@@ -260,18 +261,22 @@ class ChatStream(ChatReference):
                 return [event]
             if whole:
                 scanner.pass_steady(text)
+                self.counts.reasoning_events += 1
                 renamed = edited(data, delta, self.field, True, text)
                 if renamed is not None:
                     return [encode_event(renamed, fields=event.fields)]
                 runs = [Segment(kind, text)]  # the rename unproven: the rebuild
             else:  # a block's first text: its edge trimmed, maybe the separator, but no scan
                 taken = scanner.take_steady(text)
+                if taken and kind != CONTENT:
+                    self.counts.reasoning_events += 1
                 self._refresh_steady()
                 if kind == CONTENT and taken == text:
                     return [event]
                 return self.output(event, data, choices, {0: [Segment(kind, taken)] if taken else []})
         else:
             runs = scanner.feed(text)
+            self.note_reasoning(runs)
             if len(runs) == 1 and runs[0].kind == CONTENT and runs[0].text == text:
                 self._refresh_steady()
                 return [event]
@@ -284,6 +289,7 @@ class ChatStream(ChatReference):
         """Choice 0's finish chunk, while that choice alone is under way: its channel ends."""
         self.last_raw = data
         held = merge_segments(self.channels.end(0))
+        self.note_reasoning(held)
         out = self.output(event, data, choices, {0: held}) if held else [event]
         self._refresh_steady()
         return out
@@ -346,6 +352,8 @@ class ChatStream(ChatReference):
         if out is None:
             return DECLINED
         steady.scanner.pass_steady("".join([d.content for d in deltas]))
+        if steady.kind != CONTENT:
+            self.counts.reasoning_events += len(deltas)
         self.last_raw = bodies[-1]  # the envelope of the chunks made later: the last event's
         return out, len(span)
 
@@ -376,6 +384,7 @@ class ChatStream(ChatReference):
                     renamed = edited(span, delta, self.field, True, text)
                     if renamed is not None:
                         steady.scanner.pass_steady(text)
+                        self.counts.reasoning_events += 1
                         return renamed
                 return _joined(self._continued(event, body, run.choices, text, steady))
         chunk = decode_chunk(body)

@@ -11,9 +11,11 @@ import msgspec
 
 from ...channels import Channels, Said, Transcripts
 from ...config import ThinkExtractConfig
+from ...rawjson import obj
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent, encode_event
 from ..translator import Translator
+from ..usage import with_reasoning_tokens
 from .chunks import (
     DONE,
     EMPTY_RAW,
@@ -25,6 +27,7 @@ from .chunks import (
     decode_call_ids,
     decode_chunk,
     decode_obj,
+    encode,
     envelope_of,
     has_native_reasoning,
     held_chunks,
@@ -35,6 +38,8 @@ from .chunks import (
 )
 
 __all__ = ["ChatReference"]
+
+_DETAILS = "completion_tokens_details"  # where a chat usage says how many tokens were reasoning
 
 
 class ChatReference(Translator):
@@ -87,7 +92,7 @@ class ChatReference(Translator):
         if not choices:
             if choices is not None or bytes(chunk.error) not in EMPTY_RAW:
                 # The usage chunk or an error: the choices are over; every held character goes first.
-                return [*self.finish(), event]
+                return [*self.finish(), self.with_usage(event, data) if bytes(chunk.usage) not in EMPTY_RAW else event]
             return [*self.flush(), event]  # some other object: it passes, after what was held
         self.last_raw = data
         before: list[SSEEvent] = []  # what choices that turned native held, sent ahead of this chunk
@@ -106,6 +111,8 @@ class ChatReference(Translator):
                     continue
                 # Upstream reasoning wins: this choice is left as is from here on.
                 before += self._held([(choice.index, channels.native(choice.index))])
+            if delta is not None and has_native_reasoning(delta):
+                self.counts.reasoning_events += 1  # the server's own reasoning, one token per event
             if self._mirror and delta is not None:
                 names = mirror_of(self.field, bool(delta.reasoning_content), bool(delta.reasoning))
                 if names is not None:
@@ -121,7 +128,20 @@ class ChatReference(Translator):
                 self._shown.add(choices[0].index)  # one choice first shown as it came: nothing to reorder
             else:
                 out = self._keep_order(choices, out, data)
+        if out and bytes(chunk.usage) not in EMPTY_RAW:  # a usage on every chunk (continuous usage stats)
+            out[-1] = self.with_usage(out[-1], out[-1].data or b"")
         return out
+
+    def with_usage(self, event: SSEEvent, data: bytes) -> SSEEvent:
+        """``event`` (a chunk, ``data``) with the reasoning tokens counted so far in its usage, unless
+        the server wrote its own (see :mod:`..usage`)."""
+        chunk = obj(data)
+        usage = chunk.get("usage") if chunk is not None else None
+        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
+        if chunk is None or filled is None:
+            return event
+        chunk["usage"] = filled
+        return encode_event(encode(chunk), fields=event.fields)
 
     def output(
         self, event: SSEEvent, data: bytes, choices: Sequence[ReadChoice], runs: dict[int, list[Segment]]
@@ -160,11 +180,20 @@ class ChatReference(Translator):
         out = (channels.scan if joined else channels.text)(index, text) if text else []
         if finished:
             out += channels.end(index)
+        self.note_reasoning(out)
         if not out:
             return None if not text else []
         if len(out) == 1 and out[0].kind == CONTENT and out[0].text == text:
             return None
         return merge_segments(out)
+
+    def note_reasoning(self, runs: list[Segment]) -> None:
+        """One upstream event's runs for one choice: it counts once if any of them is reasoning (its
+        own text, or what was held from the events before it and released by it)."""
+        for seg in runs:
+            if seg.kind != CONTENT:
+                self.counts.reasoning_events += 1
+                return
 
     def _whole_characters(self, data: bytes) -> bytes | None:
         """A chunk msgspec cannot read because a delta holds half a surrogate pair (a server that

@@ -13,8 +13,10 @@ from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
+from ..exclude import ReasoningFilter
 from ..said import document, ids_of, items_of, text_of
 from .body import transform_body
+from .exclude import ChatWithoutReasoning, body_without_reasoning
 from .fast import ChatStream
 
 __all__ = ["SURFACE"]
@@ -38,6 +40,12 @@ class _Chat:
         self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
     ) -> tuple[bytes | None, Counts]:
         return transform_body(body, config)
+
+    def without_reasoning(self) -> ReasoningFilter:
+        return ChatWithoutReasoning()
+
+    def body_without_reasoning(self, body: bytes | bytearray) -> bytes | None:
+        return body_without_reasoning(body)
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
         out = []

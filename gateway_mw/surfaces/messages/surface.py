@@ -11,8 +11,10 @@ from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES, SurfaceDefinition
+from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
 from .body import transform_body
+from .exclude import MessagesWithoutReasoning, body_without_reasoning
 from .fastpath import MessagesStream
 
 __all__ = ["SURFACE"]
@@ -44,6 +46,12 @@ class _Messages:
         self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
     ) -> tuple[bytes | None, Counts]:
         return transform_body(body, config)
+
+    def without_reasoning(self) -> ReasoningFilter:
+        return MessagesWithoutReasoning()
+
+    def body_without_reasoning(self, body: bytes | bytearray) -> bytes | None:
+        return body_without_reasoning(body)
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
         doc = document(body)

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ...channels import Counts
 from ...rawjson import UNREADABLE, encode, obj
 from ...scanner import CONTENT, REASONING, Scanner
 from ...steady import DECLINED, Proven, Steady, end_of_events
@@ -47,6 +48,7 @@ class Reference(Protocol):
     numbering: Numbering
     writer: Writer
     passing: bool
+    counts: Counts
 
 
 class _DeltaHead(Head, gc=False):
@@ -154,6 +156,8 @@ class FastPath:
                 steady.scanner.pass_steady(text)
                 steady.ch.fed += len(text)
                 steady.item.text.add(text)
+                if steady.reasoning:
+                    ref.counts.reasoning_events += 1
                 if named:
                     ref.writer.named = True
                 ref.numbering.seq += steady.written if steady.reasoning else 1
@@ -284,6 +288,7 @@ class FastPath:
                 _write_as(steady, writer, named_now)
             out = _reasoning_deltas(steady, texts, seq)
             numbering.seq = seq + n * steady.written
+            ref.counts.reasoning_events += n
         else:
             answers = _answers(steady, span, body, datas, heads, chars, seq, named)
             if answers is None:

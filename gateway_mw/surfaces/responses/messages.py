@@ -63,7 +63,12 @@ class MessageChannels:
             ch.half = "\ud800" <= text[-1] <= "\udbff"
         else:
             ch.fed += len(text)
-        return self.core.text(ch.ordinal, text)
+        segments = self.core.text(ch.ordinal, text)
+        for seg in segments:  # one event's text: it counts once if any of it went to reasoning
+            if seg.kind != CONTENT:
+                self.core.counts.reasoning_events += 1
+                break
+        return segments
 
     # -- events of an open item ---------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from ...rawjson import Obj, as_str, obj, raw_list
 from ...sse import SSEEvent
 from ..base import NewId, Said, Transcripts, random_id
 from ..translator import Translator, joined
+from ..usage import with_reasoning_tokens
 from . import rebuild
 from .heads import CREATED, DONE, LARGE, TERMINAL, Head, decode_head
 from .items import Writer, source_of
@@ -24,6 +25,9 @@ from .numbering import Numbering
 from .oversized import OversizedEvents
 
 __all__ = ["ResponsesReference", "replayer"]
+
+_REASONING_DELTA = "response.reasoning_text.delta"
+_DETAILS = "output_tokens_details"  # where a Responses usage says how many tokens were reasoning
 
 # What a strict client requires of the response object, with the value written when it is missing.
 _RESPONSE_DEFAULTS: Obj = {
@@ -162,6 +166,8 @@ class ResponsesReference(Translator):
         if kind in CREATED:
             return [self._response_event(event, head)]
         out = self.flush() if kind == "error" else []
+        if kind == _REASONING_DELTA and head.delta:
+            self.counts.reasoning_events += 1  # the server's own reasoning, one token per event
         out.append(self.writer.forward(event, head, self.numbering.client_index(ordinal)))
         return out
 
@@ -209,6 +215,10 @@ class ResponsesReference(Translator):
                 response["output"] = new
                 if "output_text" in response:
                     response["output_text"] = rebuild.output_text(new)
+            usage = response.get("usage")
+            filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
+            if filled is not None:
+                response["usage"] = filled
             body["response"] = response
         out.append(self.writer.send(body, fields))
         return out

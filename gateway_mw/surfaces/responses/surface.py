@@ -12,7 +12,9 @@ from .. import StreamTranslator
 from ..base import Counts, NewId, Said
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
+from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from .exclude import ResponsesWithoutReasoning, body_without_reasoning
 from .stream import ResponsesStream, transform_body
 
 __all__ = ["SURFACE"]
@@ -41,6 +43,12 @@ class _Responses:
         self, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId
     ) -> tuple[bytes | None, Counts]:
         return transform_body(body, config, new_id=new_id)
+
+    def without_reasoning(self) -> ReasoningFilter:
+        return ResponsesWithoutReasoning()
+
+    def body_without_reasoning(self, body: bytes | bytearray) -> bytes | None:
+        return body_without_reasoning(body)
 
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
         """One answer: the text of its message items, its calls, and the ids of its items (the

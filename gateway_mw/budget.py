@@ -1,0 +1,336 @@
+"""A reasoning budget the gateway enforces on a chat stream, sans-I/O: the first answer's reasoning
+events counted as they go to the client (:class:`BudgetCount`), and the continuation's events joined
+into the same answer (:class:`Joined`).
+
+Servers stream one token per event, so the count is of events: each chunk that carries reasoning
+text in choice 0, as the translator wrote it for the client. The cut comes before the event that
+would go over the budget, so the client gets at most ``budget`` of them; what the translator still
+held then (a possible partial tag) is dropped, from the client's stream and from the continuation
+alike, so that the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from . import surrogates
+from .rawjson import UNREADABLE, encode, obj, raw_list
+from .sse import SSEDecoder, SSEEvent
+
+__all__ = ["BudgetCount", "Echo", "Joined", "prefill"]
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: msgspec.Raw = msgspec.Raw()  # empty: absent (no JSON value is empty)
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    id: msgspec.Raw = msgspec.Raw()
+    created: msgspec.Raw = msgspec.Raw()
+    model: msgspec.Raw = msgspec.Raw()
+    choices: list[_Choice] = []
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_str = msgspec.json.Decoder(str).decode
+_HEAD = ("id", "created", "model")
+_DONE = b"[DONE]"
+
+
+class BudgetCount:
+    """Counts the reasoning events of a chat stream's choice 0 on their way to the client, and says
+    where the budget ends it. Feed it what the translator gives (:meth:`feed`); it watches until the
+    reasoning gives way to an answer (content, a tool call, a finish), after which it passes bytes
+    as they come."""
+
+    def __init__(self, budget: int, max_event_bytes: int) -> None:
+        self.budget = budget
+        self.counted = 0
+        """The reasoning events that went to the client."""
+        self.cut = False
+        """The budget was spent: the events after :attr:`counted` were not passed."""
+        self.head: dict[str, msgspec.Raw] = {}
+        """The first answer's ``id``, ``created`` and ``model``, as it wrote them."""
+        self._reasoning: list[str] = []
+        self._watching = True
+        self._decoder = SSEDecoder(max_event_bytes)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning the client got, in order: a surrogate pair whose halves came in two events
+        joined, a half that stayed alone as U+FFFD (no JSON encoder writes one)."""
+        text = "".join(self._reasoning)
+        if text.isascii():
+            return text
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+    @property
+    def model(self) -> str | None:
+        raw = self.head.get("model")
+        try:
+            return _decode_str(raw) if raw is not None else None
+        except UNREADABLE:
+            return None
+
+    def feed(self, out: bytes) -> bytes:
+        """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
+        budget is spent in it (:attr:`cut`), then what came before the event that went over."""
+        if self.cut:
+            return b""
+        if not self._watching:
+            return out
+        passed: list[bytes] = []
+        for event in self._decoder.feed(out):
+            if not self._watching:
+                passed.append(event.raw)
+            elif not self._take(event):
+                self.cut = True
+                self._watching = False
+                return b"".join(passed)
+            else:
+                passed.append(event.raw)
+        if not self._watching:  # the rest of an event under way is no longer ours to read
+            passed.append(self._decoder.take_pending())
+        return b"".join(passed)
+
+    def finish(self) -> bytes:
+        """At the stream's end: what the reader still holds (an unterminated tail), unless cut."""
+        if self.cut or not self._watching:
+            return b""
+        events, tail = self._decoder.finish()
+        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
+
+    def _take(self, event: SSEEvent) -> bool:
+        """Note one event; ``False`` when it would take the reasoning over the budget."""
+        data = event.data
+        if data is None or event.oversized or data == _DONE:
+            return True
+        chunk = _read(data)
+        if chunk is None:
+            return True  # not a chunk the budget can read: passed as the translator gave it
+        if not self.head:
+            self.head = {key: value for key in _HEAD if (value := getattr(chunk, key))}
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            text = None
+            if delta is not None:
+                text = delta.reasoning_content if delta.reasoning_content is not None else delta.reasoning
+            if text:
+                if self.counted >= self.budget:
+                    return False
+                self.counted += 1
+                self._reasoning.append(text)
+            if choice.finish_reason is not None or (
+                delta is not None and (bytes(delta.tool_calls) not in (b"", b"null") or (delta.content or "").strip())
+            ):
+                self._watching = False  # the reasoning is over: an answer, a call or the end
+        return True
+
+
+def _read(data: bytes) -> _Chunk | None:
+    """A chunk as the budget reads it; ``None`` when it is none. A chunk that carries a lone
+    surrogate escape (half a pair, the other half in the next event: native reasoning passes as the
+    server cut it) is read with the standard library, which gives the half as it is."""
+    try:
+        return _decode_chunk(data)
+    except UNREADABLE:
+        masked = surrogates.mask(data)
+    try:
+        chunk = _decode_chunk(masked) if masked is not None else None
+        texts = json.loads(data).get("choices") if chunk is not None else None
+    except (*UNREADABLE, ValueError, AttributeError):
+        return None
+    if chunk is None or not isinstance(texts, list) or len(texts) != len(chunk.choices):
+        return None
+    for choice, read in zip(chunk.choices, texts, strict=True):
+        delta = read.get("delta") if isinstance(read, dict) else None
+        if choice.delta is not None and isinstance(delta, dict):
+            for name in ("content", "reasoning_content", "reasoning"):
+                value = delta.get(name)
+                setattr(choice.delta, name, value if isinstance(value, str) else None)
+    return chunk
+
+
+def prefill(open_tag: str, reasoning: str, message: str, close_tag: str) -> str:
+    """The final assistant message the continuation asks the server to go on from."""
+    return open_tag + reasoning + message + close_tag
+
+
+class Joined:
+    """The continuation's chunks made part of the first answer: its ``id``, ``created`` and
+    ``model``, no second ``role``, and one ``[DONE]`` (the first answer, cut, sent none)."""
+
+    def __init__(self, head: dict[str, msgspec.Raw], max_event_bytes: int) -> None:
+        self._head = head
+        self._decoder = SSEDecoder(max_event_bytes)
+        self.done = False
+        """The continuation's ``[DONE]`` went to the client."""
+
+    def feed(self, out: bytes) -> bytes:
+        """The client's bytes for ``out``, what the translator gave of the continuation."""
+        return b"".join(self._joined(event) for event in self._decoder.feed(out))
+
+    def finish(self) -> bytes:
+        events, tail = self._decoder.finish()
+        return b"".join(self._joined(event) for event in events) + tail
+
+    def closing(self, finish_reason: str = "length") -> bytes:
+        """The end of the answer when no continuation follows: choice 0 finished, and ``[DONE]``."""
+        chunk: dict[str, Any] = dict(self._head)
+        chunk.setdefault("object", "chat.completion.chunk")
+        chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
+        end = b"data: " + encode(chunk) + b"\n\n"
+        return end if self.done else end + b"data: [DONE]\n\n"
+
+    def _joined(self, event: SSEEvent) -> bytes:
+        data = event.data
+        if data is None or event.oversized:
+            return event.raw
+        if data == _DONE:
+            self.done = True
+            return event.raw
+        top, masked = _obj(data)
+        if top is None:
+            return event.raw
+        for key, value in self._head.items():
+            if key in top:
+                top[key] = value
+        if b'"role"' in data and not _without_role(top):
+            return b""  # a role and nothing else: the first answer said it
+        return event.fields + b"data: " + _encoded(top, masked) + b"\n\n"
+
+
+def _obj(data: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """``data`` as an object of raw values, and whether it was read masked: a chunk that carries a
+    lone surrogate escape (half a pair) is read with the escape masked (:mod:`.surrogates`)."""
+    top = obj(data)
+    if top is not None:
+        return top, False
+    masked = surrogates.mask(data)
+    return (obj(masked), True) if masked is not None else (None, False)
+
+
+def _encoded(top: dict[str, Any], masked: bool) -> bytes:
+    out: bytes = encode(top)
+    return surrogates.unmask(out) if masked else out
+
+
+def _without_role(top: dict[str, Any]) -> bool:
+    """Each choice's ``role`` removed from ``top``; ``False`` when the chunk then says nothing (a
+    role, maybe with an empty content, and no finish, no usage)."""
+    choices = raw_list(top.get("choices"))
+    if choices is None:
+        return True
+    says = "usage" in top and bytes(top["usage"]) != b"null"
+    kept = []
+    for raw in choices:
+        choice = obj(raw)
+        delta = obj(choice.get("delta")) if choice is not None else None
+        if choice is None or delta is None or "role" not in delta:
+            kept.append(raw)
+            says = True
+            continue
+        del delta["role"]
+        if delta.get("content") is not None and bytes(delta["content"]) == b'""':
+            del delta["content"]
+        finished = choice.get("finish_reason") is not None and bytes(choice["finish_reason"]) != b"null"
+        says = says or bool(delta) or finished
+        choice["delta"] = msgspec.Raw(encode(delta))
+        kept.append(msgspec.Raw(encode(choice)))
+    top["choices"] = kept
+    return says
+
+
+class Echo:
+    """Takes out of a continuation's first chunks the prefill the server echoes there (llama.cpp
+    streams the prefilled text back as the start of its answer's content; vLLM and SGLang do not),
+    so that the client does not get the reasoning twice. Fed the upstream's bytes, before the
+    translator. Chunks whose text may be the start of an echo are held until it is told: an echo
+    whole is taken out, anything else goes as it came, in order."""
+
+    def __init__(self, prefill: str, max_event_bytes: int) -> None:
+        self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
+        self._decoder = SSEDecoder(max_event_bytes)
+        self._held: list[tuple[bytes, bool]] = []  # (an event's bytes, whether its text is echo so far)
+        self.done = not prefill
+
+    def feed(self, raw: bytes) -> bytes:
+        if self.done:
+            return raw
+        out = [event.raw if self.done else self._strip(event) for event in self._decoder.feed(raw)]
+        if self.done:
+            out.append(self._decoder.take_pending())
+        return b"".join(out)
+
+    def finish(self) -> bytes:
+        """At the end: what was held (an echo never finished is no echo), and any tail."""
+        if self.done:
+            return b""
+        events, tail = self._decoder.finish()
+        return self._release() + b"".join(e.raw for e in events) + tail
+
+    def _release(self) -> bytes:
+        self.done = True
+        held, self._held = self._held, []
+        return b"".join(raw for raw, _ in held)
+
+    def _strip(self, event: SSEEvent) -> bytes:
+        data = event.data
+        chunk = _read(data) if data is not None and not event.oversized and data != _DONE else None
+        content = None
+        if chunk is not None:
+            content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
+        if chunk is None or data is None or not content:
+            if not self._held:
+                return event.raw  # a role, nothing to compare yet
+            self._held.append((event.raw, False))
+            return b""
+        left, said = self._left, _units(content)
+        if left.startswith(said) and len(said) < len(left):
+            self._left = left[len(said) :]
+            self._held.append((event.raw, True))
+            return b""
+        if not said.startswith(left):  # the continuation's own text: no echo
+            return self._release() + event.raw
+        new = _with_content(data, said[len(left) :].decode("utf-16-le", "surrogatepass"))
+        if new is None:
+            return self._release() + event.raw
+        kept = b"".join(raw for raw, echoed in self._held if not echoed)
+        self._held, self.done = [], True
+        return kept + event.fields + b"data: " + new + b"\n\n"
+
+
+def _units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def _with_content(data: bytes, content: str) -> bytes | None:
+    """``data`` (a chunk) with choice 0's ``delta.content`` replaced."""
+    top, masked = _obj(data)
+    choices = raw_list(top.get("choices")) if top is not None else None
+    if top is None or choices is None:
+        return None
+    for at, raw in enumerate(choices):
+        choice = obj(raw)
+        delta = obj(choice.get("delta")) if choice is not None else None
+        if choice is None or delta is None or bytes(choice.get("index", b"0")) != b"0":
+            continue
+        delta["content"] = msgspec.Raw(json.dumps(content).encode())  # ASCII escapes: a lone half too
+        choice["delta"] = msgspec.Raw(encode(delta))
+        choices[at] = msgspec.Raw(encode(choice))
+    top["choices"] = choices
+    return _encoded(top, masked)

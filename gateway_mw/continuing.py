@@ -1,0 +1,198 @@
+"""The aiohttp side of a reasoning budget the gateway enforces: once the first answer's writer has
+cut it (:class:`~gateway_mw.exchange.TranslatingWriter` with a :class:`~gateway_mw.budget.BudgetCount`),
+the same handler is asked again for the continuation, and what it writes goes to the client as the
+rest of the same answer (:class:`ContinuingWriter`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from multidict import CIMultiDict
+
+from .aio import clone_with, read_already
+from .budget import Echo, Joined, prefill
+from .budgetbody import ChatBody
+from .config import ThinkExtractConfig
+from .controls.continuation import continuation
+from .exchange import Session, TranslatingWriter
+from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER
+from .pipeline import StreamPipeline
+
+__all__ = ["ContinuingWriter", "continue_answer", "whole_body"]
+
+log = logging.getLogger("gateway_mw")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def continuation_config(config: ThinkExtractConfig, model: str | None) -> ThinkExtractConfig:
+    """The settings the continuation is read with: the model's, its answer starting after the
+    reasoning (the prefill closed it), resolved already (no family or profile applies again)."""
+    resolved = config.for_model(model)
+    return resolved.replace(start_with_reasoning=False, families=False, profiles=())
+
+
+class ContinuingWriter(TranslatingWriter):
+    """The continuation's payload writer: its status and headers are not the client's (the first
+    answer's went out); a stream's events go on, translated and joined (:class:`~.budget.Joined`);
+    anything else (a refusal, an error) is not sent, and the first answer is ended instead."""
+
+    def __init__(
+        self,
+        first: TranslatingWriter,
+        inner: AbstractStreamWriter,
+        session: Session,
+        config: ThinkExtractConfig,
+        joined: Joined,
+        echo: Echo,
+    ) -> None:
+        super().__init__(inner, session)
+        self._echo = echo
+        self._first = first
+        self._config = config
+        self.joined = joined
+        self.answered = False
+        """The continuation came as a stream, and its events went to the client."""
+        self.ended = False
+
+    def enable_chunking(self) -> None:
+        pass  # the stream's framing is the first answer's
+
+    def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
+        pass
+
+    async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
+        session = self._session
+        status = int(status_line.split(" ", 2)[1])
+        if session.response_kind(status, headers, False) == "sse":
+            self._pipeline = StreamPipeline(session.surface, self._config, session.new_id)
+            self.answered = True
+        else:
+            log.warning("gateway_mw: the continuation after a reasoning budget was answered %s", status_line)
+
+    def send_headers(self) -> None:
+        pass
+
+    def write(self, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
+        if self._pipeline is not None and not self.ended:
+            out = self.joined.feed(self._pipeline.feed(self._echo.feed(bytes(chunk))))
+            if out:
+                return self._send(out, end=False)
+        self._check_open()
+        return _nothing()
+
+    async def _send(self, out: bytes, end: bool) -> None:
+        """To the client: the stream's bytes, or (no stream asked for) into the body it makes."""
+        collect = self._first.collect
+        if collect is None:
+            await (self._inner.write_eof(out) if end else self._inner.write(out))
+            return
+        collect.feed(out)
+        if end:
+            await self._first.send_collected()
+
+    async def write_eof(self, chunk: bytes = b"") -> None:
+        if self.ended:
+            return
+        if self._pipeline is None:
+            await self.end_first()
+            return
+        self.ended = True
+        joined = self.joined
+        raw = self._echo.feed(bytes(chunk)) + self._echo.finish()
+        out = joined.feed(self._pipeline.feed(raw) + self._pipeline.finish()) + joined.finish()
+        await self._send(out, end=True)
+
+    async def end_first(self) -> None:
+        """No continuation, or what there was of it ended early: the answer ends where it is, with
+        ``finish_reason: "length"`` and ``[DONE]``."""
+        if self.ended:
+            return
+        self.ended = True
+        out = b""
+        if self._pipeline is not None:
+            try:
+                held = self._pipeline.feed(self._echo.finish()) + self._pipeline.finish()
+                out = self.joined.feed(held) + self.joined.finish()
+            except Exception:  # what it held is lost, the stream still ends well-formed
+                log.exception("gateway_mw: the continuation's held text could not be sent")
+        await self._send(out + self.joined.closing(), end=True)
+
+    async def abort(self) -> None:
+        try:
+            await self.end_first()
+        except Exception:
+            log.debug("gateway_mw: could not end the answer after the continuation failed", exc_info=True)
+
+
+async def continue_answer(
+    request: web.Request,
+    handler: Handler,
+    session: Session,
+    first_writer: TranslatingWriter,
+    inner: AbstractStreamWriter,
+    first: web.StreamResponse | None,
+    error: BaseException | None,
+) -> web.StreamResponse:
+    """The first answer's reasoning was cut at ``budget``: ask ``handler`` for the rest, and send it
+    on as the same answer. ``first`` is what the handler returned for the first answer (``None``:
+    it raised ``error``, the budget's own error as a rule)."""
+    budget = first_writer.budget
+    assert budget is not None
+    transport = request.transport
+    if transport is None or transport.is_closing():  # the client left meanwhile: nothing to continue for
+        session.budgeted(budget.counted, "client_gone")
+        if error is not None:
+            raise error
+        assert first is not None
+        return first
+    config = continuation_config(session.config, budget.model)
+    joined = Joined(budget.head, config.max_event_bytes)
+    pair = config.tag_pairs[0]
+    text = prefill(pair.open, budget.reasoning, config.reasoning_budget_message, pair.close)
+    echo = Echo(text, config.max_event_bytes)
+    writer = ContinuingWriter(first_writer, inner, session, config, joined, echo)
+    answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
+    body = read_already(request)
+    server = request.get(THINKEXTRACT_SERVER) or config.upstream_server
+    continued = continuation(body, text, session.surface, server, budget.counted) if body is not None else None
+    if continued is None:
+        session.budgeted(budget.counted, "not_continued")
+        await writer.abort()
+        return answer
+    clone = clone_with(request, continued, writer)
+    clone[THINKEXTRACT_REQUEST_BODY] = continued
+    try:
+        response = await handler(clone)
+        if not response.prepared:  # a response the handler returned: it goes through the writer
+            await response.prepare(clone)
+            await response.write_eof()
+    except Exception:
+        log.warning("gateway_mw: the continuation after a reasoning budget failed", exc_info=True)
+    if writer.answered and writer.ended:
+        session.budgeted(budget.counted, "continued")
+    else:  # a client that left meanwhile is no failure of the upstream's
+        transport = request.transport
+        gone = transport is None or transport.is_closing()
+        session.budgeted(budget.counted, "client_gone" if gone else "continuation_failed")
+        await writer.abort()
+    return answer
+
+
+def whole_body(session: Session, stream: bytes) -> bytes:
+    """The body a whole stream makes, translated: the answer of a client that asked for no stream,
+    when the handler returned the stream it was given in one piece."""
+    pipeline = StreamPipeline(session.surface, session.config, session.new_id)
+    collect = ChatBody(session.config.max_event_bytes)
+    collect.feed(pipeline.feed(stream) + pipeline.finish())
+    session.translated(pipeline.counts, pipeline.error)
+    return collect.body()
+
+
+async def _nothing() -> None:
+    """What :meth:`ContinuingWriter.write` awaits for a write that sends nothing now."""

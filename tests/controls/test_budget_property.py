@@ -1,0 +1,219 @@
+"""Where a budget falls, whatever the upstream's tokens and reads: inside a tag, between the halves of
+a surrogate pair, at an event's edge, in the middle of a batched read. The translator's output through
+:class:`~gateway_mw.budget.BudgetCount` is held to the same stream translated without a budget."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.budget import BudgetCount, Echo, Joined
+from gateway_mw.budgetbody import ChatBody
+from gateway_mw.pipeline import StreamPipeline
+
+CONFIG = ThinkExtractConfig()
+MODEL = "Qwen/Qwen3-8B"
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": MODEL}
+    body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return b"data: " + json.dumps(body).encode() + b"\n\n"  # ensure_ascii: a lone half is an escape
+
+
+def units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def tokens(text: str, cuts: list[int]) -> list[str]:
+    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
+    coded = units(text)
+    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
+    edges = [0, *points, len(coded)]
+    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
+
+
+def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
+    out = [chunk({"role": "assistant", "content": ""})]
+    if native:
+        out += [chunk({"reasoning_content": t}) for t in tokens(reasoning, cuts)]
+        out += [chunk({"content": t}) for t in tokens(answer, cuts)]
+    else:
+        out += [chunk({"content": t}) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts)]
+    return b"".join([*out, chunk({}, "stop"), b"data: [DONE]\n\n"])
+
+
+def paired(text: str) -> str:
+    """Surrogate halves that came apart joined, a lone one as U+FFFD (what the prefill can carry)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def reasoning_events(raw: bytes) -> list[str]:
+    out = []
+    for block in raw.split(b"\n\n")[:-1]:
+        data = block.removeprefix(b"data: ")
+        if data == b"[DONE]":
+            continue
+        for choice in json.loads(data)["choices"]:
+            delta = choice["delta"]
+            text = delta.get("reasoning_content", delta.get("reasoning"))
+            if text:
+                out.append(text)
+    return out
+
+
+def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
+    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(edges)]
+
+
+TEXT = st.text(
+    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
+)
+
+
+@given(
+    reasoning=TEXT,
+    answer=TEXT,
+    cuts=st.lists(st.integers(0, 120), max_size=40),
+    reads=st.lists(st.integers(0, 4000), max_size=12),
+    budget=st.integers(0, 12),
+    native=st.booleans(),
+)
+# Native reasoning cut between a pair's halves: each half is an event of its own, with a lone escape.
+@example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=0, native=True)
+@example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=1, native=True)
+@example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True)
+@settings(max_examples=300)
+def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
+    reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
+) -> None:
+    raw = stream(reasoning, answer, cuts, native)
+    plain = StreamPipeline("chat", CONFIG)
+    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
+    expected = reasoning_events(whole)
+
+    pipeline = StreamPipeline("chat", CONFIG)
+    count = BudgetCount(budget, CONFIG.max_event_bytes)
+    passed = b""
+    for piece in pieces(raw, reads):
+        passed += count.feed(pipeline.feed(piece))
+        if count.cut:
+            break  # the handler's next write fails: nothing more is fed
+    if not count.cut:
+        passed += count.feed(pipeline.finish()) + count.finish()
+
+    assert count.cut == (len(expected) > budget)
+    assert reasoning_events(passed) == expected[:budget]
+    assert count.counted == min(budget, len(expected))
+    assert count.reasoning == paired("".join(expected[:budget]))
+    if count.cut:
+        assert whole.startswith(passed)
+    else:
+        assert passed == whole  # a stream the budget does not cut goes as it would without one
+
+
+@given(answer=TEXT, cuts=st.lists(st.integers(0, 60), max_size=20), reads=st.lists(st.integers(0, 2000), max_size=8))
+@example(answer="<<<😀", cuts=[4], reads=[])  # a pair's halves in two chunks: each a lone escape
+def test_a_continuation_is_joined_as_the_same_answer(answer: str, cuts: list[int], reads: list[int]) -> None:
+    """The continuation's chunks take the first answer's head, lose their role, and keep their text."""
+    first = {"id": b'"chatcmpl-first"', "created": b"1", "model": b'"m"'}
+    joined = Joined({k: msgspec.Raw(v) for k, v in first.items()}, CONFIG.max_event_bytes)
+    raw = b"".join(
+        [chunk({"role": "assistant", "content": ""})] + [chunk({"content": t}) for t in tokens(answer, cuts)]
+    )
+    raw += chunk({}, "stop") + b"data: [DONE]\n\n"
+    out = b"".join(joined.feed(p) for p in pieces(raw, reads)) + joined.finish()
+    chunks = [json.loads(b.removeprefix(b"data: ")) for b in out.split(b"\n\n")[:-2]]
+    assert out.endswith(b"data: [DONE]\n\n") and joined.done
+    assert {(c["id"], c["created"], c["model"]) for c in chunks} == {("chatcmpl-first", 1, "m")}
+    assert all("role" not in ch["delta"] for c in chunks for ch in c["choices"])
+    text = "".join(ch["delta"].get("content", "") for c in chunks for ch in c["choices"])
+    assert units(text) == units(answer)
+    assert [ch["finish_reason"] for c in chunks for ch in c["choices"]][-1] == "stop"
+
+
+def test_the_body_a_stream_makes() -> None:
+    """Tool calls put together by index, usages summed number by number, a pair's halves from two
+    events joined (written as escapes), the first head kept."""
+    body = ChatBody(CONFIG.max_event_bytes)
+    events = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning_content": "\ud83d"}),
+        chunk({"reasoning_content": "\ude00 ok"}),
+        chunk(
+            {"tool_calls": [{"index": 1, "id": "b", "type": "function", "function": {"name": "g", "arguments": "{"}}]}
+        ),
+        chunk(
+            {"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}]}
+        ),
+        chunk({"tool_calls": [{"index": 1, "function": {"arguments": "}"}}]}),
+        chunk({}, "tool_calls"),
+        b'data: {"id":"c2","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,'
+        b'"completion_tokens_details":{"reasoning_tokens":2}}}\n\n',
+        b'data: {"id":"c3","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,'
+        b'"completion_tokens_details":{"reasoning_tokens":0}}}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    for event in events:
+        body.feed(event)
+    assert json.loads(body.body()) == {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 7,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "😀 ok",
+                    "tool_calls": [
+                        {"function": {"arguments": "", "name": "f"}, "id": "a", "type": "function"},
+                        {"function": {"arguments": "{}", "name": "g"}, "id": "b", "type": "function"},
+                    ],
+                },
+                "logprobs": None,
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 8, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 2}},
+    }
+    assert b"\\ud83d\\ude00 ok" in body.body()
+
+
+@given(
+    prefill=TEXT.filter(bool),
+    answer=TEXT,
+    cuts=st.lists(st.integers(0, 120), max_size=30),
+    reads=st.lists(st.integers(0, 4000), max_size=8),
+    echoed=st.booleans(),
+)
+@example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)
+@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
+@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+def test_an_echoed_prefill_is_taken_out(
+    prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
+) -> None:
+    """A server that streams the prefill back (in any tokens, any reads) gives the client only what
+    follows it; one that does not is untouched."""
+    text = (prefill if echoed else "") + answer
+    raw = b"".join(
+        [chunk({"role": "assistant", "content": None})] + [chunk({"content": t}) for t in tokens(text, cuts)]
+    )
+    echo = Echo(prefill, CONFIG.max_event_bytes)
+    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    said = "".join(
+        ch["delta"].get("content") or "" for b in out.split(b"\n\n")[:-1] for ch in json.loads(b[6:])["choices"]
+    )
+    if echoed or not text.startswith(prefill):
+        assert units(said) == units(answer if echoed else text)
+    if not echoed and not prefill.startswith(text[:1]):
+        assert out == raw

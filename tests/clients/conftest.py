@@ -248,8 +248,8 @@ def summary_proxy(scripted_upstream: ScriptedUpstream) -> Iterator[Proxy]:
     proxy.stop()
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+def llama_server_binary() -> Path:
+    """The llama-server binary ``.ci/clients-llama-server`` built, and the modules the suite builds its model with."""
     binary = Path(
         os.environ.get("GATEWAY_MW_LLAMA_SERVER")
         or cache_root() / "llama-server" / LLAMA_CPP_PYTHON / "bin" / "llama-server"
@@ -260,7 +260,12 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             __import__(module)
         except ImportError:
             require(False, f"{module} is not installed: pip install -e '.[clients]'")
-    server = LlamaServer(binary, tmp_path_factory.mktemp("llama"), free_port(), offline_env())
+    return binary
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = LlamaServer(llama_server_binary(), tmp_path_factory.mktemp("llama"), free_port(), offline_env())
     yield server
     server.stop()
 

@@ -19,9 +19,18 @@ def run(
     tools: bool = False,
     model: str = "demo",
     store: bool | None = None,
+    reasoning: str | None = None,
 ) -> dict[str, Any]:
     args = json.dumps(
-        {"provider": provider, "base": base, "mode": mode, "tools": tools, "model": model, "store": store}
+        {
+            "provider": provider,
+            "base": base,
+            "mode": mode,
+            "tools": tools,
+            "model": model,
+            "store": store,
+            "reasoning": reasoning,
+        }
     )
     env = offline_env()
     # ESM resolves bare imports from the script's own directory upwards: run a copy next to node_modules.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,13 @@ from .conftest import offline_env
 
 
 class ClaudeCode:
-    def __init__(self, binary: Path, base: str, home: Path, model: str = "demo") -> None:
+    """``settings`` are more environment variables of Claude Code's own (``MAX_THINKING_TOKENS``…)."""
+
+    def __init__(
+        self, binary: Path, base: str, home: Path, model: str = "demo", settings: Mapping[str, str] | None = None
+    ) -> None:
         self.binary, self.base, self.home, self.model = binary, base, home, model
+        self.settings = dict(settings or {})
         (home / "work").mkdir(parents=True, exist_ok=True)
 
     def run(self, prompt: str, *flags: str) -> list[dict[str, Any]]:
@@ -30,6 +36,7 @@ class ClaudeCode:
             DISABLE_ERROR_REPORTING="1",
             DISABLE_AUTOUPDATER="1",
             DISABLE_BUG_COMMAND="1",
+            **self.settings,
         )
         cmd = [str(self.binary), "-p", prompt, "--output-format", "stream-json", "--verbose", "--model", self.model]
         cmd += ["--allowedTools", "Read", *flags]

@@ -65,11 +65,14 @@ stream_max_retries = 0
 
 
 class Codex:
-    def __init__(self, binary: Path, base: str, home: Path, model: str = "demo") -> None:
+    """``settings`` are more top-level lines of its ``config.toml`` (``model_reasoning_effort = "high"``…)."""
+
+    def __init__(self, binary: Path, base: str, home: Path, model: str = "demo", *settings: str) -> None:
         self.binary, self.home = binary, home
         (home / "codex").mkdir(parents=True, exist_ok=True)
         (home / "work").mkdir(exist_ok=True)
-        (home / "codex" / "config.toml").write_text(CONFIG.format(base=base, model=model))
+        config = "".join(f"{line}\n" for line in settings) + CONFIG.format(base=base, model=model)
+        (home / "codex" / "config.toml").write_text(config)
 
     def run(self, prompt: str, *resume: str) -> list[dict[str, Any]]:
         env = offline_env(CODEX_HOME=str(self.home / "codex"), HOME=str(self.home), GATEWAY_MW_TEST_KEY="unused")

@@ -18,9 +18,10 @@ def _models() -> Any:
     return ChatOpenAI, ChatDeepSeek, ChatAnthropic
 
 
-def make(client: str, base: str, model: str = "demo") -> Any:
+def make(client: str, base: str, model: str = "demo", **options: Any) -> Any:
+    """``options`` are more of the model's own settings (``reasoning_effort="none"``…)."""
     chat_openai, chat_deepseek, chat_anthropic = _models()
-    common: dict[str, Any] = {"model": model, "api_key": "unused", "max_retries": 0, "timeout": 60}
+    common: dict[str, Any] = {"model": model, "api_key": "unused", "max_retries": 0, "timeout": 60, **options}
     if client == "ChatOpenAI":
         return chat_openai(base_url=f"{base}/v1", **common)
     if client == "ChatOpenAI(responses)":

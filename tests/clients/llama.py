@@ -29,6 +29,16 @@ CHAT_TEMPLATE = (
     "{% for p in m['content'] %}{{ p['text'] }}{% endfor %}{% endif %}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
+# The same markers, with the switch a Qwen3 hybrid's template reads: ``enable_thinking`` false closes an
+# empty reasoning block after the generation prompt, so that the model answers without reasoning.
+SWITCH_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for p in m['content'] %}{{ p['text'] }}{% endfor %}{% endif %}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}"
+    "{% endif %}"
+)
 SPECIAL = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", "<|tool|>"]
 
 
@@ -112,7 +122,9 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0) -> None:
 
 
 class LlamaServer:
-    def __init__(self, binary: Path, workdir: Path, port: int, env: dict[str, str]) -> None:
+    """``flags`` are added to the command line (another chat template, a reasoning default…)."""
+
+    def __init__(self, binary: Path, workdir: Path, port: int, env: dict[str, str], *flags: str) -> None:
         model, grammar = workdir / "tiny.gguf", workdir / "think.gbnf"
         build_gguf(model)
         grammar.write_text(GRAMMAR)
@@ -122,7 +134,7 @@ class LlamaServer:
             str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
             "--grammar-file", str(grammar), "--reasoning-format", "none", "--jinja",
             "--ctx-size", "131072", "--parallel", "1", "--threads", str(min(2, os.cpu_count() or 1)),
-            "--seed", "0", "--temp", "1.0", "--n-predict", "64", "--no-webui", "--offline",
+            "--seed", "0", "--temp", "1.0", "--n-predict", "64", "--no-webui", "--offline", *flags,
         ]  # fmt: skip
         self.process = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
@@ -137,6 +149,14 @@ class LlamaServer:
                 self.stop()
                 raise RuntimeError("llama-server did not start:\n" + (workdir / "llama-server.log").read_text()[-4000:])
             time.sleep(0.2)
+
+    def generation_prompt(self) -> str:
+        """What the chat template rendered after the last message of the request its one slot served last
+        (``GET /slots``): where a template's thinking switch shows."""
+        with urllib.request.urlopen(self.base + "/slots", timeout=10) as r:
+            (slot,) = json.load(r)
+        prompt: str = slot["params"]["generation_prompt"]
+        return prompt
 
     def stop(self) -> None:
         self.process.terminate()

@@ -1,7 +1,8 @@
 """A scripted model server that writes its reasoning inline on all three API surfaces and calls tools.
 
 Every answer is ``<think>{reasoning}</think>{answer}`` in the surface's own wire format, streamed in small
-pieces (tags cut in the middle) or as one body. A request that offers a tool the script knows gets that
+pieces (tags cut in the middle) or as one body; on Ollama's ``/api/chat`` the reasoning is the message's
+``thinking``, as Ollama sends it. A request that offers a tool the script knows gets that
 tool called (after inline reasoning); a request that carries the tool's result gets the final answer.
 Every request body is recorded, so a test can read exactly what a client sent back on its second turn.
 
@@ -9,6 +10,10 @@ The requested model name picks a style: ``qwen3*`` writes ``<think>\n…\n</thin
 on chat completions ``native-reasoning`` and ``native-reasoning_content`` send the reasoning in that
 field instead of inline (as vLLM ≥ 0.16, Ollama or SGLang with a reasoning parser do), and ``sglang*``
 spells every absent delta field as an explicit ``null``, as SGLang does.
+
+An upstream that stands for a server (``owned_by``) reads the thinking switch of a Qwen3 hybrid model
+where that server reads it (:func:`thinking_off`): a request that turns thinking off there gets the
+answer alone, as the model writes it when its template closes the reasoning before it starts.
 """
 
 from __future__ import annotations
@@ -35,9 +40,50 @@ class Turn:
 
     def written(self, model: str) -> str:
         """What a model called ``model`` writes: Qwen3-style models put newlines around the tags."""
+        if not self.reasoning:
+            return self.answer
         if model.startswith("qwen3"):
             return f"<think>\n{self.reasoning}\n</think>\n\n{self.answer}"
         return self.text
+
+
+def ctk(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    kwargs = body.get("chat_template_kwargs")
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+def effort(body: Mapping[str, Any]) -> Any:
+    reasoning = body.get("reasoning")
+    return reasoning.get("effort") if isinstance(reasoning, dict) else None
+
+
+def can_think(model: str) -> bool:
+    """What Ollama's ``/api/show`` says of a model: a Llama 3 cannot think; every other one it serves can."""
+    return not model.startswith("llama3")
+
+
+def thinking_off(server: str | None, path: str, body: Mapping[str, Any]) -> bool:
+    """Whether ``server`` renders a Qwen3 hybrid's prompt with thinking off for ``body`` on ``path``: vLLM
+    reads the template's ``enable_thinking`` (derived from ``reasoning_effort`` on chat when absent;
+    its ``/v1/messages`` and ``/v1/responses`` have no other switch a Qwen3 template reads), llama.cpp
+    reads it or ``reasoning_effort: "none"`` (its Responses endpoint copies ``reasoning.effort`` there),
+    as its README says of current builds (in the build test_controls.py runs, ``none`` turns nothing off), Ollama
+    reads ``think`` on ``/api/chat`` (a model that cannot think never does; ``think: true`` or a level to
+    it is a 400) and the effort on ``/v1``."""
+    kwargs = ctk(body)
+    if server == "vllm":
+        if "enable_thinking" in kwargs or not path.endswith("/chat/completions"):
+            return kwargs.get("enable_thinking") is False
+        return body.get("reasoning_effort") == "none"
+    if server == "llamacpp":
+        if "enable_thinking" in kwargs:
+            return kwargs["enable_thinking"] is False
+        return body.get("reasoning_effort") == "none" or (path.endswith("/responses") and effort(body) == "none")
+    if server == "library":  # Ollama
+        if path.startswith("/api/"):
+            return body.get("think") is False or not can_think(str(body.get("model")))
+        return body.get("reasoning_effort") == "none" or effort(body) == "none"
+    return False
 
 
 PLAIN = Turn("The user greets me, so I greet back in one short line.", "Hello from the scripted model!")
@@ -96,7 +142,13 @@ class ScriptedUpstream:
         return None
 
     def plan(self, path: str, body: Mapping[str, Any]) -> tuple[Turn, tuple[str, dict[str, Any]] | None]:
-        if path.endswith("/chat/completions"):
+        turn, tool = self._plan(path, body)
+        if thinking_off(self.owned_by, path, body):
+            turn = Turn("", turn.answer)
+        return turn, tool
+
+    def _plan(self, path: str, body: Mapping[str, Any]) -> tuple[Turn, tuple[str, dict[str, Any]] | None]:
+        if path.endswith(("/chat/completions", "/api/chat")):
             answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in body.get("messages") or [])
         elif path.endswith("/messages"):
             answered = any(
@@ -123,6 +175,10 @@ class ScriptedUpstream:
         self.requests.append(Recorded(request.path, body))
         turn, tool = self.plan(request.path, body)
         model = str(body.get("model", "scripted"))
+        if request.path == "/api/chat":
+            if body.get("think") not in (None, False) and not can_think(model):
+                return web.json_response({"error": f'"{model}" does not support thinking'}, status=400)
+            return await self._ollama(request, model, turn, tool, body.get("stream", True) is not False)
         stream = bool(body.get("stream"))
         if request.path.endswith("/chat/completions"):
             events = _chat(model, turn, tool, stream)
@@ -141,6 +197,28 @@ class ScriptedUpstream:
         await response.write_eof()
         return response
 
+    async def _ollama(
+        self, request: web.Request, model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool
+    ) -> web.StreamResponse:
+        lines = list(_ollama_chat(model, turn, tool, stream))
+        if not stream:
+            return web.json_response(lines[0])
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await response.prepare(request)
+        for line in lines:
+            await response.write(json.dumps(line).encode() + b"\n")
+        await response.write_eof()
+        return response
+
+    async def ollama_version(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": OLLAMA_VERSION})
+
+    async def ollama_show(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(Recorded(request.path, body))
+        capabilities = ["completion", "tools", *(["thinking"] if can_think(str(body.get("model"))) else [])]
+        return web.json_response({"capabilities": capabilities})
+
     async def models(self, request: web.Request) -> web.Response:
         model: dict[str, Any] = {"id": "scripted", "object": "model"}
         if self.owned_by is not None:
@@ -157,6 +235,8 @@ class ScriptedUpstream:
             self._loop = loop
             app = web.Application(client_max_size=64 * 1024 * 1024)
             app.router.add_get("/v1/models", self.models)
+            app.router.add_get("/api/version", self.ollama_version)
+            app.router.add_post("/api/show", self.ollama_show)
             app.router.add_post("/{tail:.*}", self.handle)
             runner = web.AppRunner(app, access_log=None)
             loop.run_until_complete(runner.setup())
@@ -179,6 +259,40 @@ class ScriptedUpstream:
 
 
 Event = tuple[str | None, Any]
+OLLAMA_VERSION = "0.33.0"
+
+
+def _ollama_chat(
+    model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool
+) -> Iterator[dict[str, Any]]:
+    """Ollama's ``/api/chat`` answer: one body, or one JSON line per piece and a closing ``done`` line."""
+    head = {"model": model, "created_at": "2026-01-01T00:00:00Z"}
+    done = {
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 1000,
+        "load_duration": 10,
+        "prompt_eval_count": 10,
+        "prompt_eval_duration": 100,
+        "eval_count": 20,
+        "eval_duration": 500,
+    }
+    calls = [{"function": {"name": tool[0], "arguments": tool[1]}}] if tool else []
+    if not stream:
+        message: dict[str, Any] = {"role": "assistant", "content": turn.answer}
+        if turn.reasoning:
+            message["thinking"] = turn.reasoning
+        if calls:
+            message["tool_calls"] = calls
+        yield {**head, "message": message, **done}
+        return
+    for piece in pieces(turn.reasoning):
+        yield {**head, "message": {"role": "assistant", "content": "", "thinking": piece}, "done": False}
+    for piece in pieces(turn.answer):
+        yield {**head, "message": {"role": "assistant", "content": piece}, "done": False}
+    if calls:
+        yield {**head, "message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": False}
+    yield {**head, "message": {"role": "assistant", "content": ""}, **done}
 
 
 def _chat(model: str, turn: Turn, tool: tuple[str, dict[str, Any]] | None, stream: bool) -> Iterator[Event]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -27,11 +27,7 @@ def _logger_levels_restored() -> Iterator[None]:
         logger.setLevel(level)
 
 
-class _Closable(Protocol):
-    async def close(self) -> Any: ...
-
-
-_C = TypeVar("_C", bound=_Closable)
+_C = TypeVar("_C")
 
 
 class Closing:
@@ -39,7 +35,7 @@ class Closing:
     garbage collector later, in another test, which then finds an error in its log."""
 
     def __init__(self) -> None:
-        self.made: list[_Closable] = []
+        self.made: list[object] = []
 
     def __call__(self, client: _C) -> _C:
         self.made.append(client)
@@ -51,4 +47,6 @@ async def closing() -> AsyncIterator[Closing]:
     kept = Closing()
     yield kept
     for client in kept.made:
-        await client.close()
+        close = getattr(client, "close", None)
+        if close is not None:  # the oldest ollama clients have none (their httpx client closes quietly)
+            await close()

@@ -27,6 +27,7 @@ from ..chatwire import chunk
 from ..conftest import Closing
 from ..core.matrix import CASES
 from ..history.test_record_http import CALL, WRITTEN, Upstream, two_turns
+from ..messages.test_sdk import blocks
 from ..messageswire import TOOL_USE, json_delta, message_start, start, stop, tb, text, tool_start
 from ..ollama import wire as ollama_wire
 
@@ -284,7 +285,7 @@ async def test_messages_the_anthropic_sdk_accumulates_a_well_formed_answer(
         final = await stream.get_final_message()
     whole = await client.messages.create(**args)
     for msg in (final, whole):
-        assert [b.to_dict(exclude_unset=True) for b in msg.content] == [tb("".join(ANSWER)), TOOL_USE]
+        assert blocks(msg) == [tb("".join(ANSWER)), TOOL_USE]
     events = [e.to_dict() async for e in await client.messages.create(**args, stream=True)]
     assert events == MESSAGES_EXPECTED
 

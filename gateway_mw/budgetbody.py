@@ -12,7 +12,7 @@ from typing import Any
 
 from .sse import SSEDecoder
 
-__all__ = ["ChatBody"]
+__all__ = ["ChatBody", "as_stream"]
 
 _HEAD = ("id", "created", "model", "system_fingerprint")
 _TEXTS = ("content", "reasoning_content", "reasoning")
@@ -90,6 +90,31 @@ class ChatBody:
                 held["function"]["name"] = function["name"]
             if isinstance(function.get("arguments"), str):
                 held["function"]["arguments"] += function["arguments"]
+
+
+def as_stream(body: bytes) -> bytes | None:
+    """A ``chat.completion`` body as the stream of the same answer (its first choice: one chunk
+    with the message's members as its delta, then the usage, then ``[DONE]``), for a continuation
+    an upstream answered with one body though a stream was asked for; ``None``: no such body."""
+    try:
+        answer = json.loads(body)  # the standard library: a lone surrogate half is read as it is
+    except ValueError:
+        return None
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(first, dict) or not isinstance(message, dict):
+        return None
+    delta = {key: value for key, value in message.items() if key != "role" and value is not None}
+    calls = delta.get("tool_calls")
+    if isinstance(calls, list):
+        delta["tool_calls"] = [{"index": i, **c} if isinstance(c, dict) else c for i, c in enumerate(calls)]
+    head = {key: answer[key] for key in _HEAD if key in answer} | {"object": "chat.completion.chunk"}
+    chunks = [head | {"choices": [{"index": 0, "delta": delta, "finish_reason": first.get("finish_reason")}]}]
+    if isinstance(answer.get("usage"), dict):
+        chunks.append(head | {"choices": [], "usage": answer["usage"]})
+    events = [b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n" for chunk in chunks]
+    return b"".join(events) + b"data: [DONE]\n\n"
 
 
 def _summed(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:

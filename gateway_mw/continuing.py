@@ -16,7 +16,7 @@ from multidict import CIMultiDict
 
 from .aio import clone_with, read_already
 from .budget import Echo, Joined, prefill
-from .budgetbody import ChatBody
+from .budgetbody import ChatBody, as_stream
 from .config import ThinkExtractConfig
 from .controls.continuation import continuation
 from .exchange import Session, TranslatingWriter
@@ -59,6 +59,8 @@ class ContinuingWriter(TranslatingWriter):
         self.answered = False
         """The continuation came as a stream, and its events went to the client."""
         self.ended = False
+        self._whole: bytearray | None = None
+        """The continuation came as one JSON body though a stream was asked for: its bytes so far."""
 
     def enable_chunking(self) -> None:
         pass  # the stream's framing is the first answer's
@@ -69,9 +71,12 @@ class ContinuingWriter(TranslatingWriter):
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
         session = self._session
         status = int(status_line.split(" ", 2)[1])
-        if session.response_kind(status, headers, False) == "sse":
+        kind = session.response_kind(status, headers, False)
+        if kind in ("sse", "json"):
             self._pipeline = StreamPipeline(session.surface, self._config, session.new_id)
             self.answered = True
+            if kind == "json":  # read whole, then sent on as the stream of the same answer
+                self._whole = bytearray()
         else:
             log.warning("gateway_mw: the continuation after a reasoning budget was answered %s", status_line)
 
@@ -79,7 +84,13 @@ class ContinuingWriter(TranslatingWriter):
         pass
 
     def write(self, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
-        if self._pipeline is not None and not self.ended:
+        if self._whole is not None:
+            if len(self._whole) + len(chunk) <= self._config.max_body_bytes:
+                self._whole += chunk
+            else:  # past what the gateway reads of a body: no answer to send on
+                self._whole, self.answered = None, False
+                self._pipeline = None
+        elif self._pipeline is not None and not self.ended:
             out = self.joined.feed(self._pipeline.feed(self._echo.feed(bytes(chunk))))
             if out:
                 return self._send(out, end=False)
@@ -102,9 +113,18 @@ class ContinuingWriter(TranslatingWriter):
         if self._pipeline is None:
             await self.end_first()
             return
+        raw = bytes(chunk)
+        if self._whole is not None:
+            stream = as_stream(bytes(self._whole) + raw)
+            if stream is None:
+                self.answered = False
+                self._pipeline = None
+                await self.end_first()
+                return
+            raw = stream
         self.ended = True
         joined = self.joined
-        raw = self._echo.feed(bytes(chunk)) + self._echo.finish()
+        raw = self._echo.feed(raw) + self._echo.finish()
         out = joined.feed(self._pipeline.feed(raw) + self._pipeline.finish()) + joined.finish()
         await self._send(out, end=True)
 

@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, proxy, setup
+from gateway_mw.budgetbody import as_stream
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
@@ -361,6 +362,54 @@ async def test_a_client_gone_during_the_continuation_is_counted_gone(start: Star
     while not front.stats.surface("chat").budgets:  # until the middleware is done with it
         await asyncio.sleep(0)
     assert front.stats.surface("chat").budgets == {"client_gone": 1}
+
+
+class AnsweringInOneBody(Thinker):
+    """Answers the continuation with one ``chat.completion`` body, though a stream was asked for
+    (as a server that does not stream a continued message, or a handler that buffers, may)."""
+
+    async def _answer(self, request: web.Request, served: Served) -> web.StreamResponse:
+        if len(self.served) == 1:
+            return await super()._answer(request, served)
+        message = {"role": "assistant", "content": "".join(ANSWER), "tool_calls": [CALL]}
+        usage = {"prompt_tokens": 9, "completion_tokens": len(ANSWER), "total_tokens": 9 + len(ANSWER)}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        answer = {"id": "chatcmpl-2", "object": "chat.completion", "created": 1002, "model": MODEL}
+        served.generated = len(ANSWER)
+        return web.json_response(answer | {"choices": [choice], "usage": usage})
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a":2}'}}
+
+
+async def test_a_continuation_answered_in_one_body_is_the_rest_of_the_answer(start: Start) -> None:
+    """The continuation's answer in one JSON body goes to the client as the rest of its stream: the
+    content and the tool call whole, the first answer's id, one finish, the usage, one ``[DONE]``."""
+    front = await start(AnsweringInOneBody("vllm"), reasoning_budget_enforcement="gateway")
+    chunks = await events(front, request("think", 2, stream_options={"include_usage": True}))
+    assert reasoning_of(chunks) == [token(0), token(1)]
+    assert content_of(chunks) == "".join(ANSWER)
+    assert_one_answer(chunks)
+    calls = [call for c in chunks[:-1] for ch in c["choices"] for call in ch["delta"].get("tool_calls", ())]
+    assert calls == [{"index": 0, **CALL}]
+    assert [c["usage"]["completion_tokens"] for c in chunks[:-1] if c.get("usage")] == [len(ANSWER)]
+    assert front.stats.surface("chat").budgets == {"continued": 1}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"[]",
+        b'{"choices": {}}',
+        b'{"choices": []}',
+        b'{"choices": [1]}',
+        b'{"choices": [{"message": "x"}]}',
+        b"\xff",
+    ],
+)
+def test_a_body_that_is_no_answer_is_no_continuation(body: bytes) -> None:
+    assert as_stream(body) is None
 
 
 async def test_reasoning_reopened_in_the_continuation_is_reasoning_not_counted(start: Start) -> None:

@@ -3,16 +3,14 @@ so a test reads exactly what the server received; the answer comes back as the s
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-from .scripted import Recorded
+from .scripted import AppThread, Recorded
 
 # Hop-by-hop and framing headers: the pass-through frames its own requests and answers.
 _DROP = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
@@ -24,8 +22,7 @@ class Recorder:
     target: str
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
+    _server: AppThread | None = None
 
     @property
     def base(self) -> str:
@@ -51,36 +48,19 @@ class Recorder:
             return response
 
     def start(self) -> None:
-        ready = threading.Event()
-
         async def open_session(app: web.Application) -> None:
             app[SESSION] = aiohttp.ClientSession(auto_decompress=False)
 
         async def close_session(app: web.Application) -> None:
             await app[SESSION].close()
 
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application(client_max_size=64 * 1024 * 1024)
-            app.on_startup.append(open_session)
-            app.on_cleanup.append(close_session)
-            app.router.add_route("*", "/{tail:.*}", self.forward)
-            runner = web.AppRunner(app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = runner.addresses[0][1]
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="recorder", daemon=True)
-        self._thread.start()
-        ready.wait(10)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.on_startup.append(open_session)
+        app.on_cleanup.append(close_session)
+        app.router.add_route("*", "/{tail:.*}", self.forward)
+        self._server = AppThread(app, "recorder")
+        self.port = self._server.start()
 
     def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
+        if self._server is not None:
+            self._server.stop()

@@ -113,6 +113,45 @@ def _tool_names(tools: Any) -> list[str]:
     return names
 
 
+class AppThread:
+    """An aiohttp application served on 127.0.0.1 by an event loop of its own, in a thread: what a
+    client run as a subprocess, or a blocking SDK, can reach while the test waits for it."""
+
+    def __init__(self, app: web.Application, name: str) -> None:
+        self._app = app
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> int:
+        """Serve it; its port."""
+        ready = threading.Event()
+        port = 0
+
+        def run() -> None:
+            nonlocal port
+            loop = self._loop = asyncio.new_event_loop()
+            runner = web.AppRunner(self._app, access_log=None)
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            port = runner.addresses[0][1]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return port
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+
 @dataclass
 class ScriptedUpstream:
     """Serves on 127.0.0.1 in a thread of its own; ``tools`` maps a tool name to the arguments to call it with."""
@@ -123,8 +162,7 @@ class ScriptedUpstream:
     for Ollama): the server it stands for, as the gateway tells servers apart."""
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
+    _server: AppThread | None = None
 
     @property
     def base(self) -> str:
@@ -228,34 +266,17 @@ class ScriptedUpstream:
     # -- running ----------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        ready = threading.Event()
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application(client_max_size=64 * 1024 * 1024)
-            app.router.add_get("/v1/models", self.models)
-            app.router.add_get("/api/version", self.ollama_version)
-            app.router.add_post("/api/show", self.ollama_show)
-            app.router.add_post("/{tail:.*}", self.handle)
-            runner = web.AppRunner(app, access_log=None)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = runner.addresses[0][1]
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="scripted-upstream", daemon=True)
-        self._thread.start()
-        ready.wait(10)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/api/version", self.ollama_version)
+        app.router.add_post("/api/show", self.ollama_show)
+        app.router.add_post("/{tail:.*}", self.handle)
+        self._server = AppThread(app, "scripted-upstream")
+        self.port = self._server.start()
 
     def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
+        if self._server is not None:
+            self._server.stop()
 
 
 Event = tuple[str | None, Any]

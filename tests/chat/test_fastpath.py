@@ -121,6 +121,31 @@ def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int, f
     assert fast_counts == full_counts
 
 
+_STEADY = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"word"},"logprobs":null,"finish_reason":null}]}\n\n'
+)
+_ROLE_AGAIN = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    b'"delta":{"role":"assistant","content":"abc","reasoning_content":null},"finish_reason":null}]}\n\n'
+)
+
+
+@pytest.mark.parametrize("field", ["both", "reasoning_content", "reasoning"])
+@pytest.mark.parametrize("tail", [_ROLE_AGAIN + b": keepalive\n\n", _ROLE_AGAIN + _STEADY + b": ping\n\n"])
+def test_a_comment_after_the_last_reasoning_event_of_a_read_is_not_lost(field: str, tail: bytes) -> None:
+    """A read that ends with a comment after steady reasoning events (one of them saying its role
+    again): the window's events are renamed one by one, and the comment after them goes on too."""
+    start = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    start += b'"choices":[{"index":0,"delta":{"content":"<think>"}}]}\n\n'
+    upstream = start + _STEADY * 10 + tail
+    config = CFG.replace(chat_reasoning_field=field)
+    fast, _ = run(upstream, 1 << 20, full=False, config=config)
+    full, _ = run(upstream, 1 << 20, full=True, config=config)
+    assert fast == full
+    assert fast.endswith(tail[tail.rindex(b"\n\n:") + 2 :])
+
+
 @pytest.mark.parametrize("trim", [False, True, "tail"])
 def test_the_fast_paths_are_taken(trim: bool | str) -> None:
     """The property above would hold vacuously if the fast paths never ran: check they do.

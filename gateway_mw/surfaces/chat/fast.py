@@ -324,7 +324,8 @@ class ChatStream(ChatReference):
         # its piece: the events before it are taken.
         bodies = span[6:-2].split(b"\n\ndata: ")
         events = len(bodies)
-        if span.count(b"\n") != 2 * events:
+        others = span.count(b"\n") != 2 * events  # the span goes on past its last whole data event
+        if others:
             other = next(i for i, body in enumerate(bodies) if b"\n" in body)
             line = bodies[other].find(b"\n")
             if bodies[other].startswith(b"\n\n", line):  # a whole event, then one of other lines
@@ -345,7 +346,7 @@ class ChatStream(ChatReference):
             deltas.append(delta)
         if not deltas:
             return DECLINED
-        if len(deltas) < events:
+        if len(deltas) < events or others:  # the span given back ends with the last event proven
             del bodies[len(deltas) :]
             span = span[: sum(map(len, bodies)) + 8 * len(bodies)]  # each event: "data: ", body, "\n\n"
         out = span if steady.kind == CONTENT else renamed_all(span, bodies, deltas, self.field)  # type: ignore[arg-type]

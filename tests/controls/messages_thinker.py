@@ -85,7 +85,8 @@ class MessagesThinker:
 
         def block(kind: str) -> None:
             empty = {"type": "text", "text": ""} if kind == "text" else {"type": kind, "thinking": "", "signature": ""}
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": empty}))
+            opened = {"type": "content_block_start", "index": index, "content_block": empty}
+            events.append(("content_block_start", opened))
 
         def delta(value: dict[str, Any]) -> None:
             events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": value}))

@@ -186,10 +186,10 @@ async def test_a_budget_ends_the_thinking_and_the_model_answers(start: Start, na
 
 async def test_a_client_that_asks_for_no_stream_gets_one_body(start: Start) -> None:
     front = await start(MessagesThinker("llamacpp"))
-    async with aiohttp.ClientSession() as session:
-        async with session.post(front.url + ROUTE, json=request("think", 3, stream=False)) as resp:
-            assert resp.status == 200 and resp.content_type == "application/json"
-            body = await resp.json()
+    body = request("think", 3, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "application/json"
+        body = await resp.json()
     first, second = await front.thinker.over()
     assert first.body["stream"] is True and second.body["stream"] is True  # asked for as streams
     assert body == {
@@ -289,9 +289,7 @@ async def test_a_limit_the_thinking_used_up_is_not_continued(start: Start) -> No
 
 
 @pytest.mark.parametrize("server", ["vllm", "sglang"])
-async def test_servers_whose_messages_endpoint_cannot_continue_get_no_gateway_budget(
-    start: Start, server: str
-) -> None:
+async def test_servers_whose_messages_endpoint_cannot_continue_get_no_gateway_budget(start: Start, server: str) -> None:
     """vLLM's and SGLang's messages endpoints build their chat request with no
     ``continue_final_message``: the gateway does not cut what it could not continue."""
     front = await start(MessagesThinker(server))

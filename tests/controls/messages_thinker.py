@@ -25,7 +25,7 @@ from aiohttp import web
 
 from .thinker import ANSWER, FOREVER, Served, token
 
-__all__ = ["MessagesThinker"]
+__all__ = ["MessagesThinker", "assert_one_message"]
 
 
 @dataclass
@@ -190,3 +190,49 @@ def _body(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             message |= data["delta"]
             message["usage"] = message["usage"] | data["usage"]
     return message | {"content": blocks}
+
+
+def assert_one_message(stream: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One well-formed message, read as strictly as the protocol allows: one ``message_start`` first
+    and one ``message_stop`` last, blocks numbered 0, 1, 2… as they start, every delta and stop to an
+    open block, every thinking block signed before it stops, nothing open at the message's end.
+    Returns the message the events make."""
+    names = [name for name, _ in stream]
+    assert all(name == data["type"] for name, data in stream)
+    assert names[0] == "message_start" and names.count("message_start") == 1
+    assert names[-1] == "message_stop" and names.count("message_stop") == 1
+    assert names[-2] == "message_delta" and names.count("message_delta") == 1
+    message = dict(stream[0][1]["message"])
+    blocks: list[dict[str, Any]] = []
+    open_: set[int] = set()
+    signed: set[int] = set()
+    partial: dict[int, str] = {}
+    for name, data in stream[1:-2]:
+        index = data.get("index")
+        if name == "content_block_start":
+            assert index == len(blocks) and not open_
+            blocks.append(dict(data["content_block"]))
+            open_.add(index)
+        elif name == "content_block_delta":
+            assert index in open_
+            delta = data["delta"]
+            assert index not in signed
+            if delta["type"] == "input_json_delta":
+                partial[index] = partial.get(index, "") + delta["partial_json"]
+                continue
+            key = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}[delta["type"]]
+            blocks[index][key] += delta[key]
+            if key == "signature":
+                signed.add(index)
+        elif name == "content_block_stop":
+            assert index in open_
+            if blocks[index]["type"] == "thinking":
+                assert index in signed
+            if index in partial:
+                blocks[index]["input"] = json.loads(partial[index])
+            open_.discard(index)
+        else:
+            assert name == "ping", name
+    assert not open_
+    end = stream[-2][1]
+    return message | end["delta"] | {"content": blocks, "usage": message["usage"] | end["usage"]}

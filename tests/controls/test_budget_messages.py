@@ -21,7 +21,7 @@ from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.marks import gateway_signature
 from gateway_mw.stats import ThinkExtractStats
 
-from .messages_thinker import MessagesThinker
+from .messages_thinker import MessagesThinker, assert_one_message
 from .thinker import ANSWER, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -105,46 +105,6 @@ async def events(front: Front, body: dict[str, Any]) -> list[tuple[str, dict[str
         assert name.startswith("event: ") and data.startswith("data: "), block
         out.append((name[len("event: ") :], json.loads(data[len("data: ") :])))
     return out
-
-
-def assert_one_message(stream: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """One well-formed message, read as strictly as the protocol allows: one ``message_start`` first
-    and one ``message_stop`` last, blocks numbered 0, 1, 2… as they start, every delta and stop to an
-    open block, every thinking block signed before it stops, nothing open at the message's end.
-    Returns the message the events make."""
-    names = [name for name, _ in stream]
-    assert all(name == data["type"] for name, data in stream)
-    assert names[0] == "message_start" and names.count("message_start") == 1
-    assert names[-1] == "message_stop" and names.count("message_stop") == 1
-    assert names[-2] == "message_delta" and names.count("message_delta") == 1
-    message = dict(stream[0][1]["message"])
-    blocks: list[dict[str, Any]] = []
-    open_: set[int] = set()
-    signed: set[int] = set()
-    for name, data in stream[1:-2]:
-        index = data.get("index")
-        if name == "content_block_start":
-            assert index == len(blocks) and not open_
-            blocks.append(dict(data["content_block"]))
-            open_.add(index)
-        elif name == "content_block_delta":
-            assert index in open_
-            delta = data["delta"]
-            key = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}[delta["type"]]
-            assert index not in signed
-            blocks[index][key] += delta[key]
-            if key == "signature":
-                signed.add(index)
-        elif name == "content_block_stop":
-            assert index in open_
-            if blocks[index]["type"] == "thinking":
-                assert index in signed
-            open_.discard(index)
-        else:
-            assert name == "ping", name
-    assert not open_
-    end = stream[-2][1]
-    return message | end["delta"] | {"content": blocks, "usage": message["usage"] | end["usage"]}
 
 
 def thought(budget: int) -> str:

@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
 from gateway_mw.stats import ThinkExtractStats
 
@@ -304,3 +305,69 @@ async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> 
         resp.close()
     served = await thinker.over()
     assert len(served) == 1 and served[0].stopped
+
+
+ON = "chat_template_kwargs.enable_thinking=true, chat_template_kwargs.thinking=true"
+SWITCH = {"chat_template_kwargs": b'{"enable_thinking":true,"thinking":true}'}
+REMOVED = SWITCH | {"thinking": None}
+
+
+@pytest.mark.parametrize(
+    ("server", "enforcement", "policy", "stream", "expected"),
+    [
+        # auto: llama.cpp's own budget (the client's thinking.budget_tokens, left as it came)
+        ("llamacpp", "auto", "unsigned", True, (ON, "applied", False, SWITCH)),
+        # gateway: the client's thinking would be llama.cpp's budget, and it would cut first
+        (
+            "llamacpp",
+            "gateway",
+            "unsigned",
+            True,
+            (
+                f"{ON}, thinking removed, budget 64 enforced by the gateway",
+                "applied",
+                True,
+                SWITCH | {"thinking": None},
+            ),
+        ),
+        (
+            "llamacpp",
+            "gateway",
+            "unsigned",
+            False,
+            (
+                f"{ON}, thinking removed, budget 64 enforced by the gateway, stream=true",
+                "applied",
+                True,
+                SWITCH | {"thinking": None, "stream": b"true"},
+            ),
+        ),
+        # redacted: nothing to count as it streams, so the server's
+        ("llamacpp", "gateway", "redacted", True, (ON, "applied", False, SWITCH)),
+        # vLLM's messages endpoint continues no final assistant message: thinking on, no budget
+        ("vllm", "gateway", "unsigned", True, (ON, "nearest", False, SWITCH)),
+        # off: no one's budget, llama.cpp's neither
+        (
+            "llamacpp",
+            "off",
+            "unsigned",
+            True,
+            (f"{ON}, thinking removed", "nearest", False, SWITCH | {"thinking": None}),
+        ),
+    ],
+)
+def test_who_enforces_a_budget_on_messages(
+    server: str, enforcement: str, policy: str, stream: bool, expected: tuple[str, str, bool, dict[str, Any]]
+) -> None:
+    body = json.dumps(request("Hi", 64, stream=stream)).encode()
+    both = read_with_texts(body)
+    assert both is not None
+    fields, texts = both
+    config = ThinkExtractConfig(
+        upstream_server=server,  # type: ignore[arg-type]
+        reasoning_budget_enforcement=enforcement,  # type: ignore[arg-type]
+        messages_policy=policy,  # type: ignore[arg-type]
+    )
+    intent = read_intent(body, "messages", fields, texts)
+    controlled = write_controls(intent, fields, "messages", server, config.for_model(None))
+    assert (controlled.written, controlled.outcome, controlled.by_gateway, dict(controlled.edits)) == expected

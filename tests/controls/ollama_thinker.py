@@ -124,7 +124,9 @@ class OllamaThinker:
                     return
             line: dict[str, Any] = {"model": body["model"], "created_at": CREATED}
             if chat:
-                line["message"] = {"role": "assistant", "content": text} | ({"thinking": reasoning} if reasoning else {})
+                line["message"] = {"role": "assistant", "content": text} | (
+                    {"thinking": reasoning} if reasoning else {}
+                )
             else:
                 line["response"] = text
                 if reasoning:

@@ -1,7 +1,8 @@
 """The aiohttp side of a reasoning budget the gateway enforces: once the first answer's writer has
-cut it (:class:`~gateway_mw.exchange.TranslatingWriter` with a :class:`~gateway_mw.budget.BudgetCount`),
+cut it (:class:`~gateway_mw.exchange.TranslatingWriter` with a surface's budget counter),
 the same handler is asked again for the continuation, and what it writes goes to the client as the
-rest of the same answer (:class:`ContinuingWriter`).
+rest of the same answer (:class:`ContinuingWriter`). What differs by surface is the surface's
+:class:`~gateway_mw.surfaces.budgeting.BudgetSide`.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
 from .aio import clone_with, read_already
-from .budget import Echo, Joined, prefill
-from .budgetbody import ChatBody, as_stream
 from .config import ThinkExtractConfig
 from .controls.continuation import continuation
 from .exchange import Session, TranslatingWriter
 from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER
 from .pipeline import StreamPipeline
+from .surfaces.budgeting import BudgetSide, Collector, Joiner, StreamFilter, prefill
 
 __all__ = ["ContinuingWriter", "continue_answer", "whole_body"]
 
@@ -39,7 +39,7 @@ def continuation_config(config: ThinkExtractConfig, model: str | None) -> ThinkE
 
 class ContinuingWriter(TranslatingWriter):
     """The continuation's payload writer: its status and headers are not the client's (the first
-    answer's went out); a stream's events go on, translated and joined (:class:`~.budget.Joined`);
+    answer's went out); a stream's events go on, translated and joined (the counter's joiner);
     anything else (a refusal, an error) is not sent, and the first answer is ended instead."""
 
     def __init__(
@@ -48,10 +48,12 @@ class ContinuingWriter(TranslatingWriter):
         inner: AbstractStreamWriter,
         session: Session,
         config: ThinkExtractConfig,
-        joined: Joined,
-        echo: Echo,
+        side: BudgetSide,
+        joined: Joiner,
+        echo: StreamFilter,
     ) -> None:
         super().__init__(inner, session)
+        self._side = side
         self._echo = echo
         self._first = first
         self._config = config
@@ -115,7 +117,7 @@ class ContinuingWriter(TranslatingWriter):
             return
         raw = bytes(chunk)
         if self._whole is not None:
-            stream = as_stream(bytes(self._whole) + raw)
+            stream = self._side.as_stream(bytes(self._whole) + raw)
             if stream is None:
                 self.answered = False
                 self._pipeline = None
@@ -130,7 +132,7 @@ class ContinuingWriter(TranslatingWriter):
 
     async def end_first(self) -> None:
         """No continuation, or what there was of it ended early: the answer ends where it is, with
-        ``finish_reason: "length"`` and ``[DONE]``."""
+        the reason ``length`` (chat's ``finish_reason``, messages' ``stop_reason: max_tokens``…)."""
         if self.ended:
             return
         self.ended = True
@@ -163,7 +165,8 @@ async def continue_answer(
     on as the same answer. ``first`` is what the handler returned for the first answer (``None``:
     it raised ``error``, the budget's own error as a rule)."""
     budget = first_writer.budget
-    assert budget is not None
+    side = session.definition.budget
+    assert budget is not None and side is not None
     transport = request.transport
     if transport is None or transport.is_closing():  # the client left meanwhile: nothing to continue for
         session.budgeted(budget.counted, "client_gone")
@@ -172,15 +175,15 @@ async def continue_answer(
         assert first is not None
         return first
     config = continuation_config(session.config, budget.model)
-    joined = Joined(budget.head, config.max_event_bytes)
+    joined = budget.joiner(config.max_event_bytes)
     pair = config.tag_pairs[0]
     text = prefill(pair.open, budget.reasoning, config.reasoning_budget_message, pair.close)
-    echo = Echo(text, config.max_event_bytes)
-    writer = ContinuingWriter(first_writer, inner, session, config, joined, echo)
+    echo = side.echo(text, config.max_event_bytes)
+    writer = ContinuingWriter(first_writer, inner, session, config, side, joined, echo)
     answer = first if first is not None else web.StreamResponse()  # what aiohttp is handed: sent already
     body = read_already(request)
     server = request.get(THINKEXTRACT_SERVER) or config.upstream_server
-    continued = continuation(body, text, session.surface, server, budget.counted) if body is not None else None
+    continued = None if body is None else continuation(body, text, side, session.surface, server, budget.counted)
     if continued is None:
         session.budgeted(budget.counted, "not_continued")
         await writer.abort()
@@ -204,11 +207,10 @@ async def continue_answer(
     return answer
 
 
-def whole_body(session: Session, stream: bytes) -> bytes:
-    """The body a whole stream makes, translated: the answer of a client that asked for no stream,
-    when the handler returned the stream it was given in one piece."""
+def whole_body(session: Session, collect: Collector, stream: bytes) -> bytes:
+    """The body a whole stream makes, translated (by ``collect``): the answer of a client that asked
+    for no stream, when the handler returned the stream it was given in one piece."""
     pipeline = StreamPipeline(session.surface, session.config, session.new_id)
-    collect = ChatBody(session.config.max_event_bytes)
     collect.feed(pipeline.feed(stream) + pipeline.finish())
     session.translated(pipeline.counts, pipeline.error)
     return collect.body()

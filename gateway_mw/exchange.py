@@ -16,8 +16,6 @@ from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
-from .budget import BudgetCount
-from .budgetbody import ChatBody
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -26,6 +24,7 @@ from .pipeline import StreamPipeline, transform_body
 from .record import DEFAULT_MAX_ENTRY_BYTES, ReasoningRecord, RecordBase
 from .stats import ThinkExtractStats
 from .surfaces import Counts
+from .surfaces.budgeting import BudgetCounter, Collector
 from .surfaces.registry import SURFACES
 
 __all__ = ["THINKEXTRACT_BUDGET", "BudgetSpent", "Budgeted", "Session", "TranslatingWriter"]
@@ -175,9 +174,9 @@ class TranslatingWriter(AbstractStreamWriter):
         self._body = bytearray()
         self._eof = False
         self.length: int | None = None
-        self.budget: BudgetCount | None = None
+        self.budget: BudgetCounter | None = None
         """Set before the handler runs: the reasoning budget the gateway enforces on this stream."""
-        self.collect: ChatBody | None = None
+        self.collect: Collector | None = None
         """Set with :attr:`budget` when the client asked for no stream: the body the stream makes."""
 
     # Counters aiohttp reads from its writer.
@@ -265,7 +264,7 @@ class TranslatingWriter(AbstractStreamWriter):
         """The budget ended this answer: the rest is the continuation's."""
         return self.budget is not None and self.budget.cut
 
-    def _within_budget(self, budget: BudgetCount, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
+    def _within_budget(self, budget: BudgetCounter, chunk: bytes | bytearray | memoryview) -> Coroutine[Any, Any, None]:
         """:meth:`write` of a stream under a budget: what the pipeline gives, up to the cut."""
         if budget.cut:
             raise BudgetSpent("the reasoning budget is spent")

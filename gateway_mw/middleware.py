@@ -19,8 +19,6 @@ from typing import Final, TypeVar
 from aiohttp import hdrs, web
 
 from .aio import swap_writer
-from .budget import BudgetCount
-from .budgetbody import ChatBody
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .continuing import continue_answer, whole_body
 from .exchange import THINKEXTRACT_BUDGET, Session, TranslatingWriter
@@ -187,15 +185,16 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
         if controlled.intent.exclude:  # the client wants no reasoning back
             session.config = session.config.replace(reasoning_exclude=True)
     budget = None
-    if controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:
-        budget = BudgetCount(controlled.intent.budget, config.max_event_bytes)
+    side = session.definition.budget
+    if side is not None and controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:
+        budget = side.counter(controlled.intent.budget, config.max_event_bytes)
     elif record is not None and incoming.body is not None:  # an answer cut and continued is not kept
         session.keep(record, incoming)
 
     writer = TranslatingWriter(request.writer, session)
     writer.budget = budget
-    if budget is not None and controlled is not None and not controlled.stream:
-        writer.collect = ChatBody(config.max_event_bytes)  # asked for as a stream: its body is the client's
+    if side is not None and budget is not None and controlled is not None and not controlled.stream:
+        writer.collect = side.collector(config.max_event_bytes)  # asked for as a stream: its body is the client's
     inner = swap_writer(request, writer)
     try:
         response = await handler(request)
@@ -212,8 +211,10 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
             session.passed("file")  # sendfile() bypasses the writer: nothing to translate
             writer.pass_through()
         elif isinstance(response, web.Response) and isinstance(body := response.body, (bytes, bytearray)):
-            if writer.collect is not None and session.response_kind(response.status, response.headers, False) == "sse":
-                response.body = whole_body(session, bytes(body))  # the stream asked for in its place, as a body
+            collect = writer.collect
+            if collect is not None and session.response_kind(response.status, response.headers, False) == "sse":
+                # the stream asked for in its place, as a body
+                response.body = whole_body(session, collect, bytes(body))
                 response.content_type = "application/json"
             else:
                 session.rewrite_response(response, bytes(body))

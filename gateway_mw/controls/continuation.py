@@ -10,7 +10,8 @@ the servers the gateway does not know are not in :data:`CONTINUES`: no budget of
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -19,9 +20,18 @@ from ..config import ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
 
-__all__ = ["CONTINUES", "STREAMED", "can_continue", "continuation", "enforcers"]
+__all__ = ["CONTINUES", "STREAMED", "Continued", "can_continue", "continuation", "enforcers"]
 
 Surface = Literal["chat", "messages", "responses", "ollama"]
+
+
+class Continued(Protocol):
+    """How a surface's request is made a continuation (every surface's ``BudgetSide`` is one)."""
+
+    def continued(
+        self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int
+    ) -> Mapping[str, bytes | None] | None: ...
+
 
 CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("vllm", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
@@ -30,13 +40,16 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 
-STREAMED = {"stream": b"true", "stream_options": b'{"include_usage":true}'}
-"""What a request that does not stream is sent with when the gateway enforces its budget."""
+STREAMED: dict[Surface, dict[str, bytes]] = {
+    "chat": {"stream": b"true", "stream_options": b'{"include_usage":true}'},
+    "messages": {"stream": b"true"},  # a messages stream carries its usage by itself
+    "responses": {"stream": b"true"},
+    "ollama": {"stream": b"true"},
+}
+"""What a request that does not stream is sent with when the gateway enforces its budget, by surface."""
 
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.Encoder().encode
-_decode_any = msgspec.json.Decoder().decode
-_SPACE = b" \t\r\n"
 
 
 def can_continue(surface: Surface, server: str) -> bool:
@@ -66,12 +79,14 @@ def enforcers(
     return True, can
 
 
-def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent: int = 0) -> bytes | None:
-    """``body`` (a chat request) with ``prefill`` as a final assistant message, asked to be continued
-    as ``server`` continues one; ``None`` when the body has no list of messages to add it to, or the
-    ``spent`` tokens (the reasoning events the first answer sent) used up the client's limit on the
-    answer's tokens (which holds for the two requests together: the continuation is asked for what
-    is left of it)."""
+def continuation(
+    body: bytes, prefill: str, side: Continued, surface: Surface, server: str, spent: int = 0
+) -> bytes | None:
+    """``body`` (a request on ``surface``) made the continuation by the surface's ``side``:
+    ``prefill`` as a final assistant turn, asked to be continued as ``server`` continues one; ``None``
+    when the side cannot put it there, or the ``spent`` tokens (the reasoning events the first answer
+    sent) used up the client's limit on the answer's tokens (which holds for the two requests
+    together: the continuation is asked for what is left of it)."""
     masked = None
     try:
         top = _decode_top(body)
@@ -84,41 +99,15 @@ def continuation(body: bytes, prefill: str, surface: Surface, server: str, spent
             top = _decode_top(masked)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-    messages = top.get("messages")
-    if messages is None:
+    if masked is not None:
+        added = _encode(prefill)
+        if surrogates.unmask(added) != added:
+            return None  # the model wrote what a mask is spelled as: the unmasking would change it
+    continued = side.continued(top, prefill, spent)
+    if continued is None:
         return None
-    raw = bytes(messages).rstrip(_SPACE)
-    if not raw.startswith(b"[") or not raw.endswith(b"]"):
-        return None
-    inner = raw[1:-1].strip(_SPACE)
-    added = _encode({"role": "assistant", "content": prefill})
-    if masked is not None and surrogates.unmask(added) != added:
-        return None  # the model wrote what a mask is spelled as: the unmasking would change it
-    edits: dict[str, bytes | None] = {"messages": raw[:-1] + (b"," if inner else b"") + added + b"]"}
-    edits.update(CONTINUES.get((server, surface), {}))
-    for name in _LIMITS:
-        limit = _limit(top.get(name))
-        if limit is not None:
-            if limit <= spent:
-                return None
-            edits[name] = _encode(limit - spent)
+    edits = {**continued, **CONTINUES.get((server, surface), {})}
     if masked is None:
         return apply_edits(body, edits)
     out = apply_edits(masked, edits)
     return None if out is None else surrogates.unmask(out)
-
-
-_LIMITS = ("max_tokens", "max_completion_tokens", "n_predict")
-"""The members that bound the answer's tokens (OpenAI's two, llama.cpp's own)."""
-
-
-def _limit(raw: msgspec.Raw | None) -> int | None:
-    """A limit as the servers take one: a non-negative integer (``None``: absent, ``null`` or another
-    value, left as it came)."""
-    if raw is None:
-        return None
-    try:
-        value = _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -326,7 +326,7 @@ def write_controls(
     writer(out, config.template_switch)
     stream = bytes(fields.stream).strip() == b"true"
     if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body
-        out.edits.update(STREAMED)
+        out.edits.update(STREAMED[surface])
         out.written.append("stream=true")
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()

@@ -15,6 +15,7 @@ from ..config import Surface, ThinkExtractConfig
 from ..history import RequestSide
 from . import StreamTranslator
 from .base import Counts, NewId, Said
+from .budgeting import BudgetSide
 from .exclude import ReasoningFilter
 
 __all__ = ["NDJSON_TYPES", "SSE_TYPES", "Framing", "SurfaceDefinition"]
@@ -68,6 +69,12 @@ class SurfaceDefinition(RequestSide, Protocol):
     def said_of_body(self, body: bytes, item_ids: tuple[str, ...]) -> list[Said]:
         """Each answer of a non-stream upstream ``body``, for the reasoning record: its text as the
         model wrote it and its tool calls (``item_ids``: the ids the gateway gave its items)."""
+        ...
+
+    @property
+    def budget(self) -> BudgetSide | None:
+        """Its pieces for a reasoning budget the gateway enforces (:mod:`.budgeting`); ``None``:
+        the gateway enforces none on it."""
         ...
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

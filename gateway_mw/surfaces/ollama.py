@@ -312,6 +312,7 @@ class _Ollama:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
+    budget: Final = None  # the gateway enforces no reasoning budget here
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return OllamaStream(config)

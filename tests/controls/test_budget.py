@@ -19,10 +19,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, proxy, setup
-from gateway_mw.budgetbody import as_stream
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
+from gateway_mw.surfaces.chat.budgetbody import as_stream
 
 from .thinker import ANSWER, Served, Thinker, token
 

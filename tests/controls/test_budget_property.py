@@ -1,6 +1,6 @@
 """Where a budget falls, whatever the upstream's tokens and reads: inside a tag, between the halves of
 a surrogate pair, at an event's edge, in the middle of a batched read. The translator's output through
-:class:`~gateway_mw.budget.BudgetCount` is held to the same stream translated without a budget."""
+:class:`~gateway_mw.surfaces.chat.budget.BudgetCount` is held to the same stream translated without a budget."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
-from gateway_mw.budget import BudgetCount, Echo, Joined
-from gateway_mw.budgetbody import ChatBody
 from gateway_mw.pipeline import StreamPipeline
+from gateway_mw.surfaces.chat.budget import BudgetCount, Echo, Joined
+from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"

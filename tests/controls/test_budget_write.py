@@ -12,6 +12,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.controls.continuation import continuation
+from gateway_mw.surfaces.chat.budget import SIDE as CHAT
 
 USER = [{"role": "user", "content": "Hi"}]
 
@@ -84,7 +85,7 @@ def test_the_settings_are_read_from_the_environment() -> None:
 )
 def test_the_continuation_appends_the_prefill_as_each_server_continues_it(server: str, asked: bytes) -> None:
     body = b'{"model":"m", "messages": [ {"role":"user","content":"Hi \\u00e9"} ] ,"stream":true}'
-    new = continuation(body, "<think>x\u00e9</think>", "chat", server)
+    new = continuation(body, "<think>x\u00e9</think>", CHAT, "chat", server)
     added = b',{"role":"assistant","content":"<think>x\xc3\xa9</think>"}]'
     assert (
         new
@@ -98,19 +99,19 @@ def test_the_continuation_appends_the_prefill_as_each_server_continues_it(server
 
 @pytest.mark.parametrize("body", [b'{"messages": []}', b'{"messages":[ ]}'])
 def test_an_empty_conversation_gets_the_prefill_alone(body: bytes) -> None:
-    assert json.loads(continuation(body, "p", "chat", "llamacpp") or b"") == {
+    assert json.loads(continuation(body, "p", CHAT, "chat", "llamacpp") or b"") == {
         "messages": [{"role": "assistant", "content": "p"}]
     }
 
 
 @pytest.mark.parametrize("body", [b"[]", b'{"prompt": "x"}', b'{"messages": "x"}', b"not json"])
 def test_a_body_without_messages_is_not_continued(body: bytes) -> None:
-    assert continuation(body, "p", "chat", "vllm") is None
+    assert continuation(body, "p", CHAT, "chat", "vllm") is None
 
 
 def test_a_body_with_a_lone_surrogate_escape_is_continued_with_the_escape_as_it_came() -> None:
     body = b'{"messages":[{"role":"user","content":"\\ud83d"}],"stream":true}'
-    assert continuation(body, "<think>x</think>", "chat", "llamacpp") == (
+    assert continuation(body, "<think>x</think>", CHAT, "chat", "llamacpp") == (
         b'{"messages":[{"role":"user","content":"\\ud83d"},{"role":"assistant","content":"<think>x</think>"}],'
         b'"stream":true}'
     )
@@ -119,4 +120,4 @@ def test_a_body_with_a_lone_surrogate_escape_is_continued_with_the_escape_as_it_
 def test_a_prefill_spelled_as_a_masked_escape_is_not_continued_on_a_masked_body() -> None:
     """The model wrote a backslash and a surrogate's digits: lifting the mask would change them."""
     body = b'{"messages":[{"role":"user","content":"\\ud83d"}]}'
-    assert continuation(body, "<think>\\d83d</think>", "chat", "llamacpp") is None
+    assert continuation(body, "<think>\\d83d</think>", CHAT, "chat", "llamacpp") is None

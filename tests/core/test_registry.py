@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import gateway_mw
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import DEFAULT_ROUTES, Surface
+from gateway_mw.controls.continuation import CONTINUES
 from gateway_mw.history.side import RequestSide
 from gateway_mw.surfaces.definition import NDJSON_TYPES, SSE_TYPES, SurfaceDefinition
 from gateway_mw.surfaces.registry import SURFACES
@@ -44,6 +45,7 @@ def test_every_definition_has_every_piece() -> None:
         "answer_prefix",
         "asks_for_blobs",
         "body_without_reasoning",
+        "budget",
         "enabled",
         "error_body",
         "framing",
@@ -61,6 +63,11 @@ def test_every_definition_has_every_piece() -> None:
     ]
     for name, definition in SURFACES.items():
         assert [m for m in sorted(members) if not hasattr(definition, m)] == [], name
+
+
+def test_the_gateway_continues_only_on_surfaces_with_a_budget_side() -> None:
+    """A (server, surface) the controls would hand the gateway's budget to has the pieces for it."""
+    assert sorted({s for _, s in CONTINUES if SURFACES[s].budget is None}) == []
 
 
 LACKING = """

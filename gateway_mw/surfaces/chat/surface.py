@@ -11,11 +11,13 @@ from ...history import chat as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
+from ..budgeting import BudgetSide
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, ids_of, items_of, text_of
 from .body import transform_body
+from .budget import SIDE as BUDGET
 from .exclude import ChatWithoutReasoning, body_without_reasoning
 from .fast import ChatStream
 
@@ -32,6 +34,7 @@ class _Chat:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     error_body = staticmethod(openai_error)
+    budget: Final[BudgetSide | None] = BUDGET
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return ChatStream(config)

@@ -38,6 +38,7 @@ class _Messages:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
+    budget: Final = None  # the gateway enforces no reasoning budget here
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return MessagesStream(config)

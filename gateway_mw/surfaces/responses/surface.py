@@ -29,6 +29,7 @@ class _Responses:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
+    budget: Final = None  # the gateway enforces no reasoning budget here
     error_body = staticmethod(openai_error)
 
     def asks_for_blobs(self, read: object, body: bytes) -> bool:

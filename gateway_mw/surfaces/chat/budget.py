@@ -1,6 +1,7 @@
 """A reasoning budget the gateway enforces on a chat stream, sans-I/O: the first answer's reasoning
-events counted as they go to the client (:class:`BudgetCount`), and the continuation's events joined
-into the same answer (:class:`Joined`).
+events counted as they go to the client (:class:`BudgetCount`), the continuation's events joined
+into the same answer (:class:`Joined`), llama.cpp's echo of the prefill taken out (:class:`Echo`);
+:data:`SIDE` is chat's :class:`~gateway_mw.surfaces.budgeting.BudgetSide`.
 
 Servers stream one token per event, so the count is of events: each chunk that carries reasoning
 text in choice 0, as the translator wrote it for the client. The cut comes before the event that
@@ -12,15 +13,18 @@ alike, so that the two agree.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from . import surrogates
-from .rawjson import UNREADABLE, encode, obj, raw_list
-from .sse import SSEDecoder, SSEEvent
+from ... import surrogates
+from ...rawjson import UNREADABLE, encode, obj, raw_list
+from ...sse import SSEDecoder, SSEEvent
+from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended, limited
+from .budgetbody import ChatBody, as_stream
 
-__all__ = ["BudgetCount", "Echo", "Joined", "prefill"]
+__all__ = ["SIDE", "BudgetCount", "Echo", "Joined"]
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -83,6 +87,9 @@ class BudgetCount:
             return _decode_str(raw) if raw is not None else None
         except UNREADABLE:
             return None
+
+    def joiner(self, max_event_bytes: int) -> Joiner:
+        return Joined(self.head, max_event_bytes)
 
     def feed(self, out: bytes) -> bytes:
         """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
@@ -163,11 +170,6 @@ def _read(data: bytes) -> _Chunk | None:
                 value = delta.get(name)
                 setattr(choice.delta, name, value if isinstance(value, str) else None)
     return chunk
-
-
-def prefill(open_tag: str, reasoning: str, message: str, close_tag: str) -> str:
-    """The final assistant message the continuation asks the server to go on from."""
-    return open_tag + reasoning + message + close_tag
 
 
 class Joined:
@@ -334,3 +336,31 @@ def _with_content(data: bytes, content: str) -> bytes | None:
         choices[at] = msgspec.Raw(encode(choice))
     top["choices"] = choices
     return _encoded(top, masked)
+
+
+_LIMITS = ("max_tokens", "max_completion_tokens", "n_predict")
+"""The members that bound the answer's tokens (OpenAI's two, llama.cpp's own)."""
+
+
+class _ChatBudget:
+    def counter(self, budget: int, max_event_bytes: int) -> BudgetCounter:
+        return BudgetCount(budget, max_event_bytes)
+
+    def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
+        return Echo(prefill, max_event_bytes)
+
+    def collector(self, max_event_bytes: int) -> Collector:
+        return ChatBody(max_event_bytes)
+
+    def as_stream(self, body: bytes) -> bytes | None:
+        return as_stream(body)
+
+    def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
+        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
+        edits = limited(top, _LIMITS, spent)
+        if messages is None or edits is None:
+            return None
+        return {"messages": messages} | edits
+
+
+SIDE: BudgetSide = _ChatBudget()

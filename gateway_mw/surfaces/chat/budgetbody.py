@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .sse import SSEDecoder
+from ...sse import SSEDecoder
 
 __all__ = ["ChatBody", "as_stream"]
 

@@ -1,0 +1,164 @@
+"""What a surface gives the gateway to enforce a reasoning budget on its answers: one
+:class:`BudgetSide`, read from its :class:`~.definition.SurfaceDefinition` (``budget``; ``None``:
+the gateway enforces none on that surface).
+
+The aiohttp side (``exchange``, ``middleware``, ``continuing``) holds the order of things: the first
+answer's translated stream goes through the side's :class:`BudgetCounter` until it cuts; the
+continuation's request is the side's (:meth:`BudgetSide.continued`); the continuation's upstream
+bytes go through the side's echo filter, the translator, then the counter's :class:`Joiner`; a
+client that asked for no stream gets the body the side's :class:`Collector` makes. Everything here
+is sans-I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import msgspec
+
+__all__ = [
+    "BudgetCounter",
+    "BudgetSide",
+    "Collector",
+    "Edits",
+    "Joiner",
+    "StreamFilter",
+    "appended",
+    "limited",
+    "prefill",
+]
+
+Edits = dict[str, "bytes | None"]
+"""Top-level members of a request to write, each as its JSON bytes (``None``: removed)."""
+
+_encode = msgspec.json.Encoder().encode
+_decode_any = msgspec.json.Decoder().decode
+_SPACE = b" \t\r\n"
+
+
+class StreamFilter(Protocol):
+    """Bytes of a stream in, the bytes to pass on out, in order."""
+
+    def feed(self, raw: bytes) -> bytes: ...
+
+    def finish(self) -> bytes:
+        """At the stream's end: whatever is still held."""
+        ...
+
+
+class Joiner(StreamFilter, Protocol):
+    """The continuation's translated events made the rest of the first answer (its ids, its
+    numbering after the first answer's, one start and one end of the answer, usage summed)."""
+
+    done: bool
+    """The answer's terminal event (``[DONE]``, ``message_stop``, …) went to the client."""
+
+    def closing(self, reason: str = "length") -> bytes:
+        """The end of the answer when no continuation follows (or it ended early): what closes
+        the first answer well-formed, stopped for ``reason`` (``"length"``: the limit; each
+        surface says it in its own words, messages' ``stop_reason: "max_tokens"``)."""
+        ...
+
+
+class BudgetCounter(StreamFilter, Protocol):
+    """Counts the reasoning events of the first answer's translated stream on their way to the
+    client, and cuts before the event that would go over the budget: :meth:`feed` gives what goes
+    to the client."""
+
+    cut: bool
+    """The budget was spent: the events after :attr:`counted` were not passed."""
+    counted: int
+    """The reasoning events that went to the client."""
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning text the client got, in order (what the continuation is prefilled with)."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model the first answer named (the continuation's settings are the model's)."""
+        ...
+
+    def joiner(self, max_event_bytes: int) -> Joiner:
+        """What makes the continuation the rest of this answer (it knows the ids, the numbering so
+        far and what is still open)."""
+        ...
+
+
+class Collector(Protocol):
+    """The one body of a client that asked for no stream: fed the client-bound translated events."""
+
+    def feed(self, out: bytes) -> None: ...
+
+    def body(self) -> bytes: ...
+
+
+class BudgetSide(Protocol):
+    """A surface's pieces for a reasoning budget the gateway enforces."""
+
+    def counter(self, budget: int, max_event_bytes: int) -> BudgetCounter:
+        """A counter for one answer's translated stream, cutting after ``budget`` reasoning events."""
+        ...
+
+    def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
+        """Takes out of the continuation's upstream bytes (before the translator) the ``prefill``
+        a server echoes at the start of its answer; what echoes nothing passes as it came."""
+        ...
+
+    def collector(self, max_event_bytes: int) -> Collector:
+        """The body a client that asked for no stream gets, from the stream the gateway asked for."""
+        ...
+
+    def as_stream(self, body: bytes) -> bytes | None:
+        """A continuation answered with one body though a stream was asked for, as the stream of
+        the same answer (upstream bytes, before the translator); ``None``: no such body."""
+        ...
+
+    def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
+        """The edits that make ``top`` (a request's top-level members) the continuation: ``prefill``
+        as a final assistant turn, the answer's limits reduced by the ``spent`` tokens; ``None``:
+        the request cannot be continued (nowhere to put the turn, or a limit used up)."""
+        ...
+
+
+def prefill(open_tag: str, reasoning: str, message: str, close_tag: str) -> str:
+    """The final assistant turn the continuation asks the server to go on from."""
+    return open_tag + reasoning + message + close_tag
+
+
+def appended(raw: msgspec.Raw | None, item: object) -> bytes | None:
+    """The JSON array ``raw`` with ``item`` added at its end, the rest as its bytes; ``None`` when
+    ``raw`` is no array."""
+    if raw is None:
+        return None
+    array = bytes(raw).rstrip(_SPACE)
+    if not array.startswith(b"[") or not array.endswith(b"]"):
+        return None
+    inner = array[1:-1].strip(_SPACE)
+    return array[:-1] + (b"," if inner else b"") + _encode(item) + b"]"
+
+
+def limited(top: Mapping[str, msgspec.Raw], names: tuple[str, ...], spent: int) -> Edits | None:
+    """The limits on the answer's tokens among ``names`` reduced by ``spent`` (the two requests
+    together keep the client's limit); ``None`` when one of them is used up. A member that is no
+    non-negative integer is left as it came."""
+    edits: Edits = {}
+    for name in names:
+        limit = _limit(top.get(name))
+        if limit is not None:
+            if limit <= spent:
+                return None
+            edits[name] = _encode(limit - spent)
+    return edits
+
+
+def _limit(raw: msgspec.Raw | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        value = _decode_any(raw)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -14,17 +14,18 @@ of its lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from .. import surrogates
-from ..controls.edit import apply_edits
 from ..ndjson import NDJSONDecoder
 from ..rawjson import UNREADABLE, Obj, as_int, encode, obj
 from ..sse import SSEEvent
+from .budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended
 
-__all__ = ["OllamaBody", "OllamaBudgetCount", "OllamaJoined", "as_stream", "continuation"]
+__all__ = ["SIDE", "OllamaBody", "OllamaBudgetCount", "OllamaJoined", "as_stream"]
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -121,6 +122,9 @@ class OllamaBudgetCount:
         except UNREADABLE:
             return None
 
+    def joiner(self, max_event_bytes: int) -> Joiner:
+        return OllamaJoined(self, max_event_bytes)
+
     def feed(self, out: bytes) -> bytes:
         """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
         budget is spent in it (:attr:`cut`), then what came before the line that went over."""
@@ -195,8 +199,8 @@ class OllamaJoined:
         events, tail = self._decoder.finish()
         return b"".join(self._joined(event) for event in events) + tail
 
-    def closing(self, done_reason: str = "length") -> bytes:
-        """The done line of an answer no continuation ended: ``done_reason`` ``"length"`` (a limit
+    def closing(self, reason: str = "length") -> bytes:
+        """The done line of an answer no continuation ended: ``done_reason`` ``reason`` (a limit
         ended it), and the tokens the client got in ``eval_count``. Nothing after a done line."""
         if self.done:
             return b""
@@ -210,7 +214,7 @@ class OllamaJoined:
             line["message"] = {"role": "assistant", "content": ""}
         else:
             line["response"] = ""
-        line |= {"done": True, "done_reason": done_reason, "eval_count": first.counted + self._lines}
+        line |= {"done": True, "done_reason": reason, "eval_count": first.counted + self._lines}
         self.done = True
         return encode(line) + b"\n"
 
@@ -332,56 +336,60 @@ def as_stream(body: bytes) -> bytes | None:
     return json.dumps(answer, separators=(",", ":")).encode() + b"\n"
 
 
-_decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+class _Echoless:
+    """Ollama sends a continuation's tokens only: its bytes pass as they came."""
+
+    def feed(self, raw: bytes) -> bytes:
+        return raw
+
+    def finish(self) -> bytes:
+        return b""
+
+
 _decode_any = msgspec.json.Decoder().decode
-_SPACE = b" \t\r\n"
 
 
-def continuation(body: bytes, prefill: str, spent: int = 0) -> bytes | None:
-    """``body`` (an ``/api/chat`` request) with ``prefill`` as a final assistant message's
-    ``content``, which Ollama continues where the model's template leaves the last assistant turn
-    open; ``None`` when the body has no list of messages (``/api/generate``), or the ``spent``
-    tokens used up ``options.num_predict`` (which holds for the two requests together)."""
-    masked = None
+def _num_predict(options: Obj | None, spent: int) -> Edits | None:
+    """``options`` with ``num_predict`` reduced by ``spent`` (the two requests together keep the
+    client's limit); ``{}``: nothing to reduce (absent, ``-1`` no bound, ``-2`` fill the context,
+    or another value, left as it came); ``None``: the limit is used up."""
+    raw = options.get("num_predict") if options is not None else None
     try:
-        top = _decode_top(body)
-    except UNREADABLE:
-        masked = surrogates.mask(body)
-        if masked is None:
-            return None
-        try:
-            top = _decode_top(masked)
-        except UNREADABLE:
-            return None
-    messages = top.get("messages")
-    raw = bytes(messages).rstrip(_SPACE) if messages is not None else b""
-    if not raw.startswith(b"[") or not raw.endswith(b"]"):
-        return None
-    inner = raw[1:-1].strip(_SPACE)
-    added = encode({"role": "assistant", "content": prefill})
-    if masked is not None and surrogates.unmask(added) != added:
-        return None  # the model wrote what a mask is spelled as: the unmasking would change it
-    edits: dict[str, bytes | None] = {"messages": raw[:-1] + (b"," if inner else b"") + added + b"]"}
-    options = obj(top.get("options"))
-    limit = _limit(options.get("num_predict")) if options is not None else None
-    if options is not None and limit is not None:
-        if limit <= spent:
-            return None
-        options["num_predict"] = msgspec.Raw(encode(limit - spent))
-        edits["options"] = encode(options)
-    if masked is None:
-        return apply_edits(body, edits)
-    out = apply_edits(masked, edits)
-    return None if out is None else surrogates.unmask(out)
-
-
-def _limit(raw: msgspec.Raw | None) -> int | None:
-    """``num_predict`` as Ollama bounds the answer with it: a non-negative integer (``None``:
-    absent, ``-1`` (no bound), ``-2`` (fill the context) or another value, left as it came)."""
-    if raw is None:
-        return None
-    try:
-        value = _decode_any(raw)
+        limit = _decode_any(raw) if raw is not None else None
     except msgspec.DecodeError:
+        return {}
+    if options is None or not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        return {}
+    if limit <= spent:
         return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return {"options": encode(options | {"num_predict": msgspec.Raw(encode(limit - spent))})}
+
+
+class _OllamaBudget:
+    """Ollama's pieces (:class:`~.budgeting.BudgetSide`)."""
+
+    def counter(self, budget: int, max_event_bytes: int) -> BudgetCounter:
+        return OllamaBudgetCount(budget, max_event_bytes)
+
+    def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
+        return _Echoless()
+
+    def collector(self, max_event_bytes: int) -> Collector:
+        return OllamaBody(max_event_bytes)
+
+    def as_stream(self, body: bytes) -> bytes | None:
+        return as_stream(body)
+
+    def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
+        """``/api/chat``'s messages with ``prefill`` as a final assistant message's ``content`` (not
+        ``thinking``: a builtin parser expects the answer after a prefill that has content), and
+        ``options.num_predict`` reduced; ``None`` for ``/api/generate`` (no messages: Ollama has no
+        way to continue there) or a limit used up."""
+        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
+        limit = _num_predict(obj(top.get("options")), spent)
+        if messages is None or limit is None:
+            return None
+        return {"messages": messages} | limit
+
+
+SIDE: BudgetSide = _OllamaBudget()

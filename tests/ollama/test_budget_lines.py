@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.ollama_budget import OllamaBody, OllamaBudgetCount, OllamaJoined, as_stream, continuation
+from gateway_mw.controls.continuation import continuation as continued
+from gateway_mw.surfaces.ollama_budget import SIDE, OllamaBody, OllamaBudgetCount, OllamaJoined, as_stream
 
 CONFIG = ThinkExtractConfig()
 MODEL = "qwen3:8b"
@@ -216,6 +217,10 @@ def test_a_body_answered_in_place_of_a_stream_is_its_done_line() -> None:
 
 
 PREFILL = "<think>r0 r1 \n\nstop.\n</think>"
+
+
+def continuation(body: bytes, prefill: str, spent: int = 0) -> bytes | None:
+    return continued(body, prefill, SIDE, "ollama", "ollama", spent)
 
 
 def test_the_continuation_asks_ollama_to_go_on_from_a_final_assistant_message() -> None:

@@ -54,6 +54,8 @@ class OllamaThinker:
     """The status a continuation is refused with."""
     drop: bool = False
     """A continuation's connection is closed after its first token."""
+    whole: bool = False
+    """A continuation is answered with one body, as ``stream: false`` is (a handler that reads it whole)."""
     served: list[Served] = field(default_factory=list)
 
     def app(self) -> web.Application:
@@ -97,7 +99,7 @@ class OllamaThinker:
         words = user.split()
         thinking = FOREVER if words[-1] == "think" else int(words[-1])
         limit = (body.get("options") or {}).get("num_predict", -1)
-        stream = body.get("stream", True) is not False
+        stream = body.get("stream", True) is not False and not (self.whole and continuing)
         # The builtin parser expects reasoning unless a prefill has content (model/parsers Init).
         parser_thinking = self.native and not (continuing and prefill)
         lines: list[dict[str, Any]] = []

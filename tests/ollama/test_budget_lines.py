@@ -12,8 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
-from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.controls.continuation import continuation as continued
+from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.ollama_budget import SIDE, OllamaBody, OllamaBudgetCount, OllamaJoined, as_stream
 
 CONFIG = ThinkExtractConfig()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,9 @@ class OllamaThinker:
     """The status a continuation is refused with."""
     drop: bool = False
     """A continuation's connection is closed after its first token."""
+    wait: Callable[[], bool] | None = None
+    """Before the first request's reasoning token ``wait_at``, wait until this says so (the client has gone)."""
+    wait_at: int = 0
     whole: bool = False
     """A continuation is answered with one body, as ``stream: false`` is (a handler that reads it whole)."""
     served: list[Served] = field(default_factory=list)
@@ -167,6 +171,9 @@ class OllamaThinker:
                 if not await emit("<think>"):
                     return _why(served)
                 for i in range(thinking):
+                    if self.wait is not None and i == self.wait_at and len(self.served) == 1:
+                        while not self.wait():
+                            await asyncio.sleep(0)
                     if not await emit(token(i)):
                         return _why(served)
                 if not await emit("</think>"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -35,6 +35,11 @@ class Front:
     url: str
     thinker: OllamaThinker
     stats: ThinkExtractStats
+    requests: list[web.Request] = field(default_factory=list)
+
+    def client_gone(self) -> bool:
+        transport = self.requests[0].transport if self.requests else None
+        return transport is None or transport.is_closing()
 
 
 Start = Callable[..., Awaitable[Front]]
@@ -60,6 +65,7 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         async def forward(request: web.Request) -> web.StreamResponse:
             """A proxy as most are written: the upstream's stream relayed piece by piece, the
             upstream closed when the client's write fails."""
+            front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
             upstream = await session.post(back.make_url(request.path), data=body)
             complete = False
@@ -80,10 +86,11 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
                     upstream.close()  # the model stops generating
             return resp
 
+        front = Front("", thinker, stats)
         app.router.add_post("/api/chat", forward)
         app.router.add_post("/api/generate", forward)
-        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return Front(url, thinker, stats)
+        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        return front
 
     yield make
     for session in sessions:
@@ -284,3 +291,25 @@ async def test_a_continuation_answered_with_one_body_is_the_rest_of_the_stream(s
     assert_one_answer(got)
     assert got[-1]["eval_count"] == len(ANSWER) + 2
     assert front.stats.surface("ollama").budgets == {"continued": 1}
+
+
+async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> None:
+    """The client leaves after N reasoning lines, and the model goes on thinking: the gateway
+    cancels the handler of a client that left, and no continuation is asked for."""
+    budget = 2
+    thinker = OllamaThinker(wait_at=budget)
+    front = await start(thinker)
+    thinker.wait = front.client_gone
+    seen: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(front.url + "/api/chat", json=chat("think", budget))
+        async for raw in resp.content:
+            seen.append(json.loads(raw))
+            if len(thinking_of(seen)) == budget:
+                break
+        resp.connection.transport.close()  # type: ignore[union-attr]
+        resp.close()
+    served = await thinker.over()
+    assert thinking_of(seen) == [token(0), token(1)]
+    assert len(served) == 1 and served[0].stopped
+    assert front.stats.surface("ollama").budgets == {}

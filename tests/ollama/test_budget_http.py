@@ -49,7 +49,7 @@ Start = Callable[..., Awaitable[Front]]
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
     sessions: list[aiohttp.ClientSession] = []
 
-    async def make(thinker: OllamaThinker, **settings: Any) -> Front:
+    async def make(thinker: OllamaThinker, whole: bool = False, **settings: Any) -> Front:
         back = await aiohttp_server(thinker.app())
         session = aiohttp.ClientSession()
         sessions.append(session)
@@ -67,6 +67,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
             upstream closed when the client's write fails."""
             front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            if whole:  # a handler that reads the upstream's answer whole, then returns it
+                async with session.post(back.make_url(request.path), data=body) as read:
+                    return web.Response(body=await read.read(), content_type=read.content_type)
             upstream = await session.post(back.make_url(request.path), data=body)
             complete = False
             try:
@@ -313,3 +316,22 @@ async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> 
     assert thinking_of(seen) == [token(0), token(1)]
     assert len(served) == 1 and served[0].stopped
     assert front.stats.surface("ollama").budgets == {}
+
+
+async def test_a_handler_that_reads_the_stream_whole_gives_the_body_uncut(start: Start) -> None:
+    """Nothing to cut in a stream the handler read whole: a client that asked for no stream gets
+    the body that stream makes, all of its reasoning, as Ollama would have written it."""
+    front = await start(OllamaThinker(), whole=True)
+    content_type, raw = await post(front, "/api/chat", chat("think 5", 2, stream=False))
+    assert content_type == "application/json"
+    assert json.loads(raw) == {
+        "model": MODEL,
+        "created_at": CREATED,
+        "message": {"role": "assistant", "content": "".join(ANSWER), "thinking": "".join(token(i) for i in range(5))},
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 1000,
+        "prompt_eval_count": 2,
+        "eval_count": 5 + 2 + len(ANSWER),
+    }
+    assert front.stats.surface("ollama").budgets == {"not_relayed": 1}

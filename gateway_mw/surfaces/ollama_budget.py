@@ -1,8 +1,8 @@
 """A reasoning budget the gateway enforces on Ollama's ``/api/chat``, sans-I/O: the first answer's
 ``thinking`` lines counted as they go to the client (:class:`OllamaBudgetCount`), the continuation's
 lines made the rest of the same answer (:class:`OllamaJoined`), the body a client that asked for no
-stream gets (:class:`OllamaBody`, :func:`as_stream`), and the continuation's request
-(:func:`continuation`).
+stream gets (:class:`OllamaBody`, :func:`as_stream`), and the continuation's request: the same
+messages and a final assistant message (:data:`SIDE`).
 
 Ollama streams one token per line, so the count is of lines: each that carries reasoning text in
 ``thinking`` (in its ``message`` on ``/api/chat``, at its top on ``/api/generate``), as the
@@ -236,7 +236,7 @@ class OllamaJoined:
             top["model"] = model
         if line.done is True:
             self.done = True
-            count = as_int(top.get("eval_count"))
+            count = as_int(top.get("eval_count", msgspec.Raw(b"0")))  # absent: none (Go's omitempty)
             if count is not None:
                 top["eval_count"] = count + self._first.counted
         return _encoded(top, masked) + event.raw[len(event.raw.rstrip(b"\r\n")) :]

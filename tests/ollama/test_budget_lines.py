@@ -37,20 +37,28 @@ def units(text: str) -> bytes:
     return text.encode("utf-16-le", "surrogatepass")
 
 
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
+def tokens(text: str, cuts: list[int], whole: bool = False) -> list[str]:
+    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves, unless
+    ``whole`` (characters whole)."""
     coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
+    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded) and not (whole and _low(coded, 2 * c))})
     edges = [0, *points, len(coded)]
     return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
 
 
+def _low(coded: bytes, at: int) -> bool:
+    return 0xDC00 <= int.from_bytes(coded[at : at + 2], "little") <= 0xDFFF
+
+
 def stream(reasoning: str, answer: str, cuts: list[int], native: bool, chat: bool) -> bytes:
+    """Ollama's lines: reasoning in ``thinking`` (its own parser, each line passed as it came: a
+    pair's halves may be apart) or in tags (whole characters: Go's encoder writes no lone surrogate,
+    and Ollama's runner sends no part of a character)."""
     if native:
         out = [line("", t, chat=chat) for t in tokens(reasoning, cuts)]
         out += [line(t, chat=chat) for t in tokens(answer, cuts)]
     else:
-        out = [line(t, chat=chat) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts)]
+        out = [line(t, chat=chat) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts, whole=True)]
     return b"".join([*out, line("", done=True, chat=chat, done_reason="stop", eval_count=len(out))])
 
 
@@ -92,6 +100,7 @@ TEXT = st.text(
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True, chat=True)  # between a pair's halves
 @example(reasoning="ab", answer="c", cuts=[1], reads=[], budget=1, native=False, chat=True)  # "</think>" in one line
+@example(reasoning="<<<<<<<<<😀<", answer="", cuts=[7, 17, 18], reads=[], budget=0, native=False, chat=False)
 @settings(max_examples=300)
 def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool, chat: bool
@@ -143,6 +152,14 @@ def test_a_continuation_is_joined_as_the_same_answer(answer: str, cuts: list[int
     assert json.loads(lines[-1]) == json.loads(done) | {"eval_count": len(texts) + 2}
     assert joined.done and joined.closing() == b""
     assert units("".join(d["message"]["content"] for d in read(out))) == units(answer)
+
+
+def test_a_done_line_without_eval_count_gets_the_reasoning_lines() -> None:
+    """Ollama leaves out an ``eval_count`` of 0 (``omitempty``): the done line gets the first's."""
+    joined = OllamaJoined(first_cut(), CONFIG.max_event_bytes)
+    assert read(joined.feed(line("", done=True, done_reason="stop"))) == read(
+        line("", done=True, done_reason="stop", eval_count=2)
+    )
 
 
 def test_a_continuation_under_another_model_name_takes_the_first_s() -> None:

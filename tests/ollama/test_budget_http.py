@@ -335,3 +335,18 @@ async def test_a_handler_that_reads_the_stream_whole_gives_the_body_uncut(start:
         "eval_count": 5 + 2 + len(ANSWER),
     }
     assert front.stats.surface("ollama").budgets == {"not_relayed": 1}
+
+
+async def test_a_refused_continuation_gives_a_client_that_asked_for_no_stream_the_body_so_far(start: Start) -> None:
+    front = await start(OllamaThinker(fail=500))
+    content_type, raw = await post(front, "/api/chat", chat("think", 3, stream=False))
+    assert content_type == "application/json"
+    assert json.loads(raw) == {
+        "model": MODEL,
+        "created_at": CREATED,
+        "message": {"role": "assistant", "content": "", "thinking": "".join(token(i) for i in range(3))},
+        "done": True,
+        "done_reason": "length",
+        "eval_count": 3,
+    }
+    assert front.stats.surface("ollama").budgets == {"continuation_failed": 1}

@@ -99,7 +99,7 @@ class OllamaBudgetCount:
         self.model_raw: msgspec.Raw | None = None
         """The first answer's ``model``, as it wrote it."""
         self.created_at: msgspec.Raw | None = None
-        """The ``created_at`` of the last line the client got."""
+        """The ``created_at`` of the last line read (the one the cut fell on, if it was cut)."""
         self.chat = True
         """The answer is ``/api/chat``'s (a ``message``), not ``/api/generate``'s (a ``response``)."""
         self._reasoning: list[str] = []
@@ -159,18 +159,18 @@ class OllamaBudgetCount:
         line = _read(data) if data is not None and not event.oversized else None
         if line is None:
             return True  # not a line the budget can read: passed as the translator gave it
+        if self.model_raw is None and line.model:  # from the line the cut may fall on too
+            self.model_raw = line.model
+        if line.created_at:
+            self.created_at = line.created_at
+        if line.message is not None or line.response is not None:
+            self.chat = line.message is not None
         text, thinking = _texts(line)
         if thinking:
             if self.counted >= self.budget:
                 return False
             self.counted += 1
             self._reasoning.append(thinking)
-        if self.model_raw is None and line.model:
-            self.model_raw = line.model
-        if line.created_at:
-            self.created_at = line.created_at
-        if line.message is not None or line.response is not None:
-            self.chat = line.message is not None
         calls = line.message.tool_calls if line.message is not None else msgspec.Raw()
         if line.done is True or (text or "").strip() or bytes(calls) not in (b"", b"null", b"[]"):
             self._watching = False  # the reasoning is over: an answer, a call or the end

@@ -265,3 +265,14 @@ def test_a_lone_surrogate_escape_in_the_request_is_given_back_as_it_came() -> No
     out = continuation(raw, PREFILL)
     assert out is not None and b'"content":"\\ud83d think"' in out
     assert json.loads(out)["messages"][1] == {"role": "assistant", "content": PREFILL}
+
+
+def test_a_budget_of_zero_knows_the_model_from_the_line_it_cut() -> None:
+    """The first line is the cut: the continuation's settings (the model's family, its tags) and a
+    closing done line still name the model, and say when."""
+    count = OllamaBudgetCount(0, CONFIG.max_event_bytes)
+    assert count.feed(line("", "r0 ", chat=False)) == b"" and count.cut
+    assert (count.model, count.chat) == (MODEL, False)
+    assert read(count.joiner(CONFIG.max_event_bytes).closing()) == [
+        {"model": MODEL, "created_at": CREATED, "response": "", "done": True, "done_reason": "length", "eval_count": 0}
+    ]

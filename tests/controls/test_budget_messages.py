@@ -49,7 +49,7 @@ Start = Callable[..., Awaitable[Front]]
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
     sessions: list[aiohttp.ClientSession] = []
 
-    async def make(thinker: MessagesThinker, **settings: Any) -> Front:
+    async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
         back = web.Application()
         back.router.add_post(ROUTE, thinker.messages)
         back_server = await aiohttp_server(back)
@@ -65,6 +65,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
             upstream closed when the client's write fails."""
             front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            if whole:  # a handler that reads the upstream's answer whole, then returns it
+                async with session.post(back_server.make_url(ROUTE), data=body) as read:
+                    return web.Response(body=await read.read(), content_type=read.content_type)
             upstream = await session.post(
                 back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
             )
@@ -371,3 +374,21 @@ def test_who_enforces_a_budget_on_messages(
     intent = read_intent(body, "messages", fields, texts)
     controlled = write_controls(intent, fields, "messages", server, config.for_model(None))
     assert (controlled.written, controlled.outcome, controlled.by_gateway, dict(controlled.edits)) == expected
+
+
+@pytest.mark.parametrize("whole", [False, True])
+async def test_a_thinking_within_the_budget_not_streamed_is_the_message(start: Start, whole: bool) -> None:
+    """A client that asks for no stream, a thinking within the budget (or a handler that returns the
+    whole stream, which the gateway cannot cut): the body the stream makes, its block signed as the
+    translator signs it."""
+    front = await start(MessagesThinker("llamacpp"), whole=whole)
+    body = request("think 3", 2 if whole else 10, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert (resp.status, resp.content_type) == (200, "application/json")
+        message = await resp.json()
+    assert message["content"] == [
+        {"type": "thinking", "thinking": thought(3), "signature": gateway_signature(thought(3))},
+        {"type": "text", "text": "".join(ANSWER)},
+    ]
+    assert message["usage"] == {"input_tokens": 2, "output_tokens": 3 + 2 + len(ANSWER)}
+    assert front.stats.surface("messages").budgets == {"not_relayed" if whole else "within": 1}

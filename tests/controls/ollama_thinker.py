@@ -59,6 +59,8 @@ class OllamaThinker:
     """Before the first request's reasoning token ``wait_at``, wait until this says so (the client has gone)."""
     wait_at: int = 0
     whole: bool = False
+    burst: int = 0
+    """The first request's first ``burst`` lines go in one write (one read may hold them all)."""
     """A continuation is answered with one body, as ``stream: false`` is (a handler that reads it whole)."""
     served: list[Served] = field(default_factory=list)
 
@@ -107,6 +109,7 @@ class OllamaThinker:
         # The builtin parser expects reasoning unless a prefill has content (model/parsers Init).
         parser_thinking = self.native and not (continuing and prefill)
         lines: list[dict[str, Any]] = []
+        held: list[bytes] = []  # lines of a burst not yet written
         resp: web.StreamResponse | None = None
         if stream:
             resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
@@ -142,7 +145,10 @@ class OllamaThinker:
             if resp is None:
                 lines.append(line)
                 return
-            await resp.write(go_json(line) + b"\n")
+            held.append(go_json(line) + b"\n")
+            if len(self.served) > 1 or served.generated + 1 >= self.burst:
+                await resp.write(b"".join(held))
+                held.clear()
 
         async def emit(text: str) -> bool:
             """One token; ``False`` when the stream was stopped under it or the limit reached."""

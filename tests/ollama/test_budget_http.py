@@ -350,3 +350,16 @@ async def test_a_refused_continuation_gives_a_client_that_asked_for_no_stream_th
         "eval_count": 3,
     }
     assert front.stats.surface("ollama").budgets == {"continuation_failed": 1}
+
+
+async def test_lines_past_the_budget_in_the_same_read_are_not_sent(start: Start) -> None:
+    """Ollama wrote past the budget before the gateway could stop it (10 lines in one write): the
+    cut is at the budget as the client sees it, and the prefill is the reasoning the client got."""
+    front = await start(OllamaThinker(native=True, burst=10))
+    got = await lines(front, chat("think", 3))
+    assert thinking_of(got) == [token(0), token(1), token(2)]
+    assert text_of(got) == "".join(ANSWER)
+    assert_one_answer(got)
+    first, second = await front.thinker.over()
+    assert first.generated >= 9  # the model wrote past the budget
+    assert second.body["messages"][-1] == {"role": "assistant", "content": prefill(3)}

@@ -4,8 +4,10 @@ the server continues).
 
 Each server continues a final assistant message in its own way: vLLM and SGLang when asked
 (``continue_final_message`` with ``add_generation_prompt: false``), llama.cpp by itself (its
-assistant prefill, on unless it was started with ``--no-prefill-assistant``). Ollama's ``/v1`` and
-the servers the gateway does not know are not in :data:`CONTINUES`: no budget of the gateway's there.
+assistant prefill, on unless it was started with ``--no-prefill-assistant``), Ollama's ``/api/chat``
+by itself too (its templates and renderers leave a final assistant message open; ``/api/generate``
+has no messages, and its side says it cannot). Ollama's ``/v1`` and the servers the gateway does not
+know are not in :data:`CONTINUES`: no budget of the gateway's there.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("sglang", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
     ("llamacpp", "chat"): {},
     ("llamacpp", "messages"): {},  # its /v1/messages is made a chat request, where its prefill applies
+    ("ollama", "ollama"): {},  # /api/chat, where the model's template leaves the final assistant turn open
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 

@@ -56,8 +56,11 @@ def ollama_native(out: Out, switch: str) -> None:
     if intent.kind == "budget" and switch == "effort":
         assert intent.budget is not None
         wanted = bucket(intent.budget)
-    if intent.kind == "budget" or (intent.kind == "effort" and levels is None):
-        out.nearest()  # Ollama has no budget; a level it does not take is thinking on
+    if intent.kind == "budget" and switch != "effort" and out.current("messages") is not None:
+        assert intent.budget is not None
+        out.budget(None, intent.budget)  # no field of Ollama's: the gateway's, on /api/chat
+    elif intent.kind == "budget" or (intent.kind == "effort" and levels is None):
+        out.nearest()  # Ollama has no budget (/api/generate cannot be continued); a level it does not take is on
     if wanted is not None and levels is not None:
         level = nearest_effort(wanted, levels)
         if level != intent.effort:

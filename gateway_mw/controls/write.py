@@ -296,6 +296,12 @@ def _effective(intent: Intent, config: ThinkExtractConfig) -> tuple[Intent, bool
     return decide(intent, config.reasoning_control, config.reasoning_control_pinned)
 
 
+def _streams(surface: Surface, stream: bytes) -> bool:
+    """Whether the client asked for a stream: Ollama's native API streams unless ``stream`` is
+    ``false`` (api/types.go ``Stream *bool``), the others only when it is ``true``."""
+    return stream != b"false" if surface == "ollama" else stream == b"true"
+
+
 def needs_model_info(intent: Intent, surface: Surface, server: str, config: ThinkExtractConfig) -> bool:
     """Whether what is written for ``intent`` depends on what the upstream says of the model
     (Ollama: whether it can think, its version), so that the caller asks before writing."""
@@ -328,7 +334,7 @@ def write_controls(
     pinned = config.reasoning_control_pinned
     out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget, pinned)
     writer(out, config.template_switch)
-    stream = bytes(fields.stream).strip() == b"true"
+    stream = _streams(surface, bytes(fields.stream).strip())
     if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body
         out.edits.update(STREAMED[surface])
         out.written.append("stream=true")

@@ -30,6 +30,7 @@ from . import StreamTranslator
 from .base import NewId, translated
 from .definition import NDJSON_TYPES, SurfaceDefinition
 from .exclude import ReasoningFilter
+from .ollama_budget import SIDE as BUDGET
 from .said import document, ids_of, text_of
 from .translator import Translator, one_answer
 
@@ -312,7 +313,7 @@ class _Ollama:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
-    budget: Final = None  # the gateway enforces no reasoning budget here
+    budget: Final = BUDGET  # /api/chat continues a final assistant message; /api/generate cannot
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return OllamaStream(config)

@@ -1,7 +1,8 @@
 """Every surface that declares a budget side (``SurfaceDefinition.budget``), held to the same rules: a
 stream within the budget goes as it came; a cut one gives N reasoning events and, with no
 continuation, ends as one well-formed answer; a body made a stream and collected again is the same
-body. A surface that declares a side and has no sample stream here fails (add its sample)."""
+body; a stream that says nothing, a request with no conversation and a body that is no answer are
+left alone. A surface that declares a side and has no sample stream here fails (add its sample)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,18 @@ def _messages() -> bytes:
     return b"".join(out)
 
 
-SAMPLES = {"chat": _chat, "messages": _messages}
+def _ollama() -> bytes:
+    def line(content: str, **more: Any) -> bytes:
+        message = {"role": "assistant", "content": content}
+        return json.dumps({"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": message} | more).encode()
+
+    texts = ["<think>", *REASONING, "</think>", "4", "."]
+    lines = [line(t, done=False) for t in texts]
+    lines.append(line("", done=True, done_reason="stop", eval_count=8))
+    return b"\n".join(lines) + b"\n"
+
+
+SAMPLES = {"chat": _chat, "messages": _messages, "ollama": _ollama}
 """An upstream stream per surface: the model thinks 4 tokens in tags, then answers."""
 
 
@@ -83,7 +95,15 @@ def _messages_cut(reasoning: str) -> dict[str, Any]:
     }
 
 
-CUT = {"chat": _chat_cut, "messages": _messages_cut}
+def _ollama_cut(reasoning: str) -> dict[str, Any]:
+    """As Ollama ends an answer at its limit: one done line, ``eval_count`` the tokens (lines) written."""
+    message = {"role": "assistant", "content": ""} | ({"thinking": reasoning} if reasoning else {})
+    lines = next(n for n in range(len(REASONING) + 1) if "".join(REASONING[:n]) == reasoning)
+    done = {"done": True, "done_reason": "length", "eval_count": lines}
+    return {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": message} | done
+
+
+CUT = {"chat": _chat_cut, "messages": _messages_cut, "ollama": _ollama_cut}
 """The body of the sample cut after its reasoning so far, with no continuation: stopped at the limit."""
 
 SIDES = sorted(name for name, definition in SURFACES.items() if definition.budget is not None)
@@ -129,3 +149,27 @@ def test_a_cut_stream_with_no_continuation_is_one_answer(surface: Surface, budge
     again = side_of(surface).as_stream(json.dumps(body).encode())
     assert again is not None
     assert collected(surface, translated(surface, again)) == body
+
+
+@pytest.mark.parametrize("surface", SIDES)
+def test_a_stream_that_says_nothing_is_not_cut(surface: Surface) -> None:
+    counter = side_of(surface).counter(0, CONFIG.max_event_bytes)
+    got = (counter.feed(b""), counter.finish(), counter.cut, counter.counted, counter.reasoning)
+    assert got == (b"", b"", False, 0, "")
+
+
+@pytest.mark.parametrize("surface", SIDES)
+def test_a_request_without_a_conversation_is_not_continued(surface: Surface) -> None:
+    """Nowhere to put the final assistant turn: no continuation (the answer ends as for a refused one)."""
+    assert side_of(surface).continued({}, "<think>r</think>", 0) is None
+
+
+@pytest.mark.parametrize("surface", SIDES)
+@pytest.mark.parametrize("body", [b"", b"[", b"[]", b"null", b'"text"'])
+def test_a_body_that_is_no_answer_is_no_stream(surface: Surface, body: bytes) -> None:
+    assert side_of(surface).as_stream(body) is None
+
+
+@pytest.mark.parametrize("surface", SIDES)
+def test_the_body_of_an_empty_stream_is_a_json_object(surface: Surface) -> None:
+    assert isinstance(json.loads(side_of(surface).collector(CONFIG.max_event_bytes).body()), dict)

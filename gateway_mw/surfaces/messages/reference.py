@@ -115,7 +115,8 @@ class MessagesReference(Translator):
             return event
         doc["usage"] = filled
         self.counts.reasoning_written = True
-        return encode_event(encode(doc), fields=event.fields)
+        new = encode_event(encode(doc), fields=event.fields)
+        return new if event.event is not None else with_event_line(new, "message_delta")
 
     def _note_reasoning(self, segments: list[Segment]) -> list[Segment]:
         """One upstream delta's runs: it counts once if any of them is reasoning."""

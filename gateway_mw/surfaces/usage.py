@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..config import Surface
-from ..rawjson import UNREADABLE, Obj, as_int, as_str, encode, is_null, obj, raw_list
+from ..rawjson import UNREADABLE, Obj, as_int, as_str, encode, is_null, obj
 
 __all__ = ["BODY_USAGE", "ToCount", "UsageField", "to_count", "with_counted", "with_reasoning_tokens"]
 
@@ -159,8 +159,8 @@ def to_count(surface: Surface, body: bytes | bytearray) -> ToCount | None:
         return None
     answer = fields.get(_ANSWER[surface])
     try:
-        texts = _texts(surface, answer) if answer is not None and raw_list(answer) is not None else []
-    except UNREADABLE:
+        texts = _texts(surface, answer) if answer is not None else []
+    except UNREADABLE:  # not the list a client reads: nothing to count
         return None
     text = "".join(texts)
     if not text:

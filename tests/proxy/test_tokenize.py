@@ -231,6 +231,43 @@ async def test_the_gateway_fills_a_bodys_usage_from_its_upstreams_tokenizer(capl
     assert TEXT not in lines[0] and "sk-upstream" not in lines[0]
 
 
+def chunk(**delta: Any) -> bytes:
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "qwen3",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}  # fmt: skip
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+async def test_a_streams_count_is_of_its_events_and_the_debug_line_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="gateway_mw.proxy")
+    upstream = Upstream("vllm")
+    usage = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+    last = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "qwen3", "choices": [], "usage": usage}
+    stream = [chunk(content=t) for t in ("<think>", "Two", " plus", "</think>", "4")]
+    stream += [b"data: " + json.dumps(last).encode() + b"\n\n", b"data: [DONE]\n\n"]
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for piece in stream:
+            await resp.write(piece)
+        await resp.write_eof()
+        return resp
+
+    upstream.app.router.add_post("/v1/chat/completions", chat)
+    async with running(upstream.app) as url:
+        s = settings(upstream=url, think_extract=SCRIPTED.replace(upstream_server="vllm"))
+        async with serving(s) as base, aiohttp.ClientSession() as session:
+            body = {"model": "qwen3", "messages": [], "stream": True}
+            async with session.post(base + "/v1/chat/completions", json=body, headers={"X-Request-Id": "t-2"}) as resp:
+                out = await resp.read()
+    events = [json.loads(e[6:]) for e in out.split(b"\n\n") if e.startswith(b"data: {")]
+    assert events[-1]["usage"] == {**usage, "completion_tokens_details": {"reasoning_tokens": 2}}
+    assert upstream.asked == []  # a stream is counted by its events: no one is asked
+    lines = [m for _, level, m in records(caplog, "gateway_mw.proxy") if level == logging.DEBUG and "t-2" in m]
+    assert len(lines) == 1
+    assert "reasoning tokens 2 in the usage (the gateway's count of reasoning events)" in lines[0]
+
+
 async def test_the_gateway_asks_once_the_upstream_said_which_server_it_is() -> None:
     upstream = model_server("llamacpp")
 

@@ -16,10 +16,13 @@ from typing import Any
 
 import aiohttp
 import anthropic
+import msgspec
 import openai
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_mw import (
     THINKEXTRACT_IDS,
@@ -29,7 +32,9 @@ from gateway_mw import (
     setup,
     tokencount,
 )
+from gateway_mw.pipeline import translate_body
 from gateway_mw.proxy.tokenize import UpstreamTokenizer
+from gateway_mw.surfaces.usage import ToCount, with_counted
 from gateway_mw.tokencount import ReasoningTokens, TokenCounter
 
 from .. import responseswire
@@ -384,3 +389,43 @@ async def test_the_anthropic_sdk_reads_a_messages_bodys_count(
     assert message.usage.output_tokens_details is not None
     assert message.usage.output_tokens_details.thinking_tokens == TOKENS
     assert [block.type for block in message.content] == ["thinking", "text"]
+
+
+# -- the writing itself, over any usage ----------------------------------------------------------------
+
+COUNTS = {k: st.integers(0, 99) for k in ("input_tokens", "output_tokens", "total_tokens")}
+DETAILS = st.one_of(
+    st.none(),
+    st.just("n/a"),
+    st.fixed_dictionaries({}, optional={"reasoning_tokens": st.one_of(st.none(), st.integers(0, 9)),
+                                        "thinking_tokens": st.one_of(st.none(), st.integers(0, 9)),
+                                        "audio_tokens": st.none()}),
+)  # fmt: skip
+
+
+DETAILED = {"output_tokens_details": DETAILS, "completion_tokens_details": DETAILS}
+
+
+@given(
+    surface=st.sampled_from(list(BODIES)),
+    usage=st.fixed_dictionaries(COUNTS, optional=DETAILED),
+    tokens=st.integers(1, 99),
+)
+def test_only_a_missing_count_is_written_and_every_other_value_is_kept(
+    surface: str, usage: dict[str, Any], tokens: int
+) -> None:
+    _, make, _, (details, name) = BODIES[surface]
+    body = json.dumps(make(usage)).encode()
+    asked = translate_body(surface, body, CONFIG, lambda prefix: prefix, count=True).to_count  # type: ignore[arg-type]
+    out = with_counted(surface, body, tokens)  # type: ignore[arg-type]
+    inner = usage.get(details)
+    if inner is None or (isinstance(inner, dict) and inner.get(name) is None):
+        assert asked == ToCount("qwen3", REASONING)
+        assert out is not None
+        assert json.loads(out) == {**make(usage), "usage": filled(usage, (details, name), tokens)}
+        before, after = (msgspec.json.decode(b, type=dict[str, msgspec.Raw]) for b in (body, out))
+        assert {k: bytes(v) for k, v in after.items() if k != "usage"} == {
+            k: bytes(v) for k, v in before.items() if k != "usage"
+        }  # every other value keeps its bytes
+    else:  # the server's count, or details that are not an object: left as they are
+        assert (asked, out) == (None, None)

@@ -120,8 +120,10 @@ class MessagesReference(Translator):
 
     def _note_reasoning(self, segments: list[Segment]) -> list[Segment]:
         """One upstream delta's runs: it counts once if any of them is reasoning."""
-        if any(seg.kind != CONTENT for seg in segments):
-            self.counts.reasoning_events += 1
+        for seg in segments:
+            if seg.kind != CONTENT:
+                self.counts.reasoning_events += 1
+                break
         return segments
 
     def flush(self) -> list[SSEEvent]:
@@ -270,13 +272,14 @@ class MessagesReference(Translator):
             doc = obj(one_line(data))
             segments = self._note_reasoning(self.channels.text(upstream, text))
             return writer.emit(block, segments, (event, doc) if doc is not None else None)
-        segments = self._note_reasoning(self.channels.text(upstream, text))
+        segments = self.channels.text(upstream, text)
         if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
             # Answer text as it came: the event goes out unchanged (renumbered if it must be).
             out = writer.to_text(block)
             new = block.out
             out.append(event if new == upstream else reindexed(event, "content_block_delta", upstream, new))
             return out
+        self._note_reasoning(segments)
         return writer.emit(block, segments, _source(event, data, upstream, text))
 
     def _block_stop(self, event: SSEEvent, ev: Event) -> list[SSEEvent]:

@@ -3,9 +3,10 @@
 ``output_tokens_details.reasoning_tokens``, or a messages stream's ``message_delta`` lacks
 ``output_tokens_details.thinking_tokens``, the gateway writes its own count of the upstream events
 that carried reasoning; a count the server wrote is never changed; without a token counter, a
-non-stream body is left as the server wrote it (with one: ``test_usage_bodies.py``). Each server's layout (vLLM, SGLang, llama.cpp, Ollama's /v1), one event per read
-and all in one; the official SDK reads the count through its strict models; and the count does not
-depend on where the network cut the bytes."""
+non-stream body is left as the server wrote it (with one: ``test_usage_bodies.py``). Each server's
+layout (vLLM, SGLang, llama.cpp, Ollama's /v1), one event per read and all in one; the official SDK
+reads the count through its strict models; and the count does not depend on where the network cut
+the bytes."""
 
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ class Counts:
         "reasoning_blocks",
         "reasoning_chars",
         "reasoning_events",
+        "reasoning_written",
         "unclosed",
         "unreadable_events",
     )
@@ -57,6 +58,7 @@ class Counts:
         # the server's own field), once per choice or item: servers stream one token per event, so
         # this is the answer's reasoning tokens as the gateway counts them (see surfaces.usage).
         self.reasoning_events = 0
+        self.reasoning_written = False  # the gateway's count went into a usage that lacked one
         self.unclosed = 0
         self.overflows = 0
         self.unreadable_events = 0  # data events passed on untranslated because they could not be read

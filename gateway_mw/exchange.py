@@ -20,12 +20,14 @@ from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
 from .marks import NewId
-from .pipeline import StreamPipeline, transform_body
+from .pipeline import StreamPipeline, transform_body, translate_body
 from .record import DEFAULT_MAX_ENTRY_BYTES, ReasoningRecord, RecordBase
 from .stats import ThinkExtractStats
 from .surfaces import Counts
 from .surfaces.budgeting import BudgetCounter, Collector
 from .surfaces.registry import SURFACES
+from .surfaces.usage import with_counted
+from .tokencount import THINKEXTRACT_REASONING_TOKENS, THINKEXTRACT_TOKEN_COUNTER, ReasoningTokens, count_tokens
 
 __all__ = ["THINKEXTRACT_BUDGET", "BudgetSpent", "Budgeted", "Session", "TranslatingWriter"]
 
@@ -127,10 +129,12 @@ class Session:
             self.stats.budgeted(self.surface, counted, outcome)
 
     def translated(self, counts: Counts, error: BaseException | None) -> None:
+        if counts.reasoning_written:
+            self.request[THINKEXTRACT_REASONING_TOKENS] = ReasoningTokens(counts.reasoning_events, "reasoning events")
         if self.stats is not None:
             self.stats.translated(self.surface, counts, error is not None)
 
-    def rewrite_response(self, response: web.Response, body: bytes) -> None:
+    async def rewrite_response(self, response: web.Response, body: bytes) -> None:
         """Translate a ``web.Response`` body before aiohttp prepares (and maybe compresses) it."""
         kind = self.response_kind(response.status, response.headers, compressing=False)
         if kind not in (_SSE, _JSON):
@@ -139,13 +143,37 @@ class Session:
         if len(body) > self.config.max_body_bytes:
             self.passed("too_large")
             return
-        new, counts, error = transform_body(self.surface, body, kind == _SSE, self.config, self.new_id)
-        self.translated(counts, error)
-        if self.record is not None and kind == _JSON:
-            self.remember(self.definition.said_of_body(body, tuple(self.made)))
+        if kind == _SSE:
+            new, counts, error = transform_body(self.surface, body, True, self.config, self.new_id)
+            self.translated(counts, error)
+        else:
+            new = await self.translate_json(body)
         if new is not None:
             response.headers.popall(hdrs.CONTENT_LENGTH, None)
             response.body = new
+
+    async def translate_json(self, body: bytes | bytearray) -> bytes | None:
+        """A JSON body translated (``None``: nothing changed), counted and kept in the record, its
+        usage given the reasoning count it lacks where a token counter is installed."""
+        counter = self.request.config_dict.get(THINKEXTRACT_TOKEN_COUNTER)
+        new, counts, error, to_count = translate_body(
+            self.surface, body, self.config, self.new_id, count=counter is not None
+        )
+        self.translated(counts, error)
+        if self.record is not None:
+            self.remember(self.definition.said_of_body(bytes(body), tuple(self.made)))
+        if to_count is None or counter is None:
+            return new
+        tokens = to_count.known
+        if tokens is None:
+            tokens = await count_tokens(counter, to_count.model, to_count.text)
+        filled = with_counted(self.surface, body if new is None else new, tokens) if tokens else None
+        if filled is None or tokens is None:
+            return new
+        self.request[THINKEXTRACT_REASONING_TOKENS] = ReasoningTokens(
+            tokens, "tokenizer" if to_count.known is None else "server"
+        )
+        return filled
 
 
 class BudgetSpent(ClientConnectionResetError):
@@ -394,11 +422,7 @@ class TranslatingWriter(AbstractStreamWriter):
             await self._write_held(body)
             await self._inner.write_eof()
             return
-        session = self._session
-        new, counts, error = transform_body(session.surface, body, False, session.config, session.new_id)
-        session.translated(counts, error)
-        if session.record is not None:
-            session.remember(session.definition.said_of_body(bytes(body), tuple(session.made)))
+        new = await self._session.translate_json(body)
         if new is not None:
             body = new
             if hdrs.CONTENT_LENGTH in headers:

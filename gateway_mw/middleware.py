@@ -37,6 +37,7 @@ from .marks import NewId, random_id
 from .record import ReasoningRecord, open_record
 from .stats import ThinkExtractStats
 from .surfaces.registry import SURFACES
+from .tokencount import THINKEXTRACT_REASONING_TOKENS, THINKEXTRACT_TOKEN_COUNTER
 
 __all__ = [
     "CLIENT_GONE",
@@ -45,11 +46,13 @@ __all__ = [
     "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_IDS",
     "THINKEXTRACT_MODEL_INFO",
+    "THINKEXTRACT_REASONING_TOKENS",
     "THINKEXTRACT_RECORD",
     "THINKEXTRACT_REQUEST_BODY",
     "THINKEXTRACT_SCOPE",
     "THINKEXTRACT_SERVER",
     "THINKEXTRACT_STATS",
+    "THINKEXTRACT_TOKEN_COUNTER",
     "THINK_EXTRACT_HEADER",
     "RequestBodyTimeout",
     "setup",
@@ -217,7 +220,7 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
                 response.body = whole_body(session, collect, bytes(body))
                 response.content_type = "application/json"
             else:
-                session.rewrite_response(response, bytes(body))
+                await session.rewrite_response(response, bytes(body))
             writer.pass_through()
             if budget is not None:  # read whole before the middleware saw any of it: nothing to cut
                 session.budgeted(0, "not_relayed")

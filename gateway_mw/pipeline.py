@@ -14,6 +14,7 @@ every surface shares, so that no translator has to keep them itself:
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from .channels import Said, Transcripts
 from .config import Surface, ThinkExtractConfig
@@ -24,8 +25,9 @@ from .sse import SSEDecoder, SSEEvent
 from .surfaces import Counts, StreamTranslator
 from .surfaces.exclude import WithoutReasoning
 from .surfaces.registry import SURFACES
+from .surfaces.usage import ToCount, to_count
 
-__all__ = ["StreamPipeline", "transform_body"]
+__all__ = ["StreamPipeline", "TranslatedBody", "transform_body", "translate_body"]
 
 log = logging.getLogger("gateway_mw")
 
@@ -291,12 +293,33 @@ def transform_body(
         raw = bytes(body)
         out = pipeline.feed(raw) + pipeline.finish()
         return (None if out == raw else out), pipeline.counts, pipeline.error
+    new, counts, error, _ = translate_body(surface, body, config, new_id)
+    return new, counts, error
+
+
+class TranslatedBody(NamedTuple):
+    """A non-stream body translated (:func:`translate_body`)."""
+
+    new: bytes | None
+    """``None`` when nothing changed."""
+    counts: Counts
+    error: BaseException | None
+    to_count: ToCount | None
+    """The reasoning whose tokens the usage lacks (read before ``reasoning_exclude`` takes it out:
+    the model spent the tokens all the same); ``None`` unless asked for, or nothing to count."""
+
+
+def translate_body(
+    surface: Surface, body: bytes | bytearray, config: ThinkExtractConfig, new_id: NewId, *, count: bool = False
+) -> TranslatedBody:
+    """A whole JSON body translated; with ``count``, what its usage lacks (see :mod:`.surfaces.usage`)."""
     definition = SURFACES[surface]
     try:
         new, counts = definition.transform_body(body, config, new_id)
+        counting = to_count(surface, body if new is None else new) if count else None
         if config.reasoning_exclude:  # the client gets no reasoning, whoever wrote it
             new = definition.body_without_reasoning(bytes(body) if new is None else new) or new
     except Exception as exc:
         log.exception("gateway_mw: %s body translation failed; passing it through", surface)
-        return None, Counts(), exc
-    return new, counts, None
+        return TranslatedBody(None, Counts(), exc, None)
+    return TranslatedBody(new, counts, None, counting)

@@ -88,16 +88,16 @@ PING = {"type": "ping"}
 MESSAGE_STOP = {"type": "message_stop"}
 
 
-def message_delta(stop_reason: str = "end_turn", output_tokens: int = 20) -> dict[str, Any]:
-    return {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-        "usage": {"output_tokens": output_tokens},
-    }
+def message_delta(stop_reason: str = "end_turn", output_tokens: int = 20, thinking: int = 0) -> dict[str, Any]:
+    """``thinking``: the reasoning events the gateway counted, in the usage where it writes them."""
+    usage: dict[str, Any] = {"output_tokens": output_tokens}
+    if thinking:
+        usage["output_tokens_details"] = {"thinking_tokens": thinking}
+    return {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": usage}
 
 
-def end(stop_reason: str = "end_turn") -> list[dict[str, Any]]:
-    return [message_delta(stop_reason), MESSAGE_STOP]
+def end(stop_reason: str = "end_turn", thinking: int = 0) -> list[dict[str, Any]]:
+    return [message_delta(stop_reason, thinking=thinking), MESSAGE_STOP]
 
 
 def text_block(index: int, *pieces: str, block: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from ..middleware import (
     setup,
 )
 from ..surfaces.registry import SURFACES
+from ..tokencount import THINKEXTRACT_REASONING_TOKENS, THINKEXTRACT_TOKEN_COUNTER
 from . import demo_model
 from .errors import body_timed_out, error_response, error_shape
 from .forwarding import Proxy, UpstreamDropped
@@ -215,6 +216,9 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     controlled = request.get(THINKEXTRACT_CONTROLS)
     if controlled is not None and (controlled.intent.kind != "default" or controlled.outcome != "unchanged"):
         parts.append(_control(controlled))
+    counted = request.get(THINKEXTRACT_REASONING_TOKENS)
+    if counted is not None:
+        parts.append(f"reasoning tokens {counted.tokens} in the usage ({_COUNTED_BY[counted.counted]})")
     budgeted = request.get(THINKEXTRACT_BUDGET)
     if budgeted is not None:
         parts.append(f"budget enforced by the gateway: {budgeted.counted} reasoning events counted, {budgeted.outcome}")
@@ -233,6 +237,13 @@ def _story(proxy: Proxy, request: web.Request, note: RequestNote, status: int) -
     else:
         verdict = f"{surface}: translated, {SURFACES[surface].story(config)}"
     return f"{', '.join(parts)}; {verdict}"
+
+
+_COUNTED_BY = {
+    "reasoning events": "the gateway's count of reasoning events",
+    "tokenizer": "the gateway's count, by the upstream's /tokenize",
+    "server": "the server's usage.reasoning_tokens",
+}
 
 
 def _control(controlled: Controlled) -> str:
@@ -267,6 +278,7 @@ def build_app(settings: Settings) -> web.Application:
     proxy = app[PROXY] = Proxy(settings, metrics_, local_upstream=demo)
     if settings.middleware:
         app[THINKEXTRACT_MODEL_INFO] = proxy.model_info  # Ollama's /api/show, asked once per model
+        app[THINKEXTRACT_TOKEN_COUNTER] = proxy.count_tokens  # the upstream's /tokenize, once per body
     app.cleanup_ctx.append(proxy.context)
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/readyz", readyz, name="readyz")

@@ -40,6 +40,7 @@ from .modelinfo import OllamaModels
 from .notes import RequestNote, note_of
 from .routes import parse_routes
 from .settings import Secret, Settings, SettingsError, read_client_keys
+from .tokenize import UpstreamTokenizer
 from .usage import UsageTap
 
 __all__ = ["Proxy", "UpstreamDropped"]
@@ -95,6 +96,8 @@ class Proxy:
         self.server: str | None = None if configured == "auto" else configured
         self.models: OllamaModels | None = None
         """What an Ollama upstream says of each model, once the session is open."""
+        self.tokenizer: UpstreamTokenizer | None = None
+        """The upstream's ``/tokenize``, once the session is open."""
 
     def reload_keys(self, env: Mapping[str, str]) -> int:
         """Read the client keys again (``client_keys_env``, ``client_keys_file``) and use them from the
@@ -136,8 +139,10 @@ class Proxy:
                 )
             )
             if self.settings.upstream is not None:
-                self.models = OllamaModels(self.session, self.upstream, self._own_headers())
+                own = self._own_headers()
+                self.models = OllamaModels(self.session, self.upstream, own)
                 stack.push_async_callback(self.models.close)
+                self.tokenizer = UpstreamTokenizer(self.session, self.upstream, own, self.upstream_server)
             tasks = [asyncio.create_task(self._watch_disconnects()), asyncio.create_task(self._sample_process())]
             if self.server is None and self.settings.upstream is not None:
                 tasks.append(asyncio.create_task(self._ask_upstream()))
@@ -167,6 +172,13 @@ class Proxy:
         if self.models is None or self.upstream_server() != "ollama":
             return None
         return await self.models(model)
+
+    async def count_tokens(self, model: str | None, text: str) -> int | None:
+        """``THINKEXTRACT_TOKEN_COUNTER``: ``text``'s tokens, as the upstream's ``/tokenize`` says,
+        where it has one (vLLM, SGLang, llama.cpp); ``None`` (not counted) otherwise."""
+        if self.tokenizer is None:
+            return None
+        return await self.tokenizer(model, text)
 
     def _own_headers(self) -> dict[str, str]:
         """The head fields of the gateway's own calls to the upstream: its key, if it has one."""

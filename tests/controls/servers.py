@@ -23,6 +23,7 @@ What the template sees, per family (the variable its chat template reads):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -482,3 +483,66 @@ class Emulator:
 
     async def _version(self, request: web.Request) -> web.Response:
         return web.json_response({"version": ".".join(map(str, self.version))})
+
+
+# -- /tokenize ---------------------------------------------------------------------------------------
+# Each server's tokenize endpoint as its source reads and answers it, over one toy tokenizer: a token
+# is a run of letters or digits with the blanks before it, or one other character with them, or the
+# blanks at the end. A tokenizer's special tokens: BOS, added at the front when asked for.
+
+TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+", re.UNICODE)
+BOS = 1
+
+
+def toy_tokens(text: str, add_special: bool) -> list[int]:
+    """``text``'s token ids under the toy tokenizer (an id per token, its first character's code point)."""
+    tokens = [ord(piece[0]) + 2 for piece in TOKEN.findall(text)]
+    return [BOS, *tokens] if add_special else tokens
+
+
+def tokenize_vllm(body: dict[str, Any]) -> web.Response:
+    """vLLM ``POST /tokenize`` (vllm/entrypoints/openai/protocol.py TokenizeCompletionRequest): ``prompt``
+    a string, ``add_special_tokens`` (default true); a validation error is a 400; the answer carries
+    ``count``, ``max_model_len``, ``tokens`` and ``token_strs``."""
+    prompt, add = body.get("prompt"), body.get("add_special_tokens", True)
+    if not isinstance(prompt, str) or not isinstance(add, bool):
+        return web.json_response({"object": "error", "message": "prompt: Field required", "code": 400}, status=400)
+    tokens = toy_tokens(prompt, add)
+    return web.json_response({"count": len(tokens), "max_model_len": 32768, "tokens": tokens, "token_strs": None})
+
+
+def tokenize_sglang(body: dict[str, Any]) -> web.Response:
+    """SGLang ``POST /tokenize`` (python/sglang/srt/entrypoints/openai/protocol.py TokenizeRequest): ``prompt``
+    a string or a list of them (counted one by one), ``add_special_tokens`` (default true); the answer
+    carries ``tokens``, ``count`` and ``max_model_len``."""
+    prompt, add = body.get("prompt"), body.get("add_special_tokens", True)
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt) and isinstance(add, bool):
+        lists = [toy_tokens(p, add) for p in prompt]
+        return web.json_response({"tokens": lists, "count": [len(t) for t in lists], "max_model_len": 32768})
+    if not isinstance(prompt, str) or not isinstance(add, bool):
+        return web.json_response({"object": "error", "message": "prompt: Field required", "code": 400}, status=400)
+    tokens = toy_tokens(prompt, add)
+    return web.json_response({"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
+
+
+def tokenize_llamacpp(body: dict[str, Any]) -> web.Response:
+    """llama-server ``POST /tokenize`` (tools/server/server.cpp handle_tokenize): ``content`` (no
+    content: no tokens), ``add_special`` (default false); the answer is ``{"tokens": [...]}``."""
+    content, add = body.get("content"), body.get("add_special", False)
+    tokens = toy_tokens(content, add is True) if isinstance(content, str) else []
+    return web.json_response({"tokens": tokens})
+
+
+TOKENIZERS = {"vllm": tokenize_vllm, "sglang": tokenize_sglang, "llamacpp": tokenize_llamacpp}
+
+
+def add_tokenize(app: web.Application, server: str, asked: list[dict[str, Any]]) -> None:
+    """``POST /tokenize`` on ``app`` as ``server`` answers it; each request's body goes to ``asked``."""
+    answer = TOKENIZERS[server]
+
+    async def tokenize(request: web.Request) -> web.Response:
+        body = await request.json()
+        asked.append(body)
+        return answer(body)
+
+    app.router.add_post("/tokenize", tokenize)

@@ -256,7 +256,9 @@ answer("messages-tags", "application/json",
        json.dumps(messageswire.message(tb(TAGGED), TOOL_USE, stop_reason="tool_use")).encode())  # fmt: skip
 answer("messages-native", "application/json", json.dumps(messageswire.message(
     THINKING_BLOCK, REDACTED_BLOCK, tb("".join(ANSWER)), TOOL_USE, stop_reason="tool_use")).encode())  # fmt: skip
-MESSAGES_EXPECTED = [message_start(), start(0), *(text(0, a) for a in ANSWER), stop(0), *MESSAGES_TAIL]
+# The reasoning left out is counted all the same: its two events, in the message_delta's usage.
+COUNTED_TAIL = [*MESSAGES_TAIL[:-2], *messageswire.end("tool_use", thinking=len(REASONING))]
+MESSAGES_EXPECTED = [message_start(), start(0), *(text(0, a) for a in ANSWER), stop(0), *COUNTED_TAIL]
 
 
 @pytest.mark.parametrize("source", ["tags", "native"])

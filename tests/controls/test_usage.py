@@ -1,10 +1,12 @@
 """Reasoning tokens in every usage, over real HTTP: where a chat stream's usage chunk lacks
-``completion_tokens_details.reasoning_tokens``, or a Responses stream's ``response.completed`` lacks
-``output_tokens_details.reasoning_tokens``, the gateway writes its own count of the upstream events
-that carried reasoning; a count the server wrote is never changed; a non-stream body is left as the
-server wrote it. Each server's layout (vLLM, SGLang, llama.cpp, Ollama's /v1), one event per read
-and all in one; the official SDK reads the count through its strict models; and the count does not
-depend on where the network cut the bytes."""
+``completion_tokens_details.reasoning_tokens``, a Responses stream's ``response.completed`` lacks
+``output_tokens_details.reasoning_tokens``, or a messages stream's ``message_delta`` lacks
+``output_tokens_details.thinking_tokens``, the gateway writes its own count of the upstream events
+that carried reasoning; a count the server wrote is never changed; without a token counter, a
+non-stream body is left as the server wrote it (with one: ``test_usage_bodies.py``). Each server's
+layout (vLLM, SGLang, llama.cpp, Ollama's /v1), one event per read and all in one; the official SDK
+reads the count through its strict models; and the count does not depend on where the network cut
+the bytes."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import anthropic
 import openai
 import pytest
 from aiohttp import web
@@ -26,6 +29,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder
 
 from .. import chatlayouts, responseswire
+from .. import messageswire as mw
 from ..chatwire import read_sse
 from ..httpcuts import bytes_at_every_cut
 from ..responses.support import layout_body
@@ -476,3 +480,102 @@ async def test_responses_non_stream_usage_is_left_as_the_server_wrote_it(url: st
         out = await resp.json()
     assert [item["type"] for item in out["output"]] == ["reasoning", "message"]  # translated
     assert out["usage"] == usage
+
+
+# -- messages: the message_delta's usage --------------------------------------------------------------
+
+MESSAGES = ThinkExtractConfig(messages_policy="unsigned")
+
+
+def messages_events(reasoning: list[str], answer: list[str], usage: dict[str, Any], native: bool = False) -> bytes:
+    """A messages stream: the reasoning in tags in one text block (or in the server's own thinking
+    block), one event per piece, the answer, then ``message_delta`` carrying ``usage``."""
+    if native:
+        blocks = [mw.thinking_start(0), *(mw.thinking(0, r) for r in reasoning), mw.stop(0), *mw.text_block(1, *answer)]
+    else:
+        blocks = mw.text_block(0, *(["<think>", *reasoning, "</think>"] if reasoning else []), *answer)
+    delta = {**mw.message_delta(), "usage": usage}
+    return mw.sse(mw.message_start(), *blocks, delta, mw.MESSAGE_STOP)
+
+
+def thinking_of(out: bytes) -> Any:
+    """The usage of the ``message_delta``; every event validated as the SDK's strict mode does."""
+    items = mw.read_sse(out)
+    assert [i["type"] for i in items[-2:]] == ["message_delta", "message_stop"]
+    return items[-2]["usage"]
+
+
+@pytest.fixture
+async def messages_url(aiohttp_server: ServerFactory) -> str:
+    app = web.Application()
+    setup(app, MESSAGES)
+    app.router.add_post("/v1/messages", upstream)
+    return str((await aiohttp_server(app)).make_url(""))
+
+
+@pytest.mark.parametrize("reads", ["one event per read", "all in one read"])
+@pytest.mark.parametrize("native", [False, True], ids=["tags", "server's thinking block"])
+async def test_messages_stream_message_delta_gets_the_reasoning_events_counted(
+    messages_url: str, native: bool, reads: str
+) -> None:
+    usage = {"output_tokens": 8}
+    stream = messages_events(REASONING, ANSWER, usage, native)
+    pieces = [e + b"\n\n" for e in stream.split(b"\n\n")[:-1]] if reads == "one event per read" else [stream]
+    out = await post(messages_url, "/v1/messages", f"messages-{native}-{reads}", "text/event-stream", pieces)
+    assert thinking_of(out) == {**usage, "output_tokens_details": {"thinking_tokens": COUNTED}}
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"output_tokens": 8, "output_tokens_details": {"thinking_tokens": 6}},  # the server's own count
+        {"output_tokens": 8, "output_tokens_details": "n/a"},  # not an object: not ours to rewrite
+    ],
+)
+async def test_messages_stream_a_count_the_server_wrote_arrives_byte_for_byte(
+    messages_url: str, usage: dict[str, Any]
+) -> None:
+    stream = messages_events(REASONING, ANSWER, usage)
+    out = await post(messages_url, "/v1/messages", "messages-own", "text/event-stream", [stream])
+    assert events_of(out)[-2:] == events_of(stream)[-2:]
+
+
+async def test_messages_stream_without_reasoning_passes_byte_for_byte(messages_url: str) -> None:
+    stream = messages_events([], ANSWER, {"output_tokens": 3})
+    out = await post(messages_url, "/v1/messages", "messages-plain", "text/event-stream", [stream])
+    assert out == stream
+
+
+async def test_messages_the_anthropic_sdk_reads_the_count(messages_url: str) -> None:
+    STREAMS["messages-sdk"] = ("text/event-stream", [messages_events(REASONING, ANSWER, {"output_tokens": 8})])
+    client = anthropic.AsyncAnthropic(
+        api_key="x", base_url=messages_url.rstrip("/"), max_retries=0, _strict_response_validation=True
+    )
+    args: Any = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "2+2?"}]}
+    async with client, client.messages.stream(**args, extra_headers={"X-Upstream": "messages-sdk"}) as stream:
+        final = await stream.get_final_message()
+    assert final.usage.output_tokens_details is not None
+    assert final.usage.output_tokens_details.thinking_tokens == COUNTED
+    assert [block.type for block in final.content] == ["thinking", "text"]
+
+
+@given(
+    reasoning=st.lists(TEXT, max_size=12),
+    answer=st.lists(TEXT, min_size=1, max_size=4),
+    native=st.booleans(),
+    cuts=st.lists(st.integers(0, 20_000), max_size=8),
+)
+def test_messages_the_count_is_the_reasoning_events_at_every_cut(
+    reasoning: list[str], answer: list[str], native: bool, cuts: list[int]
+) -> None:
+    """The fast path (runs of text events passed whole) and the reference count alike."""
+    stream = messages_events(reasoning, answer, {"output_tokens": 8}, native)
+    bounds = sorted({0, len(stream), *(c % (len(stream) + 1) for c in cuts)})
+    pipeline = StreamPipeline("messages", MESSAGES)
+    out = b"".join(pipeline.feed(stream[a:b]) for a, b in itertools.pairwise(bounds)) + pipeline.finish()
+    assert pipeline.error is None
+    usage = thinking_of(out)
+    if reasoning:
+        assert usage == {"output_tokens": 8, "output_tokens_details": {"thinking_tokens": len(reasoning)}}
+    else:  # nothing counted, nothing written
+        assert usage == {"output_tokens": 8}

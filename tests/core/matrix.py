@@ -347,6 +347,31 @@ def _messages_native_body(layout: str, model: str, reasoning: str, answer: str) 
     return _json(messageswire.message(thinking, messageswire.tb(answer), model=model), layout).encode()
 
 
+def _messages_view(config: ThinkExtractConfig, upstream: bytes, client: bytes) -> tuple[Any, Any]:
+    """A server's own reasoning goes on byte for byte, but for the count the gateway writes into the
+    ``message_delta`` usage that has none: its thinking deltas, one token each."""
+    if upstream.lstrip().startswith(b"{"):
+        return upstream, client  # a body: no token counter installed here, so no count
+
+    def events(stream: bytes) -> list[tuple[str | None, bytes | None]]:
+        decoder = SSEDecoder()
+        return [(e.event, e.data) for e in decoder.feed(stream) + decoder.finish()[0]]
+
+    ups, outs = events(upstream), events(client)
+    counted = sum(b'"thinking_delta"' in (data or b"") for _, data in ups)
+    expected: list[Any] = []
+    for name, data in ups:
+        if name == "message_delta" and data is not None and counted:
+            doc = json.loads(data)
+            doc["usage"] = {**doc["usage"], "output_tokens_details": {"thinking_tokens": counted}}
+            expected.append((name, doc))
+        else:
+            expected.append((name, data))
+    given = [(name, json.loads(data)) if name == "message_delta" and counted and data else (name, data)
+             for name, data in outs]  # fmt: skip
+    return expected, given
+
+
 MESSAGES = Case(
     surface="messages",
     routes=dict.fromkeys(("anthropic", "llamacpp", "pyjson", "vllm"), "/v1/messages"),
@@ -362,7 +387,7 @@ MESSAGES = Case(
     native_stream=_messages_native_stream,
     native_body=_messages_native_body,
     native_read=lambda layout, reasoning, answer: (reasoning, answer),
-    native_view=_same_bytes,
+    native_view=_messages_view,
     final=re.compile(rb'"type": ?"message_stop"'),
 )
 

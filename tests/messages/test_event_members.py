@@ -155,7 +155,7 @@ def test_the_answer_after_reasoning_and_a_tool_block_keep_their_blocks() -> None
             tool_start(2),
             json_delta(2, "{}"),
             stop(2),
-            *end(),
+            *end(thinking=1),
         ]
 
 
@@ -191,7 +191,7 @@ def test_an_oversized_event_with_an_escaped_index_key_is_renumbered() -> None:
             stop(1),
             {**tool_start(2), "content_block": {**tool_start(2)["content_block"], "input": {"q": big}}},
             stop(2),
-            *end(),
+            *end(thinking=1),
         ]
 
 

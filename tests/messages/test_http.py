@@ -98,9 +98,9 @@ EXPECTED = {
         message_start(),
         *thinking_block(0, "Two plus two.", "Two plus", " two."),
         *text_block(1, "It is 4."),
-        *end(),
+        *end(thinking=2),
     ],
-    "redacted": [message_start(), *redacted_block(0, "Two plus two."), *text_block(1, "It is 4."), *end()],
+    "redacted": [message_start(), *redacted_block(0, "Two plus two."), *text_block(1, "It is 4."), *end(thinking=2)],
 }
 EXPECTED_BODY = {
     "unsigned": message(th("Two plus two."), tb("It is 4.")),
@@ -163,7 +163,7 @@ async def test_text_before_between_and_after_reasoning(
     events = await stream_events(
         aiohttp_client, sse(message_start(), *text_block(0, *pieces), *end()), messages_policy=policy
     )
-    assert events == [message_start(), *expected, *text_block(4, "\nend"), *end()]
+    assert events == [message_start(), *expected, *text_block(4, "\nend"), *end(thinking=1)]
     doc = message(tb("".join(pieces)))
     assert await message_body(aiohttp_client, doc, messages_policy=policy) == message(*expected_body, tb("\nend"))
 
@@ -186,7 +186,7 @@ async def test_tool_use_after_text_is_renumbered(aiohttp_client: ClientFactory) 
         json_delta(2, '{"a": 2'),
         json_delta(2, ', "b": 2}'),
         stop(2),
-        *end("tool_use"),
+        *end("tool_use", thinking=1),
     ]
     doc = message(tb("<think>I should add.</think>Let me add."), TOOL_USE, stop_reason="tool_use")
     assert await message_body(aiohttp_client, doc, messages_policy="redacted") == message(
@@ -197,8 +197,8 @@ async def test_tool_use_after_text_is_renumbered(aiohttp_client: ClientFactory) 
 @pytest.mark.parametrize(
     ("mode", "expected", "expected_body"),
     [
-        ("live", thinking_block(0, "abc</thi", "abc", "</thi"), message(th("abc</thi"))),
-        ("buffered", text_block(0, "<think>abc</thi"), None),  # never was a block: the body is unchanged
+        ("live", [*thinking_block(0, "abc</thi", "abc", "</thi"), *end(thinking=1)], message(th("abc</thi"))),
+        ("buffered", [*text_block(0, "<think>abc</thi"), *end()], None),  # never was a block: the body is unchanged
     ],
 )
 async def test_unclosed_block_at_end(
@@ -206,7 +206,7 @@ async def test_unclosed_block_at_end(
 ) -> None:
     upstream = sse(message_start(), *text_block(0, "<think>abc", "</thi"), *end())
     events = await stream_events(aiohttp_client, upstream, messages_policy="unsigned", stream_mode=mode)
-    assert events == [message_start(), *expected, *end()]
+    assert events == [message_start(), *expected]
     doc = message(tb("<think>abc</thi"))
     _, body = await fetch(aiohttp_client, make_app(b"", doc, messages_policy="unsigned", stream_mode=mode))
     assert read_message(body) == (expected_body or doc)
@@ -223,7 +223,7 @@ async def test_start_with_reasoning_by_profile(aiohttp_client: ClientFactory) ->
         message_start(model),
         *thinking_block(0, "Step one"),
         *text_block(1, "Answer"),
-        *end(),
+        *end(thinking=1),
     ]
     doc = message(tb("Step one</think>Answer"), model=model)
     assert await message_body(aiohttp_client, doc, **config) == message(th("Step one"), tb("Answer"), model=model)
@@ -239,7 +239,7 @@ async def test_gomodel_defect_10_regression(aiohttp_client: ClientFactory) -> No
         assert await stream_events(aiohttp_client, upstream, messages_policy=policy) == [
             message_start(),
             *block,
-            *end(),
+            *end(thinking=1),
         ]
     assert block == [
         {"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "cg=="}},
@@ -279,7 +279,7 @@ async def test_every_byte_offset_cut_gives_identical_bytes(aiohttp_client: Clien
         *text_block(2, "\nb"),
         tool_start(3),
         stop(3),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -288,7 +288,7 @@ async def test_unreadable_event_mid_stream_goes_after_the_held_text(aiohttp_clie
     upstream = sse(message_start(), start(0), text(0, "<think>abc")) + broken + sse(text(0, "</think>ok"), stop(0))
     client = await aiohttp_client(make_app(upstream + sse(*end()), messages_policy="redacted"))
     events = read_sse(await (await client.post(ROUTE)).read())
-    assert events == [message_start(), *redacted_block(0, "abc"), "{oops", *text_block(1, "ok"), *end()]
+    assert events == [message_start(), *redacted_block(0, "abc"), "{oops", *text_block(1, "ok"), *end(thinking=1)]
     stats = client.app[THINKEXTRACT_STATS].snapshot()["messages"]
     assert (stats["translated"], stats["translation_errors"], stats["unreadable_events"]) == (1, 0, 1)
 

@@ -49,7 +49,7 @@ def test_an_unknown_event_type_naming_a_renumbered_block_is_renumbered() -> None
         tool_start(2),
         {**note, "index": 2},
         stop(2),
-        *end(),
+        *end(thinking=1),
     ]
     assert b'"note":1.50' in out.split(b"content_block_annotation", 2)[2]  # its other bytes kept as they came
 
@@ -65,7 +65,7 @@ def test_text_after_its_block_stop_goes_on_in_a_new_text_block() -> None:
         tool_start(3),
         stop(3),
         stop(2),  # closed when the message ends
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -75,14 +75,20 @@ def test_after_the_message_ends_a_late_delta_keeps_its_block() -> None:
         message_start(),
         *thinking_block(0, "r"),
         *text_block(1, "a"),
-        *end(),
+        *end(thinking=1),
         text(1, "b"),
     ]
 
 
 def test_a_late_stop_names_the_last_block_of_its_text_block() -> None:
     stream = sse(message_start(), *text_block(0, "<think>r</think>a"), stop(0), *end())
-    assert read_sse(run(stream)) == [message_start(), *thinking_block(0, "r"), *text_block(1, "a"), stop(1), *end()]
+    assert read_sse(run(stream)) == [
+        message_start(),
+        *thinking_block(0, "r"),
+        *text_block(1, "a"),
+        stop(1),
+        *end(thinking=1),
+    ]
 
 
 def test_an_oversized_tool_start_in_a_crlf_stream_cut_at_every_piece() -> None:
@@ -104,7 +110,7 @@ def test_an_oversized_tool_start_in_a_crlf_stream_cut_at_every_piece() -> None:
         json_delta(2, "{}"),
         stop(2),
         *text_block(3, "z"),
-        *end(),
+        *end(thinking=1),
     ]
     config = UNSIGNED.replace(max_event_bytes=512)
     for piece in (0, 7, 100):
@@ -118,14 +124,28 @@ def test_an_oversized_text_delta_closes_the_thinking_block_first_in_crlf() -> No
     stream = sse(message_start(), start(0), text(0, "<think>plan"), big, stop(0), *end()).replace(b"\n", b"\r\n")
     out = run(stream, UNSIGNED.replace(max_event_bytes=512), 64)
     assert b"\n" not in out.replace(b"\r\n", b"")
-    assert read_sse(out) == [message_start(), *thinking_block(0, "plan"), start(1), text(1, "A" * 700), stop(1), *end()]
+    assert read_sse(out) == [
+        message_start(),
+        *thinking_block(0, "plan"),
+        start(1),
+        text(1, "A" * 700),
+        stop(1),
+        *end(thinking=1),
+    ]
 
 
 def test_an_oversized_event_of_a_data_only_upstream_gets_its_event_line() -> None:
     big = text(0, "A" * 700)
     stream = sse(message_start(), start(0), text(0, "<think>plan"), big, stop(0), *end(), event_lines=False)
     items = read_sse(run(stream, UNSIGNED.replace(max_event_bytes=512)))  # read_sse checks every event: line
-    assert items == [message_start(), *thinking_block(0, "plan"), start(1), text(1, "A" * 700), stop(1), *end()]
+    assert items == [
+        message_start(),
+        *thinking_block(0, "plan"),
+        start(1),
+        text(1, "A" * 700),
+        stop(1),
+        *end(thinking=1),
+    ]
 
 
 def test_an_oversized_event_cut_off_by_the_end_of_the_stream() -> None:

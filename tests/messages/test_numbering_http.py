@@ -122,7 +122,7 @@ async def test_an_oversized_block_start_takes_its_own_index(
             start(2, block),
             stop(2),
             *text_block(3, "The answer is 4."),
-            *end(),
+            *end(thinking=1),
         ]
         assert content == [th("Let me look."), tb("Searching."), block, tb("The answer is 4.")]
     else:
@@ -151,7 +151,7 @@ async def test_an_oversized_text_delta_goes_on_a_text_block(aiohttp_server: Serv
         text(1, big_text),  # passed on unread (not scanned), at the index of the text block opened for it
         text(1, "done"),  # the space right after </think> is trimmed (trim_tag_edges)
         stop(1),
-        *end(),
+        *end(thinking=1),
     ]
     assert content == [th("plan"), tb(big_text + "done")]
 
@@ -209,7 +209,7 @@ async def test_a_duplicate_index_key_is_rewritten_as_parsers_read_it(aiohttp_ser
         json_delta(2, '{"a": 2'),
         json_delta(2, ', "b": 2}'),
         stop(2),
-        *end("tool_use"),
+        *end("tool_use", thinking=1),
     ]
     tool = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 2, "b": 2}}
     assert content == [th("r"), tb("Let me add."), tool]

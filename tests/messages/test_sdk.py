@@ -105,7 +105,7 @@ EXPECTED_FRAMES = [
     tool_start(2),
     *(json_delta(2, p) for p in TOOL_JSON),
     stop(2),
-    *end("tool_use"),
+    *end("tool_use", thinking=3),  # the gateway's count of the reasoning events
 ]
 
 

@@ -80,7 +80,7 @@ def test_unsigned_reasoning_becomes_a_signed_thinking_block() -> None:
         message_start(),
         *thinking_block(0, "Two plus two.", "Two plus", " two."),
         *text_block(1, "It is 4."),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -89,7 +89,7 @@ def test_redacted_reasoning_becomes_one_whole_redacted_block() -> None:
         message_start(),
         *redacted_block(0, "Two plus two."),
         *text_block(1, "It is 4."),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -135,7 +135,7 @@ def test_text_before_between_and_after_reasoning() -> None:
         *text_block(2, "\nmid"),
         *thinking_block(3, "\nb"),
         *text_block(4, "\nend"),
-        *end(),
+        *end(thinking=1),
     ]
     assert translate(stream, REDACTED) == [
         message_start(),
@@ -144,7 +144,7 @@ def test_text_before_between_and_after_reasoning() -> None:
         *text_block(2, "\nmid"),
         *redacted_block(3, "\nb"),
         *text_block(4, "\nend"),
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -156,7 +156,7 @@ def test_tool_use_after_text_is_renumbered_with_its_json_deltas_intact() -> None
         json_delta(1, '{"a": 2'),
         json_delta(1, ', "b": 2}'),
         stop(1),
-        *end("tool_use"),
+        *end("tool_use", thinking=1),
     ]
     expected_tool = [tool_start(2), json_delta(2, '{"a": 2'), json_delta(2, ', "b": 2}'), stop(2)]
     assert translate(sse(*upstream)) == [
@@ -164,7 +164,7 @@ def test_tool_use_after_text_is_renumbered_with_its_json_deltas_intact() -> None
         *thinking_block(0, "I should add."),
         *text_block(1, "Let me add."),
         *expected_tool,
-        *end("tool_use"),
+        *end("tool_use", thinking=1),
     ]
     out = translate(sse(*upstream), REDACTED)
     assert out == [
@@ -172,7 +172,7 @@ def test_tool_use_after_text_is_renumbered_with_its_json_deltas_intact() -> None
         *redacted_block(0, "I should add."),
         *text_block(1, "Let me add."),
         *expected_tool,
-        *end("tool_use"),
+        *end("tool_use", thinking=1),
     ]
 
 
@@ -183,7 +183,7 @@ def test_a_block_that_is_all_reasoning_leaves_no_text_block() -> None:
         *thinking_block(0, "only this", "only", " this"),
         tool_start(1),
         stop(1),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -195,14 +195,14 @@ def test_empty_and_whitespace_text_blocks_stay_as_empty_text_blocks() -> None:
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
-        ("live", [*thinking_block(0, "abc</thi", "abc", "</thi")]),
-        ("buffered", [*text_block(0, "<think>abc</thi")]),
+        ("live", [*thinking_block(0, "abc</thi", "abc", "</thi"), *end(thinking=1)]),
+        ("buffered", [*text_block(0, "<think>abc</thi"), *end()]),  # held until the end: never reasoning
     ],
 )
 def test_unclosed_block_at_end_of_stream(mode: str, expected: list[Any]) -> None:
     config = UNSIGNED.replace(stream_mode=mode)
     stream = sse(message_start(), *text_block(0, "<think>abc", "</thi"), *end())
-    assert translate(stream, config) == [message_start(), *expected, *end()]
+    assert translate(stream, config) == [message_start(), *expected]
 
 
 def test_start_with_reasoning_by_model_profile() -> None:
@@ -213,7 +213,7 @@ def test_start_with_reasoning_by_model_profile() -> None:
         message_start("DeepSeek-R1-Distill"),
         *thinking_block(0, "Let me think"),
         *text_block(1, "Answer"),
-        *end(),
+        *end(thinking=1),
     ]
     plain = sse(message_start("other"), *text_block(0, *pieces), *end())
     assert run(plain, config) == plain  # no profile: no tag, nothing to change
@@ -238,9 +238,9 @@ def test_native_thinking_upstream_wins_for_the_whole_message() -> None:
         delta(0, {"type": "signature_delta", "signature": "EqQBCkYIBx"}),
         stop(0),
         *text_block(1, "<think>literal</think> text"),
-        *end(),
     ]
-    assert run(sse(*native)) == sse(*native)
+    # Passed on as it came; the server's one reasoning event counted where its usage has no count.
+    assert run(sse(*native, *end())) == sse(*native, *end(thinking=1))
 
 
 def test_tag_free_stream_passes_byte_for_byte() -> None:
@@ -258,7 +258,7 @@ def test_text_block_fields_ride_on_its_first_text_block() -> None:
         start(1, block),
         text(1, "ans"),
         stop(1),
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -282,7 +282,7 @@ def test_citation_delta_goes_on_a_text_block_after_the_text_before_it() -> None:
         delta(1, {"type": "citations_delta", "citation": citation}),
         text(1, "4."),
         stop(1),
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -304,13 +304,13 @@ def test_unknown_fields_of_a_rewritten_delta_are_kept_on_its_first_delta() -> No
         sig(1, "b"),
         stop(1),
         *text_block(2, "\nc"),
-        *end(),
+        *end(thinking=1),
     ]
 
 
 def test_data_only_upstream_gets_event_lines_on_every_frame() -> None:
     stream = sse(message_start(), *text_block(0, "<think>r</think>a"), *end(), event_lines=False)
-    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "a"), *end()]
+    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "a"), *end(thinking=1)]
 
 
 # -- held text, untranslated events, the end of the stream --------------------------------------
@@ -348,7 +348,7 @@ def test_unreadable_event_closes_a_redacted_run_that_goes_on_in_a_new_block() ->
         {"type": 5},
         *redacted_block(1, "def"),
         *text_block(2, "ok"),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -361,7 +361,7 @@ def test_ping_passes_without_flushing_a_held_tag() -> None:
         PING,
         stop(0),
         *thinking_block(1, "r"),
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -605,7 +605,7 @@ def test_crlf_stream_is_answered_in_crlf() -> None:
         *text_block(0, "Hi "),
         *thinking_block(1, "r"),
         *text_block(2, "\nok"),
-        *end(),
+        *end(thinking=1),
     ]
 
 
@@ -639,7 +639,7 @@ def test_unknown_event_type_passes_after_the_held_text() -> None:
         thinking(0, "nk>c"),
         sig(0, "ab</think>c"),
         stop(0),
-        *end(),
+        *end(thinking=2),
     ]
 
 
@@ -656,7 +656,7 @@ def test_events_with_data_in_several_lines() -> None:
         + two_lines(text(0, "answer"))
         + sse(stop(0), *end())
     )
-    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "answer"), *end()]
+    assert translate(stream) == [message_start(), *thinking_block(0, "r"), *text_block(1, "answer"), *end(thinking=1)]
     plain = sse(message_start()) + two_lines(start(0)) + two_lines(text(0, "answer")) + sse(stop(0), *end())
     assert run(plain) == plain
 
@@ -683,7 +683,7 @@ def test_renumbered_events_keep_the_bytes_of_every_value_they_do_not_own() -> No
     out = run(stream)
     assert out == sse(message_start(), *thinking_block(0, "r"), *text_block(1, "a")) + tool.replace(
         b'"index":1', b'"index":2'
-    ) + sse(stop(2), *end())
+    ) + sse(stop(2), *end(thinking=1))
 
 
 def test_a_text_block_start_carrying_text() -> None:

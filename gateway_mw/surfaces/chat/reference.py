@@ -141,6 +141,7 @@ class ChatReference(Translator):
         if chunk is None or filled is None:
             return event
         chunk["usage"] = filled
+        self.counts.reasoning_written = True
         return encode_event(encode(chunk), fields=event.fields)
 
     def output(

@@ -178,6 +178,8 @@ class MessagesStream(MessagesReference):
                 out_one = span
             elif layout[4]:
                 out_one = self._reasoning(steady, layout, [text], text)
+                if out_one is not None:
+                    self.counts.reasoning_events += 1
             else:
                 out_one = layout[2] + spelled + layout[3]
             if out_one is None:
@@ -221,6 +223,7 @@ class MessagesStream(MessagesReference):
             written = self._reasoning(steady, layout, texts, text)
             if written is None:
                 return None
+            self.counts.reasoning_events += len(texts)
             out = written
         steady.scanner.pass_steady(text)
         self._last = steady.block.upstream

@@ -12,8 +12,10 @@ from ...channels import Channels, join_surrogates
 from ...config import ThinkExtractConfig
 from ...rawjson import Obj, encode, obj
 from ...scanner import CONTENT, REASONING
+from ...segments import Segment
 from ...sse import SSEEvent, encode_event
 from ..translator import Translator
+from ..usage import with_reasoning_tokens
 from .blocks import BlockIndexes, ContentBlockWriter, TextBlock
 from .events import (
     NATIVE,
@@ -31,6 +33,8 @@ from .events import (
 from .oversized import HEAD, OversizedEvent
 
 __all__ = ["MessagesReference"]
+
+_DETAILS, _NAME = "output_tokens_details", "thinking_tokens"  # where a messages usage counts reasoning
 
 
 class MessagesReference(Translator):
@@ -95,8 +99,32 @@ class MessagesReference(Translator):
             return [event]  # carries no model text; flushing here would make results timing-dependent
         if kind in ("message_delta", "message_stop", "error"):
             self._ended = True
-            return [*self._finish_all(), event]  # the message ends: its blocks close first
+            out = self._finish_all()  # the message ends: its blocks close first
+            return [*out, self._with_usage(event) if kind == "message_delta" else event]
         return [*self.flush(), *self._passed(event, kind.encode())]  # a type this translator does not know
+
+    def _with_usage(self, event: SSEEvent) -> SSEEvent:
+        """``message_delta`` with the reasoning events counted in its usage, where the server wrote no
+        count of its own (see :mod:`..usage`)."""
+        data = event.data
+        assert data is not None
+        doc = obj(one_line(data)) if self.counts.reasoning_events else None
+        usage = doc.get("usage") if doc is not None else None
+        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events, _NAME) if usage else None
+        if doc is None or filled is None:
+            return event
+        doc["usage"] = filled
+        self.counts.reasoning_written = True
+        new = encode_event(encode(doc), fields=event.fields)
+        return new if event.event is not None else with_event_line(new, "message_delta")
+
+    def _note_reasoning(self, segments: list[Segment]) -> list[Segment]:
+        """One upstream delta's runs: it counts once if any of them is reasoning."""
+        for seg in segments:
+            if seg.kind != CONTENT:
+                self.counts.reasoning_events += 1
+                break
+        return segments
 
     def flush(self) -> list[SSEEvent]:
         out: list[SSEEvent] = []
@@ -224,6 +252,8 @@ class MessagesReference(Translator):
                 new = self._numbering.passed.get(upstream, self._numbering.closed.get(upstream))
                 if new is None:
                     return self.unreadable(event)  # a delta for a block that never started
+                if delta.type == "thinking_delta":
+                    self.counts.reasoning_events += 1  # the server's own reasoning, one token per event
                 return [event] if new == upstream else [reindexed(event, "content_block_delta", upstream, new)]
         writer = self._writer
         if delta.type != "text_delta" or text is None:
@@ -240,7 +270,8 @@ class MessagesReference(Translator):
             # Written afresh: the text as whole characters, the index as an integer.
             text, block.half = join_surrogates(block.half, text)
             doc = obj(one_line(data))
-            return writer.emit(block, self.channels.text(upstream, text), (event, doc) if doc is not None else None)
+            segments = self._note_reasoning(self.channels.text(upstream, text))
+            return writer.emit(block, segments, (event, doc) if doc is not None else None)
         segments = self.channels.text(upstream, text)
         if len(segments) == 1 and segments[0].kind == CONTENT and segments[0].text == text:
             # Answer text as it came: the event goes out unchanged (renumbered if it must be).
@@ -248,6 +279,7 @@ class MessagesReference(Translator):
             new = block.out
             out.append(event if new == upstream else reindexed(event, "content_block_delta", upstream, new))
             return out
+        self._note_reasoning(segments)
         return writer.emit(block, segments, _source(event, data, upstream, text))
 
     def _block_stop(self, event: SSEEvent, ev: Event) -> list[SSEEvent]:

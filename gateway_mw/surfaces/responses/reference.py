@@ -219,6 +219,7 @@ class ResponsesReference(Translator):
             filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
             if filled is not None:
                 response["usage"] = filled
+                self.counts.reasoning_written = True
             body["response"] = response
         out.append(self.writer.send(body, fields))
         return out

@@ -390,5 +390,7 @@ async def test_a_thinking_within_the_budget_not_streamed_is_the_message(start: S
         {"type": "thinking", "thinking": thought(3), "signature": gateway_signature(thought(3))},
         {"type": "text", "text": "".join(ANSWER)},
     ]
-    assert message["usage"] == {"input_tokens": 2, "output_tokens": 3 + 2 + len(ANSWER)}
+    # The server counts no thinking of its own: the gateway's count of the 3 thinking events is written.
+    details = {"output_tokens_details": {"thinking_tokens": 3}}
+    assert message["usage"] == {"input_tokens": 2, "output_tokens": 3 + 2 + len(ANSWER)} | details
     assert front.stats.surface("messages").budgets == {"not_relayed" if whole else "within": 1}

@@ -17,6 +17,7 @@ from gateway_mw.marks import gateway_signature
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.budgeting import BudgetSide
 from gateway_mw.surfaces.registry import SURFACES
+from gateway_mw.surfaces.usage import BODY_USAGE
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
 REASONING = ["Two", " plus", " two", " is"]
@@ -148,7 +149,19 @@ def test_a_cut_stream_with_no_continuation_is_one_answer(surface: Surface, budge
     assert body == CUT[surface]("".join(REASONING[:budget]))
     again = side_of(surface).as_stream(json.dumps(body).encode())
     assert again is not None
-    assert collected(surface, translated(surface, again)) == body
+    # Translated again, the reasoning is counted again into a usage that lacks a count (the
+    # gateway's own fill, tested in test_usage.py): the round trip is the same body but for that.
+    assert _without_count(surface, collected(surface, translated(surface, again))) == _without_count(surface, body)
+
+
+def _without_count(surface: Surface, body: dict[str, Any]) -> dict[str, Any]:
+    field = BODY_USAGE.get(surface)
+    usage = body.get("usage")
+    if field is None or not isinstance(usage, dict) or field.details not in usage:
+        return body
+    details = {k: v for k, v in usage[field.details].items() if k != field.name}
+    kept = {k: v for k, v in usage.items() if k != field.details} | ({field.details: details} if details else {})
+    return body | {"usage": kept}
 
 
 @pytest.mark.parametrize("surface", SIDES)

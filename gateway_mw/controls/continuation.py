@@ -37,6 +37,8 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("vllm", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
     ("sglang", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
     ("llamacpp", "chat"): {},
+    ("vllm", "responses"): {},  # the final item's status asks it (see surfaces/responses/budgetside.py)
+    ("llamacpp", "responses"): {},
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 

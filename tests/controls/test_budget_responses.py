@@ -1,0 +1,232 @@
+"""A reasoning budget the gateway enforces on the Responses surface, over loopback: the middleware on a
+forwarding app in front of an emulated Responses server (:mod:`.responses_thinker`) that thinks until
+it is stopped. The client gets at most N reasoning deltas and then an answer, as one well-formed
+response (one ``response.created``, ``sequence_number`` and ``output_index`` continuous, one
+terminal event whose ``output`` holds every item); the openai SDK's strict accumulator reads it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.stats import ThinkExtractStats
+
+from .responses_thinker import ROUTE, ResponsesThinker
+from .thinker import ANSWER, token
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+MODEL = "Qwen/Qwen3-8B"
+PREFILL = "<think>{}" + BUDGET_MESSAGE + "</think>"
+
+
+@dataclass
+class Front:
+    url: str
+    thinker: ResponsesThinker
+    stats: ThinkExtractStats
+
+
+Start = Callable[..., Awaitable[Front]]
+
+
+@pytest.fixture
+async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def make(thinker: ResponsesThinker, **settings: Any) -> Front:
+        back = web.Application()
+        back.router.add_post(ROUTE, thinker.responses)
+        back_server = await aiohttp_server(back)
+        session = aiohttp.ClientSession()
+        sessions.append(session)
+        app = web.Application()
+        # llama.cpp has a budget field of its own, which `auto` would write: the gateway's is asked for
+        enforcement = "gateway" if thinker.server == "llamacpp" else "auto"
+        settings.setdefault("reasoning_budget_enforcement", enforcement)
+        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+        stats = setup(app, config)
+
+        async def forward(request: web.Request) -> web.StreamResponse:
+            """A proxy as most are written: the upstream's stream relayed piece by piece, the
+            upstream closed when the client's write fails."""
+            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            upstream = await session.post(
+                back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
+            )
+            complete = False
+            try:
+                resp = web.StreamResponse(status=upstream.status)
+                resp.content_type = upstream.content_type
+                await resp.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await resp.write(piece)
+                complete = True
+                await resp.write_eof()
+            except ConnectionResetError:
+                pass
+            finally:
+                upstream.release() if complete else upstream.close()  # the model stops generating
+            return resp
+
+        app.router.add_post(ROUTE, forward)
+        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        return Front(url, thinker, stats)
+
+    yield make
+    for session in sessions:
+        await session.close()
+
+
+def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": MODEL, "input": [{"role": "user", "content": think}], "stream": True}
+    if budget is not None:
+        body["reasoning"] = {"max_tokens": budget}
+    return body | more
+
+
+async def events(front: Front, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client's stream: each event's data, decoded; its ``event:`` line, when it has one, is
+    the data's type."""
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200
+        raw = await resp.read()
+    assert raw.endswith(b"\n\n")
+    out = []
+    for block in raw.decode().split("\n\n")[:-1]:
+        lines = block.split("\n")
+        data = json.loads("\n".join(line[len("data: ") :] for line in lines if line.startswith("data: ")))
+        for line in lines:
+            if line.startswith("event: "):
+                assert line[len("event: ") :] == data["type"]
+        out.append(data)
+    return out
+
+
+def well_formed(stream: list[dict[str, Any]]) -> dict[str, Any]:
+    """The checks every joined response passes; its terminal event's response."""
+    kinds = [e["type"] for e in stream]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds.count("response.created") == kinds.count("response.in_progress") == 1
+    assert kinds[-1] in ("response.completed", "response.incomplete")
+    assert sum(k in ("response.completed", "response.incomplete", "response.failed") for k in kinds) == 1
+    assert [e["sequence_number"] for e in stream] == list(range(len(stream)))
+    added = [e["output_index"] for e in stream if e["type"] == "response.output_item.added"]
+    done = [e for e in stream if e["type"] == "response.output_item.done"]
+    assert added == list(range(len(added))) == [e["output_index"] for e in done]
+    response = stream[-1]["response"]
+    assert response["id"] == stream[0]["response"]["id"]
+    assert response["output"] == [e["item"] for e in done]
+    return response
+
+
+def reasoning_deltas(stream: list[dict[str, Any]]) -> list[str]:
+    return [e["delta"] for e in stream if e["type"] == "response.reasoning_text.delta"]
+
+
+def answer_text(stream: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in stream if e["type"] == "response.output_text.delta")
+
+
+def reasoning_item(item_id: str, text: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text}],
+        "content": [{"type": "reasoning_text", "text": text}],
+        "status": "completed",
+    }
+
+
+@pytest.mark.parametrize("server", ["vllm", "llamacpp"])
+async def test_a_stream_is_cut_at_the_budget_and_continued_as_one_response(start: Start, server: str) -> None:
+    front = await start(ResponsesThinker(server))
+    stream = await events(front, request("think", 3))
+    response = well_formed(stream)
+    thought = "".join(token(i) for i in range(3))
+    assert reasoning_deltas(stream) == [token(i) for i in range(3)]
+    assert answer_text(stream) == "".join(ANSWER)
+    output = response["output"]
+    assert [item["type"] for item in output] == ["reasoning", "message"]
+    assert output[0] == reasoning_item(output[0]["id"], thought)
+    assert output[1]["content"][0]["text"] == "".join(ANSWER)
+    assert response["status"] == "completed"
+    first, second = await front.thinker.over()
+    assert first.stopped and not second.stopped
+    item = {"type": "message", "id": "msg_prefill", "role": "assistant", "status": "in_progress"}
+    item["content"] = [{"type": "output_text", "text": PREFILL.format(thought), "annotations": []}]
+    written = {"chat_template_kwargs": {"enable_thinking": True}} if server == "llamacpp" else {}  # the switch on
+    assert first.body == request("think", 3) | written
+    assert second.body == request("think", 3) | written | {"input": [*request("think", 3)["input"], item]}
+    assert front.stats.surface("responses").budgets == {"continued": 1}
+
+
+async def test_the_whole_stream_as_the_client_reads_it(start: Start) -> None:
+    """Every event of a budget of 1 on vLLM, in order: the cut reasoning item closed with what the
+    client got, the continuation's message numbered after it."""
+    front = await start(ResponsesThinker("vllm"))
+    stream = await events(front, request("think", 1))
+    rs = stream[2]["item"]["id"]
+    seen = [(e["type"], e.get("output_index"), e.get("delta", e.get("text"))) for e in stream]
+    assert seen == [
+        ("response.created", None, None),
+        ("response.in_progress", None, None),
+        ("response.output_item.added", 0, None),
+        ("response.content_part.added", 0, None),
+        ("response.reasoning_summary_part.added", 0, None),
+        ("response.reasoning_text.delta", 0, "r0 "),
+        ("response.reasoning_summary_text.delta", 0, "r0 "),
+        ("response.reasoning_text.done", 0, "r0 "),
+        ("response.content_part.done", 0, None),
+        ("response.reasoning_summary_text.done", 0, "r0 "),
+        ("response.reasoning_summary_part.done", 0, None),
+        ("response.output_item.done", 0, None),
+        ("response.output_item.added", 1, None),
+        ("response.content_part.added", 1, None),
+        *[("response.output_text.delta", 1, word) for word in ANSWER],
+        ("response.output_text.done", 1, "".join(ANSWER)),
+        ("response.content_part.done", 1, None),
+        ("response.output_item.done", 1, None),
+        ("response.completed", None, None),
+    ]
+    assert stream[11]["item"] == reasoning_item(rs, "r0 ")
+    assert {e["item_id"] for e in stream[3:11]} == {rs}
+    response = well_formed(stream)
+    assert response["usage"]["output_tokens"] == len(ANSWER)  # the continuation's: the cut stream reported none
+
+
+async def test_the_openai_sdk_reads_one_response(start: Start) -> None:
+    front = await start(ResponsesThinker("vllm"))
+    client = openai.AsyncOpenAI(base_url=front.url + "/v1", api_key="none", max_retries=0)
+    try:
+        async with client.responses.stream(
+            model=MODEL, input="think", extra_body={"reasoning": {"max_tokens": 2}}
+        ) as stream:
+            kinds = [event.type async for event in stream]
+            final = await stream.get_final_response()
+        body = await client.responses.create(model=MODEL, input="think", extra_body={"reasoning": {"max_tokens": 2}})
+    finally:
+        await client.close()
+    assert kinds.count("response.completed") == 1
+    for response in (final, body):
+        assert [item.type for item in response.output] == ["reasoning", "message"]
+        reasoning = response.output[0]
+        assert reasoning.type == "reasoning" and reasoning.content is not None
+        assert [c.text for c in reasoning.content] == ["r0 r1 "]
+        assert response.output_text == "".join(ANSWER)
+        assert response.status == "completed"
+    assert front.stats.surface("responses").budgets == {"continued": 2}
+    served = await front.thinker.over()
+    assert [s.body["stream"] for s in served] == [True] * 4  # the client's body asked for as a stream
+    user = {"type": "message", "role": "user", "content": "think"}  # the client's string input, as a message
+    assert [s.body["input"] if i % 2 == 0 else s.body["input"][0] for i, s in enumerate(served)] == ["think", user] * 2
+    assert [s.body["input"][1]["content"][0]["text"] for s in served[1::2]] == [PREFILL.format("r0 r1 ")] * 2

@@ -230,3 +230,156 @@ async def test_the_openai_sdk_reads_one_response(start: Start) -> None:
     user = {"type": "message", "role": "user", "content": "think"}  # the client's string input, as a message
     assert [s.body["input"] if i % 2 == 0 else s.body["input"][0] for i, s in enumerate(served)] == ["think", user] * 2
     assert [s.body["input"][1]["content"][0]["text"] for s in served[1::2]] == [PREFILL.format("r0 r1 ")] * 2
+
+
+@pytest.mark.parametrize("fault", ["refused", "dropped"])
+async def test_a_failed_continuation_ends_the_response_incomplete(start: Start, fault: str) -> None:
+    """The continuation is refused, or its connection closes after one word: the response ends where
+    it was, every item closed, ``response.incomplete`` holding them, as a limit would end it."""
+    thinker = ResponsesThinker("vllm", fail=500 if fault == "refused" else None, drop=fault == "dropped")
+    front = await start(thinker)
+    stream = await events(front, request("think", 3))
+    response = well_formed(stream)
+    assert reasoning_deltas(stream) == [token(0), token(1), token(2)]
+    assert answer_text(stream) == ("" if fault == "refused" else ANSWER[0])
+    assert stream[-1]["type"] == "response.incomplete"
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    output = response["output"]
+    assert output[0] == reasoning_item(output[0]["id"], "r0 r1 r2 ")
+    if fault == "dropped":  # the message the continuation began, closed with the word it got
+        part = {"type": "output_text", "text": ANSWER[0], "annotations": []}
+        assert output[1] == {
+            "id": output[1]["id"], "type": "message", "role": "assistant", "status": "incomplete", "content": [part]
+        }  # fmt: skip
+        assert [e["type"] for e in stream[-4:]] == [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.incomplete",
+        ]
+    else:
+        assert len(output) == 1
+    assert front.stats.surface("responses").budgets == {"continuation_failed": 1}
+
+
+async def test_a_model_that_reopens_its_reasoning_gets_a_second_reasoning_item(start: Start) -> None:
+    """The continuation thinks again: its reasoning goes out as a reasoning item of its own after the
+    cut one, not counted against the budget (one cut per answer)."""
+    front = await start(ResponsesThinker("vllm", reopen=True))
+    stream = await events(front, request("think", 2))
+    response = well_formed(stream)
+    assert reasoning_deltas(stream) == [token(0), token(1), "more "]
+    output = response["output"]
+    assert [item["type"] for item in output] == ["reasoning", "reasoning", "message"]
+    assert output[0] == reasoning_item(output[0]["id"], "r0 r1 ")
+    assert output[1] == reasoning_item(output[1]["id"], "more ")
+    assert response["status"] == "completed"
+    assert front.stats.surface("responses").budgets == {"continued": 1}
+
+
+@pytest.mark.parametrize("server", ["vllm", "llamacpp"])
+async def test_a_continuation_answered_with_one_body_is_the_rest_of_the_stream(start: Start, server: str) -> None:
+    """A continuation that comes as one JSON body (llama.cpp's echo of the prefill in its text) goes
+    to the client as the rest of the same stream."""
+    front = await start(ResponsesThinker(server, whole=True))
+    stream = await events(front, request("think", 2))
+    response = well_formed(stream)
+    assert reasoning_deltas(stream) == [token(0), token(1)]
+    assert answer_text(stream) == "".join(ANSWER)
+    assert [item["type"] for item in response["output"]] == ["reasoning", "message"]
+    assert response["usage"] == {"input_tokens": 1, "output_tokens": len(ANSWER), "total_tokens": 1 + len(ANSWER)}
+    assert front.stats.surface("responses").budgets == {"continued": 1}
+
+
+async def test_a_budget_of_zero_gives_an_empty_reasoning_item(start: Start) -> None:
+    front = await start(ResponsesThinker("vllm"))
+    stream = await events(front, request("think", 0))
+    response = well_formed(stream)
+    assert reasoning_deltas(stream) == []
+    assert answer_text(stream) == "".join(ANSWER)
+    assert response["output"][0] == reasoning_item(response["output"][0]["id"], "")
+    item = front.thinker.served[1].body["input"][-1]
+    assert item["content"][0]["text"] == "<think>" + BUDGET_MESSAGE + "</think>"
+
+
+async def test_reasoning_within_the_budget_goes_as_without_one(start: Start) -> None:
+    """A reasoning that ends within the budget is not touched: the same events as with no budget."""
+    front = await start(ResponsesThinker("vllm"))
+    budgeted = await events(front, request("think 4", 4))
+    free = await events(front, request("think 4", None))
+    ids = {e["item"]["id"] for e in free if e["type"] == "response.output_item.added"}
+    assert len(ids) == 2
+    assert [{k: v for k, v in e.items() if k not in ("item_id", "item", "response", "part")} for e in budgeted] == [
+        {k: v for k, v in e.items() if k not in ("item_id", "item", "response", "part")} for e in free
+    ]
+    assert reasoning_deltas(budgeted) == [token(i) for i in range(4)]
+    assert [s.stopped for s in await front.thinker.over()] == [False, False]
+    assert front.stats.surface("responses").budgets == {"within": 1}
+
+
+async def test_sglang_s_responses_endpoint_is_not_continued(start: Start) -> None:
+    """SGLang's Responses handler closes a final assistant message and prompts for a new turn
+    (serving_responses.py ``_make_request``): the gateway does not enforce a budget there."""
+    front = await start(ResponsesThinker("sglang"), reasoning_budget_enforcement="gateway")
+    stream = await events(front, request("think 5", 2))
+    well_formed(stream)
+    assert reasoning_deltas(stream) == [token(i) for i in range(5)]
+    assert len(await front.thinker.over()) == 1
+    assert front.stats.surface("responses").budgets == {}
+
+
+async def test_the_continuation_may_generate_only_what_the_limit_leaves(start: Start) -> None:
+    front = await start(ResponsesThinker("vllm"))
+    await events(front, request("think", 3, max_output_tokens=10))
+    first, second = await front.thinker.over()
+    assert (first.body["max_output_tokens"], second.body["max_output_tokens"]) == (10, 7)
+
+
+async def test_a_limit_the_reasoning_used_up_ends_the_response_incomplete(start: Start) -> None:
+    front = await start(ResponsesThinker("vllm"))
+    stream = await events(front, request("think", 3, max_output_tokens=3))
+    response = well_formed(stream)
+    assert response["status"] == "incomplete"
+    assert len(await front.thinker.over()) == 1
+    assert front.stats.surface("responses").budgets == {"not_continued": 1}
+
+
+async def test_a_string_input_becomes_a_list_with_the_prefill(start: Start) -> None:
+    front = await start(ResponsesThinker("llamacpp"))
+    stream = await events(front, {"model": MODEL, "input": "think", "stream": True, "reasoning": {"max_tokens": 1}})
+    well_formed(stream)
+    second = (await front.thinker.over())[1]
+    assert second.body["input"][0] == {"type": "message", "role": "user", "content": "think"}
+    assert second.body["input"][1]["content"][0]["text"] == "<think>r0 " + BUDGET_MESSAGE + "</think>"
+
+
+async def test_summaries_only_count_the_summary_deltas(start: Start) -> None:
+    """Reasoning written as summaries only (``responses_reasoning_format=summary``): the budget
+    counts their deltas."""
+    front = await start(ResponsesThinker("vllm"), responses_reasoning_format="summary")
+    stream = await events(front, request("think", 2))
+    response = well_formed(stream)
+    summary = [e["delta"] for e in stream if e["type"] == "response.reasoning_summary_text.delta"]
+    assert summary == [token(0), token(1)]
+    assert response["output"][0] == {
+        "id": response["output"][0]["id"],
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "r0 r1 "}],
+        "status": "completed",
+    }
+
+
+async def test_a_client_that_asks_for_no_stream_gets_the_joined_body(start: Start) -> None:
+    front = await start(ResponsesThinker("vllm"))
+    body = request("think", 2, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "application/json"
+        body = await resp.json()
+    first, second = await front.thinker.over()
+    assert first.body["stream"] is True and second.body["stream"] is True
+    assert body["id"] == "resp_1" and body["created_at"] == 1001 and body["status"] == "completed"
+    output = body["output"]
+    assert [item["type"] for item in output] == ["reasoning", "message"]
+    assert output[0] == reasoning_item(output[0]["id"], "r0 r1 ")
+    assert output[1]["content"] == [{"type": "output_text", "text": "".join(ANSWER), "annotations": []}]

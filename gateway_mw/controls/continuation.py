@@ -4,8 +4,10 @@ the server continues).
 
 Each server continues a final assistant message in its own way: vLLM and SGLang when asked
 (``continue_final_message`` with ``add_generation_prompt: false``), llama.cpp by itself (its
-assistant prefill, on unless it was started with ``--no-prefill-assistant``). Ollama's ``/v1`` and
-the servers the gateway does not know are not in :data:`CONTINUES`: no budget of the gateway's there.
+assistant prefill, on unless it was started with ``--no-prefill-assistant``). On Responses, vLLM
+continues a final message item whose ``status`` is in progress (the item says it), llama.cpp prefills
+it; SGLang's Responses cannot continue. Ollama's ``/v1`` and the servers the gateway does not know
+are not in :data:`CONTINUES`: no budget of the gateway's there.
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ class ResponsesThinker:
     """The continuation's connection is closed after its first answer token."""
     whole: bool = False
     """The continuation is answered with one JSON body, though a stream was asked for."""
+    unfinished: bool = False
+    """The continuation's stream ends after its answer's text, without its done events."""
     served: list[Served] = field(default_factory=list)
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
@@ -172,6 +174,9 @@ class ResponsesThinker:
                 return resp
             await delta(word)
             served.generated += 1
+        if self.unfinished and continuing:
+            await resp.write_eof()
+            return resp
         whole = "".join(text)
         await send({"type": "response.output_text.done", **where, "text": whole, "logprobs": []})
         await send({"type": "response.content_part.done", **where, "part": part | {"text": whole}})

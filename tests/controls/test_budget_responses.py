@@ -383,3 +383,17 @@ async def test_a_client_that_asks_for_no_stream_gets_the_joined_body(start: Star
     assert [item["type"] for item in output] == ["reasoning", "message"]
     assert output[0] == reasoning_item(output[0]["id"], "r0 r1 ")
     assert output[1]["content"] == [{"type": "output_text", "text": "".join(ANSWER), "annotations": []}]
+
+
+async def test_a_continuation_that_ends_without_its_terminal_event_ends_the_response(start: Start) -> None:
+    """The continuation's stream ends cleanly after its text but says no more: the response still
+    ends well-formed, its message closed with the text it got, ``response.incomplete``."""
+    front = await start(ResponsesThinker("vllm", unfinished=True))
+    stream = await events(front, request("think", 2))
+    response = well_formed(stream)
+    assert answer_text(stream) == "".join(ANSWER)
+    assert response["status"] == "incomplete"
+    part = {"type": "output_text", "text": "".join(ANSWER), "annotations": []}
+    assert response["output"][1] == {
+        "id": response["output"][1]["id"], "type": "message", "role": "assistant", "status": "incomplete", "content": [part]
+    }  # fmt: skip

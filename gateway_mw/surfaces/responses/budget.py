@@ -154,8 +154,11 @@ class Joined:
         return b"".join(self._joined(event) for event in self._decoder.feed(out))
 
     def finish(self) -> bytes:
+        """At the continuation's end: what the reader held, and the response ended if its stream
+        did not end it (a stream cut short after its text still ends well-formed). An unterminated
+        tail goes last, as it came: a reader drops it at the end, and the end before it stays whole."""
         events, tail = self._decoder.finish()
-        return b"".join(self._joined(event) for event in events) + tail
+        return b"".join(self._joined(event) for event in events) + self.closing() + tail
 
     def closing(self, reason: str = "length") -> bytes:
         """The end of the response when no continuation follows, or it ended early: every open item

@@ -394,6 +394,5 @@ async def test_a_continuation_that_ends_without_its_terminal_event_ends_the_resp
     assert answer_text(stream) == "".join(ANSWER)
     assert response["status"] == "incomplete"
     part = {"type": "output_text", "text": "".join(ANSWER), "annotations": []}
-    assert response["output"][1] == {
-        "id": response["output"][1]["id"], "type": "message", "role": "assistant", "status": "incomplete", "content": [part]
-    }  # fmt: skip
+    message = {"id": response["output"][1]["id"], "type": "message", "role": "assistant", "status": "incomplete"}
+    assert response["output"][1] == message | {"content": [part]}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,9 @@ class ResponsesThinker:
     """The continuation is answered with one JSON body, though a stream was asked for."""
     unfinished: bool = False
     """The continuation's stream ends after its answer's text, without its done events."""
+    wait: Callable[[], bool] | None = None
+    """Before the first request's reasoning token ``wait_at``, wait until this says so (the client has gone)."""
+    wait_at: int = 0
     served: list[Served] = field(default_factory=list)
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
@@ -154,6 +158,9 @@ class ResponsesThinker:
         else:
             await delta("<think>")
             for i in range(thinking):
+                if self.wait is not None and i == self.wait_at and n == 1:
+                    while not self.wait():
+                        await asyncio.sleep(0)
                 await asyncio.sleep(0)  # a token at a time: the close of the connection can be seen
                 if gone():
                     served.stopped = True

@@ -34,6 +34,11 @@ class Front:
     url: str
     thinker: ResponsesThinker
     stats: ThinkExtractStats
+    requests: list[web.Request]
+
+    def client_gone(self) -> bool:
+        transport = self.requests[0].transport if self.requests else None
+        return transport is None or transport.is_closing()
 
 
 Start = Callable[..., Awaitable[Front]]
@@ -43,7 +48,7 @@ Start = Callable[..., Awaitable[Front]]
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
     sessions: list[aiohttp.ClientSession] = []
 
-    async def make(thinker: ResponsesThinker, **settings: Any) -> Front:
+    async def make(thinker: ResponsesThinker, whole: bool = False, **settings: Any) -> Front:
         back = web.Application()
         back.router.add_post(ROUTE, thinker.responses)
         back_server = await aiohttp_server(back)
@@ -55,11 +60,16 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         settings.setdefault("reasoning_budget_enforcement", enforcement)
         config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
         stats = setup(app, config)
+        requests: list[web.Request] = []
 
         async def forward(request: web.Request) -> web.StreamResponse:
             """A proxy as most are written: the upstream's stream relayed piece by piece, the
             upstream closed when the client's write fails."""
+            requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            if whole:  # a handler that reads the upstream's answer whole, then returns it
+                async with session.post(back_server.make_url(request.path), data=body) as read:
+                    return web.Response(body=await read.read(), content_type=read.content_type)
             upstream = await session.post(
                 back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
             )
@@ -80,7 +90,7 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
 
         app.router.add_post(ROUTE, forward)
         url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return Front(url, thinker, stats)
+        return Front(url, thinker, stats, requests)
 
     yield make
     for session in sessions:
@@ -396,3 +406,41 @@ async def test_a_continuation_that_ends_without_its_terminal_event_ends_the_resp
     part = {"type": "output_text", "text": "".join(ANSWER), "annotations": []}
     message = {"id": response["output"][1]["id"], "type": "message", "role": "assistant", "status": "incomplete"}
     assert response["output"][1] == message | {"content": [part]}
+
+
+async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> None:
+    """The client leaves after N reasoning deltas while the model goes on thinking: the handler is
+    cancelled, and no continuation is asked for."""
+    thinker = ResponsesThinker("vllm", wait_at=2)
+    front = await start(thinker)
+    thinker.wait = front.client_gone
+    seen: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(front.url + ROUTE, json=request("think", 2))
+        async for line in resp.content:
+            if line.startswith(b"data: "):
+                seen.append(json.loads(line[len(b"data: ") :]))
+            if len(reasoning_deltas(seen)) == 2:
+                break
+        resp.connection.transport.close()  # type: ignore[union-attr]
+        resp.close()
+    served = await thinker.over()
+    assert reasoning_deltas(seen) == [token(0), token(1)]
+    assert len(served) == 1 and served[0].stopped
+    assert front.stats.surface("responses").budgets == {}
+
+
+async def test_a_handler_that_returns_the_stream_whole_is_not_cut(start: Start) -> None:
+    """A handler that reads the upstream's stream whole and returns it gives the middleware nothing to
+    cut: a client that asked for no stream gets the body that stream makes, the budget not enforced."""
+    front = await start(ResponsesThinker("vllm"), whole=True)
+    body = request("think 5", 2, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "application/json"
+        answer = await resp.json()
+    assert answer["id"] == "resp_1" and answer["status"] == "completed"
+    assert [item["type"] for item in answer["output"]] == ["reasoning", "message"]
+    assert answer["output"][0]["content"] == [{"type": "reasoning_text", "text": "".join(token(i) for i in range(5))}]
+    assert answer["output"][1]["content"][0]["text"] == "".join(ANSWER)
+    assert front.stats.surface("responses").budgets == {"not_relayed": 1}
+    assert [s.stopped for s in await front.thinker.over()] == [False]

@@ -39,6 +39,7 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("vllm", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
     ("sglang", "chat"): {"continue_final_message": b"true", "add_generation_prompt": b"false"},
     ("llamacpp", "chat"): {},
+    ("llamacpp", "messages"): {},  # its /v1/messages is made a chat request, where its prefill applies
     ("vllm", "responses"): {},  # the final item's status asks it (see surfaces/responses/budgetside.py)
     ("llamacpp", "responses"): {},
 }
@@ -74,7 +75,10 @@ def enforcers(
     if enforcement == "off":
         return False, False
     one = bytes(fields.n).strip() in (b"", b"1", b"null")
-    shown = not (exclude or config.reasoning_exclude)
+    # Under the redacted policy a message's thinking reaches the client whole, when it ends: there
+    # are no events to count, and the cut would come after the reasoning it was to stop.
+    redacted = surface == "messages" and config.messages_policy == "redacted"
+    shown = not (exclude or config.reasoning_exclude or redacted)
     can = one and shown and config.protocol == "tags" and can_continue(surface, server)
     if enforcement == "server":
         return True, False

@@ -230,7 +230,11 @@ def _llamacpp_messages(out: Out, switch: str) -> None:
         put_switch(out, switch, True)
         if switch == "budget":
             out.template_kwargs({"thinking_budget": intent.budget})
-        out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
+        if out.server_budget:
+            out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
+        else:  # the client's budget_tokens is llama.cpp's budget: it would cut first
+            out.remove("thinking", "removed (its budget is not the server's to enforce)")
+            out.budget(None, intent.budget)
 
 
 # -- SGLang: /v1/messages reads ``thinking`` and ``output_config.effort`` ------------------------

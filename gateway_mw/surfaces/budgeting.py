@@ -13,7 +13,7 @@ is sans-I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -27,6 +27,7 @@ __all__ = [
     "appended",
     "limited",
     "prefill",
+    "summed",
 ]
 
 Edits = dict[str, "bytes | None"]
@@ -162,3 +163,17 @@ def _limit(raw: msgspec.Raw | None) -> int | None:
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def summed(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+    """Two usages added up, number by number (a nested object's too); the rest is the later one's."""
+    out = dict(then)
+    for key, value in first.items():
+        other = then.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and isinstance(other, int):
+            out[key] = value + other
+        elif isinstance(value, dict) and isinstance(other, dict):
+            out[key] = summed(value, other)
+        elif key not in then:
+            out[key] = value
+    return out

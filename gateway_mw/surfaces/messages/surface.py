@@ -10,10 +10,12 @@ from ...history import messages as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
+from ..budgeting import BudgetSide
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
 from .body import transform_body
+from .budget import SIDE as BUDGET
 from .exclude import MessagesWithoutReasoning, body_without_reasoning
 from .fastpath import MessagesStream
 
@@ -38,7 +40,7 @@ class _Messages:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
-    budget: Final = None  # the gateway enforces no reasoning budget here
+    budget: Final[BudgetSide | None] = BUDGET
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return MessagesStream(config)

@@ -1,0 +1,271 @@
+"""A reasoning budget the gateway enforces on Anthropic messages (``/v1/messages``): through the
+middleware, over real HTTP, to an emulated messages endpoint that thinks until it is stopped. The
+client gets at most N ``thinking_delta`` events, the thinking block closed with the gateway's
+signature of its text, then the continuation's answer, as one message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import anthropic
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.marks import gateway_signature
+from gateway_mw.stats import ThinkExtractStats
+
+from .messages_thinker import MessagesThinker, assert_one_message
+from .thinker import ANSWER, token
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+MODEL = "Qwen/Qwen3-8B"
+ROUTE = "/v1/messages"
+
+
+@dataclass
+class Front:
+    url: str
+    thinker: MessagesThinker
+    stats: ThinkExtractStats
+
+
+Start = Callable[..., Awaitable[Front]]
+
+
+@pytest.fixture
+async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def make(thinker: MessagesThinker, **settings: Any) -> Front:
+        back = web.Application()
+        back.router.add_post(ROUTE, thinker.messages)
+        back_server = await aiohttp_server(back)
+        session = aiohttp.ClientSession()
+        sessions.append(session)
+        app = web.Application()
+        settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
+        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+        stats = setup(app, config)
+
+        async def forward(request: web.Request) -> web.StreamResponse:
+            """A proxy as most are written: the upstream's stream relayed piece by piece, the
+            upstream closed when the client's write fails."""
+            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            upstream = await session.post(
+                back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
+            )
+            complete = False
+            try:
+                resp = web.StreamResponse(status=upstream.status)
+                resp.content_type = upstream.content_type
+                await resp.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await resp.write(piece)
+                complete = True
+                await resp.write_eof()
+            except ConnectionResetError:
+                pass
+            finally:
+                upstream.release() if complete else upstream.close()
+            return resp
+
+        app.router.add_post(ROUTE, forward)
+        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        return Front(url, thinker, stats)
+
+    yield make
+    for session in sessions:
+        await session.close()
+
+
+def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": MODEL, "max_tokens": 1000, "stream": True}
+    body["messages"] = [{"role": "user", "content": think}]
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return body | more
+
+
+async def events(front: Front, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The client's stream: each event's name and data."""
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200
+        raw = await resp.read()
+    assert raw.endswith(b"\n\n")
+    out = []
+    for block in raw.decode().split("\n\n")[:-1]:
+        name, data = block.split("\n")
+        assert name.startswith("event: ") and data.startswith("data: "), block
+        out.append((name[len("event: ") :], json.loads(data[len("data: ") :])))
+    return out
+
+
+def thought(budget: int) -> str:
+    return "".join(token(i) for i in range(budget))
+
+
+def prefill(budget: int) -> str:
+    return "<think>" + thought(budget) + BUDGET_MESSAGE + "</think>"
+
+
+@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("budget", [0, 1, 5, 32])
+async def test_a_budget_ends_the_thinking_and_the_model_answers(start: Start, native: bool, budget: int) -> None:
+    front = await start(MessagesThinker("llamacpp", native=native))
+    stream = await events(front, request("think", budget))
+    thinking = [d["delta"]["thinking"] for n, d in stream if d.get("delta", {}).get("type") == "thinking_delta"]
+    assert thinking == [token(i) for i in range(budget)]
+    message = assert_one_message(stream)
+    assert message["content"] == [
+        {"type": "thinking", "thinking": thought(budget), "signature": gateway_signature(thought(budget))},
+        {"type": "text", "text": "".join(ANSWER)},
+    ]
+    assert (message["id"], message["model"], message["stop_reason"]) == ("msg_1", MODEL, "end_turn")
+
+    first, second = await front.thinker.over()
+    assert first.stopped and budget <= first.generated < 100_000  # the model stopped generating
+    assert not second.stopped and second.generated == len(ANSWER)
+    asked = [*first.body["messages"], {"role": "assistant", "content": prefill(budget)}]
+    assert second.body == first.body | {"messages": asked, "max_tokens": 1000 - budget}
+    assert "thinking" not in first.body  # llama.cpp's own budget would cut first
+    # The usage: both requests' input, and what the servers reported of the output (the cut one none).
+    assert message["usage"] == {
+        "input_tokens": 1 + 1 + len(prefill(budget).split()),
+        "output_tokens": second.generated,
+    }
+    stats = front.stats.surface("messages")
+    assert (stats.budgets, stats.budget_reasoning_events) == ({"continued": 1}, budget)
+
+
+async def test_a_client_that_asks_for_no_stream_gets_one_body(start: Start) -> None:
+    front = await start(MessagesThinker("llamacpp"))
+    body = request("think", 3, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "application/json"
+        body = await resp.json()
+    first, second = await front.thinker.over()
+    assert first.body["stream"] is True and second.body["stream"] is True  # asked for as streams
+    assert body == {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [
+            {"type": "thinking", "thinking": thought(3), "signature": gateway_signature(thought(3))},
+            {"type": "text", "text": "".join(ANSWER)},
+        ],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 2 + len(prefill(3).split()), "output_tokens": second.generated},
+    }
+
+
+async def test_the_anthropic_sdk_reads_one_message(start: Start) -> None:
+    """The SDK's accumulator (``get_final_message``) and its non-stream ``create`` read one message."""
+    front = await start(MessagesThinker("llamacpp"))
+    client = anthropic.AsyncAnthropic(base_url=front.url, api_key="x", max_retries=0)
+    try:
+        async with client.messages.stream(
+            model=MODEL,
+            max_tokens=1000,
+            messages=[{"role": "user", "content": "think"}],
+            thinking={"type": "enabled", "budget_tokens": 4},
+        ) as stream:
+            streamed = await stream.get_final_message()
+        created = await client.messages.create(
+            model=MODEL,
+            max_tokens=1000,
+            messages=[{"role": "user", "content": "think"}],
+            thinking={"type": "enabled", "budget_tokens": 4},
+        )
+    finally:
+        await client.close()
+    for message in (streamed, created):
+        assert [block.model_dump(exclude_none=True) for block in message.content] == [
+            {"type": "thinking", "thinking": thought(4), "signature": gateway_signature(thought(4))},
+            {"type": "text", "text": "".join(ANSWER)},
+        ]
+        assert message.stop_reason == "end_turn"
+    assert front.stats.surface("messages").budgets == {"continued": 2}
+
+
+async def test_a_thinking_within_the_budget_goes_as_without_one(start: Start) -> None:
+    front = await start(MessagesThinker("llamacpp"))
+    free = await events(front, request("think 3", None))
+    within = await events(front, request("think 3", 10))
+    strip = {"message_start"}  # each answer its own id
+    assert [e for e in within if e[0] not in strip] == [e for e in free if e[0] not in strip]
+    assert len(front.thinker.served) == 2
+    assert front.stats.surface("messages").budgets == {"within": 1}
+
+
+@pytest.mark.parametrize("fault", ["refused", "dropped"])
+async def test_a_continuation_that_fails_ends_the_message_where_it_was(start: Start, fault: str) -> None:
+    thinker = MessagesThinker("llamacpp", fail=503 if fault == "refused" else None, drop=fault == "dropped")
+    front = await start(thinker)
+    stream = await events(front, request("think", 2))
+    message = assert_one_message(stream)
+    said = "".join(ANSWER[:1]) if fault == "dropped" else ""
+    blocks = [{"type": "thinking", "thinking": thought(2), "signature": gateway_signature(thought(2))}]
+    if said:
+        blocks.append({"type": "text", "text": said})
+    assert message["content"] == blocks
+    assert message["stop_reason"] == "max_tokens"
+    assert front.stats.surface("messages").budgets == {"continuation_failed": 1}
+
+
+async def test_a_model_that_thinks_again_is_not_cut_twice(start: Start) -> None:
+    front = await start(MessagesThinker("llamacpp", reopen=True))
+    message = assert_one_message(await events(front, request("think", 2)))
+    assert [b["type"] for b in message["content"]] == ["thinking", "thinking", "text"]
+    assert message["content"][1]["thinking"] == "more "
+    assert message["content"][1]["signature"] == gateway_signature("more ")
+
+
+async def test_reads_that_hold_several_events_are_cut_at_the_budget(start: Start) -> None:
+    """The model wrote past the budget before the gateway could stop it: the client gets N."""
+    front = await start(MessagesThinker("llamacpp", batch=7))
+    stream = await events(front, request("think", 3))
+    message = assert_one_message(stream)
+    assert message["content"][0]["thinking"] == thought(3)
+    first, second = await front.thinker.over()
+    assert first.generated > 3
+    assert second.body["messages"][-1] == {"role": "assistant", "content": prefill(3)}
+
+
+async def test_a_limit_the_thinking_used_up_is_not_continued(start: Start) -> None:
+    front = await start(MessagesThinker("llamacpp"))
+    message = assert_one_message(await events(front, request("think", 4, max_tokens=4)))
+    assert message["stop_reason"] == "max_tokens" and message["content"][0]["thinking"] == thought(4)
+    assert len(await front.thinker.over()) == 1
+    assert front.stats.surface("messages").budgets == {"not_continued": 1}
+
+
+@pytest.mark.parametrize("server", ["vllm", "sglang"])
+async def test_servers_whose_messages_endpoint_cannot_continue_get_no_gateway_budget(start: Start, server: str) -> None:
+    """vLLM's and SGLang's messages endpoints build their chat request with no
+    ``continue_final_message``: the gateway does not cut what it could not continue."""
+    front = await start(MessagesThinker(server))
+    message = assert_one_message(await events(front, request("think 12", 3)))
+    assert message["content"][0]["thinking"] == thought(12)
+    assert front.stats.surface("messages").budgets == {}
+
+
+async def test_under_the_redacted_policy_the_server_keeps_its_budget(start: Start) -> None:
+    """Redacted thinking reaches the client whole when it ends: nothing to count as it streams."""
+    front = await start(MessagesThinker("llamacpp"), messages_policy="redacted", reasoning_budget_enforcement="auto")
+    stream = await events(front, request("think 5", 3))
+    (served,) = await front.thinker.over()
+    assert served.body["thinking"] == {"type": "enabled", "budget_tokens": 3}  # llama.cpp's own
+    assert [d["content_block"]["type"] for n, d in stream if n == "content_block_start"] == [
+        "redacted_thinking",
+        "text",
+    ]
+    assert front.stats.surface("messages").budgets == {}

@@ -444,3 +444,17 @@ async def test_a_handler_that_returns_the_stream_whole_is_not_cut(start: Start) 
     assert answer["output"][1]["content"][0]["text"] == "".join(ANSWER)
     assert front.stats.surface("responses").budgets == {"not_relayed": 1}
     assert [s.stopped for s in await front.thinker.over()] == [False]
+
+
+async def test_a_client_that_asks_for_no_stream_gets_an_incomplete_body_when_the_continuation_fails(
+    start: Start,
+) -> None:
+    front = await start(ResponsesThinker("llamacpp", fail=400))
+    body = request("think", 2, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert resp.status == 200 and resp.content_type == "application/json"
+        answer = await resp.json()
+    assert answer["id"] == "resp_1" and answer["status"] == "incomplete"
+    assert answer["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert answer["output"] == [reasoning_item(answer["output"][0]["id"], "r0 r1 ")]
+    assert front.stats.surface("responses").budgets == {"continuation_failed": 1}

@@ -102,6 +102,7 @@ def paired(text: str) -> str:
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=1)  # the cut between a pair's halves
 @example(reasoning="abc def", answer="xy😀", cuts=list(range(1, 30)), reads=[7, 300], budget=3)  # cut, continued
+@example(reasoning="<", answer="x<think>y", cuts=[], reads=[], budget=0)  # the continuation thinks again
 @settings(max_examples=200, deadline=None)
 def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int
@@ -132,6 +133,7 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     joiner = count.joiner(CONFIG.max_event_bytes)
     then = upstream("resp_second", answer, cuts)
     config = continuation_config(CONFIG, count.model)
+    alone = read(b"".join(translated(then, reads, config, ids())))  # the continuation as it translates
     joined = passed + b"".join(joiner.feed(out) for out in translated(then, reads, config, ids())) + joiner.finish()
     events = read(joined)
     kinds = [e["type"] for e in events]
@@ -146,8 +148,12 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     assert response["output"] == [e["item"] for e in done]
     assert response["output"][0]["type"] == "reasoning"
     assert units(response["output"][0]["content"][0]["text"]) == units("".join(expected[:budget]))
-    said = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    assert units(said) == units(answer)  # nothing of what the model answered is lost
+    # Nothing of what the model answered is lost: its text, and any reasoning it opened again.
+    said = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert said == [e["delta"] for e in alone if e["type"] == "response.output_text.delta"]
+    assert reasoning_deltas(events) == expected[:budget] + reasoning_deltas(alone)
+    if "<think>" not in answer:
+        assert units("".join(said)) == units(answer)
 
     collect = ResponsesBody(CONFIG.max_event_bytes)
     for piece in pieces(joined, reads):

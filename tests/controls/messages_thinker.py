@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,11 @@ class MessagesThinker:
     """The continuation's connection is closed after its first answer token."""
     batch: int = 1
     """Events written at once (a read of the gateway's may then hold several)."""
+    whole: bool = False
+    """The continuation is answered with one message body, though a stream was asked for."""
+    wait: Callable[[], bool] | None = None
+    """Before the first request's reasoning token ``wait_at``, wait until this says so."""
+    wait_at: int = 0
     served: list[Served] = field(default_factory=list)
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
@@ -101,7 +107,7 @@ class MessagesThinker:
             events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
             index += 1
 
-        stream = body.get("stream") is True
+        stream = body.get("stream") is True and not (self.whole and prefill)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"}) if stream else None
         if resp is not None:
             await resp.prepare(request)
@@ -131,6 +137,9 @@ class MessagesThinker:
                 block("text")
                 text("<think>")
             for i in range(thinking):
+                if self.wait is not None and i == self.wait_at and n == 1:
+                    while not self.wait():
+                        await asyncio.sleep(0)
                 if self.native:
                     delta({"type": "thinking_delta", "thinking": token(i)})
                 else:

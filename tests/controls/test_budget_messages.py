@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -34,6 +34,11 @@ class Front:
     url: str
     thinker: MessagesThinker
     stats: ThinkExtractStats
+    requests: list[web.Request] = field(default_factory=list)
+
+    def client_gone(self) -> bool:
+        transport = self.requests[0].transport if self.requests else None
+        return transport is None or transport.is_closing()
 
 
 Start = Callable[..., Awaitable[Front]]
@@ -52,11 +57,12 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         app = web.Application()
         settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
         config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        stats = setup(app, config)
+        front = Front("", thinker, setup(app, config))
 
         async def forward(request: web.Request) -> web.StreamResponse:
             """A proxy as most are written: the upstream's stream relayed piece by piece, the
             upstream closed when the client's write fails."""
+            front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
             upstream = await session.post(
                 back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
@@ -77,8 +83,8 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
             return resp
 
         app.router.add_post(ROUTE, forward)
-        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return Front(url, thinker, stats)
+        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        return front
 
     yield make
     for session in sessions:
@@ -269,3 +275,32 @@ async def test_under_the_redacted_policy_the_server_keeps_its_budget(start: Star
         "text",
     ]
     assert front.stats.surface("messages").budgets == {}
+
+
+async def test_a_continuation_answered_with_one_body_is_the_rest_of_the_stream(start: Start) -> None:
+    front = await start(MessagesThinker("llamacpp", whole=True))
+    message = assert_one_message(await events(front, request("think", 3)))
+    assert message["content"] == [
+        {"type": "thinking", "thinking": thought(3), "signature": gateway_signature(thought(3))},
+        {"type": "text", "text": "".join(ANSWER)},
+    ]
+    assert front.stats.surface("messages").budgets == {"continued": 1}
+
+
+async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> None:
+    """The client leaves after N thinking events while the model goes on: no continuation."""
+    budget = 2
+    thinker = MessagesThinker("llamacpp", wait_at=budget)
+    front = await start(thinker)
+    thinker.wait = front.client_gone
+    seen = 0
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(front.url + ROUTE, json=request("think", budget))
+        async for line in resp.content:
+            seen += b'"thinking_delta"' in line
+            if seen == budget:
+                break
+        resp.connection.transport.close()  # type: ignore[union-attr]
+        resp.close()
+    served = await thinker.over()
+    assert len(served) == 1 and served[0].stopped

@@ -20,7 +20,6 @@ from ...rawjson import TopLevelKeys, as_int
 from ...sse import SSEDecoder, SSEEvent
 from ..budgeting import Joiner
 from .heads import CREATED, LARGE, TERMINAL, whole
-from .numbering import Numbering
 from .openitems import Items, load, peek, send
 
 __all__ = ["BudgetCount", "Joined"]
@@ -143,8 +142,7 @@ class Joined:
         self._first = first
         self._items = first.items  # the client's items, both answers' (the continuation's renumbered)
         self._offset = first.items.next_index
-        self._numbering = Numbering()
-        self._numbering.seq = first.seq
+        self._seq = first.seq  # the next sequence_number: the first answer's go on
         self._decoder = decoder(max_event_bytes)
         self._started = False
         self.done = False
@@ -163,7 +161,7 @@ class Joined:
     def closing(self, reason: str = "length") -> bytes:
         """The end of the response when no continuation follows, or it ended early: every open item
         closed, then ``response.incomplete`` (``incomplete_details.reason: "max_output_tokens"``,
-        the limit that ended it) holding every item the client got."""
+        the limit that ended it: Responses' one word for ``reason``) holding every item the client got."""
         if self.done:
             return b""
         self.done = True
@@ -173,8 +171,12 @@ class Joined:
         response["output"] = self._items.output()
         return out + self._send({"type": "response.incomplete", "response": response})
 
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq - 1
+
     def _send(self, body: dict[str, Any]) -> bytes:
-        body["sequence_number"] = self._numbering.take_seq()
+        body["sequence_number"] = self._next()
         return send(body, self._first.named)
 
     def _start(self) -> bytes:
@@ -206,11 +208,10 @@ class Joined:
         """An event's bytes with its numbers in the joined response's: ``sequence_number`` next,
         ``output_index`` after the first answer's items; every other byte as it came."""
         offset = self._offset
-        numbering = self._numbering
 
         def value_for(key: bytes, value: bytes) -> bytes | None:
             if key == b"sequence_number":
-                return b"%d" % numbering.take_seq()
+                return b"%d" % self._next()
             index = as_int(msgspec.Raw(value))
             return None if index is None else b"%d" % (index + offset)
 

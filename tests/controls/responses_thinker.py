@@ -56,6 +56,9 @@ class ResponsesThinker:
     """The continuation is answered with one JSON body, though a stream was asked for."""
     unfinished: bool = False
     """The continuation's stream ends after its answer's text, without its done events."""
+    native: bool = False
+    """vLLM with a reasoning parser: the reasoning comes as a reasoning item of its own (its
+    ``response.reasoning_text.delta`` events), the answer in a message item after it."""
     wait: Callable[[], bool] | None = None
     """Before the first request's reasoning token ``wait_at``, wait until this says so (the client has gone)."""
     wait_at: int = 0
@@ -133,30 +136,49 @@ class ResponsesThinker:
             seq += 1
             await resp.write(raw)
 
+        msg_index = 1 if self.native and not closed else 0
+
         async def delta(piece: str) -> None:
             if echo:
                 piece = echo.pop() + piece
             text.append(piece)
-            where = {"item_id": message_id, "output_index": 0, "content_index": 0}
+            where = {"item_id": message_id, "output_index": msg_index, "content_index": 0}
             await send({"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []})
+
+        async def reasoning(piece: str) -> None:
+            thought.append(piece)
+            where = {"item_id": f"rs_{n}", "output_index": 0, "content_index": 0}
+            await send({"type": "response.reasoning_text.delta", **where, "delta": piece})
 
         def gone() -> bool:
             transport = request.transport
             return transport is None or transport.is_closing()
 
+        async def open_message() -> None:
+            item = {"id": message_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+            await send({"type": "response.output_item.added", "output_index": msg_index, "item": item})
+            where = {"item_id": message_id, "output_index": msg_index, "content_index": 0}
+            await send({"type": "response.content_part.added", **where, "part": part})
+
+        thought: list[str] = []
+        part = {"type": "output_text", "text": "", "annotations": []}
         await send({"type": "response.created", "response": response | {"output": []}})
         await send({"type": "response.in_progress", "response": response | {"output": []}})
-        item = {"id": message_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
-        await send({"type": "response.output_item.added", "output_index": 0, "item": item})
-        part = {"type": "output_text", "text": "", "annotations": []}
-        where = {"item_id": message_id, "output_index": 0, "content_index": 0}
-        await send({"type": "response.content_part.added", **where, "part": part})
         if closed:
+            await open_message()
             for piece in ["<think>", "more ", "</think>"] if self.reopen else []:
                 await delta(piece)
                 served.generated += 1
         else:
-            await delta("<think>")
+            rs = {"id": f"rs_{n}", "type": "reasoning", "summary": [], "status": "in_progress"}
+            at = {"item_id": f"rs_{n}", "output_index": 0, "content_index": 0}
+            if self.native:
+                await send({"type": "response.output_item.added", "output_index": 0, "item": rs})
+                empty = {"type": "reasoning_text", "text": ""}
+                await send({"type": "response.content_part.added", **at, "part": empty})
+            else:
+                await open_message()
+                await delta("<think>")
             for i in range(thinking):
                 if self.wait is not None and i == self.wait_at and n == 1:
                     while not self.wait():
@@ -166,13 +188,21 @@ class ResponsesThinker:
                     served.stopped = True
                     return resp
                 try:
-                    await delta(token(i))
+                    await (reasoning if self.native else delta)(token(i))
                 except ConnectionResetError:
                     served.stopped = True
                     return resp
                 served.generated += 1
-            await delta("</think>")
-            served.generated += 2
+            if self.native:
+                done_part = {"type": "reasoning_text", "text": "".join(thought)}
+                await send({"type": "response.reasoning_text.done", **at, "text": done_part["text"]})
+                await send({"type": "response.content_part.done", **at, "part": done_part})
+                rs_done = rs | {"status": "completed", "content": [done_part]}
+                await send({"type": "response.output_item.done", "output_index": 0, "item": rs_done})
+                await open_message()
+            else:
+                await delta("</think>")
+                served.generated += 2
         for i, word in enumerate(ANSWER):
             if self.drop and continuing and i == 1:
                 assert request.transport is not None
@@ -185,12 +215,15 @@ class ResponsesThinker:
             await resp.write_eof()
             return resp
         whole = "".join(text)
+        where = {"item_id": message_id, "output_index": msg_index, "content_index": 0}
         await send({"type": "response.output_text.done", **where, "text": whole, "logprobs": []})
         await send({"type": "response.content_part.done", **where, "part": part | {"text": whole}})
-        await send({"type": "response.output_item.done", "output_index": 0, "item": _message(message_id, whole)})
+        message = _message(message_id, whole)
+        await send({"type": "response.output_item.done", "output_index": msg_index, "item": message})
         prompt = sum(len(_text(i.get("content", "")).split()) for i in items)
         usage = {"input_tokens": prompt, "output_tokens": served.generated, "total_tokens": prompt + served.generated}
-        done = {**response, "status": "completed", "output": [_message(message_id, whole)], "usage": usage}
+        output = [rs_done, message] if self.native and not closed else [message]
+        done = {**response, "status": "completed", "output": output, "usage": usage}
         await send({"type": "response.completed", "response": done})
         await resp.write_eof()
         return resp

@@ -458,3 +458,20 @@ async def test_a_client_that_asks_for_no_stream_gets_an_incomplete_body_when_the
     assert answer["incomplete_details"] == {"reason": "max_output_tokens"}
     assert answer["output"] == [reasoning_item(answer["output"][0]["id"], "r0 r1 ")]
     assert front.stats.surface("responses").budgets == {"continuation_failed": 1}
+
+
+async def test_reasoning_the_server_splits_itself_is_cut_and_its_item_closed(start: Start) -> None:
+    """vLLM with a reasoning parser sends the reasoning as a reasoning item of its own: its deltas are
+    counted, and the item the budget cut is closed with what the client got of it."""
+    front = await start(ResponsesThinker("vllm", native=True))
+    stream = await events(front, request("think", 3))
+    response = well_formed(stream)
+    assert reasoning_deltas(stream) == [token(0), token(1), token(2)]
+    assert answer_text(stream) == "".join(ANSWER)
+    content = [{"type": "reasoning_text", "text": "r0 r1 r2 "}]
+    assert response["output"][0] == {"id": "rs_1", "type": "reasoning", "summary": [], "status": "completed"} | {
+        "content": content
+    }
+    assert [item["type"] for item in response["output"]] == ["reasoning", "message"]
+    first, second = await front.thinker.over()
+    assert first.stopped and second.body["input"][-1]["content"][0]["text"] == PREFILL.format("r0 r1 r2 ")

@@ -16,6 +16,7 @@ import msgspec
 
 from ...rawjson import UNREADABLE
 from .heads import whole
+from .items import Text
 
 __all__ = ["Items", "Peek", "peek", "send"]
 
@@ -80,15 +81,15 @@ class _Open:
 
     def __init__(self, item: dict[str, Any]) -> None:
         self.item = item
-        self.parts: dict[tuple[str, int], tuple[dict[str, Any], list[str], bool]] = {}
+        self.parts: dict[tuple[str, int], tuple[dict[str, Any], Text, bool]] = {}
         """(``content`` or ``summary``, its index) → (the part as added, its text, whether it is done)."""
-        self.arguments: list[str] = []
+        self.arguments = Text()
 
-    def part(self, form: str, index: int, template: dict[str, Any] | None = None) -> list[str]:
+    def part(self, form: str, index: int, template: dict[str, Any] | None = None) -> Text:
         held = self.parts.get((form, index))
         if held is None:
             kind = "summary_text" if form == "summary" else _PART_KINDS.get(str(self.item.get("type")), "output_text")
-            held = self.parts[(form, index)] = (template or {"type": kind}, [], False)
+            held = self.parts[(form, index)] = (template or {"type": kind}, Text(), False)
         return held[1]
 
 
@@ -123,15 +124,15 @@ class Items:
         if form is not None:
             at = whole(head.summary_index if form == "summary" else head.content_index) or 0
             if head.delta:
-                held.part(form, at).append(head.delta)
+                held.part(form, at).add(head.delta)
         elif kind == "response.function_call_arguments.delta" and head.delta:
-            held.arguments.append(head.delta)
+            held.arguments.add(head.delta)
         elif kind in _PART_ADDED or kind in _PART_DONE:
             form = _PART_ADDED.get(kind) or _PART_DONE[kind]
             at = whole(head.summary_index if form == "summary" else head.content_index) or 0
             body = load(data)
             part = body.get("part") if body is not None else None
-            template, text, _ = held.parts.get((form, at), ({}, [], False))
+            template, text, _ = held.parts.get((form, at), ({}, Text(), False))
             template = part if isinstance(part, dict) else template or {"type": "output_text"}
             held.parts[(form, at)] = (template, text, kind in _PART_DONE)
         elif kind == "response.output_item.done":
@@ -155,7 +156,7 @@ class Items:
             where: dict[str, Any] = {"item_id": item.get("id"), "output_index": index}
             forms: dict[str, list[Any]] = {"content": [], "summary": []}
             for (form, at), (template, pieces, done) in sorted(held.parts.items()):
-                text = "".join(pieces)
+                text = pieces.value()
                 part = _part(template, text)
                 forms[form].append(part)
                 if not done:
@@ -169,7 +170,7 @@ class Items:
                 item["content"] = forms["content"]
                 item["status"] = status
             elif kind == "function_call":
-                arguments = "".join(held.arguments)
+                arguments = held.arguments.value()
                 item["arguments"] = arguments
                 item["status"] = status
                 out.append(numbered({"type": "response.function_call_arguments.done", **where, "arguments": arguments}))

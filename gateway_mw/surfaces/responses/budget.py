@@ -20,7 +20,7 @@ from ...rawjson import TopLevelKeys, as_int
 from ...sse import SSEDecoder, SSEEvent
 from ..budgeting import Joiner
 from .heads import CREATED, LARGE, TERMINAL, whole
-from .openitems import Items, load, peek, send
+from .openitems import Items, load, number, peek, send
 
 __all__ = ["BudgetCount", "Joined"]
 
@@ -120,7 +120,7 @@ class BudgetCount:
         elif kind in _ANSWER or (kind == "response.output_text.delta" and (head.delta or "").strip()):
             self._watching = False
         self.named = self.named or event.event is not None
-        seq = whole(head.sequence_number)
+        seq = number(head.sequence_number)
         if seq is not None:
             self.seq = seq + 1
         self.items.note(head, data)

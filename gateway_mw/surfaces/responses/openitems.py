@@ -18,7 +18,7 @@ from ...rawjson import UNREADABLE
 from .heads import whole
 from .items import Text
 
-__all__ = ["Items", "Peek", "peek", "send"]
+__all__ = ["Items", "Peek", "number", "peek", "send"]
 
 
 class Peek(msgspec.Struct, gc=False):
@@ -46,6 +46,12 @@ def peek(data: bytes) -> Peek | None:
         return msgspec.convert(json.loads(data), Peek)
     except (ValueError, msgspec.ValidationError):
         return None
+
+
+def number(value: Any) -> int | None:
+    """An index or a sequence number as the SDKs read one (the integers the translator writes
+    taken as they are: this runs for every event)."""
+    return value if type(value) is int else whole(value)
 
 
 def load(data: bytes) -> dict[str, Any] | None:
@@ -108,7 +114,7 @@ class Items:
     def note(self, head: Peek, data: bytes) -> None:
         """One client event (``head`` read of its ``data``)."""
         kind = head.type
-        index = whole(head.output_index)
+        index = number(head.output_index)
         if index is None:
             return
         if kind == "response.output_item.added":
@@ -122,7 +128,7 @@ class Items:
             return
         form = _TEXT_DELTAS.get(kind)
         if form is not None:
-            at = whole(head.summary_index if form == "summary" else head.content_index) or 0
+            at = number(head.summary_index if form == "summary" else head.content_index) or 0
             if head.delta:
                 held.part(form, at).add(head.delta)
         elif kind == "response.function_call_arguments.delta" and head.delta:

@@ -233,7 +233,7 @@ def _llamacpp_messages(out: Out, switch: str) -> None:
         if out.server_budget:
             out.put("thinking", {"type": "enabled", "budget_tokens": intent.budget})
         else:  # the client's budget_tokens is llama.cpp's budget: it would cut first
-            out.remove("thinking", "removed (its budget is not the server's to enforce)")
+            out.remove("thinking")
             out.budget(None, intent.budget)
 
 

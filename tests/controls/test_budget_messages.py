@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
 from gateway_mw.stats import ThinkExtractStats
 
@@ -48,7 +49,7 @@ Start = Callable[..., Awaitable[Front]]
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
     sessions: list[aiohttp.ClientSession] = []
 
-    async def make(thinker: MessagesThinker, **settings: Any) -> Front:
+    async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
         back = web.Application()
         back.router.add_post(ROUTE, thinker.messages)
         back_server = await aiohttp_server(back)
@@ -64,6 +65,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
             upstream closed when the client's write fails."""
             front.requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            if whole:  # a handler that reads the upstream's answer whole, then returns it
+                async with session.post(back_server.make_url(ROUTE), data=body) as read:
+                    return web.Response(body=await read.read(), content_type=read.content_type)
             upstream = await session.post(
                 back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
             )
@@ -304,3 +308,87 @@ async def test_a_client_gone_before_the_continuation_gets_none(start: Start) -> 
         resp.close()
     served = await thinker.over()
     assert len(served) == 1 and served[0].stopped
+
+
+ON = "chat_template_kwargs.enable_thinking=true, chat_template_kwargs.thinking=true"
+SWITCH = {"chat_template_kwargs": b'{"enable_thinking":true,"thinking":true}'}
+REMOVED = SWITCH | {"thinking": None}
+
+
+@pytest.mark.parametrize(
+    ("server", "enforcement", "policy", "stream", "expected"),
+    [
+        # auto: llama.cpp's own budget (the client's thinking.budget_tokens, left as it came)
+        ("llamacpp", "auto", "unsigned", True, (ON, "applied", False, SWITCH)),
+        # gateway: the client's thinking would be llama.cpp's budget, and it would cut first
+        (
+            "llamacpp",
+            "gateway",
+            "unsigned",
+            True,
+            (
+                f"{ON}, thinking removed, budget 64 enforced by the gateway",
+                "applied",
+                True,
+                SWITCH | {"thinking": None},
+            ),
+        ),
+        (
+            "llamacpp",
+            "gateway",
+            "unsigned",
+            False,
+            (
+                f"{ON}, thinking removed, budget 64 enforced by the gateway, stream=true",
+                "applied",
+                True,
+                SWITCH | {"thinking": None, "stream": b"true"},
+            ),
+        ),
+        # redacted: nothing to count as it streams, so the server's
+        ("llamacpp", "gateway", "redacted", True, (ON, "applied", False, SWITCH)),
+        # vLLM's messages endpoint continues no final assistant message: thinking on, no budget
+        ("vllm", "gateway", "unsigned", True, (ON, "nearest", False, SWITCH)),
+        # off: no one's budget, llama.cpp's neither
+        (
+            "llamacpp",
+            "off",
+            "unsigned",
+            True,
+            (f"{ON}, thinking removed", "nearest", False, SWITCH | {"thinking": None}),
+        ),
+    ],
+)
+def test_who_enforces_a_budget_on_messages(
+    server: str, enforcement: str, policy: str, stream: bool, expected: tuple[str, str, bool, dict[str, Any]]
+) -> None:
+    body = json.dumps(request("Hi", 64, stream=stream)).encode()
+    both = read_with_texts(body)
+    assert both is not None
+    fields, texts = both
+    config = ThinkExtractConfig(
+        upstream_server=server,  # type: ignore[arg-type]
+        reasoning_budget_enforcement=enforcement,  # type: ignore[arg-type]
+        messages_policy=policy,  # type: ignore[arg-type]
+    )
+    intent = read_intent(body, "messages", fields, texts)
+    controlled = write_controls(intent, fields, "messages", server, config.for_model(None))
+    assert (controlled.written, controlled.outcome, controlled.by_gateway, dict(controlled.edits)) == expected
+
+
+@pytest.mark.parametrize("whole", [False, True])
+async def test_a_thinking_within_the_budget_not_streamed_is_the_message(start: Start, whole: bool) -> None:
+    """A client that asks for no stream, a thinking within the budget (or a handler that returns the
+    whole stream, which the gateway cannot cut): the body the stream makes, its block signed as the
+    translator signs it."""
+    front = await start(MessagesThinker("llamacpp"), whole=whole)
+    body = request("think 3", 2 if whole else 10, stream=False)
+    async with aiohttp.ClientSession() as session, session.post(front.url + ROUTE, json=body) as resp:
+        assert (resp.status, resp.content_type) == (200, "application/json")
+        message = await resp.json()
+    assert message["content"] == [
+        {"type": "thinking", "thinking": thought(3), "signature": gateway_signature(thought(3))},
+        {"type": "text", "text": "".join(ANSWER)},
+    ]
+    assert message["usage"] == {"input_tokens": 2, "output_tokens": 3 + 2 + len(ANSWER)}
+    assert front.stats.surface("messages").budgets == {"not_relayed" if whole else "within": 1}

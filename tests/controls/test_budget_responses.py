@@ -339,11 +339,14 @@ async def test_sglang_s_responses_endpoint_is_not_continued(start: Start) -> Non
     assert front.stats.surface("responses").budgets == {}
 
 
-async def test_the_continuation_may_generate_only_what_the_limit_leaves(start: Start) -> None:
-    front = await start(ResponsesThinker("vllm"))
-    await events(front, request("think", 3, max_output_tokens=10))
+@pytest.mark.parametrize(("server", "limit"), [("vllm", "max_output_tokens"), ("llamacpp", "n_predict")])
+async def test_the_continuation_may_generate_only_what_the_limit_leaves(start: Start, server: str, limit: str) -> None:
+    """The client's limit holds for the two requests together (llama.cpp's own ``n_predict`` too: its
+    Responses endpoint passes it on, as build 0c1e570 does)."""
+    front = await start(ResponsesThinker(server))
+    await events(front, request("think", 3, **{limit: 10}))
     first, second = await front.thinker.over()
-    assert (first.body["max_output_tokens"], second.body["max_output_tokens"]) == (10, 7)
+    assert (first.body[limit], second.body[limit]) == (10, 7)
 
 
 async def test_a_limit_the_reasoning_used_up_ends_the_response_incomplete(start: Start) -> None:

@@ -26,8 +26,9 @@ from .echo import Echo
 
 __all__ = ["SIDE", "continued_item"]
 
-_LIMITS = ("max_output_tokens",)
-"""The member that bounds the answer's tokens."""
+_LIMITS = ("max_output_tokens", "n_predict")
+"""The members that bound the answer's tokens: the API's, and llama.cpp's own (its Responses
+endpoint passes the request's other members on to its chat handler)."""
 _encode = msgspec.json.Encoder().encode
 
 
@@ -52,7 +53,7 @@ class _ResponsesBudget:
 
     def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
         """``input`` with the prefill appended (a string ``input`` is the user message it stands
-        for, then the prefill), and ``max_output_tokens`` reduced by ``spent``."""
+        for, then the prefill), and the limits on the answer's tokens reduced by ``spent``."""
         raw = top.get("input")
         item = continued_item(prefill)
         if raw is not None and bytes(raw)[:1] == b'"':

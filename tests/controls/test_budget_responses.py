@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.stats import ThinkExtractStats
 
 from .responses_thinker import ROUTE, ResponsesThinker
@@ -478,3 +479,38 @@ async def test_reasoning_the_server_splits_itself_is_cut_and_its_item_closed(sta
     assert [item["type"] for item in response["output"]] == ["reasoning", "message"]
     first, second = await front.thinker.over()
     assert first.stopped and second.body["input"][-1]["content"][0]["text"] == PREFILL.format("r0 r1 r2 ")
+
+
+def responses_written(server: str, enforcement: str, stream: bool = True) -> tuple[str, str, bool]:
+    body = json.dumps(request("hi", 64, stream=stream)).encode()
+    both = read_with_texts(body)
+    assert both is not None
+    fields, texts = both
+    config = ThinkExtractConfig(upstream_server=server, reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]
+    intent = read_intent(body, "responses", fields, texts)
+    controlled = write_controls(intent, fields, "responses", server, config.for_model(None))
+    return controlled.written, controlled.outcome, controlled.by_gateway
+
+
+ON = "chat_template_kwargs.enable_thinking=true, chat_template_kwargs.thinking=true"
+
+
+@pytest.mark.parametrize(
+    ("server", "enforcement", "stream", "expected"),
+    [
+        # vLLM's Responses has no budget field: the gateway's, wherever it may enforce one
+        ("vllm", "auto", True, ("budget 64 enforced by the gateway", "applied", True)),
+        ("vllm", "auto", False, ("budget 64 enforced by the gateway, stream=true", "applied", True)),
+        ("vllm", "server", True, ("", "nearest", False)),
+        ("vllm", "off", True, ("", "nearest", False)),  # thinking on, unbounded
+        # llama.cpp's has its own: the gateway's only when asked for
+        ("llamacpp", "auto", True, (f"{ON}, thinking_budget_tokens=64", "applied", False)),
+        ("llamacpp", "gateway", True, (f"{ON}, budget 64 enforced by the gateway", "applied", True)),
+        # SGLang's cannot continue: thinking on, no budget
+        ("sglang", "gateway", True, ("", "nearest", False)),
+    ],
+)
+def test_who_enforces_a_budget_on_responses(
+    server: str, enforcement: str, stream: bool, expected: tuple[str, str, bool]
+) -> None:
+    assert responses_written(server, enforcement, stream) == expected

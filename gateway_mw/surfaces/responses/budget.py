@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ...rawjson import TopLevelKeys, as_int
-from ...sse import SSEDecoder, SSEEvent
+from ...sse import SSEDecoder, SSEEvent, encode_event
 from ..budgeting import Joiner
 from .heads import CREATED, LARGE, TERMINAL, whole
 from .openitems import Items, load, number, peek, send
@@ -202,7 +202,12 @@ class Joined:
         if index is not None:
             head.output_index = index + self._offset
         self._items.note(head, data)
-        return out + self._renumbered(event.raw)
+        raw = event.raw
+        if (event.event is not None) != self._first.named:  # named as the first answer's events are
+            fields = b"".join(line + b"\n" for line in event.fields.splitlines() if not line.startswith(b"event:"))
+            named = b"event: " + kind.encode() + b"\n" if self._first.named else b""
+            raw = encode_event(data, fields=named + fields).raw
+        return out + self._renumbered(raw)
 
     def _renumbered(self, raw: bytes) -> bytes:
         """An event's bytes with its numbers in the joined response's: ``sequence_number`` next,

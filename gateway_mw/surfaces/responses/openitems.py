@@ -91,11 +91,12 @@ class _Open:
         """(``content`` or ``summary``, its index) → (the part as added, its text, whether it is done)."""
         self.arguments = Text()
 
-    def part(self, form: str, index: int, template: dict[str, Any] | None = None) -> Text:
+    def part(self, form: str, index: int) -> Text:
+        """The text of a part; a delta for a part never added opens one of the item's kind."""
         held = self.parts.get((form, index))
         if held is None:
             kind = "summary_text" if form == "summary" else _PART_KINDS.get(str(self.item.get("type")), "output_text")
-            held = self.parts[(form, index)] = (template or {"type": kind}, Text(), False)
+            held = self.parts[(form, index)] = ({"type": kind}, Text(), False)
         return held[1]
 
 

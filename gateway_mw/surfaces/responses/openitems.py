@@ -115,6 +115,14 @@ class Items:
     def note(self, head: Peek, data: bytes) -> None:
         """One client event (``head`` read of its ``data``)."""
         kind = head.type
+        form = _TEXT_DELTAS.get(kind)
+        if form is not None:  # a delta: most events, read first
+            delta, index = head.delta, number(head.output_index)
+            held = self.open.get(index) if delta and index is not None else None
+            if held is not None and delta:
+                at = number(head.summary_index if form == "summary" else head.content_index) or 0
+                held.part(form, at).add(delta)
+            return
         index = number(head.output_index)
         if index is None:
             return
@@ -127,12 +135,7 @@ class Items:
         held = self.open.get(index)
         if held is None:
             return
-        form = _TEXT_DELTAS.get(kind)
-        if form is not None:
-            at = number(head.summary_index if form == "summary" else head.content_index) or 0
-            if head.delta:
-                held.part(form, at).add(head.delta)
-        elif kind == "response.function_call_arguments.delta" and head.delta:
+        if kind == "response.function_call_arguments.delta" and head.delta:
             held.arguments.add(head.delta)
         elif kind in _PART_ADDED or kind in _PART_DONE:
             form = _PART_ADDED.get(kind) or _PART_DONE[kind]

@@ -6,8 +6,10 @@ Each server continues a final assistant message in its own way: vLLM and SGLang 
 (``continue_final_message`` with ``add_generation_prompt: false``), llama.cpp by itself (its
 assistant prefill, on unless it was started with ``--no-prefill-assistant``), Ollama's ``/api/chat``
 by itself too (its templates and renderers leave a final assistant message open; ``/api/generate``
-has no messages, and its side says it cannot). Ollama's ``/v1`` and the servers the gateway does not
-know are not in :data:`CONTINUES`: no budget of the gateway's there.
+has no messages, and its side says it cannot). On Responses, vLLM continues a final message item
+whose ``status`` is in progress (the item says it), llama.cpp prefills it; SGLang's Responses cannot
+continue. Ollama's ``/v1`` and the servers the gateway does not know are not in :data:`CONTINUES`: no
+budget of the gateway's there.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("llamacpp", "chat"): {},
     ("llamacpp", "messages"): {},  # its /v1/messages is made a chat request, where its prefill applies
     ("ollama", "ollama"): {},  # /api/chat, where the model's template leaves the final assistant turn open
+    ("vllm", "responses"): {},  # the final item's status asks it (see surfaces/responses/budgetside.py)
+    ("llamacpp", "responses"): {},
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 

@@ -182,6 +182,10 @@ def _effort_only(ladder: tuple[Effort, ...], off: str | None) -> Writer:
             effort = off
         elif intent.kind == "on" and switch in ("always", "budget"):
             return  # thinks by default
+        elif intent.kind == "budget" and switch != "none":
+            assert intent.budget is not None
+            out.budget(None, intent.budget)  # no field of the server's: the gateway's, where it continues
+            return
         else:
             out.unsupported()
             return

@@ -1,15 +1,20 @@
 """Every surface that declares a budget side (``SurfaceDefinition.budget``), held to the same rules: a
 stream within the budget goes as it came; a cut one gives N reasoning events and, with no
 continuation, ends as one well-formed answer; a body made a stream and collected again is the same
-body; a stream that says nothing, a request with no conversation and a body that is no answer are
-left alone. A surface that declares a side and has no sample stream here fails (add its sample)."""
+body; and whatever their input, a counter passes bytes it cannot read (a stream that says nothing
+is not cut), an echo of nothing passes all, a request with nowhere for the prefill is not continued,
+a body that is no answer is no stream. A surface that declares a side and has no sample stream here
+fails (add its sample)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import Surface
@@ -70,7 +75,30 @@ def _ollama() -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-SAMPLES = {"chat": _chat, "messages": _messages, "ollama": _ollama}
+def _responses() -> bytes:
+    def event(data: dict[str, Any], seq: int) -> bytes:
+        return b"data: " + json.dumps(data | {"sequence_number": seq}).encode() + b"\n\n"
+
+    response = {"id": "resp_1", "object": "response", "created_at": 7, "model": "m", "status": "in_progress"}
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    texts = ["<think>", *REASONING, "</think>", "4", "."]
+    part = {"type": "output_text", "text": "".join(texts), "annotations": []}
+    done = item | {"status": "completed", "content": [part]}
+    events = [
+        {"type": "response.created", "response": response | {"output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", **where, "part": part | {"text": ""}},
+        *({"type": "response.output_text.delta", **where, "delta": t, "logprobs": []} for t in texts),
+        {"type": "response.output_text.done", **where, "text": part["text"], "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": part},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": response | {"status": "completed", "output": [done]}},
+    ]
+    return b"".join(event(e, seq) for seq, e in enumerate(events))
+
+
+SAMPLES = {"chat": _chat, "messages": _messages, "ollama": _ollama, "responses": _responses}
 """An upstream stream per surface: the model thinks 4 tokens in tags, then answers."""
 
 
@@ -104,7 +132,16 @@ def _ollama_cut(reasoning: str) -> dict[str, Any]:
     return {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": message} | done
 
 
-CUT = {"chat": _chat_cut, "messages": _messages_cut, "ollama": _ollama_cut}
+def _responses_cut(reasoning: str) -> dict[str, Any]:
+    texts = [{"type": "reasoning_text", "text": reasoning}]
+    summary = [{"type": "summary_text", "text": reasoning}]
+    item = {"id": "rs_1", "type": "reasoning", "summary": summary, "content": texts, "status": "completed"}
+    response = {"id": "resp_1", "object": "response", "created_at": 7, "model": "m", "status": "incomplete"}
+    response |= {"output": [item], "parallel_tool_calls": False, "tool_choice": "auto", "tools": []}
+    return response | {"incomplete_details": {"reason": "max_output_tokens"}}
+
+
+CUT = {"chat": _chat_cut, "messages": _messages_cut, "ollama": _ollama_cut, "responses": _responses_cut}
 """The body of the sample cut after its reasoning so far, with no continuation: stopped at the limit."""
 
 SIDES = sorted(name for name, definition in SURFACES.items() if definition.budget is not None)
@@ -117,7 +154,7 @@ def side_of(surface: Surface) -> BudgetSide:
 
 
 def translated(surface: Surface, raw: bytes, config: ThinkExtractConfig = CONFIG) -> bytes:
-    pipeline = StreamPipeline(surface, config)
+    pipeline = StreamPipeline(surface, config, lambda prefix: prefix + "1")  # the ids it makes up, known
     return pipeline.feed(raw) + pipeline.finish()
 
 
@@ -172,17 +209,44 @@ def test_a_stream_that_says_nothing_is_not_cut(surface: Surface) -> None:
 
 
 @pytest.mark.parametrize("surface", SIDES)
-def test_a_request_without_a_conversation_is_not_continued(surface: Surface) -> None:
-    """Nowhere to put the final assistant turn: no continuation (the answer ends as for a refused one)."""
-    assert side_of(surface).continued({}, "<think>r</think>", 0) is None
-
-
-@pytest.mark.parametrize("surface", SIDES)
-@pytest.mark.parametrize("body", [b"", b"[", b"[]", b"null", b'"text"'])
-def test_a_body_that_is_no_answer_is_no_stream(surface: Surface, body: bytes) -> None:
-    assert side_of(surface).as_stream(body) is None
-
-
-@pytest.mark.parametrize("surface", SIDES)
 def test_the_body_of_an_empty_stream_is_a_json_object(surface: Surface) -> None:
     assert isinstance(json.loads(side_of(surface).collector(CONFIG.max_event_bytes).body()), dict)
+
+
+BYTES = st.binary(max_size=300) | st.text(alphabet='data: {}"\n:ab', max_size=200).map(str.encode)
+READS = st.lists(st.integers(0, 300), max_size=6)
+
+
+def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
+    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(edges)]
+
+
+@pytest.mark.parametrize("surface", SIDES)
+@given(raw=BYTES, reads=READS)
+def test_a_counter_passes_what_it_cannot_read_whole(surface: Surface, raw: bytes, reads: list[int]) -> None:
+    """Bytes that hold no reasoning (noise, broken events) go to the client as they came, in any reads."""
+    counter = side_of(surface).counter(3, 1024)
+    out = b"".join(counter.feed(p) for p in pieces(raw, reads)) + counter.finish()
+    assert not counter.cut and counter.counted == 0
+    assert out == raw
+
+
+@pytest.mark.parametrize("surface", SIDES)
+@given(raw=BYTES, reads=READS)
+def test_an_echo_of_nothing_passes_everything(surface: Surface, raw: bytes, reads: list[int]) -> None:
+    echo = side_of(surface).echo("", 1024)
+    assert b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish() == raw
+
+
+@pytest.mark.parametrize("surface", SIDES)
+def test_a_request_with_nowhere_to_put_the_prefill_is_not_continued(surface: Surface) -> None:
+    assert side_of(surface).continued({}, "<think>x</think>", 0) is None
+
+
+@pytest.mark.parametrize("surface", SIDES)
+@pytest.mark.parametrize(
+    "body", [b"", b"[", b"not json", b"null", b'"text"', b"[]", b"{}", b'{"choices": 3, "content": 3, "output": 3}']
+)
+def test_a_body_that_is_no_answer_is_no_stream(surface: Surface, body: bytes) -> None:
+    assert side_of(surface).as_stream(body) is None

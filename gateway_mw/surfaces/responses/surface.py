@@ -10,10 +10,12 @@ from ...history import responses as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
 from ..base import Counts, NewId, Said
+from ..budgeting import BudgetSide
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from .budgetside import SIDE as BUDGET
 from .exclude import ResponsesWithoutReasoning, body_without_reasoning
 from .stream import ResponsesStream, transform_body
 
@@ -29,7 +31,7 @@ class _Responses:
     transform_history = staticmethod(history.transform)
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
-    budget: Final = None  # the gateway enforces no reasoning budget here
+    budget: Final[BudgetSide | None] = BUDGET
     error_body = staticmethod(openai_error)
 
     def asks_for_blobs(self, read: object, body: bytes) -> bool:

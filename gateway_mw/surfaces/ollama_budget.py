@@ -132,26 +132,29 @@ class OllamaBudgetCount:
             return b""
         if not self._watching:
             return out
-        passed: list[bytes] = []
-        for event in self._decoder.feed(out):
-            if not self._watching:
-                passed.append(event.raw)
-            elif not self._take(event):
-                self.cut = True
-                self._watching = False
-                return b"".join(passed)
-            else:
-                passed.append(event.raw)
-        if not self._watching:  # the rest of a line under way is no longer ours to read
-            passed.append(self._decoder.take_pending())
-        return b"".join(passed)
+        passed = self._passed(self._decoder.feed(out))
+        if not self._watching and not self.cut:  # the rest of a line under way is no longer ours to read
+            passed += self._decoder.take_pending()
+        return passed
 
     def finish(self) -> bytes:
         """At the stream's end: what the reader still holds (a last line without its ending), unless cut."""
         if self.cut or not self._watching:
             return b""
         events, tail = self._decoder.finish()
-        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
+        passed = self._passed(events)  # read here: fed again, a line without its ending would be held
+        return passed if self.cut else passed + tail
+
+    def _passed(self, events: list[SSEEvent]) -> bytes:
+        """The lines of ``events`` that go to the client: up to the one the budget ends on, if any."""
+        passed: list[bytes] = []
+        for event in events:
+            if self._watching and not self._take(event):
+                self.cut = True
+                self._watching = False
+                break
+            passed.append(event.raw)
+        return b"".join(passed)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one line; ``False`` when it would take the reasoning over the budget."""

@@ -28,6 +28,7 @@ import pytest
 
 from .llama import LlamaServer
 from .scripted import ScriptedUpstream
+from .thinking import Thinking
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -266,6 +267,15 @@ def llama_server_binary() -> Path:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     server = LlamaServer(llama_server_binary(), tmp_path_factory.mktemp("llama"), free_port(), offline_env())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Thinking]:
+    """llama-server thinking long where it thinks, for the budgets' tests (a server of its own: the
+    suite's shared one forces a short reasoning on every request)."""
+    server = Thinking(llama_server_binary(), tmp_path_factory.mktemp("budget"), free_port(), offline_env())
     yield server
     server.stop()
 

@@ -6,12 +6,8 @@ events, the wall time with and without the budget, the continuation's prompt tok
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
-import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -19,98 +15,20 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.stats import ThinkExtractStats
 
-from .conftest import LLAMA_CPP_PYTHON, cache_root, free_port, offline_env, require
-from .llama import CHAT_TEMPLATE, WORDS, build_gguf
-
-LONG = r"""
-root   ::= think? answer
-think  ::= "<think>" word (" " word){60,80} "</think>"
-answer ::= " " word (" " word){2,4}
-word   ::= "alpha" | "beta" | "gamma" | "delta"
-"""
-BUDGET = 8
-
-
-class Thinking:
-    """``llama-server`` serving the tiny model under :data:`LONG` (a server of its own: the suite's
-    shared one forces a short reasoning on every request)."""
-
-    def __init__(self, binary: Path, workdir: Path) -> None:
-        model, grammar = workdir / "tiny.gguf", workdir / "long.gbnf"
-        build_gguf(model)
-        grammar.write_text(LONG)
-        port = free_port()
-        self.base = f"http://127.0.0.1:{port}"
-        cmd = [
-            str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "--grammar-file", str(grammar), "--reasoning-format", "none", "--jinja", "--chat-template", CHAT_TEMPLATE,
-            "--ctx-size", "8192", "--parallel", "1", "--threads", "2", "--seed", "0", "--temp", "1.0",
-            "--n-predict", "256", "--no-webui", "--offline",
-        ]  # fmt: skip
-        self.log = (workdir / "llama-server.log").open("w")
-        self.process = subprocess.Popen(cmd, env=offline_env(), stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(600):  # a bound for a hang, not a speed: it answers when it is up
-            if self.process.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(self.base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("llama-server did not start:\n" + (workdir / "llama-server.log").read_text()[-4000:])
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.log.close()
-
-
-@pytest.fixture(scope="module")
-def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Thinking]:
-    binary = Path(
-        os.environ.get("GATEWAY_MW_LLAMA_SERVER")
-        or cache_root() / "llama-server" / LLAMA_CPP_PYTHON / "bin" / "llama-server"
-    )
-    require(binary.exists(), f"llama-server is not built ({binary} is missing): run .ci/clients-llama-server")
-    server = Thinking(binary, tmp_path_factory.mktemp("budget"))
-    yield server
-    server.stop()
+from .llama import WORDS
+from .thinking import BUDGET, Thinking, relaying
 
 
 @pytest.fixture
 async def front(
     thinker: Thinking, aiohttp_server: Callable[[web.Application], Awaitable[TestServer]]
 ) -> AsyncIterator[tuple[str, ThinkExtractStats]]:
-    async with aiohttp.ClientSession() as session:
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(thinker.base + request.path, data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
-        app = web.Application()
-        config = ThinkExtractConfig(upstream_server="llamacpp", reasoning_budget_enforcement="gateway")
-        stats = setup(app, config, record="off")
-        app.router.add_post("/v1/chat/completions", forward)
-        yield str((await aiohttp_server(app)).make_url("")).rstrip("/"), stats
+    config = ThinkExtractConfig(upstream_server="llamacpp", reasoning_budget_enforcement="gateway")
+    async with relaying(thinker.base, aiohttp_server, "/v1/chat/completions", config) as front:
+        yield front
 
 
 async def answer(url: str, question: str, budget: int | None) -> tuple[list[dict[str, Any]], float]:

@@ -7,10 +7,8 @@ not; the anthropic SDK's accumulator reads it."""
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -19,63 +17,26 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.marks import gateway_signature
 from gateway_mw.stats import ThinkExtractStats
 
 from ..controls.messages_thinker import assert_one_message
-from .conftest import LLAMA_CPP_PYTHON, cache_root, require
 from .llama import WORDS
-from .test_llama_budget import BUDGET, Thinking
+from .thinking import BUDGET, Thinking, relaying
 
 ROUTE = "/v1/messages"
-
-
-@pytest.fixture(scope="module")
-def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Thinking]:
-    binary = Path(
-        os.environ.get("GATEWAY_MW_LLAMA_SERVER")
-        or cache_root() / "llama-server" / LLAMA_CPP_PYTHON / "bin" / "llama-server"
-    )
-    require(binary.exists(), f"llama-server is not built ({binary} is missing): run .ci/clients-llama-server")
-    server = Thinking(binary, tmp_path_factory.mktemp("budget-messages"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture
 async def front(
     thinker: Thinking, aiohttp_server: Callable[[web.Application], Awaitable[TestServer]]
 ) -> AsyncIterator[tuple[str, ThinkExtractStats]]:
-    # A connection per request: llama-server closes a kept-alive one after a few requests, and a
-    # request sent on it as it closes fails.
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(thinker.base + request.path, data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
-        app = web.Application()
-        config = ThinkExtractConfig(
-            upstream_server="llamacpp", reasoning_budget_enforcement="gateway", messages_policy="unsigned"
-        )
-        stats = setup(app, config, record="off")
-        app.router.add_post(ROUTE, forward)
-        yield str((await aiohttp_server(app)).make_url("")).rstrip("/"), stats
+    config = ThinkExtractConfig(
+        upstream_server="llamacpp", reasoning_budget_enforcement="gateway", messages_policy="unsigned"
+    )
+    async with relaying(thinker.base, aiohttp_server, ROUTE, config) as front:
+        yield front
 
 
 def body(question: str, budget: int | None, stream: bool = True) -> dict[str, Any]:

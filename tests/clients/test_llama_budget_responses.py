@@ -10,19 +10,16 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import aiohttp
 import openai
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.stats import ThinkExtractStats
 
 from .llama import WORDS
-from .test_llama_budget import BUDGET, Thinking, thinker
-
-__all__ = ["thinker"]  # the module's llama-server, shared with the chat budget's tests' fixture
+from .thinking import BUDGET, Thinking, relaying
 
 ROUTE = "/v1/responses"
 
@@ -31,31 +28,9 @@ ROUTE = "/v1/responses"
 async def front(
     thinker: Thinking, aiohttp_server: Callable[[web.Application], Awaitable[TestServer]]
 ) -> AsyncIterator[tuple[str, ThinkExtractStats]]:
-    async with aiohttp.ClientSession() as session:
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(thinker.base + request.path, data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
-        app = web.Application()
-        config = ThinkExtractConfig(upstream_server="llamacpp", reasoning_budget_enforcement="gateway")
-        stats = setup(app, config, record="off")
-        app.router.add_post(ROUTE, forward)
-        yield str((await aiohttp_server(app)).make_url("")).rstrip("/"), stats
+    config = ThinkExtractConfig(upstream_server="llamacpp", reasoning_budget_enforcement="gateway")
+    async with relaying(thinker.base, aiohttp_server, ROUTE, config) as front:
+        yield front
 
 
 async def streamed(client: openai.AsyncOpenAI, question: str, budget: int | None) -> tuple[list[Any], Any, float]:

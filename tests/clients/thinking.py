@@ -1,0 +1,101 @@
+"""The real ``llama-server`` thinking long, for the budgets the gateway enforces: the tiny model under a
+grammar that thinks 60 to 80 words where it thinks, then answers (:class:`Thinking`), and a relaying
+proxy in front of it with the middleware (:func:`relaying`), as the packaged gateway relays: each
+read written on as it comes, so that the budget's cut stops the upstream."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw.stats import ThinkExtractStats
+
+from .llama import CHAT_TEMPLATE, build_gguf
+
+LONG = r"""
+root   ::= think? answer
+think  ::= "<think>" word (" " word){60,80} "</think>"
+answer ::= " " word (" " word){2,4}
+word   ::= "alpha" | "beta" | "gamma" | "delta"
+"""
+BUDGET = 8
+
+
+class Thinking:
+    """``llama-server`` serving the tiny model under :data:`LONG` (a server of its own: the suite's
+    shared one forces a short reasoning on every request)."""
+
+    def __init__(self, binary: Path, workdir: Path, port: int, env: dict[str, str]) -> None:
+        model, grammar = workdir / "tiny.gguf", workdir / "long.gbnf"
+        build_gguf(model)
+        grammar.write_text(LONG)
+        self.base = f"http://127.0.0.1:{port}"
+        cmd = [
+            str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+            "--grammar-file", str(grammar), "--reasoning-format", "none", "--jinja", "--chat-template", CHAT_TEMPLATE,
+            "--ctx-size", "8192", "--parallel", "1", "--threads", "2", "--seed", "0", "--temp", "1.0",
+            "--n-predict", "256", "--no-webui", "--offline",
+        ]  # fmt: skip
+        self.log = (workdir / "llama-server.log").open("w")
+        self.process = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(600):  # a bound for a hang, not a speed: it answers when it is up
+            if self.process.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.base + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("llama-server did not start:\n" + (workdir / "llama-server.log").read_text()[-4000:])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+@asynccontextmanager
+async def relaying(
+    base: str,
+    aiohttp_server: Callable[[web.Application], Awaitable[TestServer]],
+    route: str,
+    config: ThinkExtractConfig,
+) -> AsyncIterator[tuple[str, ThinkExtractStats]]:
+    """A proxy to ``base`` on ``route`` with the middleware set up with ``config``: its URL and statistics."""
+    # A connection per request: llama-server closes a kept-alive one after a few requests, and a
+    # request sent on it as it closes fails.
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
+
+        async def forward(request: web.Request) -> web.StreamResponse:
+            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            upstream = await session.post(base + request.path, data=body)
+            complete = False
+            try:
+                resp = web.StreamResponse(status=upstream.status)
+                resp.content_type = upstream.content_type
+                await resp.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await resp.write(piece)
+                complete = True
+                await resp.write_eof()
+            except ConnectionResetError:
+                pass  # the budget's cut (or a client gone): the upstream is closed below
+            finally:
+                upstream.release() if complete else upstream.close()
+            return resp
+
+        app = web.Application()
+        stats = setup(app, config, record="off")
+        app.router.add_post(route, forward)
+        yield str((await aiohttp_server(app)).make_url("")).rstrip("/"), stats

@@ -176,7 +176,8 @@ def responses_history(turns: int) -> bytes:
     return json.dumps(request).encode()
 
 
-def _rewrite(surface: Surface, size: int) -> bytes:
+def to_rewrite(surface: Surface, size: int) -> bytes:
+    """An agent's history of about ``size`` bytes on ``surface``, its reasoning where the upstream does not read it."""
     turns = max(1, size // TURN)
     if surface == "messages":
         return messages_history(turns)
@@ -191,7 +192,7 @@ def histories() -> dict[tuple[Surface, str, str], bytes]:
     out: dict[tuple[Surface, str, str], bytes] = {}
     for surface in ROUTES:
         for size_name, size in SIZES.items():
-            body = _rewrite(surface, size)
+            body = to_rewrite(surface, size)
             rewritten = transform_request(_side(surface), body, CONFIG)
             assert rewritten is not None, f"{surface}: nothing to rewrite"
             unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it

@@ -22,13 +22,14 @@ from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
-from .side import RequestSide
+from .side import Reading, RequestSide
 from .text import may_hold_reasoning, split_written
 
 __all__ = [
     "MAX_RECALL_KEYS",
     "NOTHING",
     "Plan",
+    "Reading",
     "Recall",
     "Recalled",
     "Request",
@@ -81,6 +82,11 @@ class Request:
     @property
     def model(self) -> str | None:
         return None if self.read is None else self.read.model
+
+    @property
+    def count(self) -> int:
+        """How many messages (or items) the body's history holds (0: none read)."""
+        return 0 if self.read is None else self.read.count
 
     @property
     def controls(self) -> ControlFields | None:

@@ -39,6 +39,7 @@ from .controls import (
 )
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
+from .history.carry import STATES, DigestStates
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -160,12 +161,12 @@ async def rewrite_request(
     new: bytes | None = None
     try:
         if history:
-            keyed = record is not None
+            carry = None if record is None else (STATES, scope)  # the scope's digest states: its own
             if len(body) > OFF_LOOP_BYTES:
-                reading, keys, new, said = await _off_loop(len(body), _before_recall, surface, body, config, keyed)
+                reading, keys, new, said = await _off_loop(len(body), _before_recall, surface, body, config, carry)
             else:  # one decoder call, which holds Python's lock in any thread: read here
-                reading = Request(SURFACES[surface], body)
-                keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, keyed)
+                reading = Request(SURFACES[surface], body, carry)
+                keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
             if keys:
                 recall = await _recall(record, scope, keys) if record is not None else NOTHING
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
@@ -268,11 +269,11 @@ def _workers() -> ThreadPoolExecutor:
 
 
 def _before_recall(
-    surface: Surface, body: bytes, config: ThinkExtractConfig, keyed: bool
+    surface: Surface, body: bytes, config: ThinkExtractConfig, carry: tuple[DigestStates, bytes] | None
 ) -> tuple[Request, list[str], bytes | None, _Said]:
     """The body read once, and :func:`_planned` of it (one trip to a worker thread for a large body)."""
-    read = Request(SURFACES[surface], body)
-    return (read, *_planned(read, surface, config, keyed))
+    read = Request(SURFACES[surface], body, carry)
+    return (read, *_planned(read, surface, config, carry is not None))
 
 
 def _planned(

@@ -34,6 +34,7 @@ _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "system", "developer")
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
+_CALLS = ("function_call", "custom_tool_call")
 
 
 class _Request(ControlFields, gc=False):
@@ -97,6 +98,10 @@ class Responses:
     @property
     def count(self) -> int:
         return len(self.items)
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes (the items of the conversation alone)."""
+        return self.prefixes.thread
 
     def texts(self) -> list[Any]:
         """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
@@ -196,21 +201,24 @@ class _Prefixes:
     """The digest of the conversation before each item: the model, the instructions, the items."""
 
     def __init__(self, request: _Request, items: list[Any], kinds: list[str]) -> None:
-        counted: list[Any] = []
+        # A decoded item's equality is no proof of its spelling (1 == 1.0): its bytes are, when it came so.
+        raws = request.input if isinstance(request.input, list) else [None] * len(items)
         self._before: list[int] = []
-        for item, kind in zip(items, kinds, strict=True):
+        counted: list[tuple[Any, Any]] = []  # (item, its bytes)
+        for item, kind, raw in zip(items, kinds, raws, strict=True):
             self._before.append(len(counted))
             if _in_thread(item, kind):
-                counted.append(item)
+                counted.append((item, raw))
         self._before.append(len(counted))
         model = request.model if isinstance(request.model, str) else None
         instructions = bytes(request.instructions)
         head = canonical({"system": request.instructions}) if instructions not in (b"", b"null") else b""
-        self._thread = Thread(model, head, counted, _spelled)
+        proofs = None if counted and counted[0][1] is None else [raw for _, raw in counted]
+        self.thread = Thread(model, head, [item for item, _ in counted], _spelled, proofs)
 
     def before(self, at: int) -> bytes:
         """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
-        return self._thread.upto(self._before[at])
+        return self.thread.upto(self._before[at])
 
 
 def _turns(sides: list[bool]) -> list[tuple[int, int]]:
@@ -229,15 +237,9 @@ def _turns(sides: list[bool]) -> list[tuple[int, int]]:
     return out
 
 
-_CALLS = ("function_call", "custom_tool_call")
-
-
 def _calls(items: list[Any], kinds: list[str]) -> list[str]:
-    return [
-        it["call_id"]
-        for it, kind in zip(items, kinds, strict=True)
-        if kind in _CALLS and isinstance(it.get("call_id"), str)
-    ]
+    calls = (it.get("call_id") for it, kind in zip(items, kinds, strict=True) if kind in _CALLS)
+    return [call_id for call_id in calls if isinstance(call_id, str)]
 
 
 def _bare(kinds: list[str]) -> bool:

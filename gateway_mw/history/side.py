@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from ..controls.fields import ControlFields
 from .plan import Form, Plan, Scope
-from .recall import Recall
+from .recall import Recall, Thread
 
 __all__ = ["Reading", "RequestSide"]
 
@@ -27,6 +27,10 @@ class Reading(Protocol):
 
     def texts(self) -> list[Any]:
         """The texts a reasoning control's text switch may end."""
+        ...
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes (its record keys' and its answers')."""
         ...
 
     @property

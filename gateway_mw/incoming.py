@@ -39,7 +39,7 @@ from .controls import (
 )
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
-from .history.carry import STATES, DigestStates
+from .history.carry import STATES
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -99,6 +99,11 @@ the record's entries after the response) cost a 1 MB history about as much CPU a
 MESSAGE_WORK = 2048
 """What one message (or item) counts for in a history's work, in bytes: a history of many short
 turns costs about 7.5 µs per message to read and rewrite, as much as 2 KiB of long tool results."""
+
+_READ_ON_LOOP_BYTES = 256 << 10
+"""A larger body is read in a worker thread (its messages' count, which says where the rest of the
+work runs, is known only once it is read): a quarter of a megabyte of the shortest turns takes about
+2 ms to read, an agent's megabyte 0.5–1 ms, which the trip to the worker costs too."""
 
 CLIENT_GONE = 499
 """The status logged for a request whose client left before its body's end (nginx's "client closed
@@ -162,11 +167,11 @@ async def rewrite_request(
     try:
         if history:
             carry = None if record is None else (STATES, scope)  # the scope's digest states: its own
-            if len(body) > OFF_LOOP_BYTES:
-                reading, keys, new, said = await _off_loop(len(body), _before_recall, surface, body, config, carry)
-            else:  # one decoder call, which holds Python's lock in any thread: read here
+            if len(body) > _READ_ON_LOOP_BYTES:  # its reading alone may be many messages' work
+                reading = await _in_worker(Request, SURFACES[surface], body, carry)
+            else:
                 reading = Request(SURFACES[surface], body, carry)
-                keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
+            keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
             if keys:
                 recall = await _recall(record, scope, keys) if record is not None else NOTHING
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
@@ -249,9 +254,11 @@ def _work(request: Request) -> int:
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
     """``work(*args)`` of ``size`` (:func:`_work`, or a body's bytes): in a worker thread when it is large."""
-    if size > OFF_LOOP_BYTES:
-        return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
-    return work(*args)
+    return await _in_worker(work, *args) if size > OFF_LOOP_BYTES else work(*args)
+
+
+async def _in_worker(work: Callable[..., _T], *args: Any) -> _T:
+    return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
 
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None
@@ -266,14 +273,6 @@ def _workers() -> ThreadPoolExecutor:
     if _pool is None or _pool[0] != os.getpid():
         _pool = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gateway_mw-request"))
     return _pool[1]
-
-
-def _before_recall(
-    surface: Surface, body: bytes, config: ThinkExtractConfig, carry: tuple[DigestStates, bytes] | None
-) -> tuple[Request, list[str], bytes | None, _Said]:
-    """The body read once, and :func:`_planned` of it (one trip to a worker thread for a large body)."""
-    read = Request(SURFACES[surface], body, carry)
-    return (read, *_planned(read, surface, config, carry is not None))
 
 
 def _planned(

@@ -63,10 +63,11 @@ class DigestStates:
 
     def resume(
         self, scope: bytes, head: bytes, proofs: Sequence[object], upto: int
-    ) -> tuple[int, dict[int, hashlib.blake2b]] | None:
+    ) -> tuple[int, dict[int, hashlib.blake2b], object] | None:
         """The latest kept state of ``scope`` after at most ``upto`` messages whose head and messages
-        are proven those of ``proofs``: ``(n, states)``, the states after ``n`` messages and before
-        (each only read: a state to go on from is copied), or ``None``."""
+        are proven those of ``proofs``: ``(n, states, kept)``, the states after ``n`` messages and
+        before (each only read: a state to go on from is copied) and the conversation they were kept
+        with (for :meth:`keep` to replace), or ``None``."""
         with self._lock:
             kept = list(self._scopes.get(scope, ()))
         best: tuple[int, _Kept] | None = None
@@ -80,19 +81,25 @@ class DigestStates:
         if best is None:
             return None
         n, one = best
-        return n, {at: state for at, state in one.states.items() if at <= n}
+        return n, {at: state for at, state in one.states.items() if at <= n}, one
 
     def keep(
-        self, scope: bytes, head: bytes, proofs: Sequence[object], states: dict[int, hashlib.blake2b], size: int
+        self,
+        scope: bytes,
+        head: bytes,
+        proofs: Sequence[object],
+        states: dict[int, hashlib.blake2b],
+        size: int,
+        replaced: object = None,
     ) -> None:
-        """Keep ``states`` of a conversation of ``scope`` (``size``: the bytes its proofs hold); a kept
-        conversation it goes on from (the same head, the same first messages) is replaced."""
+        """Keep ``states`` of a conversation of ``scope`` (``size``: the bytes its proofs hold), in place
+        of the kept one it went on from (``replaced``, as :meth:`resume` gave it)."""
         if not states or size > self.max_bytes:
             return
         new = _Kept(head, proofs, states, size)
         with self._lock:
             mine = self._scopes.pop(scope, [])
-            kept = [one for one in mine if not _continued(one, new)]
+            kept = [one for one in mine if one is not replaced]
             self._size -= sum(one.size for one in mine) - sum(one.size for one in kept)
             kept.append(new)
             self._size += size
@@ -110,14 +117,6 @@ class DigestStates:
 def _same_first(old: Sequence[object], new: Sequence[object], n: int) -> bool:
     """Whether the first ``n`` proofs of both are equal (compared in C: a list's equality)."""
     return len(old) >= n and len(new) >= n and old[:n] == new[:n]
-
-
-def _continued(old: _Kept, new: _Kept) -> bool:
-    """Whether ``new`` goes on from ``old``: the same head, and ``old``'s latest state still good for it."""
-    if old.head != new.head:
-        return False
-    latest = max(old.states)
-    return _same_first(old.proofs, new.proofs, latest)
 
 
 class Carry(NamedTuple):

@@ -248,7 +248,7 @@ class Thread:
     the messages spell alike; by default the messages themselves), and keeps its own for the next
     (:mod:`.carry`)."""
 
-    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_proofs", "_spell", "_states", "carry")
+    __slots__ = ("_at", "_done", "_from", "_head", "_known", "_messages", "_proofs", "_spell", "_states", "carry")
 
     def __init__(
         self,
@@ -267,6 +267,7 @@ class Thread:
         self._done = 0  # the messages in _at
         self._known: dict[int, bytes] = {}
         self._states: dict[int, hashlib.blake2b] | None = None  # kept for the next request (with a carry)
+        self._from: object = None  # the kept conversation it went on from
         self.carry: Carry | None = None
         """Set before the first digest is asked for: where it may go on from."""
 
@@ -287,7 +288,7 @@ class Thread:
             if n == len(self._messages) and self._states and self.carry is not None:
                 carry, last = self.carry, n - CHECKPOINTS
                 states = {at: state for at, state in self._states.items() if at > last}
-                carry.states.keep(carry.scope, self._head, self._proofs, states, carry.size)
+                carry.states.keep(carry.scope, self._head, self._proofs, states, carry.size, self._from)
                 self._states = {}  # kept once
         digest = self._known[n] = at.digest()
         return digest
@@ -298,7 +299,7 @@ class Thread:
         self._states = {}
         found = self.carry.states.resume(self.carry.scope, self._head, self._proofs, n)
         if found is not None:  # the states it shares are this conversation's too
-            self._done, self._states = found
+            self._done, self._states, self._from = found
             self._at = self._states[self._done].copy()
 
     def _feed(

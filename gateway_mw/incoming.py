@@ -88,7 +88,7 @@ OFF_LOOP_BYTES = 2 << 20
 """A request whose history is more work than a body of this many bytes is read (its keys, its
 transform, its record entries) in a worker thread, so that the event loop serves other requests
 meanwhile. The work is counted as the body's bytes and :data:`MESSAGE_WORK` more for each of its
-messages (or items); a body larger than this is read in the worker from the start.
+messages (or items), once the body is read (on the loop up to 256 KiB, in the worker above).
 
 Under Python's lock a worker thread helps other requests only at the lock's switch interval (5 ms):
 until then the loop waits for the lock as it would for the work. So work shorter than about that

@@ -17,7 +17,11 @@ reasoning).
    history, with and without the middleware (the reasoning record in memory; the upstream answers
    with reasoning, so that the record is written), requests one after another, the two proxies in
    alternating rounds; wall time per request, median (min–max), and the ratios of wall time and of
-   the process's CPU time (every thread's: a large body is read in worker threads).
+   the process's CPU time (every thread's: a large body is read in worker threads). Each history is
+   sent again and again from one client, as an agent's next request repeats its last one and adds a
+   turn: the conversation's digest goes on from the one its previous request kept
+   (``history.carry``), where an earlier version hashed it all again; the in-process column
+   ``record entries`` is the first request of a conversation, hashed whole.
 3. The fixed cost of a small request: a one-turn chat request streamed back in 20 events, CPU time of
    the whole process (client, proxy, upstream) per request with and without the middleware.
 
@@ -176,7 +180,8 @@ def responses_history(turns: int) -> bytes:
     return json.dumps(request).encode()
 
 
-def _rewrite(surface: Surface, size: int) -> bytes:
+def to_rewrite(surface: Surface, size: int) -> bytes:
+    """An agent's history of about ``size`` bytes on ``surface``, its reasoning where the upstream does not read it."""
     turns = max(1, size // TURN)
     if surface == "messages":
         return messages_history(turns)
@@ -191,7 +196,7 @@ def histories() -> dict[tuple[Surface, str, str], bytes]:
     out: dict[tuple[Surface, str, str], bytes] = {}
     for surface in ROUTES:
         for size_name, size in SIZES.items():
-            body = _rewrite(surface, size)
+            body = to_rewrite(surface, size)
             rewritten = transform_request(_side(surface), body, CONFIG)
             assert rewritten is not None, f"{surface}: nothing to rewrite"
             unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it

@@ -10,7 +10,11 @@ reads the body and answers a short JSON completion; a thread asks ``/healthz`` o
 connection while the large request is in flight, and keeps the longest wait. Peak memory is the
 process's high-water mark (``VmHWM``, Linux), read after the request.
 
-    python bench/request_stall.py [--mib 60] [--surface chat] [--rounds 1]
+With ``--off-loop-bytes N`` the gateway runs with ``gateway_mw.incoming.OFF_LOOP_BYTES`` set to ``N``
+(what decides whether a history is read in a worker thread), with ``--agent`` the history is an agent's
+(``bench/history.py``: long tool results) instead of short turns.
+
+    python bench/request_stall.py [--mib 60] [--surface chat] [--rounds 1] [--off-loop-bytes N] [--agent]
 """
 
 from __future__ import annotations
@@ -105,10 +109,15 @@ def peak_rss_mib(pid: int) -> float:
     return int(found.group(1)) / 1024
 
 
-async def one(surface: str, body: bytes, flags: list[str], up_port: int) -> tuple[float, float, float]:
+async def one(
+    surface: str, body: bytes, flags: list[str], up_port: int, off_loop: int | None = None
+) -> tuple[float, float, float]:
     """(longest /healthz wait, s; the request's time, s; peak RSS, MiB) of one fresh gateway."""
     port = free_port()
-    args = [sys.executable, "-m", "gateway_mw", "--port", str(port), "--upstream", f"http://127.0.0.1:{up_port}"]
+    args = [sys.executable, "-m", "gateway_mw"]
+    if off_loop is not None:
+        args[1:] = ["-c", _WITH_OFF_LOOP % off_loop]
+    args += ["--port", str(port), "--upstream", f"http://127.0.0.1:{up_port}"]
     args += ["--set", "upstream_server=vllm", "--log-level", "warning", "--no-access-log"]
     args += flags
     gateway = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -137,22 +146,36 @@ async def one(surface: str, body: bytes, flags: list[str], up_port: int) -> tupl
             gateway.stdout.close()
 
 
+_WITH_OFF_LOOP = (
+    "import sys, gateway_mw.incoming as i; i.OFF_LOOP_BYTES = %d; "
+    "from gateway_mw.__main__ import main; sys.exit(main())"
+)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=float, default=60.0)
     parser.add_argument("--surface", choices=sorted(PATHS), default="chat")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--off-loop-bytes", type=int, default=None)
+    parser.add_argument("--agent", action="store_true")
     opts = parser.parse_args()
-    body = history(opts.surface, int(opts.mib * 2**20))
+    if opts.agent:
+        from history import to_rewrite
+
+        body = to_rewrite(opts.surface, int(opts.mib * 2**20))
+    else:
+        body = history(opts.surface, int(opts.mib * 2**20))
     up_port, stop = free_port(), asyncio.Event()
     server = asyncio.create_task(upstream(up_port, stop))
     await asyncio.sleep(0.2)
-    print(f"{opts.surface}: a {len(body) / 2**20:.1f} MiB history of short turns; {os.cpu_count()} CPUs")
+    shape = "an agent's history" if opts.agent else "a history of short turns"
+    print(f"{opts.surface}: {shape}, {len(body) / 2**20:.1f} MiB; {os.cpu_count()} CPUs")
     print(f"{'':24} {'longest /healthz wait':>22} {'request':>9} {'peak RSS':>10}")
     try:
         for _ in range(opts.rounds):
             for name, flags in VARIANTS.items():
-                stall, took, rss = await one(opts.surface, body, flags, up_port)
+                stall, took, rss = await one(opts.surface, body, flags, up_port, opts.off_loop_bytes)
                 print(f"{name:24} {stall * 1000:>19.0f} ms {took:>7.2f} s {rss:>6.0f} MiB", flush=True)
     finally:
         stop.set()

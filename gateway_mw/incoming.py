@@ -39,11 +39,13 @@ from .controls import (
 )
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
+from .history.carry import STATES
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
 __all__ = [
     "CLIENT_GONE",
+    "MESSAGE_WORK",
     "OFF_LOOP_BYTES",
     "THINKEXTRACT_CONTROLS",
     "THINKEXTRACT_MODEL_INFO",
@@ -82,10 +84,26 @@ no one can turn back into a credential). By default, a keyed digest of the API k
 presents, the same as ``Authorization: Bearer`` or as ``x-api-key``, or one shared scope when it
 presents none."""
 
-OFF_LOOP_BYTES = 64 * 1024
-"""A request body over this many bytes is read for its history in a worker thread (its keys, its
-transform), so that the event loop serves other requests meanwhile: a few megabytes of history take
-longer to rewrite than any request should hold the loop."""
+OFF_LOOP_BYTES = 2 << 20
+"""A request whose history is more work than a body of this many bytes is read (its keys, its
+transform, its record entries) in a worker thread, so that the event loop serves other requests
+meanwhile. The work is counted as the body's bytes and :data:`MESSAGE_WORK` more for each of its
+messages (or items), once the body is read (on the loop up to 256 KiB, in the worker above).
+
+Under Python's lock a worker thread helps other requests only at the lock's switch interval (5 ms):
+until then the loop waits for the lock as it would for the work. So work shorter than about that
+stays on the loop, where it costs no hand-over: end to end, the trip to a thread and back (twice:
+the record's entries after the response) cost a 1 MB history about as much CPU as its reading
+(``docs/performance.md``). 2 MiB of work is 5–8 ms on a 2-core Xeon."""
+
+MESSAGE_WORK = 2048
+"""What one message (or item) counts for in a history's work, in bytes: a history of many short
+turns costs about 7.5 µs per message to read and rewrite, as much as 2 KiB of long tool results."""
+
+_READ_ON_LOOP_BYTES = 256 << 10
+"""A larger body is read in a worker thread (its messages' count, which says where the rest of the
+work runs, is known only once it is read): a quarter of a megabyte of the shortest turns takes about
+2 ms to read, an agent's megabyte 0.5–1 ms, which the trip to the worker costs too."""
 
 CLIENT_GONE = 499
 """The status logged for a request whose client left before its body's end (nginx's "client closed
@@ -148,12 +166,15 @@ async def rewrite_request(
     new: bytes | None = None
     try:
         if history:
-            reading, keys, new, said = await _off_loop(
-                len(body), _before_recall, surface, body, config, record is not None
-            )
+            carry = None if record is None else (STATES, scope)  # the scope's digest states: its own
+            if len(body) > _READ_ON_LOOP_BYTES:  # its reading alone may be many messages' work
+                reading = await _in_worker(Request, SURFACES[surface], body, carry)
+            else:
+                reading = Request(SURFACES[surface], body, carry)
+            keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
             if keys:
                 recall = await _recall(record, scope, keys) if record is not None else NOTHING
-                new = await _off_loop(len(body), transform_request, reading.side, reading, config, recall)
+                new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
             read = reading
         else:
             said = await _off_loop(len(body), _read_controls, surface, body, None, config)
@@ -226,11 +247,18 @@ async def _model_info(source: ModelInfoSource, model: str) -> ModelInfo | None:
         return None
 
 
+def _work(request: Request) -> int:
+    """How much work the history of ``request`` is (see :data:`OFF_LOOP_BYTES`)."""
+    return len(request.body) + MESSAGE_WORK * request.count
+
+
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:
-    """``work(*args)`` for a body of ``size`` bytes: in a worker thread when it is large."""
-    if size > OFF_LOOP_BYTES:
-        return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
-    return work(*args)
+    """``work(*args)`` of ``size`` (:func:`_work`, or a body's bytes): in a worker thread when it is large."""
+    return await _in_worker(work, *args) if size > OFF_LOOP_BYTES else work(*args)
+
+
+async def _in_worker(work: Callable[..., _T], *args: Any) -> _T:
+    return await asyncio.get_running_loop().run_in_executor(_workers(), work, *args)
 
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None
@@ -247,16 +275,14 @@ def _workers() -> ThreadPoolExecutor:
     return _pool[1]
 
 
-def _before_recall(
-    surface: Surface, body: bytes, config: ThinkExtractConfig, keyed: bool
-) -> tuple[Request, list[str], bytes | None, _Said]:
-    """The body read once, the record keys to look up and, when there are none, the new body
-    already; and its reasoning control (one trip to a worker thread for a large body)."""
-    side = SURFACES[surface]
-    read = Request(side, body)
-    keys = record_keys(side, read, config) if keyed else []
-    said = _read_controls(surface, body, read, config)
-    return read, keys, None if keys else transform_request(side, read, config), said
+def _planned(
+    read: Request, surface: Surface, config: ThinkExtractConfig, keyed: bool
+) -> tuple[list[str], bytes | None, _Said]:
+    """The record keys to look up for ``read`` and, when there are none, the new body already; and
+    its reasoning control."""
+    keys = record_keys(read.side, read, config) if keyed else []
+    said = _read_controls(surface, read.body, read, config)
+    return keys, None if keys else transform_request(read.side, read, config), said
 
 
 _decode_recalled = msgspec.json.Decoder(Recalled).decode
@@ -284,7 +310,7 @@ def remember(
         return
     # The request side's reading when there is one: the body is not read again.
     request = body if incoming.request is None else incoming.request
-    if len(body) <= OFF_LOOP_BYTES:
+    if (len(body) if isinstance(request, bytes) else _work(request)) <= OFF_LOOP_BYTES:
         _keep(record, incoming.scope, record_entries(SURFACES[surface], request, said, config))
         return
     task = asyncio.get_running_loop().run_in_executor(

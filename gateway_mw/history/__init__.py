@@ -20,15 +20,17 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
+from .carry import CARRIED_BYTES, READING_BYTES, Carry, DigestStates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
-from .side import RequestSide
+from .side import Reading, RequestSide
 from .text import may_hold_reasoning, split_written
 
 __all__ = [
     "MAX_RECALL_KEYS",
     "NOTHING",
     "Plan",
+    "Reading",
     "Recall",
     "Recalled",
     "Request",
@@ -71,16 +73,26 @@ class Request:
 
     __slots__ = ("_plan", "body", "read", "side")
 
-    def __init__(self, side: RequestSide, body: bytes) -> None:
+    def __init__(self, side: RequestSide, body: bytes, carry: tuple[DigestStates, bytes] | None = None) -> None:
         self.side = side
         self.body = body
         self.read = side.read_history(body)
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+        if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
+            # The conversation's digest goes on from the scope's last request, and keeps its states
+            # for the next: what they hold is the body and its messages' readings.
+            states, scope = carry
+            self.read.thread().carry = Carry(states, scope, len(body) + READING_BYTES * self.read.count)
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 
     @property
     def model(self) -> str | None:
         return None if self.read is None else self.read.model
+
+    @property
+    def count(self) -> int:
+        """How many messages (or items) the body's history holds (0: none read)."""
+        return 0 if self.read is None else self.read.count
 
     @property
     def controls(self) -> ControlFields | None:

@@ -103,6 +103,10 @@ class Chat:
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
+    @property
+    def count(self) -> int:
+        return len(self.fields)
+
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,
         and the system prompt's, latest first."""

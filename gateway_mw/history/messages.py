@@ -110,6 +110,10 @@ class Messages:
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
+    @property
+    def count(self) -> int:
+        return len(self.raws)
+
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system
         prompt, latest first."""

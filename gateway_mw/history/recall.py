@@ -22,6 +22,7 @@ import msgspec
 from ..config import ThinkExtractConfig
 from ..marks import is_gateway_id
 from ..rawjson import UNREADABLE
+from .carry import CHECKPOINTS, Carry
 from .text import split_written
 
 __all__ = [
@@ -240,18 +241,35 @@ class Thread:
     """The digest of each prefix of one conversation: the model and ``head`` (what stands before the
     messages), then each message as ``spell(message)`` writes it (:func:`canonical`). Asked for
     prefixes in growing order, as a request's turns are, each message is read once: a long agent
-    history costs linear time."""
+    history costs linear time.
 
-    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_spell")
+    With ``carry``, the digest goes on from the state an earlier request of the scope kept, after
+    the messages it is proven to share (``proofs``: what each message was read as, equal only when
+    the messages spell alike; by default the messages themselves), and keeps its own for the next
+    (:mod:`.carry`)."""
 
-    def __init__(self, model: str | None, head: bytes, messages: Sequence[T], spell: Callable[[T], bytes]) -> None:
+    __slots__ = ("_at", "_done", "_from", "_head", "_known", "_messages", "_proofs", "_spell", "_states", "carry")
+
+    def __init__(
+        self,
+        model: str | None,
+        head: bytes,
+        messages: Sequence[T],
+        spell: Callable[[T], bytes],
+        proofs: Sequence[object] | None = None,
+    ) -> None:
         self._messages = messages
         self._spell = spell
+        self._proofs = messages if proofs is None else proofs
         named = b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass")
         self._head = _LENGTHS.pack(len(named), len(head)) + named + head
         self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
         self._done = 0  # the messages in _at
         self._known: dict[int, bytes] = {}
+        self._states: dict[int, hashlib.blake2b] | None = None  # kept for the next request (with a carry)
+        self._from: object = None  # the kept conversation it went on from
+        self.carry: Carry | None = None
+        """Set before the first digest is asked for: where it may go on from."""
 
     def upto(self, n: int) -> bytes:
         """The digest of the conversation's first ``n`` messages (after the head)."""
@@ -262,15 +280,37 @@ class Thread:
             at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
             self._feed(at, 0, n)
         else:
+            if self._states is None and self.carry is not None:
+                self._resume(n)
             at = self._at
-            self._feed(at, self._done, n)
+            self._feed(at, self._done, n, self._states)
             self._done = n
+            if n == len(self._messages) and self._states and self.carry is not None:
+                carry, last = self.carry, n - CHECKPOINTS
+                states = {at: state for at, state in self._states.items() if at > last}
+                carry.states.keep(carry.scope, self._head, self._proofs, states, carry.size, self._from)
+                self._states = {}  # kept once
         digest = self._known[n] = at.digest()
         return digest
 
-    def _feed(self, at: hashlib.blake2b, start: int, end: int) -> None:
+    def _resume(self, n: int) -> None:
+        """Go on from the latest state the carry holds for these first messages (at most ``n``)."""
+        assert self.carry is not None and self._done == 0
+        self._states = {}
+        found = self.carry.states.resume(self.carry.scope, self._head, self._proofs, n)
+        if found is not None:  # the states it shares are this conversation's too
+            self._done, self._states, self._from = found
+            self._at = self._states[self._done].copy()
+
+    def _feed(
+        self, at: hashlib.blake2b, start: int, end: int, states: dict[int, hashlib.blake2b] | None = None
+    ) -> None:
         spell, messages = self._spell, self._messages
+        kept_from = len(messages) - CHECKPOINTS + 1 if states is not None else end + 1
         for i in range(start, end):
             message = spell(messages[i])
             at.update(_LENGTH.pack(len(message)))
             at.update(message)
+            if i + 1 >= kept_from:
+                assert states is not None
+                states[i + 1] = at.copy()

@@ -34,6 +34,7 @@ _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "system", "developer")
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
+_CALLS = ("function_call", "custom_tool_call")
 
 
 class _Request(ControlFields, gc=False):
@@ -75,8 +76,6 @@ class Responses:
     rest as far as its type and role), the digests of the conversation before each, whether the
     input was a string (one user message), and whether it asks for blobs."""
 
-    __slots__ = ("blobs", "body", "controls", "instructions", "items", "model", "prefixes", "said_as_text")
-
     def __init__(self, body: bytes, request: _Request, items: list[Any], said_as_text: bool) -> None:
         self.body = body
         self.controls: ControlFields = request
@@ -84,10 +83,25 @@ class Responses:
         self.instructions = request.instructions
         self.model = request.model if isinstance(request.model, str) else None
         self.items = items
-        self.prefixes = _Prefixes(request, items)
+        # Each item's kind (a role message's: ``message``) and the runs of the assistant side's items
+        # (the turns), read once: the keys, the transform and the digest all ask.
+        self.kinds = [_kind(item) for item in items]
+        pairs = zip(self.kinds, items, strict=True)
+        self.turns = _turns(
+            [k in _ASSISTANT_SIDE or (k == "message" and it.get("role") == "assistant") for k, it in pairs]
+        )
+        self.prefixes = _Prefixes(request, items, self.kinds)
         self.said_as_text = said_as_text
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes (the items of the conversation alone)."""
+        return self.prefixes.thread
 
     def texts(self) -> list[Any]:
         """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
@@ -159,11 +173,6 @@ def _kind(item: Any) -> str:
     return kind if isinstance(kind, str) else ""
 
 
-def _assistant_side(item: Any) -> bool:
-    kind = _kind(item)
-    return kind in _ASSISTANT_SIDE or (kind == "message" and item.get("role") == "assistant")
-
-
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -172,10 +181,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _in_thread(item: Any) -> bool:
-    """Whether an item is part of the conversation's digest: reasoning, which a client may or may
-    not send back, is not."""
-    kind = _kind(item)
+def _in_thread(item: Any, kind: str) -> bool:
+    """Whether an item (of ``kind``) is part of the conversation's digest: reasoning, which a client
+    may or may not send back, is not."""
     return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
 
 
@@ -192,51 +200,51 @@ def _spelled(item: Any) -> bytes:
 class _Prefixes:
     """The digest of the conversation before each item: the model, the instructions, the items."""
 
-    def __init__(self, request: _Request, items: list[Any]) -> None:
-        counted: list[Any] = []
+    def __init__(self, request: _Request, items: list[Any], kinds: list[str]) -> None:
+        # A decoded item's equality is no proof of its spelling (1 == 1.0): its bytes are, when it came so.
+        raws = request.input if isinstance(request.input, list) else [None] * len(items)
         self._before: list[int] = []
-        for item in items:
+        counted: list[tuple[Any, Any]] = []  # (item, its bytes)
+        for item, kind, raw in zip(items, kinds, raws, strict=True):
             self._before.append(len(counted))
-            if _in_thread(item):
-                counted.append(item)
+            if _in_thread(item, kind):
+                counted.append((item, raw))
         self._before.append(len(counted))
         model = request.model if isinstance(request.model, str) else None
         instructions = bytes(request.instructions)
         head = canonical({"system": request.instructions}) if instructions not in (b"", b"null") else b""
-        self._thread = Thread(model, head, counted, _spelled)
+        proofs = None if counted and counted[0][1] is None else [raw for _, raw in counted]
+        self.thread = Thread(model, head, [item for item, _ in counted], _spelled, proofs)
 
     def before(self, at: int) -> bytes:
         """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
-        return self._thread.upto(self._before[at])
+        return self.thread.upto(self._before[at])
 
 
-def _turns(items: list[Any]) -> list[tuple[int, int]]:
-    """The runs of assistant-side items: [start, end) of each turn."""
+def _turns(sides: list[bool]) -> list[tuple[int, int]]:
+    """The runs of assistant-side items (``sides``: whether each item is): [start, end) of each turn."""
     out = []
     i = 0
-    while i < len(items):
-        if not _assistant_side(items[i]):
+    while i < len(sides):
+        if not sides[i]:
             i += 1
             continue
         end = i
-        while end < len(items) and _assistant_side(items[end]):
+        while end < len(sides) and sides[end]:
             end += 1
         out.append((i, end))
         i = end
     return out
 
 
-def _calls(items: list[Any]) -> list[str]:
-    return [
-        it["call_id"]
-        for it in items
-        if _kind(it) in ("function_call", "custom_tool_call") and isinstance(it.get("call_id"), str)
-    ]
+def _calls(items: list[Any], kinds: list[str]) -> list[str]:
+    calls = (it.get("call_id") for it, kind in zip(items, kinds, strict=True) if kind in _CALLS)
+    return [call_id for call_id in calls if isinstance(call_id, str)]
 
 
-def _bare(items: list[Any]) -> bool:
-    """A turn that carries no reasoning of its own (the record may have it)."""
-    return not any(_kind(it) in ("reasoning", "item_reference") for it in items)
+def _bare(kinds: list[str]) -> bool:
+    """A turn (its items' kinds) that carries no reasoning of its own (the record may have it)."""
+    return "reasoning" not in kinds and "item_reference" not in kinds
 
 
 def prefix(request: Responses | bytes) -> bytes | None:
@@ -246,8 +254,8 @@ def prefix(request: Responses | bytes) -> bytes | None:
     return None if read_now is None else read_now.prefixes.before(len(read_now.items))
 
 
-def _turn_text(turn: list[Any]) -> str:
-    return "".join(_text(it.get("content")) for it in turn if _kind(it) == "message")
+def _turn_text(turn: list[Any], kinds: list[str]) -> str:
+    return "".join(_text(it.get("content")) for it, kind in zip(turn, kinds, strict=True) if kind == "message")
 
 
 def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
@@ -257,41 +265,42 @@ def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
         return []
     items, prefixes = request.items, request.prefixes
     out = []
-    for start, end in _turns(items)[-turns:]:
-        turn = items[start:end]
-        named = [item["id"] for item in turn if _names_record(item)]
-        bare = _bare(turn)
+    for start, end in request.turns[-turns:]:
+        turn, kinds = items[start:end], request.kinds[start:end]
+        named = [item["id"] for item, kind in zip(turn, kinds, strict=True) if _names_record(item, kind)]
+        bare = _bare(kinds)
         # The conversation's digest only for a key that holds it: a gateway-made id is a key alone,
         # and a turn that carries its own reasoning and names no other has none to ask for.
         before = prefixes.before(start) if bare or not all(map(is_gateway_id, named)) else b""
         out += [item_key(item_id, before) for item_id in named]
         if bare:
-            calls = _calls(turn)
-            out += turn_keys(before, calls, "" if calls else _turn_text(turn))
+            calls = _calls(turn, kinds)
+            out += turn_keys(before, calls, "" if calls else _turn_text(turn, kinds))
     return out
 
 
-def _names_record(item: Any) -> bool:
-    """Whether an item names reasoning the record may hold by its id: a reference to an item, or a
-    reasoning item the gateway made."""
-    kind = _kind(item)
+def _names_record(item: Any, kind: str) -> bool:
+    """Whether an item (of ``kind``) names reasoning the record may hold by its id: a reference to an
+    item, or a reasoning item the gateway made."""
     if kind not in ("item_reference", "reasoning"):
         return False
     item_id = item.get("id")
     return isinstance(item_id, str) and (kind == "item_reference" or is_gateway_id(item_id))
 
 
-def _recalled(items: list[Any], prefixes: _Prefixes, recall: Recall, plan: Plan) -> dict[int, str]:
+def _recalled(request: Responses, recall: Recall, plan: Plan) -> dict[int, str]:
     """Turns that carry no reasoning, by their first item: the reasoning the record holds for them."""
     out = {}
-    for start, end in _turns(items):
-        turn = items[start:end]
-        if not _bare(turn) or any(
-            _kind(it) == "message" and split_inline(_text(it.get("content")), plan.config)[0] for it in turn
+    for start, end in request.turns:
+        turn, kinds = request.items[start:end], request.kinds[start:end]
+        if not _bare(kinds) or any(
+            kind == "message" and split_inline(_text(it.get("content")), plan.config)[0]
+            for it, kind in zip(turn, kinds, strict=True)
         ):
             continue
-        calls = _calls(turn)
-        found = recalled(recall, prefixes.before(start), calls, "" if calls else _turn_text(turn), plan.config)
+        calls = _calls(turn, kinds)
+        text = "" if calls else _turn_text(turn, kinds)
+        found = recalled(recall, request.prefixes.before(start), calls, text, plan.config)
         if found is not None and found.reasoning:
             out[start] = found.reasoning
     return out
@@ -330,47 +339,40 @@ def _summary_ok(summary: list[Any], reasoning: str) -> bool:
     return len(strings) == len(texts) and (not strings or "\n".join(strings) == reasoning)
 
 
-def _scopes(items: list[Any], plan: Plan) -> list[bool]:
+def _scopes(request: Responses, plan: Plan) -> list[bool]:
     """Whether each item is in a turn that keeps its reasoning."""
-    last_query = max(
-        (i for i, it in enumerate(items) if _kind(it) == "message" and it.get("role") == "user"), default=-1
-    )
+    items, kinds = request.items, request.kinds
     out = [True] * len(items)
-    i = 0
-    while i < len(items):
-        if not _assistant_side(items[i]):
-            i += 1
-            continue
-        end = i
-        while end < len(items) and _assistant_side(items[end]):
-            end += 1
-        tool_turn = any(_kind(it) in ("function_call", "custom_tool_call") for it in items[i:end])
-        for at in range(i, end):
-            if plan.scope == "current_turn":
-                out[at] = at > last_query
-            elif plan.scope == "tool_turns":
-                out[at] = tool_turn
-        i = end
+    if plan.scope == "all":
+        return out
+    last_query = max(
+        (i for i, kind in enumerate(kinds) if kind == "message" and items[i].get("role") == "user"), default=-1
+    )
+    for start, end in request.turns:
+        tool_turn = any(kind in _CALLS for kind in kinds[start:end])
+        for at in range(start, end):
+            out[at] = at > last_query if plan.scope == "current_turn" else tool_turn
     return out
 
 
 def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass" or request.said_as_text:
         return None
-    items, prefixes = request.items, request.prefixes
-    scopes = _scopes(items, plan)
-    found = _recalled(items, prefixes, recall, plan) if recall else {}
-    starts = _starts(items)
+    items, prefixes, kinds = request.items, request.prefixes, request.kinds
+    scopes = _scopes(request, plan)
+    found = _recalled(request, recall, plan) if recall else {}
+    starts = _starts(request)
 
     def before(at: int) -> bytes:
         """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
-        return prefixes.before(starts[at]) if recall else b""
+        start = starts[at]
+        return prefixes.before(at if start is None else start) if recall else b""
 
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
-        kind = _kind(item)
-        if pending and not _assistant_side(item):
+        kind = kinds[at]
+        if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
         if at in found and scopes[at] and plan.form in ("field", "inline") and plan.server != "openai":
@@ -386,7 +388,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
                 new.append(item)
                 continue
         if kind in ("reasoning", "item_reference"):
-            reasoning, made_here = _read_reasoning(item, recall, before(at))
+            reasoning, made_here = _read_reasoning(item, kind, recall, before(at))
             if kind == "item_reference" and reasoning is None and not made_here:
                 new.append(item)  # the upstream's own reference
                 continue
@@ -405,7 +407,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
             pending = ""
             if tagged and scopes[at] and plan.form == "field" and plan.server != "openai":
                 new.append(_shaped({}, tagged, plan))
-        elif pending and kind in ("function_call", "custom_tool_call"):
+        elif pending and kind in _CALLS:
             new.append(_assistant_message(pending, plan))
             pending = ""
         new.append(item)
@@ -420,10 +422,10 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     return out
 
 
-def _starts(items: list[Any]) -> list[int]:
-    """The first item of the turn each item is in (an item that is in none: itself)."""
-    out = list(range(len(items)))
-    for start, end in _turns(items):
+def _starts(request: Responses) -> list[int | None]:
+    """The first item of the turn each item is in (``None``: in none, not of the assistant's side)."""
+    out: list[int | None] = [None] * len(request.items)
+    for start, end in request.turns:
         out[start:end] = [start] * (end - start)
     return out
 
@@ -440,18 +442,18 @@ def _resolved_message(item: dict[str, Any], recall: Recall, before: bytes, plan:
     return {"type": "message", "role": "assistant", "id": item_id, "content": [part]}
 
 
-def _read_reasoning(item: dict[str, Any], recall: Recall, before: bytes) -> tuple[str | None, bool]:
-    """The text of a reasoning item or reference, and whether the gateway made it."""
+def _read_reasoning(item: dict[str, Any], kind: str, recall: Recall, before: bytes) -> tuple[str | None, bool]:
+    """The text of a reasoning item or reference (``kind``), and whether the gateway made it."""
     item_id = item.get("id")
     made_here = isinstance(item_id, str) and is_gateway_id(item_id)
     blob = item.get("encrypted_content")
     if isinstance(blob, str) and decode_blob(blob) is not None:
         made_here = True
-    text = _reasoning_text(item) if _kind(item) == "reasoning" else ""
+    text = _reasoning_text(item) if kind == "reasoning" else ""
     if not text and made_here:
         found = recall.get(item_key(item_id, before)) if isinstance(item_id, str) else None
         text = found.reasoning if found is not None else ""
-    if _kind(item) == "item_reference":
+    if kind == "item_reference":
         return (text or None), made_here
     return text, made_here
 

@@ -5,10 +5,39 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..controls.fields import ControlFields
 from .plan import Form, Plan, Scope
-from .recall import Recall
+from .recall import Recall, Thread
 
-__all__ = ["RequestSide"]
+__all__ = ["Reading", "RequestSide"]
+
+
+class Reading(Protocol):
+    """What every surface's reading of a body says alike."""
+
+    @property
+    def model(self) -> str | None:
+        """The model the body names."""
+        ...
+
+    @property
+    def controls(self) -> ControlFields:
+        """The body's reasoning control fields, read in the same pass."""
+        ...
+
+    def texts(self) -> list[Any]:
+        """The texts a reasoning control's text switch may end."""
+        ...
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes (its record keys' and its answers')."""
+        ...
+
+    @property
+    def count(self) -> int:
+        """How many messages (or items) the body's history holds: with its size, what its reading
+        costs (a history of many short turns costs more per byte than one of long tool results)."""
+        ...
 
 
 class RequestSide(Protocol):
@@ -17,7 +46,7 @@ class RequestSide(Protocol):
     A body is read once (:meth:`read_history`); the other pieces take that reading, whose type is
     the surface's own (``Any`` here: each surface's functions name theirs)."""
 
-    def read_history(self, body: bytes) -> Any | None:
+    def read_history(self, body: bytes) -> Reading | None:
         """``body`` read as far as the way back in needs, every other value left as its bytes
         (``None``: no history in it — not JSON, no messages…)."""
         ...

@@ -155,6 +155,54 @@ async def test_a_large_body_is_rewritten_in_a_worker_thread_while_the_gateway_an
     assert upstream_body(up) != body  # rewritten all the same
 
 
+def _threads_of_transform(surface: Surface, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each call of ``surface``'s history transform from now on runs on the calling thread."""
+    loop_thread = threading.current_thread()
+    on_loop: list[bool] = []
+    transform = DEFINITIONS[surface].transform_history
+
+    def noted(read: Any, plan: history.Plan, recall: history.Recall) -> bytes | None:
+        on_loop.append(threading.current_thread() is loop_thread)
+        return transform(read, plan, recall)
+
+    monkeypatch.setattr(DEFINITIONS[surface], "transform_history", noted)
+    return on_loop
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_history_of_a_megabyte_in_few_turns_is_rewritten_on_the_loop(
+    surface: Surface, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few milliseconds of work stay on the event loop: in a worker thread they would hold the loop
+    all the same (Python's lock passes at its switch interval, 5 ms) and cost the hand-overs."""
+    on_loop = _threads_of_transform(surface, monkeypatch)
+    body = encoded(turn(surface, "sunny " * 170_000))
+    assert len(body) > 1_000_000
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        assert await post(base, path_of(surface), body) == (200, b"ok")
+    assert on_loop == [True]
+    assert upstream_body(up) != body  # rewritten all the same
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_smaller_history_of_many_short_turns_is_rewritten_in_a_worker_thread(
+    surface: Surface, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each message costs about as much as 2 KiB of text (``MESSAGE_WORK``): a quarter of a megabyte
+    of short turns is more work than a megabyte of long ones, and goes to a worker thread."""
+    on_loop = _threads_of_transform(surface, monkeypatch)
+    doc = turn(surface, "sunny")
+    key = "input" if surface == "responses" else "messages"
+    asked = {"role": "user", "content": "And then?"}
+    doc[key] = [*doc[key], *(dict(asked, content=f"And then {i}?") for i in range(6_000))]
+    body = encoded(doc)
+    assert len(body) < OFF_LOOP_BYTES // 4 and len(body) + incoming.MESSAGE_WORK * 6_000 > OFF_LOOP_BYTES
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        assert await post(base, path_of(surface), body) == (200, b"ok")
+    assert on_loop == [False]
+    assert upstream_body(up) != body
+
+
 # -- 2. a body that stops arriving -----------------------------------------------------------------------
 
 

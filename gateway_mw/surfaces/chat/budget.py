@@ -179,32 +179,47 @@ class Joined:
     def __init__(self, head: dict[str, msgspec.Raw], max_event_bytes: int) -> None:
         self._head = head
         self._decoder = SSEDecoder(max_event_bytes)
+        self._finished = False  # choice 0's finish_reason went to the client
         self.done = False
-        """The continuation's ``[DONE]`` went to the client."""
+        """The continuation's ``[DONE]`` went to the client: nothing goes after it."""
 
     def feed(self, out: bytes) -> bytes:
         """The client's bytes for ``out``, what the translator gave of the continuation."""
         return b"".join(self._joined(event) for event in self._decoder.feed(out))
 
     def finish(self) -> bytes:
+        """At the continuation's end: what the reader held, and the answer ended if its stream did
+        not end it; an unterminated tail last, as it came (a reader drops it at the end)."""
         events, tail = self._decoder.finish()
-        return b"".join(self._joined(event) for event in events) + tail
+        return b"".join(self._joined(event) for event in events) + self.closing() + tail
 
     def closing(self, finish_reason: str = "length") -> bytes:
-        """The end of the answer when no continuation follows: choice 0 finished, and ``[DONE]``."""
+        """The end of the answer when no continuation follows (or it ended early): choice 0
+        finished, unless the continuation finished it, and ``[DONE]``; nothing after ``[DONE]``."""
+        if self.done:
+            return b""
+        self.done = True
+        if self._finished:
+            return b"data: [DONE]\n\n"
         chunk: dict[str, Any] = dict(self._head)
         chunk.setdefault("object", "chat.completion.chunk")
         chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
-        end = b"data: " + encode(chunk) + b"\n\n"
-        return end if self.done else end + b"data: [DONE]\n\n"
+        return b"data: " + encode(chunk) + b"\n\ndata: [DONE]\n\n"
 
     def _joined(self, event: SSEEvent) -> bytes:
+        if self.done:
+            return b""  # past the answer's end: a second answer, or a second end
         data = event.data
         if data is None or event.oversized:
             return event.raw
         if data == _DONE:
             self.done = True
             return event.raw
+        if not self._finished and b'"finish_reason"' in data:
+            chunk = _read(data)
+            self._finished = chunk is not None and any(
+                c.index == 0 and c.finish_reason is not None for c in chunk.choices
+            )
         top, masked = _obj(data)
         if top is None:
             return event.raw

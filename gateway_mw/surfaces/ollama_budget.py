@@ -53,11 +53,11 @@ def _read(data: bytes) -> _Line | None:
     gives the half as it is."""
     try:
         return _decode_line(data)
-    except UNREADABLE:
+    except (*UNREADABLE, RecursionError):  # RecursionError: nested deeper than a parser goes
         pass
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -315,7 +315,7 @@ class OllamaBody:
             return
         try:
             line = json.loads(event.data)  # the standard library: a lone surrogate half is read as it is
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(line, dict):
             return
@@ -339,7 +339,7 @@ def as_stream(body: bytes) -> bytes | None:
     body is its done line with the texts whole); ``None``: no such body."""
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(answer, dict) or answer.get("done") is not True:
         return None

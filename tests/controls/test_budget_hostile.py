@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.stats import ThinkExtractStats
+from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 BUDGET = 2
@@ -393,3 +394,38 @@ async def test_nothing_after_the_continuation_s_end_reaches_the_client(
     continuation = surface.answer(["Ans"]) + surface.answer(["Again"])
     front = await start(surface, continuation)
     assert await ask(front, surface, stream) == expected(surface, stream, "Ans", STOPPED[surface.name])
+
+
+def _nested(surface: Surface) -> bytes:
+    """An event whose JSON nests deeper than a parser goes (the translator passes it as it came)."""
+    deep = b"[" * 5000 + b"]" * 5000
+    if surface.name == "ollama":
+        return b'{"model":"m","x":' + deep + b"}\n"
+    kind = {"messages": "ping", "responses": "response.in_progress"}.get(surface.name)
+    head = b'{"type":"' + kind.encode() + b'",' if kind is not None else b'{"id":"chatcmpl-1","choices":[],'
+    return b"data: " + head + b'"x":' + deep + b"}\n\n"
+
+
+@ANSWERED
+@STREAM
+async def test_an_event_nested_too_deep_to_read_does_not_fail_the_handler(
+    start: Start, surface: Surface, stream: bool
+) -> None:
+    """Before, the budget's reader raised ``RecursionError`` on it: the handler failed after the
+    headers went out (a stream cut without its end; a body without the answer)."""
+    first = surface.thinking()
+    first.insert(3, _nested(surface))
+    front = await start(surface, surface.answer(["Ans"]), first=first)
+    assert await ask(front, surface, stream) == expected(surface, stream, "Ans", STOPPED[surface.name])
+    assert front.stats.surface(surface.name).budgets == {"continued": 1}
+
+
+@pytest.mark.parametrize("index", [None, "a", [0]])
+def test_a_tool_call_whose_index_is_no_integer_does_not_fail_the_body(index: Any) -> None:
+    """A chat answer asked for as a stream and given as a body: a tool call whose ``index`` is no
+    integer is taken as the first call, as the SDKs' accumulators cannot place it elsewhere."""
+    body = ChatBody(1 << 20)
+    call = {"index": index, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    body.feed(_chunk({"tool_calls": [call]}) + _chunk({}, "tool_calls"))
+    message = json.loads(body.body())["choices"][0]["message"]
+    assert message["tool_calls"] == [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]

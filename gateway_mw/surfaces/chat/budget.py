@@ -49,6 +49,7 @@ class _Chunk(msgspec.Struct, gc=False):
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_str = msgspec.json.Decoder(str).decode
+_UNREADABLE = (*UNREADABLE, RecursionError)  # a value nested deeper than a parser goes is none it reads
 _HEAD = ("id", "created", "model")
 _DONE = b"[DONE]"
 
@@ -154,12 +155,12 @@ def _read(data: bytes) -> _Chunk | None:
     server cut it) is read with the standard library, which gives the half as it is."""
     try:
         return _decode_chunk(data)
-    except UNREADABLE:
+    except _UNREADABLE:
         masked = surrogates.mask(data)
     try:
         chunk = _decode_chunk(masked) if masked is not None else None
         texts = json.loads(data).get("choices") if chunk is not None else None
-    except (*UNREADABLE, ValueError, AttributeError):
+    except (*_UNREADABLE, ValueError, AttributeError):
         return None
     if chunk is None or not isinstance(texts, list) or len(texts) != len(chunk.choices):
         return None
@@ -234,11 +235,14 @@ class Joined:
 def _obj(data: bytes) -> tuple[dict[str, Any] | None, bool]:
     """``data`` as an object of raw values, and whether it was read masked: a chunk that carries a
     lone surrogate escape (half a pair) is read with the escape masked (:mod:`.surrogates`)."""
-    top = obj(data)
-    if top is not None:
-        return top, False
-    masked = surrogates.mask(data)
-    return (obj(masked), True) if masked is not None else (None, False)
+    try:
+        top = obj(data)
+        if top is not None:
+            return top, False
+        masked = surrogates.mask(data)
+        return (obj(masked), True) if masked is not None else (None, False)
+    except RecursionError:  # nested deeper than a parser goes: passed as it came
+        return None, False
 
 
 def _encoded(top: dict[str, Any], masked: bool) -> bytes:

@@ -64,7 +64,7 @@ def read(data: bytes) -> _Event | None:
     passes as it cut it) is read with the standard library, which gives the half as it is."""
     try:
         return _decode_event(data)
-    except UNREADABLE:
+    except (*UNREADABLE, RecursionError):
         pass
     try:
         return msgspec.convert(json.loads(data), _Event, strict=False)

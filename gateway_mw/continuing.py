@@ -61,6 +61,7 @@ class ContinuingWriter(TranslatingWriter):
         self.answered = False
         """The continuation came as a stream, and its events went to the client."""
         self.ended = False
+        self._compressing = False  # the handler asked for it: its headers say so, its bytes come plain
         self._whole: bytearray | None = None
         """The continuation came as one JSON body though a stream was asked for: its bytes so far."""
 
@@ -68,12 +69,12 @@ class ContinuingWriter(TranslatingWriter):
         pass  # the stream's framing is the first answer's
 
     def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
-        pass
+        self._compressing = True  # the first answer's writer compresses the client's stream, if it does
 
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
         session = self._session
         status = int(status_line.split(" ", 2)[1])
-        kind = session.response_kind(status, headers, False)
+        kind = session.response_kind(status, headers, self._compressing)
         if kind in ("sse", "json"):
             self._pipeline = StreamPipeline(session.surface, self._config, session.new_id)
             self.answered = True

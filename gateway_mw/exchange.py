@@ -443,9 +443,12 @@ class TranslatingWriter(AbstractStreamWriter):
         status_line, headers = self._take_held_headers()
         body = self.collect.body()
         headers[hdrs.CONTENT_TYPE] = "application/json"
-        headers.popall(hdrs.TRANSFER_ENCODING, None)
-        headers[hdrs.CONTENT_LENGTH] = str(len(body))
-        self._chunking = False
+        if self._compression is None:
+            headers.popall(hdrs.TRANSFER_ENCODING, None)
+            headers[hdrs.CONTENT_LENGTH] = str(len(body))
+            self._chunking = False
+        else:  # the writer compresses it: its length is not the body's
+            headers.popall(hdrs.CONTENT_LENGTH, None)
         await self._send_headers_inner(status_line, headers, None)
         await self._inner.write_eof(body)
 

@@ -61,6 +61,7 @@ class ContinuingWriter(TranslatingWriter):
         self.answered = False
         """The continuation came as a stream, and its events went to the client."""
         self.ended = False
+        self._compressing = False  # the handler asked for it: its headers say so, its bytes come plain
         self._whole: bytearray | None = None
         """The continuation came as one JSON body though a stream was asked for: its bytes so far."""
 
@@ -68,12 +69,12 @@ class ContinuingWriter(TranslatingWriter):
         pass  # the stream's framing is the first answer's
 
     def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
-        pass
+        self._compressing = True  # the first answer's writer compresses the client's stream, if it does
 
     async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
         session = self._session
         status = int(status_line.split(" ", 2)[1])
-        kind = session.response_kind(status, headers, False)
+        kind = session.response_kind(status, headers, self._compressing)
         if kind in ("sse", "json"):
             self._pipeline = StreamPipeline(session.surface, self._config, session.new_id)
             self.answered = True
@@ -127,8 +128,10 @@ class ContinuingWriter(TranslatingWriter):
         self.ended = True
         joined = self.joined
         raw = self._echo.feed(raw) + self._echo.finish()
-        out = joined.feed(self._pipeline.feed(raw) + self._pipeline.finish()) + joined.finish()
-        await self._send(out, end=True)
+        out = joined.feed(self._pipeline.feed(raw) + self._pipeline.finish())
+        if not joined.done:  # its stream ended without the answer's end: a failure, which the joiner ends
+            self.answered = False
+        await self._send(out + joined.finish(), end=True)
 
     async def end_first(self) -> None:
         """No continuation, or what there was of it ended early: the answer ends where it is, with
@@ -167,8 +170,7 @@ async def continue_answer(
     budget = first_writer.budget
     side = session.definition.budget
     assert budget is not None and side is not None
-    transport = request.transport
-    if transport is None or transport.is_closing():  # the client left meanwhile: nothing to continue for
+    if _gone(request):  # the client left meanwhile: nothing to continue for
         session.budgeted(budget.counted, "client_gone")
         if error is not None:
             raise error
@@ -194,17 +196,21 @@ async def continue_answer(
         response = await handler(clone)
         if not response.prepared:  # a response the handler returned: it goes through the writer
             await response.prepare(clone)
+        if not _gone(request):  # ended as aiohttp ends any response its handler returned
             await response.write_eof()
     except Exception:
         log.warning("gateway_mw: the continuation after a reasoning budget failed", exc_info=True)
     if writer.answered and writer.ended:
         session.budgeted(budget.counted, "continued")
     else:  # a client that left meanwhile is no failure of the upstream's
-        transport = request.transport
-        gone = transport is None or transport.is_closing()
-        session.budgeted(budget.counted, "client_gone" if gone else "continuation_failed")
+        session.budgeted(budget.counted, "client_gone" if _gone(request) else "continuation_failed")
         await writer.abort()
     return answer
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def whole_body(session: Session, collect: Collector, stream: bytes) -> bytes:

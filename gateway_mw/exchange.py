@@ -331,10 +331,11 @@ class TranslatingWriter(AbstractStreamWriter):
             if budget is None:
                 await self._inner.write_eof(out + self._end_stream(self._pipeline))
                 return
-            out = budget.feed(out + self._end_stream(self._pipeline))
+            out = budget.feed(out + self._end_stream(self._pipeline, keep=False))
             out += budget.finish()
-            if not budget.cut:
+            if not budget.cut:  # one answer, as without a budget: kept as such
                 self._session.budgeted(budget.counted, "within")
+                self._keep(self._pipeline)
             if self.collect is not None:
                 self.collect.feed(out)
                 if not budget.cut:
@@ -380,13 +381,18 @@ class TranslatingWriter(AbstractStreamWriter):
         session.passed(kind)
         return _PASS
 
-    def _end_stream(self, pipeline: StreamPipeline) -> bytes:
-        """What the pipeline still holds at the end of a stream; the response is counted."""
+    def _end_stream(self, pipeline: StreamPipeline, keep: bool = True) -> bytes:
+        """What the pipeline still holds at the end of a stream; the response is counted, and kept
+        in the record (``keep``; else the caller keeps it once it knows the answer is whole)."""
         out = pipeline.finish()
         self._session.translated(pipeline.counts, pipeline.error)
+        if keep:
+            self._keep(pipeline)
+        return out
+
+    def _keep(self, pipeline: StreamPipeline) -> None:
         if self._session.record is not None:
             self._session.remember(pipeline.said())
-        return out
 
     def _take_held_headers(self) -> tuple[str, CIMultiDict[str]]:
         assert self._held_headers is not None
@@ -437,9 +443,12 @@ class TranslatingWriter(AbstractStreamWriter):
         status_line, headers = self._take_held_headers()
         body = self.collect.body()
         headers[hdrs.CONTENT_TYPE] = "application/json"
-        headers.popall(hdrs.TRANSFER_ENCODING, None)
-        headers[hdrs.CONTENT_LENGTH] = str(len(body))
-        self._chunking = False
+        if self._compression is None:
+            headers.popall(hdrs.TRANSFER_ENCODING, None)
+            headers[hdrs.CONTENT_LENGTH] = str(len(body))
+            self._chunking = False
+        else:  # the writer compresses it: its length is not the body's
+            headers.popall(hdrs.CONTENT_LENGTH, None)
         await self._send_headers_inner(status_line, headers, None)
         await self._inner.write_eof(body)
 

@@ -53,11 +53,11 @@ def _read(data: bytes) -> _Line | None:
     gives the half as it is."""
     try:
         return _decode_line(data)
-    except UNREADABLE:
+    except (*UNREADABLE, RecursionError):  # RecursionError: nested deeper than a parser goes
         pass
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -199,8 +199,13 @@ class OllamaJoined:
         return b"".join(self._joined(event) for event in self._decoder.feed(out))
 
     def finish(self) -> bytes:
+        """At the continuation's end: what the reader held, and the answer ended by a done line if
+        its stream did not end it (on a line of its own)."""
         events, tail = self._decoder.finish()
-        return b"".join(self._joined(event) for event in events) + tail
+        out = b"".join(self._joined(event) for event in events)
+        if not self.done and out and not out.endswith(b"\n"):
+            out += b"\n"
+        return out + self.closing() + tail
 
     def closing(self, reason: str = "length") -> bytes:
         """The done line of an answer no continuation ended: ``done_reason`` ``reason`` (a limit
@@ -222,6 +227,8 @@ class OllamaJoined:
         return encode(line) + b"\n"
 
     def _joined(self, event: SSEEvent) -> bytes:
+        if self.done:
+            return b""  # past the answer's done line: a second answer, or a second end
         data = event.data
         line = _read(data) if data is not None and not event.oversized else None
         if data is None or line is None:
@@ -308,7 +315,7 @@ class OllamaBody:
             return
         try:
             line = json.loads(event.data)  # the standard library: a lone surrogate half is read as it is
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(line, dict):
             return
@@ -332,7 +339,7 @@ def as_stream(body: bytes) -> bytes | None:
     body is its done line with the texts whole); ``None``: no such body."""
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(answer, dict) or answer.get("done") is not True:
         return None

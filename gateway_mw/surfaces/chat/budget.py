@@ -49,6 +49,7 @@ class _Chunk(msgspec.Struct, gc=False):
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_str = msgspec.json.Decoder(str).decode
+_UNREADABLE = (*UNREADABLE, RecursionError)  # a value nested deeper than a parser goes is none it reads
 _HEAD = ("id", "created", "model")
 _DONE = b"[DONE]"
 
@@ -154,12 +155,12 @@ def _read(data: bytes) -> _Chunk | None:
     server cut it) is read with the standard library, which gives the half as it is."""
     try:
         return _decode_chunk(data)
-    except UNREADABLE:
+    except _UNREADABLE:
         masked = surrogates.mask(data)
     try:
         chunk = _decode_chunk(masked) if masked is not None else None
         texts = json.loads(data).get("choices") if chunk is not None else None
-    except (*UNREADABLE, ValueError, AttributeError):
+    except (*_UNREADABLE, ValueError, AttributeError):
         return None
     if chunk is None or not isinstance(texts, list) or len(texts) != len(chunk.choices):
         return None
@@ -179,32 +180,47 @@ class Joined:
     def __init__(self, head: dict[str, msgspec.Raw], max_event_bytes: int) -> None:
         self._head = head
         self._decoder = SSEDecoder(max_event_bytes)
+        self._finished = False  # choice 0's finish_reason went to the client
         self.done = False
-        """The continuation's ``[DONE]`` went to the client."""
+        """The continuation's ``[DONE]`` went to the client: nothing goes after it."""
 
     def feed(self, out: bytes) -> bytes:
         """The client's bytes for ``out``, what the translator gave of the continuation."""
         return b"".join(self._joined(event) for event in self._decoder.feed(out))
 
     def finish(self) -> bytes:
+        """At the continuation's end: what the reader held, and the answer ended if its stream did
+        not end it; an unterminated tail last, as it came (a reader drops it at the end)."""
         events, tail = self._decoder.finish()
-        return b"".join(self._joined(event) for event in events) + tail
+        return b"".join(self._joined(event) for event in events) + self.closing() + tail
 
     def closing(self, finish_reason: str = "length") -> bytes:
-        """The end of the answer when no continuation follows: choice 0 finished, and ``[DONE]``."""
+        """The end of the answer when no continuation follows (or it ended early): choice 0
+        finished, unless the continuation finished it, and ``[DONE]``; nothing after ``[DONE]``."""
+        if self.done:
+            return b""
+        self.done = True
+        if self._finished:
+            return b"data: [DONE]\n\n"
         chunk: dict[str, Any] = dict(self._head)
         chunk.setdefault("object", "chat.completion.chunk")
         chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
-        end = b"data: " + encode(chunk) + b"\n\n"
-        return end if self.done else end + b"data: [DONE]\n\n"
+        return b"data: " + encode(chunk) + b"\n\ndata: [DONE]\n\n"
 
     def _joined(self, event: SSEEvent) -> bytes:
+        if self.done:
+            return b""  # past the answer's end: a second answer, or a second end
         data = event.data
         if data is None or event.oversized:
             return event.raw
         if data == _DONE:
             self.done = True
             return event.raw
+        if not self._finished and b'"finish_reason"' in data:
+            chunk = _read(data)
+            self._finished = chunk is not None and any(
+                c.index == 0 and c.finish_reason is not None for c in chunk.choices
+            )
         top, masked = _obj(data)
         if top is None:
             return event.raw
@@ -219,11 +235,14 @@ class Joined:
 def _obj(data: bytes) -> tuple[dict[str, Any] | None, bool]:
     """``data`` as an object of raw values, and whether it was read masked: a chunk that carries a
     lone surrogate escape (half a pair) is read with the escape masked (:mod:`.surrogates`)."""
-    top = obj(data)
-    if top is not None:
-        return top, False
-    masked = surrogates.mask(data)
-    return (obj(masked), True) if masked is not None else (None, False)
+    try:
+        top = obj(data)
+        if top is not None:
+            return top, False
+        masked = surrogates.mask(data)
+        return (obj(masked), True) if masked is not None else (None, False)
+    except RecursionError:  # nested deeper than a parser goes: passed as it came
+        return None, False
 
 
 def _encoded(top: dict[str, Any], masked: bool) -> bytes:

@@ -36,7 +36,7 @@ class ChatBody:
                 continue
             try:
                 chunk = json.loads(data)  # the standard library: a lone surrogate half is read as it is
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(chunk, dict):
                 self._take(chunk)
@@ -80,7 +80,10 @@ class ChatBody:
                     self._call(call)
 
     def _call(self, call: dict[str, Any]) -> None:
-        held = self._calls.setdefault(int(call.get("index", 0)), {"function": {"arguments": ""}})
+        index = call.get("index", 0)
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = 0  # no place to read: the first call's, where the SDKs' accumulators cannot place it either
+        held = self._calls.setdefault(index, {"function": {"arguments": ""}})
         for key in ("id", "type"):
             if call.get(key) is not None:
                 held[key] = call[key]
@@ -98,7 +101,7 @@ def as_stream(body: bytes) -> bytes | None:
     an upstream answered with one body though a stream was asked for; ``None``: no such body."""
     try:
         answer = json.loads(body)  # the standard library: a lone surrogate half is read as it is
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     choices = answer.get("choices") if isinstance(answer, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None

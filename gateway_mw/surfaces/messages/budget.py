@@ -64,7 +64,7 @@ def read(data: bytes) -> _Event | None:
     passes as it cut it) is read with the standard library, which gives the half as it is."""
     try:
         return _decode_event(data)
-    except UNREADABLE:
+    except (*UNREADABLE, RecursionError):
         pass
     try:
         return msgspec.convert(json.loads(data), _Event, strict=False)
@@ -227,13 +227,15 @@ class Joined:
         return self._led(b"".join(self._joined(event) for event in self._decoder.feed(out)))
 
     def finish(self) -> bytes:
+        """At the continuation's end: what the reader held, and the message ended if its stream did
+        not end it; an unterminated tail last, as it came (a reader drops it at the end)."""
         events, tail = self._decoder.finish()
-        return self._led(b"".join(self._joined(event) for event in events) + tail)
+        return self._led(b"".join(self._joined(event) for event in events)) + self.closing() + tail
 
     def closing(self, reason: str = "length") -> bytes:
-        out = self._led(self._open.close())
         if self.done:
-            return out
+            return b""
+        out = self._led(self._open.close())
         if not self._delta_sent:
             stop = encode("max_tokens" if reason == "length" else reason)
             usage = encode(summed(self._first_usage, self._usage))
@@ -253,6 +255,8 @@ class Joined:
         return out
 
     def _joined(self, event: SSEEvent) -> bytes:
+        if self.done:
+            return b""  # past the message's end: a second answer, or a second end
         data = event.data
         if data is None or event.oversized:
             return event.raw  # an oversized block event keeps the continuation's own index

@@ -53,7 +53,7 @@ class MessagesBody:
         for index in sorted(self._blocks):
             block = self._blocks[index]
             if index in self._json:
-                with suppress(ValueError):  # not JSON: the input as the block started it
+                with suppress(ValueError, RecursionError):  # not JSON: the input as the block started it
                     block["input"] = json.loads("".join(self._json[index]) or "{}")
             content.append(block)
         message["content"] = content

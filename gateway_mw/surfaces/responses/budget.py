@@ -188,10 +188,12 @@ class Joined:
         return self._items.closing(self._send, "incomplete")
 
     def _joined(self, event: SSEEvent) -> bytes:
+        if self.done:
+            return b""  # past the response's end: a second answer, or a second end
         data = event.data
-        head = peek(data) if data is not None and not event.oversized and not self.done else None
+        head = peek(data) if data is not None and not event.oversized else None
         if head is None or data is None:
-            return event.raw  # a comment, a piece too large to hold, or past the end: as it came
+            return event.raw  # a comment, or a piece too large to hold: as it came
         out = self._start()
         kind = head.type
         if kind in CREATED:

@@ -57,7 +57,7 @@ def as_stream(body: bytes) -> bytes | None:
     reads it), and ``response.completed`` carrying the body; ``None``: no such body."""
     try:
         response = json.loads(body)  # the standard library: a lone surrogate half is read as it is
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     output = response.get("output") if isinstance(response, dict) else None
     if not isinstance(output, list):

@@ -40,11 +40,11 @@ def peek(data: bytes) -> Peek | None:
     escape (half a pair, the other half in the next event) is read with the standard library."""
     try:
         return _decode_peek(data)
-    except UNREADABLE:
+    except (*UNREADABLE, RecursionError):  # RecursionError: nested deeper than a parser goes
         pass
     try:
         return msgspec.convert(json.loads(data), Peek)
-    except (ValueError, msgspec.ValidationError):
+    except (ValueError, RecursionError, msgspec.ValidationError):
         return None
 
 
@@ -57,7 +57,7 @@ def number(value: Any) -> int | None:
 def load(data: bytes) -> dict[str, Any] | None:
     try:
         body = json.loads(data)  # the standard library: a lone surrogate half is read as it is
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
 

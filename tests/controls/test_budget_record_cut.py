@@ -1,0 +1,240 @@
+"""The reasoning record and an answer the gateway's budget cut, over loopback, on every surface with a
+budget side: the answer the client got (the cut reasoning, then the continuation's answer) is kept as
+one answer, so that a client that does not send its reasoning back gets it replayed on its next
+turn, where the upstream reads it, as for an answer no budget cut. The same conversation without a
+budget is the oracle: the upstream's second request differs only by the reasoning being the cut one.
+
+Each surface's upstream is its emulated server (:mod:`.thinker` and its siblings), which thinks
+``think N`` tokens (``r0 r1 …``) and continues a final assistant message as its server does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import THINKEXTRACT_MODEL_INFO, THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw.config import Surface
+from gateway_mw.controls import ModelInfo
+from gateway_mw.record import ReasoningRecord, open_record
+from gateway_mw.surfaces.registry import SURFACES
+
+from .messages_thinker import MessagesThinker
+from .ollama_thinker import OllamaThinker
+from .responses_thinker import ResponsesThinker
+from .thinker import Thinker
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+MODEL = "m"  # a model of no known family: its reasoning goes back inline (Ollama: in `thinking`), every turn
+FULL, CUT = "r0 r1 r2 ", "r0 r1 "  # what the model thinks (`think 3`), and what a budget of 2 leaves
+ANSWERED = "The answer is 4."
+
+
+@dataclass(frozen=True)
+class Side:
+    """One surface's server, its route and its client's requests."""
+
+    server: str
+    path: str
+    make: Callable[[], Any]
+    handler: str
+    enforcement: str
+
+    def upstream(self, thinker: Any) -> web.Application:
+        app = web.Application()
+        app.router.add_post(self.path, getattr(thinker, self.handler))
+        return app
+
+
+SIDES: dict[Surface, Side] = {
+    "chat": Side("sglang", "/v1/chat/completions", lambda: Thinker("sglang"), "chat", "auto"),
+    "messages": Side("llamacpp", "/v1/messages", lambda: MessagesThinker("llamacpp"), "messages", "gateway"),
+    "responses": Side("vllm", "/v1/responses", lambda: ResponsesThinker("vllm"), "responses", "auto"),
+    "ollama": Side("ollama", "/api/chat", lambda: OllamaThinker(), "chat", "auto"),
+}
+BUDGETED = sorted(name for name, definition in SURFACES.items() if definition.budget is not None)
+
+
+def test_every_budget_side_is_held_here() -> None:
+    assert sorted(SIDES) == BUDGETED
+
+
+def first_turn(surface: Surface, stream: bool, budget: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": MODEL, "stream": stream}
+    user = {"role": "user", "content": "think 3"}
+    if surface == "responses":
+        body["input"] = [user]
+    else:
+        body["messages"] = [user]
+    if surface == "messages":
+        body["max_tokens"] = 1000
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif budget is not None:
+        body["reasoning"] = {"max_tokens": budget}
+    return body
+
+
+def replayed(surface: Surface, first: dict[str, Any], got: bytes) -> dict[str, Any]:
+    """The client's next request: the answer it got, without its reasoning (its ids kept), then a
+    new question. Asked for as a stream, without a budget."""
+    then = {"role": "user", "content": "and then 0"}
+    if surface == "responses":
+        # The AI SDK's way: a reference to the reasoning item, the message item as it came.
+        kept = [
+            {"type": "item_reference", "id": item["id"]} if item["type"] == "reasoning" else item
+            for item in output_of(got)
+        ]
+        return {"model": MODEL, "stream": True, "input": [*first["input"], *kept, then]}
+    text = text_got(surface, got)
+    answer: dict[str, Any] = {"role": "assistant", "content": text}
+    if surface == "messages":
+        answer["content"] = [{"type": "text", "text": text}]
+    body = {"model": MODEL, "stream": True, "messages": [*first["messages"], answer, then]}
+    return body | ({"max_tokens": 1000} if surface == "messages" else {})
+
+
+def events(got: bytes) -> list[dict[str, Any]]:
+    """An SSE stream's data, or NDJSON lines, or one body: as JSON objects."""
+    if got.lstrip().startswith(b"{"):
+        return [json.loads(line) for line in got.splitlines() if line.strip()]
+    data = [line[5:].strip() for line in got.splitlines() if line.startswith(b"data:")]
+    return [json.loads(d) for d in data if d != b"[DONE]"]
+
+
+def text_got(surface: Surface, got: bytes) -> str:
+    """The answer's text the client got (its reasoning elsewhere)."""
+    if surface == "responses":
+        messages = [item for item in output_of(got) if item["type"] == "message"]
+        return "".join(part["text"] for item in messages for part in item["content"] if part["type"] == "output_text")
+    out = []
+    for doc in events(got):
+        if surface == "chat":
+            out += [c.get("delta", c.get("message", {})).get("content") or "" for c in doc["choices"]]
+        elif surface == "messages":
+            if doc.get("type") == "content_block_delta" and doc["delta"]["type"] == "text_delta":
+                out.append(doc["delta"]["text"])
+            elif doc.get("type") == "message":
+                out += [block["text"] for block in doc["content"] if block["type"] == "text"]
+        else:
+            out.append(doc["message"].get("content", ""))
+    return "".join(out)
+
+
+def output_of(got: bytes) -> list[dict[str, Any]]:
+    """A Responses answer's output items, as the client got them (the stream's terminal event)."""
+    docs = events(got)
+    whole = [d["response"] for d in docs if d.get("type") == "response.completed"]
+    whole += [d for d in docs if d.get("object") == "response"]  # a body
+    assert len(whole) == 1
+    items: list[dict[str, Any]] = whole[0]["output"]
+    return items
+
+
+@pytest.fixture
+async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
+    sessions: list[aiohttp.ClientSession] = []
+
+    async def run(surface: Surface, stream: bool, budget: int | None) -> tuple[bytes, dict[str, Any]]:
+        """Two turns of one conversation: what the client got on the first, and what the upstream
+        was asked on the second."""
+        side = SIDES[surface]
+        thinker = side.make()
+        back = await aiohttp_server(side.upstream(thinker))
+        session = aiohttp.ClientSession()
+        sessions.append(session)
+        record: ReasoningRecord = open_record("memory")
+        front = web.Application()
+        config = ThinkExtractConfig(
+            upstream_server=side.server, reasoning_budget_enforcement=side.enforcement, messages_policy="unsigned"
+        )
+        setup(front, config, record=record)
+
+        async def model_info(model: str) -> ModelInfo:
+            return ModelInfo(thinking=True, version=(0, 33, 0))  # Ollama's /api/show and /api/version
+
+        front[THINKEXTRACT_MODEL_INFO] = model_info
+
+        async def forward(request: web.Request) -> web.StreamResponse:
+            """A proxy as most are written: the stream relayed piece by piece, the upstream closed
+            when the client's write fails."""
+            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
+            upstream = await session.post(back.make_url(side.path), data=body)
+            resp = web.StreamResponse(status=upstream.status)
+            resp.content_type = upstream.content_type
+            try:
+                await resp.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await resp.write(piece)
+                await resp.write_eof()
+            except ConnectionResetError:
+                pass
+            finally:
+                upstream.close()  # the model stops generating
+            return resp
+
+        front.router.add_post(side.path, forward)
+        url = (await aiohttp_server(front)).make_url(side.path)
+        first = first_turn(surface, stream, budget)
+        async with aiohttp.ClientSession() as client:
+            async with client.post(url, json=first) as resp:
+                assert resp.status == 200
+                got = await resp.read()
+            await record.drain()  # the record is written in the background
+            async with client.post(url, json=replayed(surface, first, got)) as resp:
+                assert resp.status == 200
+                await resp.read()
+        await record.close()
+        served = await thinker.over()
+        return got, served[-1].body
+
+    yield run
+    for session in sessions:
+        await session.close()
+
+
+def reasoning_got(surface: Surface, got: bytes) -> str:
+    """The reasoning text the client got, wherever its surface puts it."""
+    out = []
+    for doc in events(got):
+        if surface == "chat":
+            out += [c.get("delta", c.get("message", {})).get("reasoning_content") or "" for c in doc["choices"]]
+        elif surface == "messages":
+            if doc.get("type") == "content_block_delta" and doc["delta"]["type"] == "thinking_delta":
+                out.append(doc["delta"]["thinking"])
+            elif doc.get("type") == "message":
+                out += [block["thinking"] for block in doc["content"] if block["type"] == "thinking"]
+        elif surface == "responses":
+            if doc.get("type") == "response.reasoning_text.delta":
+                out.append(doc["delta"])
+            elif doc.get("object") == "response":  # a body
+                out += [p["text"] for item in doc["output"] if item["type"] == "reasoning" for p in item["content"]]
+        else:
+            out.append(doc["message"].get("thinking", ""))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
+@pytest.mark.parametrize("surface", BUDGETED)
+async def test_a_cut_answer_is_replayed_as_the_client_got_it(
+    converse: Callable[..., Awaitable[Any]], surface: Surface, stream: bool
+) -> None:
+    uncut, asked_uncut = await converse(surface, True, None)
+    cut, asked_cut = await converse(surface, stream, 2)
+    assert reasoning_got(surface, uncut) == FULL and reasoning_got(surface, cut) == CUT  # the budget cut it
+    assert text_got(surface, cut) == text_got(surface, uncut) == ANSWERED
+    # The turn's reasoning reaches the upstream in both, once, where its server reads it.
+    spelled = json.dumps(asked_uncut)
+    assert spelled.count(FULL) == 1
+    if surface == "responses":  # the ids differ: each answer's own, as its client got them
+        ids = {i["id"]: j["id"] for i, j in zip(output_of(uncut), output_of(cut), strict=True)}
+        assert ids
+        for before, after in ids.items():
+            spelled = spelled.replace(before, after)
+    assert asked_cut == json.loads(spelled.replace(FULL, CUT))

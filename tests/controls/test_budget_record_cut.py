@@ -28,7 +28,7 @@ from gateway_mw.surfaces.registry import SURFACES
 from .messages_thinker import MessagesThinker
 from .ollama_thinker import OllamaThinker
 from .responses_thinker import ResponsesThinker
-from .thinker import Thinker
+from .thinker import Served, Thinker
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "m"  # a model of no known family: its reasoning goes back inline (Ollama: in `thinking`), every turn
@@ -96,6 +96,11 @@ def replayed(surface: Surface, first: dict[str, Any], got: bytes) -> dict[str, A
     answer: dict[str, Any] = {"role": "assistant", "content": text}
     if surface == "messages":
         answer["content"] = [{"type": "text", "text": text}]
+    calls = calls_got(got) if surface == "chat" else []
+    if calls:  # the calls as the client got them, and their results
+        answer = {"role": "assistant", "content": text or None, "tool_calls": calls}
+        results = [{"role": "tool", "tool_call_id": call["id"], "content": "sunny"} for call in calls]
+        return {"model": MODEL, "stream": True, "messages": [*first["messages"], answer, *results]}
     body = {"model": MODEL, "stream": True, "messages": [*first["messages"], answer, then]}
     return body | ({"max_tokens": 1000} if surface == "messages" else {})
 
@@ -106,6 +111,21 @@ def events(got: bytes) -> list[dict[str, Any]]:
         return [json.loads(line) for line in got.splitlines() if line.strip()]
     data = [line[5:].strip() for line in got.splitlines() if line.startswith(b"data:")]
     return [json.loads(d) for d in data if d != b"[DONE]"]
+
+
+def calls_got(got: bytes) -> list[dict[str, Any]]:
+    """A chat answer's tool calls, as the client got them (a stream's put together by index)."""
+    calls: dict[int, dict[str, Any]] = {}
+    for doc in events(got):
+        for choice in doc["choices"]:
+            if "message" in choice:
+                return list(choice["message"].get("tool_calls") or [])
+            for part in choice["delta"].get("tool_calls") or []:
+                call = calls.setdefault(part["index"], {"type": "function", "function": {"name": "", "arguments": ""}})
+                call["id"] = part.get("id", call.get("id"))
+                for key in ("name", "arguments"):
+                    call["function"][key] += part.get("function", {}).get(key) or ""
+    return [calls[i] for i in sorted(calls)]
 
 
 def text_got(surface: Surface, got: bytes) -> str:
@@ -141,11 +161,13 @@ def output_of(got: bytes) -> list[dict[str, Any]]:
 async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
     sessions: list[aiohttp.ClientSession] = []
 
-    async def run(surface: Surface, stream: bool, budget: int | None) -> tuple[bytes, dict[str, Any]]:
+    async def run(
+        surface: Surface, stream: bool, budget: int | None, thinker: Any = None
+    ) -> tuple[bytes, dict[str, Any]]:
         """Two turns of one conversation: what the client got on the first, and what the upstream
-        was asked on the second."""
+        (``thinker``, by default the surface's) was asked on the second."""
         side = SIDES[surface]
-        thinker = side.make()
+        thinker = thinker or side.make()
         back = await aiohttp_server(side.upstream(thinker))
         session = aiohttp.ClientSession()
         sessions.append(session)
@@ -238,3 +260,100 @@ async def test_a_cut_answer_is_replayed_as_the_client_got_it(
         for before, after in ids.items():
             spelled = spelled.replace(before, after)
     assert asked_cut == json.loads(spelled.replace(FULL, CUT))
+
+
+class ToolCaller:
+    """A chat server (SGLang's way of continuing) whose model thinks ``r0 r1 …`` until stopped, and
+    whose continuation calls a tool; any other request is answered ``ok``."""
+
+    def __init__(self) -> None:
+        self.served: list[dict[str, Any]] = []
+
+    async def over(self) -> list[dict[str, Any]]:
+        return [Served(body) for body in self.served]
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = json.loads(await request.read())
+        self.served.append(body)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        async def send(delta: dict[str, Any], finish: str | None = None) -> None:
+            chunk = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 9, "model": body["model"]}
+            chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+            await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+
+        messages = body["messages"]
+        await send({"role": "assistant", "content": ""})
+        try:
+            if body.get("continue_final_message"):
+                call = {"index": 0, "id": "call_w1", "type": "function"}
+                await send({"tool_calls": [call | {"function": {"name": "weather", "arguments": '{"city": "Paris"}'}}]})
+                await send({}, "tool_calls")
+            elif messages[-1]["role"] == "user" and len(messages) == 1:
+                await send({"content": "<think>"})
+                for i in range(100):
+                    await send({"content": f"r{i} "})
+                await send({"content": "</think>ok"})
+                await send({}, "stop")
+            else:
+                await send({"content": "ok"})
+                await send({}, "stop")
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except ConnectionResetError:
+            pass  # stopped by the budget
+        return resp
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
+@pytest.mark.parametrize(
+    ("thinker", "client_got", "upstream_gets"),
+    [
+        pytest.param(lambda: Thinker("sglang", fail=500), "", "<think>r0 r1 </think>", id="continuation_refused"),
+        pytest.param(lambda: Thinker("sglang", drop=True), "The", "<think>r0 r1 </think>The", id="continuation_broke"),
+        pytest.param(
+            lambda: Thinker("sglang", reopen=True),
+            ANSWERED,
+            "<think>r0 r1 </think><think>more </think>" + ANSWERED,
+            id="reasoning_reopened",
+        ),
+    ],
+)
+async def test_what_the_client_got_of_a_cut_answer_is_kept(
+    converse: Callable[..., Awaitable[Any]],
+    stream: bool,
+    thinker: Callable[[], Thinker],
+    client_got: str,
+    upstream_gets: str,
+) -> None:
+    """A continuation that failed keeps what the client got: the cut reasoning, and whatever of the
+    continuation reached it; a reasoning the continuation reopened is kept as the model wrote it."""
+    got, asked = await converse("chat", stream, 2, thinker())
+    assert text_got("chat", got) == client_got
+    then = {"role": "user", "content": "and then 0"}
+    restored = {"role": "assistant", "content": upstream_gets}
+    assert asked == {
+        "model": MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": "think 3"}, restored, then],
+    }
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
+async def test_a_tool_call_of_the_continuation_finds_the_cut_reasoning(
+    converse: Callable[..., Awaitable[Any]], stream: bool
+) -> None:
+    """Found by the id of the call the client got (the continuation's), in its conversation."""
+    caller = ToolCaller()
+    got, asked = await converse("chat", stream, 2, caller)
+    call = {"id": "call_w1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}
+    assert calls_got(got) == [call]
+    assert reasoning_got("chat", got) == CUT
+    restored = {"role": "assistant", "content": "<think>r0 r1 </think>", "tool_calls": [call]}
+    tool = {"role": "tool", "tool_call_id": "call_w1", "content": "sunny"}
+    assert asked == {
+        "model": MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": "think 3"}, restored, tool],
+    }

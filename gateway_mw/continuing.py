@@ -215,18 +215,22 @@ async def continue_answer(
 def _remember(session: Session, first: TranslatingWriter, then: ContinuingWriter | None) -> None:
     """Keep in the record the one answer the client got: the reasoning of the cut answer as the
     client got it, then what the continuation wrote (none: it was not asked for, or failed before
-    its stream), found by the keys an uncut answer's are (:func:`joined_said`). A continuation
-    kept only in part (past what an entry holds) keeps nothing, as an uncut answer that long."""
+    its stream), found by the keys an uncut answer's are (:func:`joined_said`). What an uncut
+    answer would not leave in the record, this one does not either: a reasoning the server split
+    itself (the gateway read none of it in the answer's text), an answer past what an entry holds."""
     budget = first.budget
     if session.record is None or budget is None:
         return
+    first_said = first.said()
+    if not any(said.original for said in first_said):
+        return  # the server's own reasoning (or past an entry's size): not kept, as an uncut answer's is not
     if then is not None and not then.kept_whole:
         return
     resolved = session.config.for_model(budget.model)
     pair = resolved.tag_pairs[0]
     opening = "" if resolved.start_with_reasoning else pair.open  # as the uncut answer's text would read
     said = [] if then is None else then.said()
-    session.remember(joined_said(opening, budget.reasoning, pair.close, first.said(), said))
+    session.remember(joined_said(opening, budget.reasoning, pair.close, first_said, said))
 
 
 def _gone(request: web.Request) -> bool:

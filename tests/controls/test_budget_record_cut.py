@@ -252,14 +252,42 @@ async def test_a_cut_answer_is_replayed_as_the_client_got_it(
     assert reasoning_got(surface, uncut) == FULL and reasoning_got(surface, cut) == CUT  # the budget cut it
     assert text_got(surface, cut) == text_got(surface, uncut) == ANSWERED
     # The turn's reasoning reaches the upstream in both, once, where its server reads it.
-    spelled = json.dumps(asked_uncut)
-    assert spelled.count(FULL) == 1
+    assert json.dumps(asked_uncut).count(FULL) == 1
+    assert asked_cut == cut_of(surface, asked_uncut, uncut, cut)
+
+
+def cut_of(surface: Surface, asked: dict[str, Any], uncut: bytes, cut: bytes) -> dict[str, Any]:
+    """The second request of the conversation whose first answer was ``uncut``, had it been ``cut``:
+    its reasoning the cut one, and (Responses) the ids of the cut answer's items."""
+    spelled = json.dumps(asked)
     if surface == "responses":  # the ids differ: each answer's own, as its client got them
         ids = {i["id"]: j["id"] for i, j in zip(output_of(uncut), output_of(cut), strict=True)}
         assert ids
         for before, after in ids.items():
             spelled = spelled.replace(before, after)
-    assert asked_cut == json.loads(spelled.replace(FULL, CUT))
+    loaded: dict[str, Any] = json.loads(spelled.replace(FULL, CUT))
+    return loaded
+
+
+NATIVE: dict[Surface, Callable[[], Any]] = {
+    "chat": lambda: Thinker("sglang", native=True),
+    "messages": lambda: MessagesThinker("llamacpp", native=True),
+    "responses": lambda: ResponsesThinker("vllm", native=True),
+    "ollama": lambda: OllamaThinker(native=True),
+}
+
+
+@pytest.mark.parametrize("surface", BUDGETED)
+async def test_a_cut_answer_whose_reasoning_the_server_split_is_kept_as_an_uncut_one(
+    converse: Callable[..., Awaitable[Any]], surface: Surface
+) -> None:
+    """The server's own reasoning field: an uncut answer leaves no reasoning in the record (the
+    gateway moved none), and a cut one none either: the client's next turn goes as it would have."""
+    uncut, asked_uncut = await converse(surface, True, None, NATIVE[surface]())
+    cut, asked_cut = await converse(surface, True, 2, NATIVE[surface]())
+    assert reasoning_got(surface, uncut) == FULL and reasoning_got(surface, cut) == CUT
+    assert FULL not in json.dumps(asked_uncut)
+    assert asked_cut == cut_of(surface, asked_uncut, uncut, cut)
 
 
 class ToolCaller:

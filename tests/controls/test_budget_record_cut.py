@@ -162,7 +162,7 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
     sessions: list[aiohttp.ClientSession] = []
 
     async def run(
-        surface: Surface, stream: bool, budget: int | None, thinker: Any = None
+        surface: Surface, stream: bool, budget: int | None, thinker: Any = None, then_key: str = "key-a"
     ) -> tuple[bytes, dict[str, Any]]:
         """Two turns of one conversation: what the client got on the first, and what the upstream
         (``thinker``, by default the surface's) was asked on the second."""
@@ -205,11 +205,12 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
         url = (await aiohttp_server(front)).make_url(side.path)
         first = first_turn(surface, stream, budget)
         async with aiohttp.ClientSession() as client:
-            async with client.post(url, json=first) as resp:
+            async with client.post(url, json=first, headers={"Authorization": "Bearer key-a"}) as resp:
                 assert resp.status == 200
                 got = await resp.read()
             await record.drain()  # the record is written in the background
-            async with client.post(url, json=replayed(surface, first, got)) as resp:
+            then = replayed(surface, first, got)
+            async with client.post(url, json=then, headers={"Authorization": f"Bearer {then_key}"}) as resp:
                 assert resp.status == 200
                 await resp.read()
         await record.close()
@@ -385,3 +386,12 @@ async def test_a_tool_call_of_the_continuation_finds_the_cut_reasoning(
         "stream": True,
         "messages": [{"role": "user", "content": "think 3"}, restored, tool],
     }
+
+
+async def test_a_cut_answer_is_found_only_in_its_scope(converse: Callable[..., Awaitable[Any]]) -> None:
+    """Another client's key finds nothing: its next turn goes as it was sent."""
+    got, asked = await converse("chat", True, 2, then_key="key-b")
+    assert reasoning_got("chat", got) == CUT and text_got("chat", got) == ANSWERED
+    answer = {"role": "assistant", "content": ANSWERED}
+    then = {"role": "user", "content": "and then 0"}
+    assert asked == {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "think 3"}, answer, then]}

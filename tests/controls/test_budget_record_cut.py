@@ -9,6 +9,7 @@ Each surface's upstream is its emulated server (:mod:`.thinker` and its siblings
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from yarl import URL
 
 from gateway_mw import THINKEXTRACT_MODEL_INFO, THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.config import Surface
@@ -160,12 +162,19 @@ def output_of(got: bytes) -> list[dict[str, Any]]:
 @pytest.fixture
 async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
     sessions: list[aiohttp.ClientSession] = []
+    runners: list[web.AppRunner] = []
 
     async def run(
-        surface: Surface, stream: bool, budget: int | None, thinker: Any = None, then_key: str = "key-a"
+        surface: Surface,
+        stream: bool,
+        budget: int | None,
+        thinker: Any = None,
+        then_key: str = "key-a",
+        leave: bool = False,
     ) -> tuple[bytes, dict[str, Any]]:
         """Two turns of one conversation: what the client got on the first, and what the upstream
-        (``thinker``, by default the surface's) was asked on the second."""
+        (``thinker``, by default the surface's) was asked on the second. ``leave``: the client leaves
+        the first once it has ``budget`` reasoning events, before the model's next (a chat stream)."""
         side = SIDES[surface]
         thinker = thinker or side.make()
         back = await aiohttp_server(side.upstream(thinker))
@@ -176,7 +185,11 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
         config = ThinkExtractConfig(
             upstream_server=side.server, reasoning_budget_enforcement=side.enforcement, messages_policy="unsigned"
         )
-        setup(front, config, record=record)
+        stats = setup(front, config, record=record)
+        requests: list[web.Request] = []
+        if leave:
+            thinker.wait_at = budget
+            thinker.wait = lambda: requests[0].transport is None or requests[0].transport.is_closing()
 
         async def model_info(model: str) -> ModelInfo:
             return ModelInfo(thinking=True, version=(0, 33, 0))  # Ollama's /api/show and /api/version
@@ -186,6 +199,7 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
         async def forward(request: web.Request) -> web.StreamResponse:
             """A proxy as most are written: the stream relayed piece by piece, the upstream closed
             when the client's write fails."""
+            requests.append(request)
             body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
             upstream = await session.post(back.make_url(side.path), data=body)
             resp = web.StreamResponse(status=upstream.status)
@@ -202,12 +216,30 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
             return resp
 
         front.router.add_post(side.path, forward)
-        url = (await aiohttp_server(front)).make_url(side.path)
+        if leave:  # aiohttp's default: a handler whose client left is not cancelled, its writes fail
+            runner = web.AppRunner(front, handler_cancellation=False)
+            runners.append(runner)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+            url = URL(f"http://{host}:{port}{side.path}")
+        else:
+            url = (await aiohttp_server(front)).make_url(side.path)
         first = first_turn(surface, stream, budget)
         async with aiohttp.ClientSession() as client:
             async with client.post(url, json=first, headers={"Authorization": "Bearer key-a"}) as resp:
                 assert resp.status == 200
-                got = await resp.read()
+                if leave:
+                    got = b""
+                    while reasoning_got(surface, got + b"data: [DONE]\n\n") != CUT:
+                        got += await resp.content.readline()
+                    assert resp.connection is not None and resp.connection.transport is not None
+                    resp.connection.transport.close()
+                    while not stats.surface(surface).budgets:  # until the middleware is done with it
+                        await asyncio.sleep(0)
+                else:
+                    got = await resp.read()
             await record.drain()  # the record is written in the background
             then = replayed(surface, first, got)
             async with client.post(url, json=then, headers={"Authorization": f"Bearer {then_key}"}) as resp:
@@ -220,6 +252,8 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
     yield run
     for session in sessions:
         await session.close()
+    for runner in runners:
+        await runner.cleanup()
 
 
 def reasoning_got(surface: Surface, got: bytes) -> str:
@@ -395,3 +429,20 @@ async def test_a_cut_answer_is_found_only_in_its_scope(converse: Callable[..., A
     answer = {"role": "assistant", "content": ANSWERED}
     then = {"role": "user", "content": "and then 0"}
     assert asked == {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "think 3"}, answer, then]}
+
+
+async def test_a_client_gone_before_the_continuation_finds_the_cut_reasoning(
+    converse: Callable[..., Awaitable[Any]],
+) -> None:
+    """No continuation is asked for; what the client got is kept all the same: the cut reasoning,
+    closed (a stream ended without the budget, by a handler that was cancelled, keeps its reasoning
+    unclosed, as it came)."""
+    got, asked = await converse("chat", True, 2, Thinker("sglang"), leave=True)
+    assert reasoning_got("chat", got + b"data: [DONE]\n\n") == CUT
+    restored = {"role": "assistant", "content": "<think>r0 r1 </think>"}
+    then = {"role": "user", "content": "and then 0"}
+    assert asked == {
+        "model": MODEL,
+        "stream": True,
+        "messages": [{"role": "user", "content": "think 3"}, restored, then],
+    }

@@ -188,6 +188,8 @@ ROWS: list[Row] = [
      {"reasoning": {"effort": "low"}, "chat_template_kwargs": {"reasoning_effort": "low"}}),
     # -- responses, Ollama: as its /v1 chat
     ("responses", "ollama", "A", {"reasoning": {"effort": "xhigh"}}, NEW, "nearest", {"reasoning": {"effort": "max"}}),
+    ("responses", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "nearest",  # on by default; not continued
+     {"reasoning": {"max_tokens": 900}}),
     ("responses", "ollama", "A", {"reasoning_effort": "minimal"}, OLD, "unsupported", {"reasoning_effort": "minimal"}),
     ("responses", "ollama", "A", {"reasoning": {"effort": "high", "summary": "auto"}}, OLD, "unsupported",
      {"reasoning": {"summary": "auto"}}),

@@ -262,3 +262,28 @@ async def test_the_emulated_v1_answers_as_ollama_does(aiohttp_server: ServerFact
         "usage": {"prompt_tokens": prompt, "completion_tokens": len(ANSWER), "total_tokens": prompt + len(ANSWER)},
     }
     assert thinker.served[1].body["messages"] == continued
+
+
+@pytest.mark.parametrize("fault", ["refused", "dropped"])
+async def test_a_failed_continuation_ends_the_answer_where_it_was(start: Start, fault: str) -> None:
+    """Ollama refuses the continuation (its ``/v1`` error body) or drops it after one token: the
+    client keeps what it got, and the answer ends there, ``length``, one finish."""
+    front = await start(OllamaThinker(native=True, fail=500 if fault == "refused" else None, drop=fault == "dropped"))
+    client = front.client()
+    try:  # the SDK's stream helper refuses an answer that ended at its length: the chunks as they come
+        created = await client.chat.completions.create(
+            model=MODEL,
+            messages=USER,
+            stream=True,
+            extra_body={"reasoning": {"max_tokens": 3}},  # type: ignore[arg-type]
+        )
+        chunks = [chunk async for chunk in created]
+    finally:
+        await client.close()
+    assert [r for c in chunks if c.choices if (r := reasoning_of(c.choices[0].delta))] == [token(i) for i in range(3)]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "" if fault == "refused" else ANSWER[0]
+    )
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["length"]
+    assert {c.id for c in chunks} == {"chatcmpl-1"}
+    assert front.stats.surface("chat").budgets == {"continuation_failed": 1}

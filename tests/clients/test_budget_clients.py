@@ -1,0 +1,151 @@
+"""Real clients with a reasoning budget the gateway enforces (``reasoning_budget_enforcement = "gateway"``),
+through the packaged gateway to the real ``llama-server``: each client shows one answer, with at most N
+reasoning events and an answer after them, and the server received the cut request and its continuation.
+
+The server is the tiny model of ``llama.py``, built ``decided``: it opens its reasoning right after the
+generation prompt and never right after a closing tag, so it always thinks, as long as its grammar says
+(:data:`THINKS_LONG`: more tokens than any budget here), and the continuation, which ends with the
+gateway's ``</think>``, is answered without a second reasoning. Every request passes through a recorder,
+so each test reads what the server received, whole. llama.cpp continues a final assistant message by
+itself (its assistant prefill), so the continuation is the first request with that message added and
+its token limit reduced by the reasoning events the client got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway_mw.config import BUDGET_MESSAGE
+from gateway_mw.marks import gateway_signature
+
+from .conftest import Proxy, free_port, llama_server_binary, offline_env
+from .drive_claude_code import ClaudeCode, shown
+from .llama import WORDS, LlamaServer
+from .recorder import Recorder
+
+MODEL = "qwen3-8b"
+# At least 1,100 tokens of reasoning (a word is one token or more): past Claude Code's least budget.
+THINKS_LONG = r"""
+root   ::= think? answer
+think  ::= "<think>" word (" " word){1100,1200} "</think>"
+answer ::= " " word (" " word){2,4}
+word   ::= "alpha" | "beta" | "gamma" | "delta"
+"""
+# Every top-level field a client or the gateway says thinking or a budget with, on any surface.
+CONTROL_FIELDS = (
+    "reasoning_effort",
+    "reasoning",
+    "thinking",
+    "output_config",
+    "chat_template_kwargs",
+    "thinking_budget_tokens",
+)
+
+
+def controls(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: body[name] for name in CONTROL_FIELDS if name in body}
+
+
+def prefill(reasoning: str) -> str:
+    """The final assistant message of the continuation: the reasoning the client got, stopped."""
+    return f"<think>{reasoning}{BUDGET_MESSAGE}</think>"
+
+
+def an_answer(text: str) -> bool:
+    """What the grammar lets the model answer after its reasoning: three to five of its words."""
+    words = text.split()
+    return 3 <= len(words) <= 5 and set(words) <= set(WORDS)
+
+
+@pytest.fixture(scope="module")
+def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    workdir = tmp_path_factory.mktemp("llama-budget-clients")
+    server = LlamaServer(
+        llama_server_binary(), workdir, free_port(), offline_env(), "--n-predict", "4096",
+        grammar_text=THINKS_LONG, decided=True,
+    )  # fmt: skip
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def recorder(thinker: LlamaServer) -> Iterator[Recorder]:
+    recorder = Recorder(thinker.base)
+    recorder.start()
+    yield recorder
+    recorder.stop()
+
+
+@pytest.fixture(scope="module")
+def gateways(recorder: Recorder) -> Iterator[Callable[..., str]]:
+    """``gateway(*settings)``: the base URL of the packaged gateway in front of the recorder, enforcing
+    budgets itself, with more of its ``settings``; the recorder's log emptied."""
+    proxies: dict[tuple[str, ...], Proxy] = {}
+
+    def get(*settings: str) -> str:
+        recorder.requests.clear()
+        if settings not in proxies:
+            base = ("upstream_server=llamacpp", "reasoning_budget_enforcement=gateway")
+            proxies[settings] = Proxy(recorder.base, *(f for s in (*base, *settings) for f in ("--set", s)))
+        return proxies[settings].base
+
+    yield get
+    for proxy in proxies.values():
+        proxy.stop()
+
+
+# -- Claude Code -------------------------------------------------------------------------------------
+
+# Claude Code sends ``thinking: {type: enabled, budget_tokens: N}`` for a model it believes has no adaptive
+# thinking, N its ``MAX_THINKING_TOKENS`` raised to Anthropic's least budget, 1024; for any other model it
+# sends ``adaptive`` thinking, which has no budget.
+CLAUDE_BUDGET = {"MAX_THINKING_TOKENS": "1024", "CLAUDE_CODE_MODEL_CAPABILITIES": "qwen3*=-adaptive_thinking"}
+
+
+def claude_deltas(events: list[dict[str, Any]], kind: str, name: str) -> list[str]:
+    """The texts of the ``kind`` deltas Claude Code received (its partial messages)."""
+    deltas = [e["event"].get("delta", {}) for e in events if e.get("type") == "stream_event"]
+    return [d[name] for d in deltas if d.get("type") == kind and d[name]]
+
+
+ON = {"chat_template_kwargs": {"enable_thinking": True}}
+
+
+@pytest.mark.parametrize(
+    ("settings", "budget", "sent"),
+    [
+        # The client's ``thinking`` is not sent on: llama.cpp's own budget would cut first.
+        ((), 1024, {"output_config": {"effort": "high"}, **ON}),
+        # The pinned control replaces the client's (its effort too); of the two budgets, the smaller.
+        (("reasoning_control=budget:16", "reasoning_control_pinned=true"), 16, ON),
+    ],
+    ids=["its-own", "operator-ceiling"],
+)
+def test_claude_code(
+    settings: tuple[str, ...],
+    budget: int,
+    sent: dict[str, Any],
+    claude: Path,
+    tmp_path: Path,
+    gateways: Callable[..., str],
+    recorder: Recorder,
+) -> None:
+    """Its own budget of 1024, and an operator's pinned smaller one, a ceiling on the client's."""
+    base = gateways(*settings)
+    events = ClaudeCode(claude, base, tmp_path, MODEL, CLAUDE_BUDGET).run("hi", "--include-partial-messages")
+    thinking, signatures, texts, result = shown(events)
+    got = claude_deltas(events, "thinking_delta", "thinking")
+    assert len(got) == budget and thinking == ["".join(got)], thinking
+    assert signatures == [gateway_signature(thinking[0])]
+    assert len(texts) == 1 and an_answer(texts[0]) and result == texts[0], texts
+    first, continuation = recorder.posts("/messages")
+    assert controls(first) == sent
+    assert continuation == {
+        **first,
+        "messages": [*first["messages"], {"role": "assistant", "content": prefill(thinking[0])}],
+        "max_tokens": first["max_tokens"] - budget,
+    }

@@ -20,6 +20,7 @@ def run(
     model: str = "demo",
     store: bool | None = None,
     reasoning: str | None = None,
+    body: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     args = json.dumps(
         {
@@ -30,6 +31,7 @@ def run(
             "model": model,
             "store": store,
             "reasoning": reasoning,
+            "body": body,
         }
     )
     env = offline_env()

@@ -23,7 +23,9 @@ from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.marks import gateway_signature
 
 from .conftest import Proxy, free_port, llama_server_binary, offline_env
+from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
+from .drive_langchain import make, reasoning_of
 from .llama import WORDS, LlamaServer
 from .recorder import Recorder
 
@@ -149,3 +151,77 @@ def test_claude_code(
         "messages": [*first["messages"], {"role": "assistant", "content": prefill(thinking[0])}],
         "max_tokens": first["max_tokens"] - budget,
     }
+
+
+# -- chat completions: the OpenRouter-style ``reasoning: {max_tokens: N}`` --------------------------------
+
+CHAT_BUDGET = 16
+REASONING_BUDGET = {"reasoning": {"max_tokens": CHAT_BUDGET}}
+
+
+def chat_continued(recorder: Recorder, reasoning: str, streamed: bool) -> dict[str, Any]:
+    """The first request llama-server received, after checking that it was a stream (a client that asked
+    for none is answered from one with its usage) and that the second is its continuation: the same
+    request with the reasoning the client got as a final assistant message, and ``max_tokens`` (where the
+    client set one) reduced by its events."""
+    first, continuation = recorder.posts("/chat/completions")
+    assert first["stream"] is True
+    assert streamed or first["stream_options"] == {"include_usage": True}
+    limit = {"max_tokens": first["max_tokens"] - CHAT_BUDGET} if "max_tokens" in first else {}
+    assistant = {"role": "assistant", "content": prefill(reasoning)}
+    assert continuation == {**first, "messages": [*first["messages"], assistant], **limit}
+    return first
+
+
+# -- LangChain ---------------------------------------------------------------------------------------
+
+
+def test_langchain_chat_deepseek(gateways: Callable[..., str], recorder: Recorder) -> None:
+    """ChatDeepSeek (a ChatOpenAI that keeps ``reasoning_content``), the budget in its ``extra_body``:
+    streamed, then asked for one body (the same model, seed and prompt: the same reasoning)."""
+    model = make("ChatDeepSeek", gateways(), MODEL, extra_body=REASONING_BUDGET)
+    chunks = list(model.stream("hi"))
+    events = [r for r in (c.additional_kwargs.get("reasoning_content") for c in chunks) if r]
+    streamed = sum(chunks[1:], chunks[0])
+    reasoning = "".join(events)
+    assert len(events) == CHAT_BUDGET and streamed.additional_kwargs["reasoning_content"] == reasoning
+    assert an_answer(streamed.text), streamed
+    assert controls(chat_continued(recorder, reasoning, streamed=True)) == {**REASONING_BUDGET, **ON}
+
+    recorder.requests.clear()
+    message = model.invoke("hi")
+    assert message.additional_kwargs["reasoning_content"] == reasoning and message.text == streamed.text, message
+    assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}
+
+
+def test_langchain_chat_openai(gateways: Callable[..., str], recorder: Recorder) -> None:
+    """ChatOpenAI keeps no reasoning field on chat completions: it shows the answer after the budget."""
+    message = make("ChatOpenAI", gateways(), MODEL, extra_body=REASONING_BUDGET).invoke("hi")
+    prefilled = recorder.posts("/chat/completions")[-1]["messages"][-1]["content"]
+    reasoning = prefilled.removeprefix("<think>").removesuffix(f"{BUDGET_MESSAGE}</think>")
+    assert (reasoning_of(message), an_answer(message.text)) == ([], True), message
+    assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}
+
+
+# -- the AI SDK (@ai-sdk/openai-compatible) ----------------------------------------------------------
+#
+# Its call's own ``reasoning`` option is an effort (``reasoning_effort``): it has no budget. Members of its
+# provider options that are not its own go into the request body as they are: the budget goes there.
+
+
+def test_aisdk_chat(node_modules: Path, gateways: Callable[..., str], recorder: Recorder) -> None:
+    """Streamed (its parts), then generated (the same model, seed and prompt: the same reasoning)."""
+    base = gateways()
+    streamed = run_aisdk(node_modules, "chat", base, "stream", model=MODEL, body=REASONING_BUDGET)
+    events = [p[1] for p in streamed["parts"] if p[0] == "reasoning-delta" and p[1]]
+    reasoning = "".join(events)
+    kinds = [p[0] for p in streamed["parts"] if p[0] != "reasoning-delta"]
+    assert len(events) == CHAT_BUDGET and streamed["reasoningText"] == reasoning, streamed
+    assert kinds == ["reasoning-start", "reasoning-end", "text-start", "text-end", "finish-step"], streamed
+    assert an_answer(streamed["text"]), streamed
+    assert controls(chat_continued(recorder, reasoning, streamed=True)) == {**REASONING_BUDGET, **ON}
+
+    recorder.requests.clear()
+    generated = run_aisdk(node_modules, "chat", base, "generate", model=MODEL, body=REASONING_BUDGET)
+    assert (generated["reasoningText"], generated["text"]) == (reasoning, streamed["text"]), generated
+    assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}

@@ -13,6 +13,7 @@ its token limit reduced by the reasoning events the client got.
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from gateway_mw.marks import gateway_signature
 from .conftest import Proxy, free_port, llama_server_binary, offline_env
 from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
+from .drive_codex import Codex, items
 from .drive_langchain import make, reasoning_of
 from .llama import WORDS, LlamaServer
 from .recorder import Recorder
@@ -155,8 +157,8 @@ def test_claude_code(
 
 # -- chat completions: the OpenRouter-style ``reasoning: {max_tokens: N}`` --------------------------------
 
-CHAT_BUDGET = 16
-REASONING_BUDGET = {"reasoning": {"max_tokens": CHAT_BUDGET}}
+BUDGET = 16
+REASONING_BUDGET = {"reasoning": {"max_tokens": BUDGET}}
 
 
 def chat_continued(recorder: Recorder, reasoning: str, streamed: bool) -> dict[str, Any]:
@@ -167,7 +169,7 @@ def chat_continued(recorder: Recorder, reasoning: str, streamed: bool) -> dict[s
     first, continuation = recorder.posts("/chat/completions")
     assert first["stream"] is True
     assert streamed or first["stream_options"] == {"include_usage": True}
-    limit = {"max_tokens": first["max_tokens"] - CHAT_BUDGET} if "max_tokens" in first else {}
+    limit = {"max_tokens": first["max_tokens"] - BUDGET} if "max_tokens" in first else {}
     assistant = {"role": "assistant", "content": prefill(reasoning)}
     assert continuation == {**first, "messages": [*first["messages"], assistant], **limit}
     return first
@@ -184,7 +186,7 @@ def test_langchain_chat_deepseek(gateways: Callable[..., str], recorder: Recorde
     events = [r for r in (c.additional_kwargs.get("reasoning_content") for c in chunks) if r]
     streamed = sum(chunks[1:], chunks[0])
     reasoning = "".join(events)
-    assert len(events) == CHAT_BUDGET and streamed.additional_kwargs["reasoning_content"] == reasoning
+    assert len(events) == BUDGET and streamed.additional_kwargs["reasoning_content"] == reasoning
     assert an_answer(streamed.text), streamed
     assert controls(chat_continued(recorder, reasoning, streamed=True)) == {**REASONING_BUDGET, **ON}
 
@@ -216,7 +218,7 @@ def test_aisdk_chat(node_modules: Path, gateways: Callable[..., str], recorder: 
     events = [p[1] for p in streamed["parts"] if p[0] == "reasoning-delta" and p[1]]
     reasoning = "".join(events)
     kinds = [p[0] for p in streamed["parts"] if p[0] != "reasoning-delta"]
-    assert len(events) == CHAT_BUDGET and streamed["reasoningText"] == reasoning, streamed
+    assert len(events) == BUDGET and streamed["reasoningText"] == reasoning, streamed
     assert kinds == ["reasoning-start", "reasoning-end", "text-start", "text-end", "finish-step"], streamed
     assert an_answer(streamed["text"]), streamed
     assert controls(chat_continued(recorder, reasoning, streamed=True)) == {**REASONING_BUDGET, **ON}
@@ -225,3 +227,41 @@ def test_aisdk_chat(node_modules: Path, gateways: Callable[..., str], recorder: 
     generated = run_aisdk(node_modules, "chat", base, "generate", model=MODEL, body=REASONING_BUDGET)
     assert (generated["reasoningText"], generated["text"]) == (reasoning, streamed["text"]), generated
     assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}
+
+
+# -- Codex (wire_api = "responses") ------------------------------------------------------------------
+#
+# Codex has no budget of its own (its ``model_reasoning_effort`` is an effort), and on a model name it does
+# not know it says no effort: the operator's ``reasoning_control = "budget:N"`` speaks for it.
+
+
+def budget_metrics(base: str) -> dict[str, float]:
+    """The gateway's budget counters (``/metrics``), by name and labels, where not zero."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+        lines = r.read().decode().splitlines()
+    samples = (line.rsplit(" ", 1) for line in lines if line.startswith("thinkextract_budget"))
+    return {name: float(value) for name, value in samples if "_total{" in name and float(value)}
+
+
+def test_codex_operator_budget(codex: Path, tmp_path: Path, gateways: Callable[..., str], recorder: Recorder) -> None:
+    """Codex shows no reasoning event, only the items: the gateway's own count says how many it sent."""
+    base = gateways(f"reasoning_control=budget:{BUDGET}")
+    events = Codex(codex, base, tmp_path, MODEL).run("hi")
+    (reasoning,) = [i["text"] for i in items(events, "reasoning")]
+    (message,) = [i["text"] for i in items(events, "agent_message")]
+    assert an_answer(message), events
+    first, continuation = recorder.posts("/responses")
+    # The operator's budget is the gateway's alone: thinking on is all the server is told.
+    assert controls(first) == {"reasoning": {"summary": "auto"}, **ON}
+    assistant = {
+        "type": "message",
+        "id": "msg_prefill",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [{"type": "output_text", "text": prefill(reasoning), "annotations": []}],
+    }
+    assert continuation == {**first, "input": [*first["input"], assistant]}
+    assert budget_metrics(base) == {
+        'thinkextract_budgets_total{reason="continued",surface="responses"}': 1,
+        'thinkextract_budget_reasoning_events_total{surface="responses"}': BUDGET,
+    }

@@ -20,7 +20,7 @@ def run(
     model: str = "demo",
     store: bool | None = None,
     reasoning: str | None = None,
-    body: dict[str, Any] | None = None,
+    provider_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     args = json.dumps(
         {
@@ -31,7 +31,7 @@ def run(
             "model": model,
             "store": store,
             "reasoning": reasoning,
-            "body": body,
+            "providerOptions": provider_options,
         }
     )
     env = offline_env()

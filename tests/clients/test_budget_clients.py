@@ -32,6 +32,9 @@ from .llama import WORDS, LlamaServer
 from .recorder import Recorder
 
 MODEL = "qwen3-8b"
+BUDGET = 16  # a client's or the operator's, where the client's own least is not the point
+REASONING_BUDGET = {"reasoning": {"max_tokens": BUDGET}}  # OpenRouter's, on chat completions
+ON = {"chat_template_kwargs": {"enable_thinking": True}}  # what the gateway writes for a budget on llama.cpp
 # At least 1,100 tokens of reasoning (a word is one token or more): past Claude Code's least budget.
 THINKS_LONG = r"""
 root   ::= think? answer
@@ -63,6 +66,48 @@ def an_answer(text: str) -> bool:
     """What the grammar lets the model answer after its reasoning: three to five of its words."""
     words = text.split()
     return 3 <= len(words) <= 5 and set(words) <= set(WORDS)
+
+
+def chat_continued(recorder: Recorder, reasoning: str, streamed: bool) -> dict[str, Any]:
+    """The first request llama-server received, after checking that it was a stream (a client that asked
+    for none is answered from one with its usage) and that the second is its continuation: the same
+    request with the reasoning the client got as a final assistant message, and ``max_tokens`` (where the
+    client set one) reduced by its events."""
+    first, continuation = recorder.posts("/chat/completions")
+    assert first["stream"] is True
+    assert streamed or first["stream_options"] == {"include_usage": True}
+    limit = {"max_tokens": first["max_tokens"] - BUDGET} if "max_tokens" in first else {}
+    assistant = {"role": "assistant", "content": prefill(reasoning)}
+    assert continuation == {**first, "messages": [*first["messages"], assistant], **limit}
+    return first
+
+
+def messages_continued(recorder: Recorder, reasoning: str, budget: int = BUDGET) -> dict[str, Any]:
+    """The first messages request llama-server received (its limit, stream and controls), after checking
+    that the second is its continuation, ``max_tokens`` reduced by the reasoning events the client got."""
+    first, continuation = recorder.posts("/messages")
+    assistant = {"role": "assistant", "content": prefill(reasoning)}
+    assert continuation == {
+        **first,
+        "messages": [*first["messages"], assistant],
+        "max_tokens": first["max_tokens"] - budget,
+    }
+    return {"max_tokens": first["max_tokens"], "stream": first["stream"], **controls(first)}
+
+
+def responses_continued(recorder: Recorder, reasoning: str) -> dict[str, Any]:
+    """The first Responses request llama-server received (its stream and controls), after checking that
+    the second is its continuation: the answer so far as a final assistant message item, in progress."""
+    first, continuation = recorder.posts("/responses")
+    assistant = {
+        "type": "message",
+        "id": "msg_prefill",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [{"type": "output_text", "text": prefill(reasoning), "annotations": []}],
+    }
+    assert continuation == {**first, "input": [*first["input"], assistant]}
+    return {"stream": first["stream"], **controls(first)}
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +161,13 @@ def claude_deltas(events: list[dict[str, Any]], kind: str, name: str) -> list[st
     return [d[name] for d in deltas if d.get("type") == kind and d[name]]
 
 
-ON = {"chat_template_kwargs": {"enable_thinking": True}}
-
-
 @pytest.mark.parametrize(
     ("settings", "budget", "sent"),
     [
         # The client's ``thinking`` is not sent on: llama.cpp's own budget would cut first.
         ((), 1024, {"output_config": {"effort": "high"}, **ON}),
         # The pinned control replaces the client's (its effort too); of the two budgets, the smaller.
-        (("reasoning_control=budget:16", "reasoning_control_pinned=true"), 16, ON),
+        ((f"reasoning_control=budget:{BUDGET}", "reasoning_control_pinned=true"), BUDGET, ON),
     ],
     ids=["its-own", "operator-ceiling"],
 )
@@ -146,33 +188,7 @@ def test_claude_code(
     assert len(got) == budget and thinking == ["".join(got)], thinking
     assert signatures == [gateway_signature(thinking[0])]
     assert len(texts) == 1 and an_answer(texts[0]) and result == texts[0], texts
-    first, continuation = recorder.posts("/messages")
-    assert controls(first) == sent
-    assert continuation == {
-        **first,
-        "messages": [*first["messages"], {"role": "assistant", "content": prefill(thinking[0])}],
-        "max_tokens": first["max_tokens"] - budget,
-    }
-
-
-# -- chat completions: the OpenRouter-style ``reasoning: {max_tokens: N}`` --------------------------------
-
-BUDGET = 16
-REASONING_BUDGET = {"reasoning": {"max_tokens": BUDGET}}
-
-
-def chat_continued(recorder: Recorder, reasoning: str, streamed: bool) -> dict[str, Any]:
-    """The first request llama-server received, after checking that it was a stream (a client that asked
-    for none is answered from one with its usage) and that the second is its continuation: the same
-    request with the reasoning the client got as a final assistant message, and ``max_tokens`` (where the
-    client set one) reduced by its events."""
-    first, continuation = recorder.posts("/chat/completions")
-    assert first["stream"] is True
-    assert streamed or first["stream_options"] == {"include_usage": True}
-    limit = {"max_tokens": first["max_tokens"] - BUDGET} if "max_tokens" in first else {}
-    assistant = {"role": "assistant", "content": prefill(reasoning)}
-    assert continuation == {**first, "messages": [*first["messages"], assistant], **limit}
-    return first
+    assert messages_continued(recorder, thinking[0], budget) == {"max_tokens": 32000, "stream": True, **sent}
 
 
 # -- LangChain ---------------------------------------------------------------------------------------
@@ -205,28 +221,70 @@ def test_langchain_chat_openai(gateways: Callable[..., str], recorder: Recorder)
     assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}
 
 
-# -- the AI SDK (@ai-sdk/openai-compatible) ----------------------------------------------------------
+def test_langchain_responses(gateways: Callable[..., str], recorder: Recorder) -> None:
+    """ChatOpenAI on the Responses API, the budget in its own ``reasoning`` (which it sends as it is):
+    streamed (the reasoning summary's deltas), then invoked (the same model, seed and prompt)."""
+    model = make("ChatOpenAI(responses)", gateways(), MODEL, reasoning=REASONING_BUDGET["reasoning"])
+    chunks = list(model.stream("hi"))
+    blocks = [b for c in chunks for b in c.content if isinstance(b, dict) and b.get("type") == "reasoning"]
+    events = [part["text"] for b in blocks for part in b.get("summary", []) if part["text"]]
+    streamed = sum(chunks[1:], chunks[0])
+    reasoning = "".join(events)
+    assert len(events) == BUDGET and reasoning_of(streamed) == [reasoning], streamed
+    assert an_answer(streamed.text), streamed
+    sent = {"reasoning": REASONING_BUDGET["reasoning"], **ON}
+    assert responses_continued(recorder, reasoning) == {"stream": True, **sent}
+
+    recorder.requests.clear()
+    message = model.invoke("hi")
+    assert (reasoning_of(message), message.text) == ([reasoning], streamed.text), message
+    assert responses_continued(recorder, reasoning) == {"stream": True, **sent}
+
+
+# -- the AI SDK (its openai-compatible and anthropic providers) --------------------------------------
 #
-# Its call's own ``reasoning`` option is an effort (``reasoning_effort``): it has no budget. Members of its
-# provider options that are not its own go into the request body as they are: the budget goes there.
+# The openai-compatible provider's own ``reasoning`` option is an effort (``reasoning_effort``): it has no
+# budget. Members of its provider options that are not its own go into the request body as they are: the
+# budget goes there. The anthropic provider has one: ``thinking: {type: "enabled", budgetTokens: N}``.
+
+
+def aisdk_streamed(node_modules: Path, provider: str, base: str, options: dict[str, Any]) -> tuple[str, str]:
+    """(reasoning, answer) of a ``streamText`` call, after checking its parts: one reasoning of the
+    budget's deltas, then one text."""
+    shown = run_aisdk(node_modules, provider, base, "stream", model=MODEL, provider_options=options)
+    events = [p[1] for p in shown["parts"] if p[0] == "reasoning-delta" and p[1]]
+    kinds = [p[0] for p in shown["parts"] if p[0] != "reasoning-delta"]
+    assert len(events) == BUDGET and shown["reasoningText"] == "".join(events), shown
+    assert kinds == ["reasoning-start", "reasoning-end", "text-start", "text-end", "finish-step"], shown
+    assert an_answer(shown["text"]), shown
+    return shown["reasoningText"], shown["text"]
+
+
+def aisdk_generated(node_modules: Path, provider: str, base: str, options: dict[str, Any]) -> tuple[str, str]:
+    shown = run_aisdk(node_modules, provider, base, "generate", model=MODEL, provider_options=options)
+    return shown["reasoningText"], shown["text"]
 
 
 def test_aisdk_chat(node_modules: Path, gateways: Callable[..., str], recorder: Recorder) -> None:
-    """Streamed (its parts), then generated (the same model, seed and prompt: the same reasoning)."""
-    base = gateways()
-    streamed = run_aisdk(node_modules, "chat", base, "stream", model=MODEL, body=REASONING_BUDGET)
-    events = [p[1] for p in streamed["parts"] if p[0] == "reasoning-delta" and p[1]]
-    reasoning = "".join(events)
-    kinds = [p[0] for p in streamed["parts"] if p[0] != "reasoning-delta"]
-    assert len(events) == BUDGET and streamed["reasoningText"] == reasoning, streamed
-    assert kinds == ["reasoning-start", "reasoning-end", "text-start", "text-end", "finish-step"], streamed
-    assert an_answer(streamed["text"]), streamed
+    """Streamed, then generated (the same model, seed and prompt: the same reasoning)."""
+    base, options = gateways(), {"gateway": REASONING_BUDGET}
+    reasoning, answer = aisdk_streamed(node_modules, "chat", base, options)
     assert controls(chat_continued(recorder, reasoning, streamed=True)) == {**REASONING_BUDGET, **ON}
-
     recorder.requests.clear()
-    generated = run_aisdk(node_modules, "chat", base, "generate", model=MODEL, body=REASONING_BUDGET)
-    assert (generated["reasoningText"], generated["text"]) == (reasoning, streamed["text"]), generated
+    assert aisdk_generated(node_modules, "chat", base, options) == (reasoning, answer)
     assert controls(chat_continued(recorder, reasoning, streamed=False)) == {**REASONING_BUDGET, **ON}
+
+
+def test_aisdk_anthropic(node_modules: Path, gateways: Callable[..., str], recorder: Recorder) -> None:
+    """Streamed, then generated, on ``/v1/messages``; the provider asks for ``max_tokens`` its
+    ``maxOutputTokens`` (512) plus the budget, and the client's ``thinking`` is not sent on (llama.cpp's
+    own budget would cut first)."""
+    base, options = gateways(), {"anthropic": {"thinking": {"type": "enabled", "budgetTokens": BUDGET}}}
+    reasoning, answer = aisdk_streamed(node_modules, "anthropic", base, options)
+    assert messages_continued(recorder, reasoning) == {"max_tokens": 512 + BUDGET, "stream": True, **ON}
+    recorder.requests.clear()
+    assert aisdk_generated(node_modules, "anthropic", base, options) == (reasoning, answer)
+    assert messages_continued(recorder, reasoning) == {"max_tokens": 512 + BUDGET, "stream": True, **ON}
 
 
 # -- Codex (wire_api = "responses") ------------------------------------------------------------------
@@ -250,17 +308,8 @@ def test_codex_operator_budget(codex: Path, tmp_path: Path, gateways: Callable[.
     (reasoning,) = [i["text"] for i in items(events, "reasoning")]
     (message,) = [i["text"] for i in items(events, "agent_message")]
     assert an_answer(message), events
-    first, continuation = recorder.posts("/responses")
     # The operator's budget is the gateway's alone: thinking on is all the server is told.
-    assert controls(first) == {"reasoning": {"summary": "auto"}, **ON}
-    assistant = {
-        "type": "message",
-        "id": "msg_prefill",
-        "role": "assistant",
-        "status": "in_progress",
-        "content": [{"type": "output_text", "text": prefill(reasoning), "annotations": []}],
-    }
-    assert continuation == {**first, "input": [*first["input"], assistant]}
+    assert responses_continued(recorder, reasoning) == {"stream": True, "reasoning": {"summary": "auto"}, **ON}
     assert budget_metrics(base) == {
         'thinkextract_budgets_total{reason="continued",surface="responses"}': 1,
         'thinkextract_budget_reasoning_events_total{surface="responses"}': BUDGET,

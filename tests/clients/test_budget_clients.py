@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.marks import gateway_signature
 
+from ..controls.thinker import ANSWER, Thinker, token
 from .conftest import Proxy, free_port, llama_server_binary, offline_env
 from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
@@ -30,6 +32,7 @@ from .drive_codex import Codex, items
 from .drive_langchain import make, reasoning_of
 from .llama import WORDS, LlamaServer
 from .recorder import Recorder
+from .scripted import AppThread
 
 MODEL = "qwen3-8b"
 BUDGET = 16  # a client's or the operator's, where the client's own least is not the point
@@ -314,3 +317,51 @@ def test_codex_operator_budget(codex: Path, tmp_path: Path, gateways: Callable[.
         'thinkextract_budgets_total{reason="continued",surface="responses"}': 1,
         'thinkextract_budget_reasoning_events_total{surface="responses"}': BUDGET,
     }
+
+
+# -- ``auto`` on a server without a budget field of its own -------------------------------------------
+#
+# SGLang's chat has no budget field unless it was launched with strict thinking: with the default
+# ``reasoning_budget_enforcement = "auto"`` the budget is the gateway's. The upstream is the emulated
+# SGLang of the budget's own tests (one token per event; it continues a final assistant message when
+# asked with ``continue_final_message`` and no generation prompt), which thinks as many tokens as the
+# user's message says.
+
+
+@pytest.fixture(scope="module")
+def sglang() -> Iterator[tuple[Thinker, str]]:
+    thinker = Thinker("sglang")
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", thinker.chat)
+    server = AppThread(app, "emulated-sglang")
+    port = server.start()
+    proxy = Proxy(f"http://127.0.0.1:{port}", "--set", "upstream_server=sglang")
+    yield thinker, proxy.base
+    proxy.stop()
+    server.stop()
+
+
+def test_langchain_auto_on_sglang(sglang: tuple[Thinker, str]) -> None:
+    """ChatDeepSeek streams, then invokes: the budget's tokens, then the answer, each time."""
+    thinker, base = sglang
+    model = make("ChatDeepSeek", base, MODEL, extra_body=REASONING_BUDGET)
+    reasoning = "".join(token(i) for i in range(BUDGET))
+    first = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "think 40"}]}
+    first |= {**REASONING_BUDGET, **ON}
+    assistant = {"role": "assistant", "content": prefill(reasoning)}
+    continuation = {**first, "messages": [*first["messages"], assistant]}
+    continuation |= {"continue_final_message": True, "add_generation_prompt": False}
+
+    thinker.served.clear()
+    chunks = list(model.stream("think 40"))
+    events = [r for r in (c.additional_kwargs.get("reasoning_content") for c in chunks) if r]
+    streamed = sum(chunks[1:], chunks[0])
+    assert events == [token(i) for i in range(BUDGET)], events
+    assert (streamed.additional_kwargs["reasoning_content"], streamed.text) == (reasoning, "".join(ANSWER))
+    assert [s.body for s in thinker.served] == [first, continuation]
+
+    thinker.served.clear()
+    message = model.invoke("think 40")
+    assert (message.additional_kwargs["reasoning_content"], message.text) == (reasoning, "".join(ANSWER))
+    first |= {"stream_options": {"include_usage": True}}  # asked as a stream, to answer with one body
+    assert [s.body for s in thinker.served] == [first, {**continuation, "stream_options": first["stream_options"]}]

@@ -104,8 +104,10 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0, decided: bool = F
     rng = np.random.default_rng(seed)
 
     # One dimension of the embeddings, far larger than the random weights' reach, says "the generation
-    # prompt ends here" (+1) or "a reasoning was closed here" (-1); only ``<think>``'s output reads it.
-    decision = {"token_embd.weight": {"<|assistant|>": 1.0, "</think>": -1.0}, "output.weight": {"<think>": 2.0}}
+    # prompt ends here" (+1) or "a reasoning was closed here" (-1); only the output of ``<think>`` and of
+    # the pieces a grammar may spell it with (``<``, ``<t``…) reads it.
+    opening = {t: 2.0 for t in vocab if t and "<think>".startswith(t)}
+    decision = {"token_embd.weight": {"<|assistant|>": 1.0, "</think>": -1.0}, "output.weight": opening}
 
     def tensor(name: str, *shape: int, ones: bool = False) -> None:
         data = np.ones(shape, np.float32) if ones else (rng.standard_normal(shape) * 0.02).astype(np.float32)
@@ -133,8 +135,8 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0, decided: bool = F
 
 
 class LlamaServer:
-    """``flags`` are added to the command line (another chat template, a reasoning default…); ``grammar_text``
-    and ``decided`` (:func:`build_gguf`) give another model."""
+    """``flags`` are added to the command line (another chat template, a reasoning default…);
+    ``grammar_text`` is the grammar every answer follows, ``decided`` is :func:`build_gguf`'s."""
 
     def __init__(
         self,

@@ -42,10 +42,7 @@ SWITCH_TEMPLATE = (
 SPECIAL = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>", "<|tool|>"]
 
 
-def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0, decided: bool = False) -> None:
-    """``decided``: the model opens its reasoning right after the generation prompt (``<|assistant|>``)
-    and never right after a closing ``</think>``, whatever else the prompt says, where its grammar leaves
-    it the choice; otherwise that choice depends on the prompt."""
+def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0) -> None:
     import gguf
     import numpy as np
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -103,18 +100,8 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0, decided: bool = F
 
     rng = np.random.default_rng(seed)
 
-    # One dimension of the embeddings, far larger than the random weights' reach, says "the generation
-    # prompt ends here" (+1) or "a reasoning was closed here" (-1); only the output of ``<think>`` and of
-    # the pieces a grammar may spell it with (``<``, ``<t``…) reads it.
-    opening = {t: 2.0 for t in vocab if t and "<think>".startswith(t)}
-    decision = {"token_embd.weight": {"<|assistant|>": 1.0, "</think>": -1.0}, "output.weight": opening}
-
     def tensor(name: str, *shape: int, ones: bool = False) -> None:
         data = np.ones(shape, np.float32) if ones else (rng.standard_normal(shape) * 0.02).astype(np.float32)
-        if decided and name in decision:
-            data[:, 0] = 0.0
-            for token, value in decision[name].items():
-                data[vocab[token], 0] = value
         writer.add_tensor(name, data)
 
     tensor("token_embd.weight", len(tokens), n_embd)
@@ -135,22 +122,12 @@ def build_gguf(path: Path, n_vocab: int = 2048, seed: int = 0, decided: bool = F
 
 
 class LlamaServer:
-    """``flags`` are added to the command line (another chat template, a reasoning default…);
-    ``grammar_text`` is the grammar every answer follows, ``decided`` is :func:`build_gguf`'s."""
+    """``flags`` are added to the command line (another chat template, a reasoning default…)."""
 
-    def __init__(
-        self,
-        binary: Path,
-        workdir: Path,
-        port: int,
-        env: dict[str, str],
-        *flags: str,
-        grammar_text: str = GRAMMAR,
-        decided: bool = False,
-    ) -> None:
+    def __init__(self, binary: Path, workdir: Path, port: int, env: dict[str, str], *flags: str) -> None:
         model, grammar = workdir / "tiny.gguf", workdir / "think.gbnf"
-        build_gguf(model, decided=decided)
-        grammar.write_text(grammar_text)
+        build_gguf(model)
+        grammar.write_text(GRAMMAR)
         self.base = f"http://127.0.0.1:{port}"
         self.log = (workdir / "llama-server.log").open("w")
         cmd = [

@@ -2,7 +2,7 @@
 through the packaged gateway to the real ``llama-server``: each client shows one answer, with at most N
 reasoning events and an answer after them, and the server received the cut request and its continuation.
 
-The server is the tiny model of ``llama.py``, built ``decided``: it opens its reasoning right after the
+The server is the tiny model of ``llama.py``, ``decided.py``'s way: it opens its reasoning right after the
 generation prompt and never right after a closing tag, so it always thinks, as long as its grammar says
 (:data:`THINKS_LONG`: more tokens than any budget here), and the continuation, which ends with the
 gateway's ``</think>``, is answered without a second reasoning. Every request passes through a recorder,
@@ -26,11 +26,12 @@ from gateway_mw.marks import gateway_signature
 
 from ..controls.thinker import ANSWER, Thinker, token
 from .conftest import Proxy, free_port, llama_server_binary, offline_env
+from .decided import Decided
 from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
 from .drive_codex import Codex, items
 from .drive_langchain import make, reasoning_of
-from .llama import WORDS, LlamaServer
+from .llama import WORDS
 from .recorder import Recorder
 from .scripted import AppThread
 
@@ -114,18 +115,15 @@ def responses_continued(recorder: Recorder, reasoning: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Decided]:
     workdir = tmp_path_factory.mktemp("llama-budget-clients")
-    server = LlamaServer(
-        llama_server_binary(), workdir, free_port(), offline_env(), "--n-predict", "4096",
-        grammar_text=THINKS_LONG, decided=True,
-    )  # fmt: skip
+    server = Decided(llama_server_binary(), workdir, free_port(), offline_env(), THINKS_LONG)
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def recorder(thinker: LlamaServer) -> Iterator[Recorder]:
+def recorder(thinker: Decided) -> Iterator[Recorder]:
     recorder = Recorder(thinker.base)
     recorder.start()
     yield recorder

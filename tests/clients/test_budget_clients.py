@@ -26,7 +26,6 @@ from gateway_mw.marks import gateway_signature
 
 from ..controls.thinker import ANSWER, Thinker, token
 from .conftest import Proxy, free_port, llama_server_binary, offline_env
-from .decided import Decided
 from .drive_aisdk import run as run_aisdk
 from .drive_claude_code import ClaudeCode, shown
 from .drive_codex import Codex, items
@@ -34,6 +33,7 @@ from .drive_langchain import make, reasoning_of
 from .llama import WORDS
 from .recorder import Recorder
 from .scripted import AppThread
+from .thinking import Thinking
 
 MODEL = "qwen3-8b"
 BUDGET = 16  # a client's or the operator's, where the client's own least is not the point
@@ -115,16 +115,25 @@ def responses_continued(recorder: Recorder, reasoning: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def thinker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Decided]:
+def decided_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Thinking]:
     workdir = tmp_path_factory.mktemp("llama-budget-clients")
-    server = Decided(llama_server_binary(), workdir, free_port(), offline_env(), THINKS_LONG)
+    server = Thinking(
+        llama_server_binary(),
+        workdir,
+        free_port(),
+        offline_env(),
+        THINKS_LONG,
+        decided=True,
+        context=131072,
+        predict=4096,
+    )
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def recorder(thinker: Decided) -> Iterator[Recorder]:
-    recorder = Recorder(thinker.base)
+def recorder(decided_server: Thinking) -> Iterator[Recorder]:
+    recorder = Recorder(decided_server.base)
     recorder.start()
     yield recorder
     recorder.stop()
@@ -328,20 +337,20 @@ def test_codex_operator_budget(codex: Path, tmp_path: Path, gateways: Callable[.
 
 @pytest.fixture(scope="module")
 def sglang() -> Iterator[tuple[Thinker, str]]:
-    thinker = Thinker("sglang")
+    emulated = Thinker("sglang")
     app = web.Application()
-    app.router.add_post("/v1/chat/completions", thinker.chat)
+    app.router.add_post("/v1/chat/completions", emulated.chat)
     server = AppThread(app, "emulated-sglang")
     port = server.start()
     proxy = Proxy(f"http://127.0.0.1:{port}", "--set", "upstream_server=sglang")
-    yield thinker, proxy.base
+    yield emulated, proxy.base
     proxy.stop()
     server.stop()
 
 
 def test_langchain_auto_on_sglang(sglang: tuple[Thinker, str]) -> None:
     """ChatDeepSeek streams, then invokes: the budget's tokens, then the answer, each time."""
-    thinker, base = sglang
+    emulated, base = sglang
     model = make("ChatDeepSeek", base, MODEL, extra_body=REASONING_BUDGET)
     reasoning = "".join(token(i) for i in range(BUDGET))
     first = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "think 40"}]}
@@ -350,16 +359,19 @@ def test_langchain_auto_on_sglang(sglang: tuple[Thinker, str]) -> None:
     continuation = {**first, "messages": [*first["messages"], assistant]}
     continuation |= {"continue_final_message": True, "add_generation_prompt": False}
 
-    thinker.served.clear()
+    emulated.served.clear()
     chunks = list(model.stream("think 40"))
     events = [r for r in (c.additional_kwargs.get("reasoning_content") for c in chunks) if r]
     streamed = sum(chunks[1:], chunks[0])
     assert events == [token(i) for i in range(BUDGET)], events
     assert (streamed.additional_kwargs["reasoning_content"], streamed.text) == (reasoning, "".join(ANSWER))
-    assert [s.body for s in thinker.served] == [first, continuation]
+    assert [s.body for s in emulated.served] == [first, continuation]
 
-    thinker.served.clear()
+    emulated.served.clear()
     message = model.invoke("think 40")
     assert (message.additional_kwargs["reasoning_content"], message.text) == (reasoning, "".join(ANSWER))
     first |= {"stream_options": {"include_usage": True}}  # asked as a stream, to answer with one body
-    assert [s.body for s in thinker.served] == [first, {**continuation, "stream_options": first["stream_options"]}]
+    assert [s.body for s in emulated.served] == [
+        first,
+        {**continuation, "stream_options": first["stream_options"]},
+    ]

@@ -8,8 +8,9 @@ assistant prefill, on unless it was started with ``--no-prefill-assistant``), Ol
 by itself too (its templates and renderers leave a final assistant message open; ``/api/generate``
 has no messages, and its side says it cannot). On Responses, vLLM continues a final message item
 whose ``status`` is in progress (the item says it), llama.cpp prefills it; SGLang's Responses cannot
-continue. Ollama's ``/v1`` and the servers the gateway does not know are not in :data:`CONTINUES`: no
-budget of the gateway's there.
+continue. Ollama's ``/v1/chat/completions`` is its ``/api/chat`` (its middleware converts the request,
+a final assistant message stays the last); its ``/v1/responses`` and ``/v1/messages``, and the servers
+the gateway does not know, are not in :data:`CONTINUES`: no budget of the gateway's there.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
     ("llamacpp", "chat"): {},
     ("llamacpp", "messages"): {},  # its /v1/messages is made a chat request, where its prefill applies
     ("ollama", "ollama"): {},  # /api/chat, where the model's template leaves the final assistant turn open
+    ("ollama", "chat"): {},  # /v1/chat/completions is made an /api/chat request, the final message kept last
     ("vllm", "responses"): {},  # the final item's status asks it (see surfaces/responses/budgetside.py)
     ("llamacpp", "responses"): {},
 }

@@ -79,7 +79,8 @@ def ollama_native(out: Out, switch: str) -> None:
 
 def ollama_openai(effort_field: tuple[str, ...]) -> Writer:
     """Ollama's ``/v1/chat/completions`` and ``/v1/responses``: an effort (``none`` is off), read from
-    ``reasoning.effort`` when the body has a ``reasoning`` object, else from ``reasoning_effort``."""
+    ``reasoning.effort`` when the body has a ``reasoning`` object, else from ``reasoning_effort``; no
+    budget, but the gateway's where it continues (a thinking-capable model thinks by default)."""
 
     def write(out: Out, switch: str) -> None:
         intent = out.intent
@@ -105,7 +106,11 @@ def ollama_openai(effort_field: tuple[str, ...]) -> Writer:
                 out.unsupported()
             return  # thinking-capable models think by default; /v1 has no "on" but a level
         elif intent.kind == "budget" and switch != "effort":
-            out.unsupported()  # no budget
+            assert intent.budget is not None
+            if out.info.thinking is False or switch == "none":
+                out.unsupported()
+            else:  # no field of Ollama's: the gateway's where it continues (chat), else thinking on
+                out.budget(None, intent.budget)
             return
         else:
             wanted = intent.effort if intent.effort is not None else bucket(intent.budget or 0)

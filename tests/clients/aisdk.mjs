@@ -1,7 +1,8 @@
 // One Vercel AI SDK call against the proxy; prints what the SDK shows as one JSON line.
 //   node aisdk.mjs '{"provider":"chat|anthropic|responses","base":"http://127.0.0.1:PORT","mode":"generate|stream","tools":false}'
 // ("model" picks the model name, "demo" by default; "store": false sets the Responses provider's store option;
-// "reasoning" is the call's top-level reasoning option: "none", "minimal" … "xhigh".)
+// "reasoning" is the call's top-level reasoning option: "none", "minimal" … "xhigh"; "providerOptions" is the
+// call's provider options, as given.)
 // With "tools": true the model gets a get_weather tool that the SDK executes, and a second step sends the
 // result back (the replayed turn). Output: {text, reasoningText, steps: [{text, reasoningText, toolCalls}], parts}
 // where parts lists the stream part types (stream mode) with the reasoning deltas' text.
@@ -35,7 +36,7 @@ const options = {
   stopWhen: stepCountIs(args.tools ? 2 : 1),
   maxRetries: 0,
   maxOutputTokens: 512,
-  providerOptions: args.store === false ? { openai: { store: false } } : undefined,
+  providerOptions: args.providerOptions ?? (args.store === false ? { openai: { store: false } } : undefined),
   ...(args.reasoning ? { reasoning: args.reasoning } : {}),
 };
 

@@ -20,6 +20,7 @@ def run(
     model: str = "demo",
     store: bool | None = None,
     reasoning: str | None = None,
+    provider_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     args = json.dumps(
         {
@@ -30,6 +31,7 @@ def run(
             "model": model,
             "store": store,
             "reasoning": reasoning,
+            "providerOptions": provider_options,
         }
     )
     env = offline_env()

@@ -42,8 +42,12 @@ class Recorder:
                 status=up.status, headers={k: v for k, v in up.headers.items() if k.lower() not in _DROP}
             )
             await response.prepare(request)
-            async for chunk in up.content.iter_any():
-                await response.write(chunk)
+            try:
+                async for chunk in up.content.iter_any():
+                    await response.write(chunk)
+            except ConnectionResetError:  # the gateway stopped reading (a budget's cut): so does the server
+                up.close()
+                return response
             await response.write_eof()
             return response
 

@@ -63,7 +63,9 @@ async def test_a_budget_on_the_real_server(front: tuple[str, ThinkExtractStats])
     assert cut_reasoning == free_reasoning[:BUDGET]  # the same model, seed and prompt: the same start
     words = "".join(texts(cut, "content")).split()
     assert 3 <= len(words) <= 5 and set(words) <= set(WORDS)  # an answer after the closing tag
-    assert len({(c["id"], c["created"]) for c in cut}) == 1
+    # One id throughout (llama.cpp stamps each chunk with the second it wrote it in, and a busy
+    # machine spreads one stream over several: ``created`` is not compared).
+    assert len({c["id"] for c in cut}) == 1
     assert stats.surface("chat").budgets == {"continued": 1}
     usage_free, usage_cut = free[-1]["usage"], cut[-1]["usage"]
     print(

@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.stats import ThinkExtractStats
 
+from .decided import decide
 from .llama import CHAT_TEMPLATE, build_gguf
 
 LONG = r"""
@@ -31,19 +32,33 @@ BUDGET = 8
 
 
 class Thinking:
-    """``llama-server`` serving the tiny model under :data:`LONG` (a server of its own: the suite's
-    shared one forces a short reasoning on every request)."""
+    """``llama-server`` serving the tiny model under ``grammar`` (every answer follows it; by default
+    :data:`LONG`), a server of its own: the suite's shared one forces a short reasoning on every
+    request. ``decided``: the model made to think right after the generation prompt and never after
+    a closing tag (:func:`.decided.decide`), for prompts the tests do not choose (a real client's)."""
 
-    def __init__(self, binary: Path, workdir: Path, port: int, env: dict[str, str]) -> None:
-        model, grammar = workdir / "tiny.gguf", workdir / "long.gbnf"
+    def __init__(
+        self,
+        binary: Path,
+        workdir: Path,
+        port: int,
+        env: dict[str, str],
+        grammar: str = LONG,
+        decided: bool = False,
+        context: int = 8192,
+        predict: int = 256,
+    ) -> None:
+        model, grammar_file = workdir / "tiny.gguf", workdir / "thinking.gbnf"
         build_gguf(model)
-        grammar.write_text(LONG)
+        if decided:
+            decide(model)
+        grammar_file.write_text(grammar)
         self.base = f"http://127.0.0.1:{port}"
         cmd = [
             str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "--grammar-file", str(grammar), "--reasoning-format", "none", "--jinja", "--chat-template", CHAT_TEMPLATE,
-            "--ctx-size", "8192", "--parallel", "1", "--threads", "2", "--seed", "0", "--temp", "1.0",
-            "--n-predict", "256", "--no-webui", "--offline",
+            "--grammar-file", str(grammar_file), "--reasoning-format", "none", "--jinja",
+            "--chat-template", CHAT_TEMPLATE, "--ctx-size", str(context), "--parallel", "1", "--threads", "2",
+            "--seed", "0", "--temp", "1.0", "--n-predict", str(predict), "--no-webui", "--offline",
         ]  # fmt: skip
         self.log = (workdir / "llama-server.log").open("w")
         self.process = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -61,7 +76,11 @@ class Thinking:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
         self.log.close()
 
 

@@ -20,6 +20,13 @@ Read from ollama/ollama's server/routes.go (``ChatHandler``, ``GenerateHandler``
 * ``stream: false``: one body, the done line with every line's texts joined (``writeChatResponse``).
 * ``options.num_predict``: at most that many tokens, then ``done_reason: "length"``.
 
+``openai_app`` serves Ollama's ``/v1/chat/completions`` over the same handler, as its middleware does
+(middleware/openai.go ``ChatMiddleware``, ``ChatWriter``; openai/openai.go ``FromChatRequest``,
+``ToStreamChunks``, ``FinishChunk``, ``ToChatCompletion``): the request is made an ``/api/chat`` one,
+message for message (a final assistant message stays the last, and is continued), and each line of
+the answer is made chunks, the ``thinking`` in ``delta.reasoning``; the usage chunk only with
+``stream_options.include_usage``; ``stream`` is off unless ``true``.
+
 Go's encoder writes ``<``, ``>`` and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``; so does this one.
 What it thinks is said by the last user message (the prompt): ``think N`` or ``think`` (until stopped).
 """
@@ -27,16 +34,20 @@ What it thinks is said by the last user message (the prompt): ``think N`` or ``t
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from .thinker import ANSWER, FOREVER, Served, token
 
 CREATED = "2026-12-01T10:00:00.000000Z"
+CREATED_UNIX = 1796119200
+"""``CREATED`` in seconds, as ``/v1`` writes it (``CreatedAt.Unix()``)."""
 
 
 def go_json(value: Any) -> bytes:
@@ -225,3 +236,122 @@ def _body(lines: list[dict[str, Any]], chat: bool) -> dict[str, Any]:
     if chat:
         out["message"] = holder
     return out
+
+
+def openai_app(thinker: OllamaThinker) -> web.Application:
+    """``thinker``'s ``/api/chat``, and its ``/v1/chat/completions`` made of it as Ollama's middleware
+    makes it: the converted request goes to the ``/api/chat`` handler (over loopback here), and its
+    lines come back as chunks; a client that goes away closes the handler's request."""
+    app = thinker.app()
+    ids = itertools.count(1)
+
+    async def chat_completions(request: web.Request) -> web.StreamResponse:
+        asked = json.loads(await request.read())
+        stream = asked.get("stream") is True
+        usage = stream and (asked.get("stream_options") or {}).get("include_usage") is True
+        id_ = f"chatcmpl-{next(ids)}"  # Ollama's: chatcmpl-<random>, one per request
+        url = request.url.with_path("/api/chat").with_query(None)
+        native = go_json(from_chat_request(asked))
+        async with aiohttp.ClientSession() as session, session.post(url, data=native) as inner:
+            if inner.status != 200:
+                message = (await inner.json()).get("error", "")
+                error = {"message": message, "type": "api_error", "param": None, "code": None}
+                body = go_json({"error": error})
+                return web.Response(status=inner.status, body=body, content_type="application/json")
+            if not stream:
+                body = to_chat_completion(id_, json.loads(await inner.read()))
+                return web.Response(body=go_json(body) + b"\n", content_type="application/json")
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            first = True
+            try:
+                async for raw in inner.content:
+                    line = json.loads(raw)
+                    message = line["message"]
+                    trailer = line["done"] and not first and not message["content"] and not message.get("thinking")
+                    out = [] if trailer else to_stream_chunks(id_, line, first)
+                    first = False
+                    if line["done"]:
+                        finish = _chunk(id_, line, {})
+                        finish["choices"][0]["finish_reason"] = line.get("done_reason") or "stop"
+                        out.append(finish)
+                        if usage:
+                            out.append(finish | {"choices": [], "usage": _usage(line)})
+                    for chunk in out:
+                        await resp.write(b"data: " + go_json(chunk) + b"\n\n")
+                    if line["done"]:
+                        await resp.write(b"data: [DONE]\n\n")
+            except ConnectionResetError:
+                inner.close()  # the handler's request ends: the model stops
+                return resp
+        await resp.write_eof()
+        return resp
+
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    return app
+
+
+def from_chat_request(asked: dict[str, Any]) -> dict[str, Any]:
+    """``FromChatRequest``: a message for each message (string contents), ``max_tokens`` as
+    ``num_predict``, the effort as ``think``."""
+    messages = [
+        {"role": m["role"], "content": m["content"]} | ({"thinking": m["reasoning"]} if m.get("reasoning") else {})
+        for m in asked["messages"]
+    ]
+    options: dict[str, Any] = {"temperature": 1.0, "top_p": 1.0}
+    if asked.get("max_tokens") is not None:
+        options["num_predict"] = asked["max_tokens"]
+    native = {"model": asked["model"], "messages": messages, "options": options, "stream": asked.get("stream") is True}
+    effort = (asked.get("reasoning") or {}).get("effort") or asked.get("reasoning_effort")
+    if effort:
+        native["think"] = False if effort == "none" else effort
+    return native
+
+
+def _chunk(id_: str, line: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": None}
+    return {
+        "id": id_,
+        "object": "chat.completion.chunk",
+        "created": CREATED_UNIX,
+        "model": line["model"],
+        "system_fingerprint": "fp_ollama",
+        "choices": [choice],
+    }
+
+
+def to_stream_chunks(id_: str, line: dict[str, Any], first: bool) -> list[dict[str, Any]]:
+    """``ToStreamChunks``: one chunk (``content`` always written, ``reasoning`` when there is some),
+    or a reasoning chunk and a content chunk when a line has both; the role in the first only."""
+    message = line["message"]
+    role = {"role": "assistant"} if first else {}
+    thinking = message.get("thinking", "")
+    if thinking and message["content"]:
+        return [
+            _chunk(id_, line, role | {"reasoning": thinking}),
+            _chunk(id_, line, {"content": message["content"]}),
+        ]
+    return [_chunk(id_, line, role | {"content": message["content"]} | ({"reasoning": thinking} if thinking else {}))]
+
+
+def _usage(line: dict[str, Any]) -> dict[str, int]:
+    prompt, generated = line.get("prompt_eval_count", 0), line.get("eval_count", 0)
+    return {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}
+
+
+def to_chat_completion(id_: str, line: dict[str, Any]) -> dict[str, Any]:
+    """``ToChatCompletion``: the body of an answer that does not stream."""
+    message = line["message"]
+    out = {"role": "assistant", "content": message["content"]}
+    if message.get("thinking"):
+        out["reasoning"] = message["thinking"]
+    choice = {"index": 0, "message": out, "finish_reason": line.get("done_reason") or None}
+    return {
+        "id": id_,
+        "object": "chat.completion",
+        "created": CREATED_UNIX,
+        "model": line["model"],
+        "system_fingerprint": "fp_ollama",
+        "choices": [choice],
+        "usage": _usage(line),
+    }

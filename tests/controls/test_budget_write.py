@@ -39,7 +39,10 @@ CASES: list[tuple[str, str, dict[str, Any], tuple[str, str, bool]]] = [
     ("llamacpp", "auto", STREAM, (f"{ON}, thinking_budget_tokens=64", "applied", False)),
     ("sglang", "auto", STREAM, (BY_GATEWAY, "applied", True)),
     ("sglang", "auto", {}, (BY_GATEWAY + ", stream=true", "applied", True)),  # asked for as a stream
-    ("ollama", "auto", STREAM, ("", "unsupported", False)),  # Ollama's /v1: not continued
+    ("ollama", "auto", STREAM, ("budget 64 enforced by the gateway", "applied", True)),  # /v1 is its /api/chat
+    ("ollama", "auto", {}, ("budget 64 enforced by the gateway, stream=true", "applied", True)),
+    ("ollama", "server", STREAM, ("", "nearest", False)),  # no field of Ollama's: thinking on, by default
+    ("ollama", "off", STREAM, ("", "nearest", False)),
     # gateway: the server's field is not written where the gateway enforces it
     ("vllm", "gateway", STREAM, (BY_GATEWAY, "applied", True)),
     ("llamacpp", "gateway", STREAM, (BY_GATEWAY, "applied", True)),

@@ -109,7 +109,10 @@ ROWS: list[Row] = [
     ("chat", "ollama", "A", {"reasoning_effort": "high"}, CANNOT, "unsupported", {}),
     ("chat", "ollama", "A", {"reasoning": {"exclude": True}, "reasoning_effort": "minimal"}, NEW, "nearest",
      {"reasoning": {"exclude": True, "effort": "low"}, "reasoning_effort": "minimal"}),
-    ("chat", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "unsupported", {"reasoning": {"max_tokens": 900}}),
+    ("chat", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "applied",  # the gateway's, as a stream
+     {"reasoning": {"max_tokens": 900}, "stream": True, "stream_options": {"include_usage": True}}),
+    ("chat", "ollama", "A", {"reasoning": {"max_tokens": 900}}, CANNOT, "unsupported",
+     {"reasoning": {"max_tokens": 900}}),
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, None, "nearest", {"reasoning_effort": "low"}),
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, CANNOT, "unsupported", {"reasoning_effort": "none"}),
     ("chat", "ollama", "A", {"think": "high"}, None, "nearest", {"think": "high"}),
@@ -185,6 +188,8 @@ ROWS: list[Row] = [
      {"reasoning": {"effort": "low"}, "chat_template_kwargs": {"reasoning_effort": "low"}}),
     # -- responses, Ollama: as its /v1 chat
     ("responses", "ollama", "A", {"reasoning": {"effort": "xhigh"}}, NEW, "nearest", {"reasoning": {"effort": "max"}}),
+    ("responses", "ollama", "A", {"reasoning": {"max_tokens": 900}}, NEW, "nearest",  # on by default; not continued
+     {"reasoning": {"max_tokens": 900}}),
     ("responses", "ollama", "A", {"reasoning_effort": "minimal"}, OLD, "unsupported", {"reasoning_effort": "minimal"}),
     ("responses", "ollama", "A", {"reasoning": {"effort": "high", "summary": "auto"}}, OLD, "unsupported",
      {"reasoning": {"summary": "auto"}}),

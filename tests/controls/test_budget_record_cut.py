@@ -28,7 +28,7 @@ from gateway_mw.record import ReasoningRecord, open_record
 from gateway_mw.surfaces.registry import SURFACES
 
 from .messages_thinker import MessagesThinker
-from .ollama_thinker import OllamaThinker
+from .ollama_thinker import OllamaThinker, openai_app
 from .responses_thinker import ResponsesThinker
 from .thinker import Served, Thinker
 
@@ -49,6 +49,8 @@ class Side:
     enforcement: str
 
     def upstream(self, thinker: Any) -> web.Application:
+        if self.handler == "openai_app":  # Ollama's /v1, made of its /api/chat
+            return openai_app(thinker)
         app = web.Application()
         app.router.add_post(self.path, getattr(thinker, self.handler))
         return app
@@ -61,6 +63,8 @@ SIDES: dict[Surface, Side] = {
     "ollama": Side("ollama", "/api/chat", lambda: OllamaThinker(), "chat", "auto"),
 }
 BUDGETED = sorted(name for name, definition in SURFACES.items() if definition.budget is not None)
+OLLAMA_V1 = Side("ollama", "/v1/chat/completions", lambda: OllamaThinker(), "openai_app", "auto")
+"""Ollama's OpenAI-compatible chat, which it continues as its ``/api/chat``."""
 
 
 def test_every_budget_side_is_held_here() -> None:
@@ -171,11 +175,13 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
         thinker: Any = None,
         then_key: str = "key-a",
         leave: bool = False,
+        on_ollama: bool = False,
     ) -> tuple[bytes, dict[str, Any]]:
         """Two turns of one conversation: what the client got on the first, and what the upstream
         (``thinker``, by default the surface's) was asked on the second. ``leave``: the client leaves
-        the first once it has ``budget`` reasoning events, before the model's next (a chat stream)."""
-        side = SIDES[surface]
+        the first once it has ``budget`` reasoning events, before the model's next (a chat stream);
+        ``on_ollama``: the chat surface on Ollama's ``/v1``."""
+        side = OLLAMA_V1 if on_ollama else SIDES[surface]
         thinker = thinker or side.make()
         back = await aiohttp_server(side.upstream(thinker))
         session = aiohttp.ClientSession()
@@ -278,12 +284,14 @@ def reasoning_got(surface: Surface, got: bytes) -> str:
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "body"])
-@pytest.mark.parametrize("surface", BUDGETED)
+@pytest.mark.parametrize(
+    ("surface", "on_ollama"), [*((s, False) for s in BUDGETED), ("chat", True)], ids=[*BUDGETED, "chat-ollama-v1"]
+)
 async def test_a_cut_answer_is_replayed_as_the_client_got_it(
-    converse: Callable[..., Awaitable[Any]], surface: Surface, stream: bool
+    converse: Callable[..., Awaitable[Any]], surface: Surface, on_ollama: bool, stream: bool
 ) -> None:
-    uncut, asked_uncut = await converse(surface, True, None)
-    cut, asked_cut = await converse(surface, stream, 2)
+    uncut, asked_uncut = await converse(surface, True, None, on_ollama=on_ollama)
+    cut, asked_cut = await converse(surface, stream, 2, on_ollama=on_ollama)
     assert reasoning_got(surface, uncut) == FULL and reasoning_got(surface, cut) == CUT  # the budget cut it
     assert text_got(surface, cut) == text_got(surface, uncut) == ANSWERED
     # The turn's reasoning reaches the upstream in both, once, where its server reads it.

@@ -21,7 +21,7 @@ from .controls.continuation import continuation
 from .exchange import Session, TranslatingWriter
 from .incoming import THINKEXTRACT_REQUEST_BODY, THINKEXTRACT_SERVER
 from .pipeline import StreamPipeline
-from .surfaces.budgeting import BudgetSide, Collector, Joiner, StreamFilter, prefill
+from .surfaces.budgeting import BudgetSide, Collector, Joiner, StreamFilter, joined_said, prefill
 
 __all__ = ["ContinuingWriter", "continue_answer", "whole_body"]
 
@@ -76,7 +76,7 @@ class ContinuingWriter(TranslatingWriter):
         status = int(status_line.split(" ", 2)[1])
         kind = session.response_kind(status, headers, self._compressing)
         if kind in ("sse", "json"):
-            self._pipeline = StreamPipeline(session.surface, self._config, session.new_id)
+            self._pipeline = session.pipeline(self._config)
             self.answered = True
             if kind == "json":  # read whole, then sent on as the stream of the same answer
                 self._whole = bytearray()
@@ -93,7 +93,8 @@ class ContinuingWriter(TranslatingWriter):
             else:  # past what the gateway reads of a body: no answer to send on
                 self._whole, self.answered = None, False
                 self._pipeline = None
-        elif self._pipeline is not None and not self.ended:
+        elif self._pipeline is not None and not self.ended and not self.joined.done:
+            # (after the answer's end nothing goes to the client, nor to the record)
             out = self.joined.feed(self._pipeline.feed(self._echo.feed(bytes(chunk))))
             if out:
                 return self._send(out, end=False)
@@ -172,6 +173,7 @@ async def continue_answer(
     assert budget is not None and side is not None
     if _gone(request):  # the client left meanwhile: nothing to continue for
         session.budgeted(budget.counted, "client_gone")
+        _remember(session, first_writer, None)
         if error is not None:
             raise error
         assert first is not None
@@ -189,6 +191,7 @@ async def continue_answer(
     if continued is None:
         session.budgeted(budget.counted, "not_continued")
         await writer.abort()
+        _remember(session, first_writer, None)
         return answer
     clone = clone_with(request, continued, writer)
     clone[THINKEXTRACT_REQUEST_BODY] = continued
@@ -205,7 +208,29 @@ async def continue_answer(
     else:  # a client that left meanwhile is no failure of the upstream's
         session.budgeted(budget.counted, "client_gone" if _gone(request) else "continuation_failed")
         await writer.abort()
+    _remember(session, first_writer, writer)
     return answer
+
+
+def _remember(session: Session, first: TranslatingWriter, then: ContinuingWriter | None) -> None:
+    """Keep in the record the one answer the client got: the reasoning of the cut answer as the
+    client got it, then what the continuation wrote (none: it was not asked for, or failed before
+    its stream), found by the keys an uncut answer's are (:func:`joined_said`). What an uncut
+    answer would not leave in the record, this one does not either: a reasoning the server split
+    itself (the gateway read none of it in the answer's text), an answer past what an entry holds."""
+    budget = first.budget
+    if session.record is None or budget is None:
+        return
+    first_said = first.said()
+    if not any(said.original for said in first_said):
+        return  # the server's own reasoning (or past an entry's size): not kept, as an uncut answer's is not
+    if then is not None and not then.kept_whole:
+        return
+    resolved = session.config.for_model(budget.model)
+    pair = resolved.tag_pairs[0]
+    opening = "" if resolved.start_with_reasoning else pair.open  # as the uncut answer's text would read
+    said = [] if then is None else then.said()
+    session.remember(joined_said(opening, budget.reasoning, pair.close, first_said, said))
 
 
 def _gone(request: web.Request) -> bool:

@@ -108,6 +108,13 @@ class Session:
 
         self.new_id = new_id
 
+    def pipeline(self, config: ThinkExtractConfig) -> StreamPipeline:
+        """A stream's translator, keeping what the model wrote while the record wants it."""
+        record = self.record
+        # A record of the package's own says how large an entry it stores; beyond that, no transcript.
+        limit = record.max_entry_bytes if isinstance(record, RecordBase) else DEFAULT_MAX_ENTRY_BYTES
+        return StreamPipeline(self.surface, config, self.new_id, keep=record is not None, keep_limit=limit)
+
     def remember(self, said: list[Said]) -> None:
         """After the response: what its answers said goes to the record (in the background)."""
         if self.record is None or self.incoming is None:
@@ -287,6 +294,16 @@ class TranslatingWriter(AbstractStreamWriter):
             return self._collect(chunk)
         return self._inner.write(chunk)
 
+    def said(self) -> list[Said]:
+        """What the answers of the stream this writer translated said, so far (nothing when it
+        translated none, or the record keeps nothing)."""
+        return [] if self._pipeline is None else self._pipeline.said()
+
+    @property
+    def kept_whole(self) -> bool:
+        """Whether :meth:`said` holds all the model wrote (no stream translated: nothing to hold)."""
+        return self._pipeline is None or self._pipeline.kept_whole
+
     @property
     def cut(self) -> bool:
         """The budget ended this answer: the rest is the continuation's."""
@@ -369,12 +386,7 @@ class TranslatingWriter(AbstractStreamWriter):
                 del headers[hdrs.CONTENT_LENGTH]
                 self._chunking = True
                 headers[hdrs.TRANSFER_ENCODING] = "chunked"
-            record = session.record
-            # A record of the package's own says how large an entry it stores; beyond that, no transcript.
-            limit = record.max_entry_bytes if isinstance(record, RecordBase) else DEFAULT_MAX_ENTRY_BYTES
-            self._pipeline = StreamPipeline(
-                session.surface, session.config, session.new_id, keep=record is not None, keep_limit=limit
-            )
+            self._pipeline = session.pipeline(session.config)
             return _SSE
         if kind == _JSON:
             return _JSON

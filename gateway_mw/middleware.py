@@ -191,7 +191,7 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     side = session.definition.budget
     if side is not None and controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:
         budget = side.counter(controlled.intent.budget, config.max_event_bytes)
-    if record is not None and incoming.body is not None:  # an answer cut and continued is not kept (exchange)
+    if record is not None and incoming.body is not None:  # a cut answer: kept once continued (continuing)
         session.keep(record, incoming)
 
     writer = TranslatingWriter(request.writer, session)

@@ -79,6 +79,12 @@ class StreamPipeline:
             return []
 
     @property
+    def kept_whole(self) -> bool:
+        """Whether everything the model wrote is in :meth:`said` (kept, and within its limit)."""
+        transcripts = self._translator.transcripts
+        return transcripts is not None and not transcripts.budget.over
+
+    @property
     def counts(self) -> Counts:
         counts = self._translator.counts
         counts.oversized_events = self._decoder.oversized_events

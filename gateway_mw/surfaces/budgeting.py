@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ..channels import Said
+
 __all__ = [
     "BudgetCounter",
     "BudgetSide",
@@ -25,6 +27,7 @@ __all__ = [
     "Joiner",
     "StreamFilter",
     "appended",
+    "joined_said",
     "limited",
     "prefill",
     "summed",
@@ -127,6 +130,21 @@ class BudgetSide(Protocol):
 def prefill(open_tag: str, reasoning: str, message: str, close_tag: str) -> str:
     """The final assistant turn the continuation asks the server to go on from."""
     return open_tag + reasoning + message + close_tag
+
+
+def joined_said(opening: str, reasoning: str, close_tag: str, first: list[Said], then: list[Said]) -> list[Said]:
+    """The answer a client got of an answer the budget cut, as the reasoning record keeps an answer
+    no budget cut: one answer, written as the model would have written it uncut — ``opening`` (the
+    open tag, or nothing where a template injects it), the ``reasoning`` the client got, the
+    closing tag, then what the continuation wrote (``then``: its text as the model wrote it, a
+    reasoning it reopened included, its tool calls); the ids the client saw of both (``first``:
+    the cut answer's items). The early-stop sentence is left out: the client never got it, and a
+    client that sends its reasoning back sends none."""
+    head = first[0] if first else Said("")
+    rest = then[0] if then else Said("")
+    ids = (*head.item_ids, *(i for i in rest.item_ids if i not in head.item_ids))
+    text = opening + reasoning + close_tag + rest.original
+    return [Said(text, head.call_ids + rest.call_ids, ids, head.calls + rest.calls)]
 
 
 def appended(raw: msgspec.Raw | None, item: object) -> bytes | None:

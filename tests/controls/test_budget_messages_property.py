@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.marks import gateway_signature
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.messages.budget import BudgetCount
-from gateway_mw.surfaces.messages.budgetbody import Echo, MessagesBody, as_stream
+from gateway_mw.surfaces.messages.budget import SIDE, BudgetCount
+from gateway_mw.surfaces.messages.budgetbody import MessagesBody, as_stream
 
 from .messages_thinker import assert_one_message
 
@@ -163,7 +163,7 @@ def test_the_continuation_makes_one_message_with_nothing_lost(
     said = tokens((prefill if echoed else "") + answer, cuts)
     continued = b"".join([frames[0], *block(0, "text", "text", said), *frames[-2:]])
     joined = count.joiner(CONFIG.max_event_bytes)
-    echo = Echo(prefill, CONFIG.max_event_bytes)
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
     pipeline = StreamPipeline("messages", AFTER)
     out = b"".join(joined.feed(pipeline.feed(echo.feed(p))) for p in pieces(continued, reads))
     out += joined.feed(pipeline.feed(echo.finish()) + pipeline.finish()) + joined.finish()
@@ -194,7 +194,7 @@ def test_an_echoed_prefill_is_taken_out(
     text = (prefill if echoed else "") + answer
     frames = read_raw(stream("", "", [], True))
     raw = b"".join([frames[0], *block(0, "text", "text", tokens(text, cuts)), *frames[-2:]])
-    echo = Echo(prefill, 1 << 20)
+    echo = SIDE.echo(prefill, 1 << 20)
     out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
     said = "".join(d["delta"]["text"] for _, d in read(out) if d.get("delta", {}).get("type") == "text_delta")
     if echoed or not text.startswith(prefill):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.chat.budget import BudgetCount, Echo, Joined
+from gateway_mw.surfaces.chat.budget import SIDE, BudgetCount, Joined
 from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
 CONFIG = ThinkExtractConfig()
@@ -208,7 +208,7 @@ def test_an_echoed_prefill_is_taken_out(
     raw = b"".join(
         [chunk({"role": "assistant", "content": None})] + [chunk({"content": t}) for t in tokens(text, cuts)]
     )
-    echo = Echo(prefill, CONFIG.max_event_bytes)
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
     out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
     said = "".join(
         ch["delta"].get("content") or "" for b in out.split(b"\n\n")[:-1] for ch in json.loads(b[6:])["choices"]

@@ -18,7 +18,7 @@ from gateway_mw.continuing import continuation_config
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.responses.budget import BudgetCount
 from gateway_mw.surfaces.responses.budgetbody import ResponsesBody, as_stream
-from gateway_mw.surfaces.responses.echo import Echo
+from gateway_mw.surfaces.responses.budgetside import SIDE
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -178,7 +178,7 @@ def test_an_echoed_prefill_is_taken_out(
     follows it; one that does not is untouched."""
     text = (prefill if echoed else "") + answer
     raw = upstream("resp", text, cuts)
-    echo = Echo(prefill, CONFIG.max_event_bytes)
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
     out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
     said = "".join(e["delta"] for e in read(out) if e["type"] == "response.output_text.delta")
     if echoed or not text.startswith(prefill):

@@ -1,6 +1,6 @@
 """A reasoning budget the gateway enforces on a chat stream, sans-I/O: the first answer's reasoning
 events counted as they go to the client (:class:`BudgetCount`), the continuation's events joined
-into the same answer (:class:`Joined`), llama.cpp's echo of the prefill taken out (:class:`Echo`);
+into the same answer (:class:`Joined`), llama.cpp's echo of the prefill read from choice 0's content;
 :data:`SIDE` is chat's :class:`~gateway_mw.surfaces.budgeting.BudgetSide`.
 
 Servers stream one token per event, so the count is of events: each chunk that carries reasoning
@@ -22,9 +22,10 @@ from ... import surrogates
 from ...rawjson import UNREADABLE, encode, obj, raw_list
 from ...sse import SSEDecoder, SSEEvent
 from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended, limited
+from ..echo import Echo
 from .budgetbody import ChatBody, as_stream
 
-__all__ = ["SIDE", "BudgetCount", "Echo", "Joined"]
+__all__ = ["SIDE", "BudgetCount", "Joined"]
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -276,67 +277,12 @@ def _without_role(top: dict[str, Any]) -> bool:
     return says
 
 
-class Echo:
-    """Takes out of a continuation's first chunks the prefill the server echoes there (llama.cpp
-    streams the prefilled text back as the start of its answer's content; vLLM and SGLang do not),
-    so that the client does not get the reasoning twice. Fed the upstream's bytes, before the
-    translator. Chunks whose text may be the start of an echo are held until it is told: an echo
-    whole is taken out, anything else goes as it came, in order."""
-
-    def __init__(self, prefill: str, max_event_bytes: int) -> None:
-        self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
-        self._decoder = SSEDecoder(max_event_bytes)
-        self._held: list[tuple[bytes, bool]] = []  # (an event's bytes, whether its text is echo so far)
-        self.done = not prefill
-
-    def feed(self, raw: bytes) -> bytes:
-        if self.done:
-            return raw
-        out = [event.raw if self.done else self._strip(event) for event in self._decoder.feed(raw)]
-        if self.done:
-            out.append(self._decoder.take_pending())
-        return b"".join(out)
-
-    def finish(self) -> bytes:
-        """At the end: what was held (an echo never finished is no echo), and any tail."""
-        if self.done:
-            return b""
-        events, tail = self._decoder.finish()
-        return self._release() + b"".join(e.raw for e in events) + tail
-
-    def _release(self) -> bytes:
-        self.done = True
-        held, self._held = self._held, []
-        return b"".join(raw for raw, _ in held)
-
-    def _strip(self, event: SSEEvent) -> bytes:
-        data = event.data
-        chunk = _read(data) if data is not None and not event.oversized and data != _DONE else None
-        content = None
-        if chunk is not None:
-            content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
-        if chunk is None or data is None or not content:
-            if not self._held:
-                return event.raw  # a role, nothing to compare yet
-            self._held.append((event.raw, False))
-            return b""
-        left, said = self._left, _units(content)
-        if left.startswith(said) and len(said) < len(left):
-            self._left = left[len(said) :]
-            self._held.append((event.raw, True))
-            return b""
-        if not said.startswith(left):  # the continuation's own text: no echo
-            return self._release() + event.raw
-        new = _with_content(data, said[len(left) :].decode("utf-16-le", "surrogatepass"))
-        if new is None:
-            return self._release() + event.raw
-        kept = b"".join(raw for raw, echoed in self._held if not echoed)
-        self._held, self.done = [], True
-        return kept + event.fields + b"data: " + new + b"\n\n"
-
-
-def _units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
+def _content(data: bytes) -> str | None:
+    """Choice 0's answer text in a chunk: where llama.cpp echoes the prefill."""
+    chunk = _read(data) if data != _DONE else None
+    if chunk is None:
+        return None
+    return next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
 
 
 def _with_content(data: bytes, content: str) -> bytes | None:
@@ -366,7 +312,7 @@ class _ChatBudget:
         return BudgetCount(budget, max_event_bytes)
 
     def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
-        return Echo(prefill, max_event_bytes)
+        return Echo(prefill, max_event_bytes, _content, _with_content)
 
     def collector(self, max_event_bytes: int) -> Collector:
         return ChatBody(max_event_bytes)

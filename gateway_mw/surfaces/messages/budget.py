@@ -32,7 +32,8 @@ from ..budgeting import (
     limited,
     summed,
 )
-from .budgetbody import Echo, MessagesBody, as_stream
+from ..echo import Echo
+from .budgetbody import MessagesBody, as_stream, echo_text, with_echo_text
 from .events import delta_event, one_line, reindexed, stop_event
 
 __all__ = ["SIDE", "BudgetCount", "Joined"]
@@ -297,7 +298,7 @@ class _MessagesBudget:
         return BudgetCount(budget, max_event_bytes)
 
     def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
-        return Echo(prefill, max_event_bytes)
+        return Echo(prefill, max_event_bytes, echo_text, with_echo_text)
 
     def collector(self, max_event_bytes: int) -> Collector:
         return MessagesBody(max_event_bytes)

@@ -22,6 +22,7 @@ from ... import surrogates
 from ...rawjson import UNREADABLE, encode, obj, raw_list
 from ...sse import SSEDecoder, SSEEvent
 from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended, limited
+from ..counting import EventCount
 from ..echo import Echo
 from .budgetbody import ChatBody, as_stream
 
@@ -55,32 +56,16 @@ _HEAD = ("id", "created", "model")
 _DONE = b"[DONE]"
 
 
-class BudgetCount:
+class BudgetCount(EventCount):
     """Counts the reasoning events of a chat stream's choice 0 on their way to the client, and says
     where the budget ends it. Feed it what the translator gives (:meth:`feed`); it watches until the
     reasoning gives way to an answer (content, a tool call, a finish), after which it passes bytes
     as they come."""
 
     def __init__(self, budget: int, max_event_bytes: int) -> None:
-        self.budget = budget
-        self.counted = 0
-        """The reasoning events that went to the client."""
-        self.cut = False
-        """The budget was spent: the events after :attr:`counted` were not passed."""
+        super().__init__(budget, SSEDecoder(max_event_bytes))
         self.head: dict[str, msgspec.Raw] = {}
         """The first answer's ``id``, ``created`` and ``model``, as it wrote them."""
-        self._reasoning: list[str] = []
-        self._watching = True
-        self._decoder = SSEDecoder(max_event_bytes)
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning the client got, in order: a surrogate pair whose halves came in two events
-        joined, a half that stayed alone as U+FFFD (no JSON encoder writes one)."""
-        text = "".join(self._reasoning)
-        if text.isascii():
-            return text
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     @property
     def model(self) -> str | None:
@@ -92,34 +77,6 @@ class BudgetCount:
 
     def joiner(self, max_event_bytes: int) -> Joiner:
         return Joined(self.head, max_event_bytes)
-
-    def feed(self, out: bytes) -> bytes:
-        """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
-        budget is spent in it (:attr:`cut`), then what came before the event that went over."""
-        if self.cut:
-            return b""
-        if not self._watching:
-            return out
-        passed: list[bytes] = []
-        for event in self._decoder.feed(out):
-            if not self._watching:
-                passed.append(event.raw)
-            elif not self._take(event):
-                self.cut = True
-                self._watching = False
-                return b"".join(passed)
-            else:
-                passed.append(event.raw)
-        if not self._watching:  # the rest of an event under way is no longer ours to read
-            passed.append(self._decoder.take_pending())
-        return b"".join(passed)
-
-    def finish(self) -> bytes:
-        """At the stream's end: what the reader still holds (an unterminated tail), unless cut."""
-        if self.cut or not self._watching:
-            return b""
-        events, tail = self._decoder.finish()
-        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one event; ``False`` when it would take the reasoning over the budget."""

@@ -18,12 +18,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, proxy, setup
+from gateway_mw import ThinkExtractConfig, proxy, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.stats import ThinkExtractStats
 from gateway_mw.surfaces.chat.budgetbody import as_stream
 
+from ..relay import relay, url_of
 from .thinker import ANSWER, Served, Thinker, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -63,38 +64,10 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
         front = Front("", thinker, setup(front_app, config))
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the body the middleware hands over, the upstream's
-            stream relayed piece by piece, the upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
+        forward = relay(session, url_of(back_server), whole=whole, seen=front.requests)
         front_app.router.add_post(ROUTE, forward)
         if cancelling:  # the test server cancels a handler whose client left, as the gateway does
-            front.url = str((await aiohttp_server(front_app)).make_url("")).rstrip("/")
+            front.url = url_of(await aiohttp_server(front_app))
             return front
         runner = web.AppRunner(front_app, handler_cancellation=False)  # aiohttp's default
         runners.append(runner)

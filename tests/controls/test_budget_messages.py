@@ -16,12 +16,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
 from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import relay, url_of
 from .messages_thinker import MessagesThinker, assert_one_message
 from .thinker import ANSWER, token
 
@@ -60,34 +61,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
         front = Front("", thinker, setup(app, config))
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(ROUTE), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
+        forward = relay(session, url_of(back_server), whole=whole, seen=front.requests)
         app.router.add_post(ROUTE, forward)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        front.url = url_of(await aiohttp_server(app))
         return front
 
     yield make

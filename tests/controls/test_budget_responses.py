@@ -17,11 +17,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import relay, url_of
 from .responses_thinker import ROUTE, ResponsesThinker
 from .thinker import ANSWER, token
 
@@ -63,34 +64,9 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
         stats = setup(app, config)
         requests: list[web.Request] = []
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()  # the model stops generating
-            return resp
-
+        forward = relay(session, url_of(back_server), whole=whole, seen=requests)
         app.router.add_post(ROUTE, forward)
-        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        url = url_of(await aiohttp_server(app))
         return Front(url, thinker, stats, requests)
 
     yield make

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import ModelInfo
 from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
@@ -25,6 +25,7 @@ from gateway_mw.stats import ThinkExtractStats
 
 from ..controls.ollama_thinker import CREATED, OllamaThinker
 from ..controls.thinker import ANSWER, token
+from ..relay import relay, url_of
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
@@ -62,37 +63,11 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
 
         app[THINKEXTRACT_MODEL_INFO] = model_info
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(back.make_url(request.path), data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
         front = Front("", thinker, stats)
+        forward = relay(session, url_of(back), whole=whole, seen=front.requests)
         app.router.add_post("/api/chat", forward)
         app.router.add_post("/api/generate", forward)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        front.url = url_of(await aiohttp_server(app))
         return front
 
     yield make

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import ModelInfo
 from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
@@ -25,6 +25,7 @@ from gateway_mw.stats import ThinkExtractStats
 
 from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app
 from ..controls.thinker import ANSWER, token
+from ..relay import relay, url_of
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
@@ -61,32 +62,10 @@ async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
 
         app[THINKEXTRACT_MODEL_INFO] = model_info
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """The upstream's stream relayed piece by piece, the upstream closed when the client's
-            write fails or the middleware cuts it."""
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(back.make_url(request.path), data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
+        forward = relay(session, url_of(back))
         app.router.add_post("/v1/chat/completions", forward)
         front = Front("", thinker, stats)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
+        front.url = url_of(await aiohttp_server(app))
         return front
 
     yield make

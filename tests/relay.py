@@ -5,14 +5,19 @@ write failing) stops the upstream."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_REQUEST_BODY
+from gateway_mw.stats import ThinkExtractStats
 
-__all__ = ["Handler", "relay", "url_of"]
+__all__ = ["Front", "Handler", "relay", "url_of"]
+
+Upstream = TypeVar("Upstream")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -52,6 +57,22 @@ def relay(
         return resp
 
     return forward
+
+
+@dataclass
+class Front(Generic[Upstream]):
+    """The forwarding app with the middleware: its URL, the upstream it forwards to, its statistics,
+    and the requests its handler was given (:func:`relay`'s ``seen``)."""
+
+    url: str
+    thinker: Upstream
+    stats: ThinkExtractStats
+    requests: list[web.Request] = field(default_factory=list)
+
+    def client_gone(self) -> bool:
+        """The first request's client is gone: its connection closed or closing."""
+        transport = self.requests[0].transport if self.requests else None
+        return transport is None or transport.is_closing()
 
 
 def url_of(server: TestServer) -> str:

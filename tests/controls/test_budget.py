@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -21,9 +20,9 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import ThinkExtractConfig, proxy, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
-from gateway_mw.stats import ThinkExtractStats
 from gateway_mw.surfaces.chat.budgetbody import as_stream
 
+from ..relay import Front as AnyFront
 from ..relay import relay, url_of
 from .thinker import ANSWER, Served, Thinker, token
 
@@ -32,20 +31,7 @@ MODEL = "Qwen/Qwen3-8B"
 ROUTE = "/v1/chat/completions"
 
 
-@dataclass
-class Front:
-    """The forwarding app with the middleware, its upstream, and what went by."""
-
-    url: str
-    thinker: Thinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[Thinker]
 Start = Callable[..., Awaitable[Front]]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -20,8 +19,8 @@ from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
-from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import Front as AnyFront
 from ..relay import relay, url_of
 from .messages_thinker import MessagesThinker, assert_one_message
 from .thinker import ANSWER, token
@@ -31,18 +30,7 @@ MODEL = "Qwen/Qwen3-8B"
 ROUTE = "/v1/messages"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: MessagesThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[MessagesThinker]
 Start = Callable[..., Awaitable[Front]]
 
 

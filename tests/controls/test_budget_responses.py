@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -20,8 +19,8 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
-from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import Front as AnyFront
 from ..relay import relay, url_of
 from .responses_thinker import ROUTE, ResponsesThinker
 from .thinker import ANSWER, token
@@ -31,18 +30,7 @@ MODEL = "Qwen/Qwen3-8B"
 PREFILL = "<think>{}" + BUDGET_MESSAGE + "</think>"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: ResponsesThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request]
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[ResponsesThinker]
 Start = Callable[..., Awaitable[Front]]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -21,28 +20,17 @@ from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import ModelInfo
 from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
-from gateway_mw.stats import ThinkExtractStats
 
 from ..controls.ollama_thinker import CREATED, OllamaThinker
 from ..controls.thinker import ANSWER, token
+from ..relay import Front as AnyFront
 from ..relay import relay, url_of
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: OllamaThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[OllamaThinker]
 Start = Callable[..., Awaitable[Front]]
 
 

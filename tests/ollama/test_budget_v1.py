@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -21,10 +20,10 @@ from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import ModelInfo
 from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
-from gateway_mw.stats import ThinkExtractStats
 
 from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app
 from ..controls.thinker import ANSWER, token
+from ..relay import Front as AnyFront
 from ..relay import relay, url_of
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -32,12 +31,7 @@ MODEL = "qwen3:8b"
 USER = [{"role": "user", "content": "think"}]
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: OllamaThinker
-    stats: ThinkExtractStats
-
+class Front(AnyFront[OllamaThinker]):
     def client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(base_url=self.url + "/v1", api_key="x", max_retries=0)
 

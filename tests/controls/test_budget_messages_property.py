@@ -5,7 +5,6 @@ continuation joined, it is one well-formed message that lost nothing the model w
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -18,6 +17,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages.budget import SIDE, BudgetCount
 from gateway_mw.surfaces.messages.budgetbody import MessagesBody, as_stream
 
+from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, unbudgeted, units
 from .messages_thinker import assert_one_message
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
@@ -28,18 +28,6 @@ MODEL = "Qwen/Qwen3-8B"
 
 def event(data: dict[str, Any]) -> bytes:
     return b"event: " + data["type"].encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
 
 
 def block(index: int, kind: str, key: str, pieces: list[str]) -> list[bytes]:
@@ -81,31 +69,13 @@ def thinking_events(raw: bytes) -> list[str]:
     return [d["thinking"] for d in deltas if d["type"] == "thinking_delta" and d["thinking"]]
 
 
-def paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
-def budgeted(raw: bytes, reads: list[int], budget: int) -> tuple[BudgetCount, bytes]:
+def counted(raw: bytes, reads: list[int], budget: int) -> tuple[BudgetCount, bytes]:
     """What the client gets of ``raw`` under ``budget``, read in ``reads``: the handler's next
     write after the cut fails, so nothing more is fed."""
-    pipeline = StreamPipeline("messages", CONFIG)
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for piece in pieces(raw, reads):
-        passed += count.feed(pipeline.feed(piece))
-        if count.cut:
-            return count, passed
-    return count, passed + count.feed(pipeline.finish()) + count.finish()
+    return count, budgeted(count, StreamPipeline("messages", CONFIG), raw, reads)
 
 
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
 PLAIN = st.text(alphabet=st.sampled_from(["a", " ", ">", "/", "t", "\n", "😀"]), max_size=40)
 """An answer that opens no tag (one that thinks again is the translator's to read, tested apart)."""
 
@@ -125,10 +95,9 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
-    plain = StreamPipeline("messages", CONFIG)
-    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
+    whole = unbudgeted(StreamPipeline("messages", CONFIG), raw, reads)
     expected = thinking_events(whole)
-    count, passed = budgeted(raw, reads, budget)
+    count, passed = counted(raw, reads, budget)
     assert count.cut == (len(expected) > budget)
     assert thinking_events(passed) == expected[:budget]
     assert count.counted == min(budget, len(expected))
@@ -156,7 +125,7 @@ def test_the_continuation_makes_one_message_with_nothing_lost(
     """The first answer cut, the continuation (echoing the prefill, as llama.cpp does, or not)
     joined: one message, at most N thinking events before the answer, the thinking the client got
     signed as the gateway signs, the continuation's answer whole, the usage of both summed."""
-    count, passed = budgeted(stream(reasoning, "", cuts, native), reads, budget)
+    count, passed = counted(stream(reasoning, "", cuts, native), reads, budget)
     assume(count.cut)
     prefill = "<think>" + count.reasoning + "!</think>"
     frames = read_raw(stream("", "", [], True, "msg_2"))  # its thinking closed by the prefill: only an answer

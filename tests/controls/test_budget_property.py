@@ -4,7 +4,6 @@ a surrogate pair, at an event's edge, in the middle of a batched read. The trans
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -17,6 +16,8 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat.budget import SIDE, BudgetCount, Joined
 from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
+from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, unbudgeted, units
+
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
 
@@ -27,18 +28,6 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return b"data: " + json.dumps(body).encode() + b"\n\n"  # ensure_ascii: a lone half is an escape
 
 
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
-
-
 def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
     out = [chunk({"role": "assistant", "content": ""})]
     if native:
@@ -47,11 +36,6 @@ def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
     else:
         out += [chunk({"content": t}) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts)]
     return b"".join([*out, chunk({}, "stop"), b"data: [DONE]\n\n"])
-
-
-def paired(text: str) -> str:
-    """Surrogate halves that came apart joined, a lone one as U+FFFD (what the prefill can carry)."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def reasoning_events(raw: bytes) -> list[str]:
@@ -66,16 +50,6 @@ def reasoning_events(raw: bytes) -> list[str]:
             if text:
                 out.append(text)
     return out
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
 
 
 @given(
@@ -95,19 +69,11 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
-    plain = StreamPipeline("chat", CONFIG)
-    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
+    whole = unbudgeted(StreamPipeline("chat", CONFIG), raw, reads)
     expected = reasoning_events(whole)
 
-    pipeline = StreamPipeline("chat", CONFIG)
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for piece in pieces(raw, reads):
-        passed += count.feed(pipeline.feed(piece))
-        if count.cut:
-            break  # the handler's next write fails: nothing more is fed
-    if not count.cut:
-        passed += count.feed(pipeline.finish()) + count.finish()
+    passed = budgeted(count, StreamPipeline("chat", CONFIG), raw, reads)
 
     assert count.cut == (len(expected) > budget)
     assert reasoning_events(passed) == expected[:budget]

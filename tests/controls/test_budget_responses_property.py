@@ -20,28 +20,10 @@ from gateway_mw.surfaces.responses.budget import BudgetCount
 from gateway_mw.surfaces.responses.budgetbody import ResponsesBody, as_stream
 from gateway_mw.surfaces.responses.budgetside import SIDE
 
+from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, units
+
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
-
-
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def upstream(response_id: str, text: str, cuts: list[int]) -> bytes:
@@ -89,10 +71,6 @@ def translated(raw: bytes, reads: list[int], config: ThinkExtractConfig, new_id:
     return [*(pipeline.feed(p) for p in pieces(raw, reads)), pipeline.finish()]
 
 
-def paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
 @given(
     reasoning=TEXT,
     answer=TEXT,
@@ -113,13 +91,7 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     expected = reasoning_deltas(read(whole))
 
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for out in translated(raw, reads, CONFIG, ids()):
-        passed += count.feed(out)
-        if count.cut:
-            break  # the handler's next write fails: nothing more is fed
-    if not count.cut:
-        passed += count.finish()
+    passed = budgeted(count, StreamPipeline("responses", CONFIG, ids()), raw, reads)
 
     assert count.cut == (len(expected) > budget)
     assert reasoning_deltas(read(passed)) == expected[:budget]

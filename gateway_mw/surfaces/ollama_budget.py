@@ -23,7 +23,7 @@ from .. import surrogates
 from ..ndjson import NDJSONDecoder
 from ..rawjson import UNREADABLE, Obj, as_int, encode, obj
 from ..sse import SSEEvent
-from .budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended
+from .budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, prefilled
 from .counting import EventCount
 
 __all__ = ["SIDE", "OllamaBody", "OllamaBudgetCount", "OllamaJoined", "as_stream"]
@@ -349,11 +349,7 @@ class _OllamaBudget:
         ``thinking``: a builtin parser expects the answer after a prefill that has content), and
         ``options.num_predict`` reduced; ``None`` for ``/api/generate`` (no messages: Ollama has no
         way to continue there) or a limit used up."""
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        limit = _num_predict(obj(top.get("options")), spent)
-        if messages is None or limit is None:
-            return None
-        return {"messages": messages} | limit
+        return prefilled(top, prefill, _num_predict(obj(top.get("options")), spent))
 
 
 SIDE: BudgetSide = _OllamaBudget()

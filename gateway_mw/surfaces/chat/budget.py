@@ -21,7 +21,7 @@ import msgspec
 from ... import surrogates
 from ...rawjson import UNREADABLE, encode, obj, raw_list
 from ...sse import SSEDecoder, SSEEvent
-from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended, limited
+from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, limited, prefilled
 from ..counting import EventCount
 from ..echo import Echo
 from .budgetbody import ChatBody, as_stream
@@ -278,11 +278,7 @@ class _ChatBudget:
         return as_stream(body)
 
     def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        edits = limited(top, _LIMITS, spent)
-        if messages is None or edits is None:
-            return None
-        return {"messages": messages} | edits
+        return prefilled(top, prefill, limited(top, _LIMITS, spent))
 
 
 SIDE: BudgetSide = _ChatBudget()

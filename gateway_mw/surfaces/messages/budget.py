@@ -28,8 +28,8 @@ from ..budgeting import (
     Edits,
     Joiner,
     StreamFilter,
-    appended,
     limited,
+    prefilled,
     summed,
 )
 from ..counting import EventCount, joined
@@ -265,11 +265,7 @@ class _MessagesBudget:
         return as_stream(body)
 
     def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        edits = limited(top, _LIMITS, spent)
-        if messages is None or edits is None:
-            return None
-        return {"messages": messages} | edits
+        return prefilled(top, prefill, limited(top, _LIMITS, spent))
 
 
 SIDE: BudgetSide = _MessagesBudget()

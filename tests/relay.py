@@ -1,21 +1,22 @@
-"""The handler behind the middleware in the tests of budgets the gateway enforces: a proxy as most
-are written, relaying the upstream's stream read by read, so that the budget's cut (the client's
-write failing) stops the upstream."""
+"""The forwarding app in the tests of budgets the gateway enforces: the middleware on a handler
+written as most proxies are, relaying the upstream's stream read by read, so that the budget's cut
+(the client's write failing) stops the upstream (:func:`relay`), in front of an emulated upstream
+(:class:`Fronts`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY
+from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
 from gateway_mw.stats import ThinkExtractStats
 
-__all__ = ["Front", "Handler", "relay", "url_of"]
+__all__ = ["Front", "Fronts", "Handler", "relay", "url_of"]
 
 Upstream = TypeVar("Upstream")
 
@@ -78,3 +79,58 @@ class Front(Generic[Upstream]):
 def url_of(server: TestServer) -> str:
     """A test server's URL, without the closing slash: a request's path goes after it."""
     return str(server.make_url("")).rstrip("/")
+
+
+class Fronts:
+    """Makes forwarding apps in front of upstreams on test servers (:meth:`make`); closes what they
+    opened when left."""
+
+    def __init__(self, serve: Callable[[web.Application], Awaitable[TestServer]]) -> None:
+        self._serve = serve
+        self._sessions: list[aiohttp.ClientSession] = []
+        self._runners: list[web.AppRunner] = []
+
+    async def __aenter__(self) -> Fronts:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for session in self._sessions:
+            await session.close()
+        for runner in self._runners:
+            await runner.cleanup()
+
+    async def make(
+        self,
+        thinker: Upstream,
+        upstream: web.Application,
+        config: ThinkExtractConfig,
+        routes: Iterable[str],
+        *,
+        whole: bool = False,
+        cancelling: bool = True,
+        kind: type[Front[Any]] = Front,
+        prepare: Callable[[web.Application], None] | None = None,
+    ) -> Front[Upstream]:
+        """The middleware set up with ``config`` on a :func:`relay` to ``upstream`` on ``routes``;
+        ``cancelling``: the server cancels a handler whose client left, as the gateway does (else
+        as aiohttp does by default); ``prepare`` is given the app before it is served."""
+        back = await self._serve(upstream)
+        session = aiohttp.ClientSession()
+        self._sessions.append(session)
+        app = web.Application()
+        front: Front[Upstream] = kind("", thinker, setup(app, config))
+        if prepare is not None:
+            prepare(app)
+        forward = relay(session, url_of(back), whole=whole, seen=front.requests)
+        for route in routes:
+            app.router.add_post(route, forward)
+        if cancelling:
+            front.url = url_of(await self._serve(app))
+            return front
+        runner = web.AppRunner(app, handler_cancellation=False)  # aiohttp's default
+        self._runners.append(runner)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        host, port = runner.addresses[0][:2]
+        front.url = f"http://{host}:{port}"
+        return front

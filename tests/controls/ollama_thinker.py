@@ -43,6 +43,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from gateway_mw.controls import ModelInfo
+from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
+
 from .thinker import ANSWER, FOREVER, Served, token
 
 CREATED = "2026-12-01T10:00:00.000000Z"
@@ -355,3 +358,13 @@ def to_chat_completion(id_: str, line: dict[str, Any]) -> dict[str, Any]:
         "choices": [choice],
         "usage": _usage(line),
     }
+
+
+def thinking_model(app: web.Application) -> None:
+    """The gateway ``app`` told the model thinks, on an Ollama that reads ``think`` (as ``/api/show``
+    and ``/api/version`` say), without asking the emulated upstream."""
+
+    async def model_info(model: str) -> ModelInfo:
+        return ModelInfo(thinking=True, version=(0, 33, 0))
+
+    app[THINKEXTRACT_MODEL_INFO] = model_info

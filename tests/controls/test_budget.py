@@ -17,13 +17,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import ThinkExtractConfig, proxy, setup
+from gateway_mw import ThinkExtractConfig, proxy
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
 from gateway_mw.surfaces.chat.budgetbody import as_stream
 
 from ..relay import Front as AnyFront
-from ..relay import relay, url_of
+from ..relay import Fronts
 from .thinker import ANSWER, Served, Thinker, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -37,38 +37,15 @@ Start = Callable[..., Awaitable[Front]]
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
-    runners: list[web.AppRunner] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: Thinker, cancelling: bool = True, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.chat)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        front_app = web.Application()
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        front = Front("", thinker, setup(front_app, config))
+        async def make(thinker: Thinker, cancelling: bool = True, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.chat)
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole, cancelling=cancelling)
 
-        forward = relay(session, url_of(back_server), whole=whole, seen=front.requests)
-        front_app.router.add_post(ROUTE, forward)
-        if cancelling:  # the test server cancels a handler whose client left, as the gateway does
-            front.url = url_of(await aiohttp_server(front_app))
-            return front
-        runner = web.AppRunner(front_app, handler_cancellation=False)  # aiohttp's default
-        runners.append(runner)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = runner.addresses[0][:2]
-        front.url = f"http://{host}:{port}"
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
-    for runner in runners:
-        await runner.cleanup()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

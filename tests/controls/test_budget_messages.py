@@ -15,13 +15,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
 
 from ..relay import Front as AnyFront
-from ..relay import relay, url_of
+from ..relay import Fronts
 from .messages_thinker import MessagesThinker, assert_one_message
 from .thinker import ANSWER, token
 
@@ -36,27 +36,16 @@ Start = Callable[..., Awaitable[Front]]
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.messages)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        front = Front("", thinker, setup(app, config))
+        async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.messages)
+            settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole)
 
-        forward = relay(session, url_of(back_server), whole=whole, seen=front.requests)
-        app.router.add_post(ROUTE, forward)
-        front.url = url_of(await aiohttp_server(app))
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

@@ -16,12 +16,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 
 from ..relay import Front as AnyFront
-from ..relay import relay, url_of
+from ..relay import Fronts
 from .responses_thinker import ROUTE, ResponsesThinker
 from .thinker import ANSWER, token
 
@@ -36,30 +36,18 @@ Start = Callable[..., Awaitable[Front]]
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: ResponsesThinker, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.responses)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        # llama.cpp has a budget field of its own, which `auto` would write: the gateway's is asked for
-        enforcement = "gateway" if thinker.server == "llamacpp" else "auto"
-        settings.setdefault("reasoning_budget_enforcement", enforcement)
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        stats = setup(app, config)
-        requests: list[web.Request] = []
+        async def make(thinker: ResponsesThinker, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.responses)
+            # llama.cpp has a budget field of its own, which `auto` would write: the gateway's is asked for
+            enforcement = "gateway" if thinker.server == "llamacpp" else "auto"
+            settings.setdefault("reasoning_budget_enforcement", enforcement)
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole)
 
-        forward = relay(session, url_of(back_server), whole=whole, seen=requests)
-        app.router.add_post(ROUTE, forward)
-        url = url_of(await aiohttp_server(app))
-        return Front(url, thinker, stats, requests)
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

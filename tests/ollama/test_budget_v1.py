@@ -16,15 +16,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
-from gateway_mw.controls import ModelInfo
-from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
 
-from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app
+from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app, thinking_model
 from ..controls.thinker import ANSWER, token
 from ..relay import Front as AnyFront
-from ..relay import relay, url_of
+from ..relay import Fronts
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
@@ -41,30 +39,16 @@ Start = Callable[..., Awaitable[Front]]
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: OllamaThinker, **settings: Any) -> Front:
-        back = await aiohttp_server(openai_app(thinker))
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
-        stats = setup(app, config)
+        async def make(thinker: OllamaThinker, **settings: Any) -> Front:
+            config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
+            routes = ["/v1/chat/completions"]
+            front = await fronts.make(thinker, openai_app(thinker), config, routes, kind=Front, prepare=thinking_model)
+            assert isinstance(front, Front)
+            return front
 
-        async def model_info(model: str) -> ModelInfo:
-            return ModelInfo(thinking=True, version=(0, 33, 0))  # as /api/show and /api/version say
-
-        app[THINKEXTRACT_MODEL_INFO] = model_info
-
-        forward = relay(session, url_of(back))
-        app.router.add_post("/v1/chat/completions", forward)
-        front = Front("", thinker, stats)
-        front.url = url_of(await aiohttp_server(app))
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def prefill(budget: int) -> str:

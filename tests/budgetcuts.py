@@ -5,13 +5,29 @@ counter as a relaying handler feeds it."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.budgeting import BudgetCounter
+from gateway_mw.surfaces.budgeting import BudgetCounter, StreamFilter
 
-__all__ = ["TEXT", "budgeted", "paired", "pieces", "tokens", "unbudgeted", "units"]
+__all__ = [
+    "TEXT",
+    "assert_cut_at_the_budget",
+    "budgeted",
+    "echoes",
+    "filtered",
+    "paired",
+    "pieces",
+    "tokens",
+    "unbudgeted",
+    "units",
+]
+
+Test = TypeVar("Test", bound=Callable[..., Any])
 
 TEXT = st.text(
     alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
@@ -61,3 +77,43 @@ def budgeted(count: BudgetCounter, pipeline: StreamPipeline, raw: bytes, reads: 
         if count.cut:
             return passed
     return passed + count.feed(pipeline.finish()) + count.finish()
+
+
+def filtered(stream_filter: StreamFilter, raw: bytes, reads: list[int]) -> bytes:
+    """``raw``, read in ``reads``, through ``stream_filter`` to its end."""
+    return b"".join(stream_filter.feed(p) for p in pieces(raw, reads)) + stream_filter.finish()
+
+
+def assert_cut_at_the_budget(
+    count: BudgetCounter, budget: int, whole: bytes, passed: bytes, reasoning: Callable[[bytes], list[str]]
+) -> None:
+    """``passed`` (what ``count`` let through) is ``whole`` (the stream without a budget) up to the
+    reasoning event that would go over ``budget``, and ``count`` says so; ``reasoning`` reads a
+    stream's reasoning events."""
+    expected = reasoning(whole)
+    assert count.cut == (len(expected) > budget)
+    assert reasoning(passed) == expected[:budget]
+    assert count.counted == min(budget, len(expected))
+    assert count.reasoning == paired("".join(expected[:budget]))
+    if count.cut:
+        assert whole.startswith(passed)
+    else:
+        assert passed == whole  # a stream the budget does not cut goes as it would without one
+
+
+def echoes(test: Test) -> Test:
+    """The cases of a test of the prefill's echo: a prefill, an answer, the tokens and reads the
+    upstream's text comes in, and whether the server echoes the prefill before the answer."""
+    test = example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)(
+        test
+    )  # the answer begins as the prefill did
+    test = example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)(test)  # the echo cut inside a pair
+    test = example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)(test)
+    cases = given(
+        prefill=TEXT.filter(bool),
+        answer=TEXT,
+        cuts=st.lists(st.integers(0, 120), max_size=30),
+        reads=st.lists(st.integers(0, 4000), max_size=8),
+        echoed=st.booleans(),
+    )
+    return cases(test)

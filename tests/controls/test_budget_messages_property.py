@@ -17,7 +17,18 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages.budget import SIDE, BudgetCount
 from gateway_mw.surfaces.messages.budgetbody import MessagesBody, as_stream
 
-from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, unbudgeted, units
+from ..budgetcuts import (
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    paired,
+    pieces,
+    tokens,
+    unbudgeted,
+    units,
+)
 from .messages_thinker import assert_one_message
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
@@ -96,16 +107,8 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
     whole = unbudgeted(StreamPipeline("messages", CONFIG), raw, reads)
-    expected = thinking_events(whole)
     count, passed = counted(raw, reads, budget)
-    assert count.cut == (len(expected) > budget)
-    assert thinking_events(passed) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
-    if count.cut:
-        assert whole.startswith(passed)
-    else:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
+    assert_cut_at_the_budget(count, budget, whole, passed, thinking_events)
 
 
 @given(
@@ -148,15 +151,7 @@ def test_the_continuation_makes_one_message_with_nothing_lost(
     assert message["usage"] == {"input_tokens": 10, "output_tokens": 9}
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
@@ -164,7 +159,7 @@ def test_an_echoed_prefill_is_taken_out(
     frames = read_raw(stream("", "", [], True))
     raw = b"".join([frames[0], *block(0, "text", "text", tokens(text, cuts)), *frames[-2:]])
     echo = SIDE.echo(prefill, 1 << 20)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    out = filtered(echo, raw, reads)
     said = "".join(d["delta"]["text"] for _, d in read(out) if d.get("delta", {}).get("type") == "text_delta")
     if echoed or not text.startswith(prefill):
         assert units(said) == units(answer if echoed else text)

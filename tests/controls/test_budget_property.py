@@ -16,7 +16,17 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.chat.budget import SIDE, BudgetCount, Joined
 from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
-from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, unbudgeted, units
+from ..budgetcuts import (
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    pieces,
+    tokens,
+    unbudgeted,
+    units,
+)
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -70,19 +80,11 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
     whole = unbudgeted(StreamPipeline("chat", CONFIG), raw, reads)
-    expected = reasoning_events(whole)
 
     count = BudgetCount(budget, CONFIG.max_event_bytes)
     passed = budgeted(count, StreamPipeline("chat", CONFIG), raw, reads)
 
-    assert count.cut == (len(expected) > budget)
-    assert reasoning_events(passed) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
-    if count.cut:
-        assert whole.startswith(passed)
-    else:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
+    assert_cut_at_the_budget(count, budget, whole, passed, reasoning_events)
 
 
 @given(answer=TEXT, cuts=st.lists(st.integers(0, 60), max_size=20), reads=st.lists(st.integers(0, 2000), max_size=8))
@@ -155,16 +157,7 @@ def test_the_body_a_stream_makes() -> None:
     assert b"\\ud83d\\ude00 ok" in body.body()
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
@@ -175,7 +168,7 @@ def test_an_echoed_prefill_is_taken_out(
         [chunk({"role": "assistant", "content": None})] + [chunk({"content": t}) for t in tokens(text, cuts)]
     )
     echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    out = filtered(echo, raw, reads)
     said = "".join(
         ch["delta"].get("content") or "" for b in out.split(b"\n\n")[:-1] for ch in json.loads(b[6:])["choices"]
     )

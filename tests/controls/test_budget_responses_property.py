@@ -20,7 +20,7 @@ from gateway_mw.surfaces.responses.budget import BudgetCount
 from gateway_mw.surfaces.responses.budgetbody import ResponsesBody, as_stream
 from gateway_mw.surfaces.responses.budgetside import SIDE
 
-from ..budgetcuts import TEXT, budgeted, paired, pieces, tokens, units
+from ..budgetcuts import TEXT, assert_cut_at_the_budget, budgeted, echoes, filtered, pieces, tokens, units
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -93,14 +93,9 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     count = BudgetCount(budget, CONFIG.max_event_bytes)
     passed = budgeted(count, StreamPipeline("responses", CONFIG, ids()), raw, reads)
 
-    assert count.cut == (len(expected) > budget)
-    assert reasoning_deltas(read(passed)) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
+    assert_cut_at_the_budget(count, budget, whole, passed, lambda raw: reasoning_deltas(read(raw)))
     if not count.cut:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
         return
-    assert whole.startswith(passed)
 
     # The continuation: the answer alone (the prefill closed the reasoning), in its own reads.
     joiner = count.joiner(CONFIG.max_event_bytes)
@@ -134,15 +129,7 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     assert json.loads(collect.body()) == response
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
@@ -151,7 +138,7 @@ def test_an_echoed_prefill_is_taken_out(
     text = (prefill if echoed else "") + answer
     raw = upstream("resp", text, cuts)
     echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    out = filtered(echo, raw, reads)
     said = "".join(e["delta"] for e in read(out) if e["type"] == "response.output_text.delta")
     if echoed or not text.startswith(prefill):
         assert units(said) == units(answer if echoed else text)

@@ -46,7 +46,7 @@ from aiohttp import web
 from gateway_mw.controls import ModelInfo
 from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
 
-from .thinker import ANSWER, FOREVER, Served, token
+from .thinker import ANSWER, FOREVER, Served, Serving, token
 
 CREATED = "2026-12-01T10:00:00.000000Z"
 CREATED_UNIX = 1796119200
@@ -60,7 +60,7 @@ def go_json(value: Any) -> bytes:
 
 
 @dataclass
-class OllamaThinker:
+class OllamaThinker(Serving):
     native: bool = False
     closes_turn: bool = False
     reopen: bool = False
@@ -90,21 +90,8 @@ class OllamaThinker:
     async def generate(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, chat=False)
 
-    async def over(self) -> list[Served]:
-        for served in self.served:
-            await served.over.wait()
-        return self.served
-
     async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
-        served = Served(json.loads(await request.read()))
-        self.served.append(served)
-        try:
-            return await self._answer(request, served, chat)
-        except asyncio.CancelledError:
-            served.stopped = True
-            raise
-        finally:
-            served.over.set()
+        return await self._serving(request, lambda served: self._answer(request, served, chat))
 
     async def _answer(self, request: web.Request, served: Served, chat: bool) -> web.StreamResponse:
         body = served.body

@@ -15,6 +15,9 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.budgeting import BudgetCounter, StreamFilter
 
 __all__ = [
+    "BUDGETS",
+    "CUTS",
+    "READS",
     "TEXT",
     "assert_cut_at_the_budget",
     "budgeted",
@@ -33,6 +36,11 @@ TEXT = st.text(
     alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
 )
 """Reasoning and answers: tags and their pieces, white space, a character outside the BMP."""
+CUTS = st.lists(st.integers(0, 120), max_size=40)
+"""Where the upstream's text is cut into tokens (code units: see :func:`tokens`)."""
+READS = st.lists(st.integers(0, 6000), max_size=12)
+"""Where the upstream's stream is cut into reads (bytes: see :func:`pieces`)."""
+BUDGETS = st.integers(0, 12)
 
 
 def units(text: str) -> bytes:

@@ -18,6 +18,9 @@ from gateway_mw.surfaces.messages.budget import SIDE, BudgetCount
 from gateway_mw.surfaces.messages.budgetbody import MessagesBody, as_stream
 
 from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
     TEXT,
     assert_cut_at_the_budget,
     budgeted,
@@ -94,9 +97,9 @@ PLAIN = st.text(alphabet=st.sampled_from(["a", " ", ">", "/", "t", "\n", "😀"]
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True)  # a pair's halves apart
@@ -114,9 +117,9 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
 @given(
     reasoning=TEXT,
     answer=PLAIN,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
     echoed=st.booleans(),
 )

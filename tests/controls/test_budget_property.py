@@ -17,6 +17,9 @@ from gateway_mw.surfaces.chat.budget import SIDE, BudgetCount, Joined
 from gateway_mw.surfaces.chat.budgetbody import ChatBody
 
 from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
     TEXT,
     assert_cut_at_the_budget,
     budgeted,
@@ -65,9 +68,9 @@ def reasoning_events(raw: bytes) -> list[str]:
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 4000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
 )
 # Native reasoning cut between a pair's halves: each half is an event of its own, with a lone escape.

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.continuing import continuation_config
@@ -20,7 +19,19 @@ from gateway_mw.surfaces.responses.budget import BudgetCount
 from gateway_mw.surfaces.responses.budgetbody import ResponsesBody, as_stream
 from gateway_mw.surfaces.responses.budgetside import SIDE
 
-from ..budgetcuts import TEXT, assert_cut_at_the_budget, budgeted, echoes, filtered, pieces, tokens, units
+from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    pieces,
+    tokens,
+    units,
+)
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -74,9 +85,9 @@ def translated(raw: bytes, reads: list[int], config: ThinkExtractConfig, new_id:
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=1)  # the cut between a pair's halves
 @example(reasoning="abc def", answer="xy😀", cuts=list(range(1, 30)), reads=[7, 300], budget=3)  # cut, continued

@@ -16,6 +16,9 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.ollama_budget import SIDE, OllamaBody, OllamaBudgetCount, OllamaJoined, as_stream
 
 from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
     TEXT,
     assert_cut_at_the_budget,
     budgeted,
@@ -70,9 +73,9 @@ def reasoning_lines(raw: bytes) -> list[str]:
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 4000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
     chat=st.booleans(),
 )

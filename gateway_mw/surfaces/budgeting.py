@@ -30,6 +30,7 @@ __all__ = [
     "joined_said",
     "limited",
     "prefill",
+    "prefilled",
     "summed",
 ]
 
@@ -157,6 +158,15 @@ def appended(raw: msgspec.Raw | None, item: object) -> bytes | None:
         return None
     inner = array[1:-1].strip(_SPACE)
     return array[:-1] + (b"," if inner else b"") + _encode(item) + b"]"
+
+
+def prefilled(top: Mapping[str, msgspec.Raw], prefill: str, limits: Edits | None) -> Edits | None:
+    """``messages`` with ``prefill`` as a final assistant message's ``content``, and the ``limits``
+    edits; ``None`` when the request has no messages array or no limits (one used up)."""
+    messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
+    if messages is None or limits is None:
+        return None
+    return {"messages": messages} | limits
 
 
 def limited(top: Mapping[str, msgspec.Raw], names: tuple[str, ...], spent: int) -> Edits | None:

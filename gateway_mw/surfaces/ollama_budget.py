@@ -23,7 +23,8 @@ from .. import surrogates
 from ..ndjson import NDJSONDecoder
 from ..rawjson import UNREADABLE, Obj, as_int, encode, obj
 from ..sse import SSEEvent
-from .budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended
+from .budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, prefilled
+from .counting import EventCount
 
 __all__ = ["SIDE", "OllamaBody", "OllamaBudgetCount", "OllamaJoined", "as_stream"]
 
@@ -84,36 +85,20 @@ def _texts(line: _Line) -> tuple[str | None, str | None]:
     return line.response, line.thinking
 
 
-class OllamaBudgetCount:
+class OllamaBudgetCount(EventCount):
     """Counts the ``thinking`` lines of an Ollama stream on their way to the client, and says where
     the budget ends it. Feed it what the translator gives (:meth:`feed`); it watches until the
     reasoning gives way to an answer (text, a tool call, the done line), after which it passes bytes
     as they come."""
 
     def __init__(self, budget: int, max_event_bytes: int) -> None:
-        self.budget = budget
-        self.counted = 0
-        """The reasoning lines that went to the client."""
-        self.cut = False
-        """The budget was spent: the lines after :attr:`counted` were not passed."""
+        super().__init__(budget, NDJSONDecoder(max_event_bytes))
         self.model_raw: msgspec.Raw | None = None
         """The first answer's ``model``, as it wrote it."""
         self.created_at: msgspec.Raw | None = None
         """The ``created_at`` of the last line read (the one the cut fell on, if it was cut)."""
         self.chat = True
         """The answer is ``/api/chat``'s (a ``message``), not ``/api/generate``'s (a ``response``)."""
-        self._reasoning: list[str] = []
-        self._watching = True
-        self._decoder = NDJSONDecoder(max_event_bytes)
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning the client got, in order: a surrogate pair whose halves came in two lines
-        joined, a half that stayed alone as U+FFFD."""
-        text = "".join(self._reasoning)
-        if text.isascii():
-            return text
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     @property
     def model(self) -> str | None:
@@ -124,37 +109,6 @@ class OllamaBudgetCount:
 
     def joiner(self, max_event_bytes: int) -> Joiner:
         return OllamaJoined(self, max_event_bytes)
-
-    def feed(self, out: bytes) -> bytes:
-        """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
-        budget is spent in it (:attr:`cut`), then what came before the line that went over."""
-        if self.cut:
-            return b""
-        if not self._watching:
-            return out
-        passed = self._passed(self._decoder.feed(out))
-        if not self._watching and not self.cut:  # the rest of a line under way is no longer ours to read
-            passed += self._decoder.take_pending()
-        return passed
-
-    def finish(self) -> bytes:
-        """At the stream's end: what the reader still holds (a last line without its ending), unless cut."""
-        if self.cut or not self._watching:
-            return b""
-        events, tail = self._decoder.finish()
-        passed = self._passed(events)  # read here: fed again, a line without its ending would be held
-        return passed if self.cut else passed + tail
-
-    def _passed(self, events: list[SSEEvent]) -> bytes:
-        """The lines of ``events`` that go to the client: up to the one the budget ends on, if any."""
-        passed: list[bytes] = []
-        for event in events:
-            if self._watching and not self._take(event):
-                self.cut = True
-                self._watching = False
-                break
-            passed.append(event.raw)
-        return b"".join(passed)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one line; ``False`` when it would take the reasoning over the budget."""
@@ -395,11 +349,7 @@ class _OllamaBudget:
         ``thinking``: a builtin parser expects the answer after a prefill that has content), and
         ``options.num_predict`` reduced; ``None`` for ``/api/generate`` (no messages: Ollama has no
         way to continue there) or a limit used up."""
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        limit = _num_predict(obj(top.get("options")), spent)
-        if messages is None or limit is None:
-            return None
-        return {"messages": messages} | limit
+        return prefilled(top, prefill, _num_predict(obj(top.get("options")), spent))
 
 
 SIDE: BudgetSide = _OllamaBudget()

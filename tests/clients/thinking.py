@@ -16,9 +16,10 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import relay, url_of
 from .decided import decide
 from .llama import CHAT_TEMPLATE, build_gguf
 
@@ -95,26 +96,7 @@ async def relaying(
     # A connection per request: llama-server closes a kept-alive one after a few requests, and a
     # request sent on it as it closes fails.
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(base + request.path, data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass  # the budget's cut (or a client gone): the upstream is closed below
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
         app = web.Application()
         stats = setup(app, config, record="off")
-        app.router.add_post(route, forward)
-        yield str((await aiohttp_server(app)).make_url("")).rstrip("/"), stats
+        app.router.add_post(route, relay(session, base))
+        yield url_of(await aiohttp_server(app)), stats

@@ -24,13 +24,13 @@ from typing import Any
 
 from aiohttp import web
 
-from .thinker import ANSWER, FOREVER, Served, token
+from .thinker import ANSWER, FOREVER, Served, Serving, token
 
 __all__ = ["MessagesThinker", "assert_one_message"]
 
 
 @dataclass
-class MessagesThinker:
+class MessagesThinker(Serving):
     server: str  # vllm, sglang, llamacpp
     native: bool = False
     reopen: bool = False
@@ -49,20 +49,7 @@ class MessagesThinker:
     served: list[Served] = field(default_factory=list)
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
-        served = Served(json.loads(await request.read()))
-        self.served.append(served)
-        try:
-            return await self._answer(request, served)
-        except asyncio.CancelledError:
-            served.stopped = True
-            raise
-        finally:
-            served.over.set()
-
-    async def over(self) -> list[Served]:
-        for served in self.served:
-            await served.over.wait()
-        return self.served
+        return await self._serving(request, lambda served: self._answer(request, served))
 
     def _continues(self, messages: list[dict[str, Any]]) -> str:
         """The prefill this server continues, or ``""``."""

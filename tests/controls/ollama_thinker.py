@@ -43,7 +43,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from .thinker import ANSWER, FOREVER, Served, token
+from gateway_mw.controls import ModelInfo
+from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
+
+from .thinker import ANSWER, FOREVER, Served, Serving, token
 
 CREATED = "2026-12-01T10:00:00.000000Z"
 CREATED_UNIX = 1796119200
@@ -57,7 +60,7 @@ def go_json(value: Any) -> bytes:
 
 
 @dataclass
-class OllamaThinker:
+class OllamaThinker(Serving):
     native: bool = False
     closes_turn: bool = False
     reopen: bool = False
@@ -87,21 +90,8 @@ class OllamaThinker:
     async def generate(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, chat=False)
 
-    async def over(self) -> list[Served]:
-        for served in self.served:
-            await served.over.wait()
-        return self.served
-
     async def _serve(self, request: web.Request, chat: bool) -> web.StreamResponse:
-        served = Served(json.loads(await request.read()))
-        self.served.append(served)
-        try:
-            return await self._answer(request, served, chat)
-        except asyncio.CancelledError:
-            served.stopped = True
-            raise
-        finally:
-            served.over.set()
+        return await self._serving(request, lambda served: self._answer(request, served, chat))
 
     async def _answer(self, request: web.Request, served: Served, chat: bool) -> web.StreamResponse:
         body = served.body
@@ -355,3 +345,13 @@ def to_chat_completion(id_: str, line: dict[str, Any]) -> dict[str, Any]:
         "choices": [choice],
         "usage": _usage(line),
     }
+
+
+def thinking_model(app: web.Application) -> None:
+    """The gateway ``app`` told the model thinks, on an Ollama that reads ``think`` (as ``/api/show``
+    and ``/api/version`` say), without asking the emulated upstream."""
+
+    async def model_info(model: str) -> ModelInfo:
+        return ModelInfo(thinking=True, version=(0, 33, 0))
+
+    app[THINKEXTRACT_MODEL_INFO] = model_info

@@ -32,7 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .thinker import ANSWER, FOREVER, Served, token
+from .thinker import ANSWER, FOREVER, Served, Serving, token
 
 ROUTE = "/v1/responses"
 
@@ -44,7 +44,7 @@ def _text(content: Any) -> str:
 
 
 @dataclass
-class ResponsesThinker:
+class ResponsesThinker(Serving):
     server: str  # vllm, sglang, llamacpp
     reopen: bool = False
     """The continuation thinks again (``<think>`` … ``</think>``) before it answers."""
@@ -65,20 +65,7 @@ class ResponsesThinker:
     served: list[Served] = field(default_factory=list)
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
-        served = Served(json.loads(await request.read()))
-        self.served.append(served)
-        try:
-            return await self._answer(request, served)
-        except asyncio.CancelledError:  # the server cancels a handler whose connection closed
-            served.stopped = True
-            raise
-        finally:
-            served.over.set()
-
-    async def over(self) -> list[Served]:
-        for served in self.served:
-            await served.over.wait()
-        return self.served
+        return await self._serving(request, lambda served: self._answer(request, served))
 
     def _continued(self, items: list[Any]) -> str | None:
         """The prefill this server continues, if it continues the input's last item."""

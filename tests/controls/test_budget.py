@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -18,12 +17,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, proxy, setup
+from gateway_mw import ThinkExtractConfig, proxy
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.middleware import THINKEXTRACT_STATS
-from gateway_mw.stats import ThinkExtractStats
 from gateway_mw.surfaces.chat.budgetbody import as_stream
 
+from ..relay import Front as AnyFront
+from ..relay import Fronts
 from .thinker import ANSWER, Served, Thinker, token
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -31,85 +31,21 @@ MODEL = "Qwen/Qwen3-8B"
 ROUTE = "/v1/chat/completions"
 
 
-@dataclass
-class Front:
-    """The forwarding app with the middleware, its upstream, and what went by."""
-
-    url: str
-    thinker: Thinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[Thinker]
 Start = Callable[..., Awaitable[Front]]
 
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
-    runners: list[web.AppRunner] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: Thinker, cancelling: bool = True, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.chat)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        front_app = web.Application()
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        front = Front("", thinker, setup(front_app, config))
+        async def make(thinker: Thinker, cancelling: bool = True, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.chat)
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole, cancelling=cancelling)
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the body the middleware hands over, the upstream's
-            stream relayed piece by piece, the upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
-        front_app.router.add_post(ROUTE, forward)
-        if cancelling:  # the test server cancels a handler whose client left, as the gateway does
-            front.url = str((await aiohttp_server(front_app)).make_url("")).rstrip("/")
-            return front
-        runner = web.AppRunner(front_app, handler_cancellation=False)  # aiohttp's default
-        runners.append(runner)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        host, port = runner.addresses[0][:2]
-        front.url = f"http://{host}:{port}"
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
-    for runner in runners:
-        await runner.cleanup()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

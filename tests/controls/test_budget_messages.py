@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -16,12 +15,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
-from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import Front as AnyFront
+from ..relay import Fronts
 from .messages_thinker import MessagesThinker, assert_one_message
 from .thinker import ANSWER, token
 
@@ -30,69 +30,22 @@ MODEL = "Qwen/Qwen3-8B"
 ROUTE = "/v1/messages"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: MessagesThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[MessagesThinker]
 Start = Callable[..., Awaitable[Front]]
 
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.messages)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        front = Front("", thinker, setup(app, config))
+        async def make(thinker: MessagesThinker, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.messages)
+            settings = {"messages_policy": "unsigned", "reasoning_budget_enforcement": "gateway"} | settings
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole)
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(ROUTE), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(ROUTE), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()
-            return resp
-
-        app.router.add_post(ROUTE, forward)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ continuation joined, it is one well-formed message that lost nothing the model w
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -15,9 +14,24 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.marks import gateway_signature
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.messages.budget import BudgetCount
-from gateway_mw.surfaces.messages.budgetbody import Echo, MessagesBody, as_stream
+from gateway_mw.surfaces.messages.budget import SIDE, BudgetCount
+from gateway_mw.surfaces.messages.budgetbody import MessagesBody, as_stream
 
+from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    paired,
+    pieces,
+    tokens,
+    unbudgeted,
+    units,
+)
 from .messages_thinker import assert_one_message
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
@@ -28,18 +42,6 @@ MODEL = "Qwen/Qwen3-8B"
 
 def event(data: dict[str, Any]) -> bytes:
     return b"event: " + data["type"].encode() + b"\ndata: " + json.dumps(data).encode() + b"\n\n"
-
-
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
 
 
 def block(index: int, kind: str, key: str, pieces: list[str]) -> list[bytes]:
@@ -81,31 +83,13 @@ def thinking_events(raw: bytes) -> list[str]:
     return [d["thinking"] for d in deltas if d["type"] == "thinking_delta" and d["thinking"]]
 
 
-def paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
-def budgeted(raw: bytes, reads: list[int], budget: int) -> tuple[BudgetCount, bytes]:
+def counted(raw: bytes, reads: list[int], budget: int) -> tuple[BudgetCount, bytes]:
     """What the client gets of ``raw`` under ``budget``, read in ``reads``: the handler's next
     write after the cut fails, so nothing more is fed."""
-    pipeline = StreamPipeline("messages", CONFIG)
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for piece in pieces(raw, reads):
-        passed += count.feed(pipeline.feed(piece))
-        if count.cut:
-            return count, passed
-    return count, passed + count.feed(pipeline.finish()) + count.finish()
+    return count, budgeted(count, StreamPipeline("messages", CONFIG), raw, reads)
 
 
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
 PLAIN = st.text(alphabet=st.sampled_from(["a", " ", ">", "/", "t", "\n", "😀"]), max_size=40)
 """An answer that opens no tag (one that thinks again is the translator's to read, tested apart)."""
 
@@ -113,9 +97,9 @@ PLAIN = st.text(alphabet=st.sampled_from(["a", " ", ">", "/", "t", "\n", "😀"]
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True)  # a pair's halves apart
@@ -125,26 +109,17 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
-    plain = StreamPipeline("messages", CONFIG)
-    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
-    expected = thinking_events(whole)
-    count, passed = budgeted(raw, reads, budget)
-    assert count.cut == (len(expected) > budget)
-    assert thinking_events(passed) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
-    if count.cut:
-        assert whole.startswith(passed)
-    else:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
+    whole = unbudgeted(StreamPipeline("messages", CONFIG), raw, reads)
+    count, passed = counted(raw, reads, budget)
+    assert_cut_at_the_budget(count, budget, whole, passed, thinking_events)
 
 
 @given(
     reasoning=TEXT,
     answer=PLAIN,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
     echoed=st.booleans(),
 )
@@ -156,14 +131,14 @@ def test_the_continuation_makes_one_message_with_nothing_lost(
     """The first answer cut, the continuation (echoing the prefill, as llama.cpp does, or not)
     joined: one message, at most N thinking events before the answer, the thinking the client got
     signed as the gateway signs, the continuation's answer whole, the usage of both summed."""
-    count, passed = budgeted(stream(reasoning, "", cuts, native), reads, budget)
+    count, passed = counted(stream(reasoning, "", cuts, native), reads, budget)
     assume(count.cut)
     prefill = "<think>" + count.reasoning + "!</think>"
     frames = read_raw(stream("", "", [], True, "msg_2"))  # its thinking closed by the prefill: only an answer
     said = tokens((prefill if echoed else "") + answer, cuts)
     continued = b"".join([frames[0], *block(0, "text", "text", said), *frames[-2:]])
     joined = count.joiner(CONFIG.max_event_bytes)
-    echo = Echo(prefill, CONFIG.max_event_bytes)
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
     pipeline = StreamPipeline("messages", AFTER)
     out = b"".join(joined.feed(pipeline.feed(echo.feed(p))) for p in pieces(continued, reads))
     out += joined.feed(pipeline.feed(echo.finish()) + pipeline.finish()) + joined.finish()
@@ -179,23 +154,15 @@ def test_the_continuation_makes_one_message_with_nothing_lost(
     assert message["usage"] == {"input_tokens": 10, "output_tokens": 9}
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
     text = (prefill if echoed else "") + answer
     frames = read_raw(stream("", "", [], True))
     raw = b"".join([frames[0], *block(0, "text", "text", tokens(text, cuts)), *frames[-2:]])
-    echo = Echo(prefill, 1 << 20)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    echo = SIDE.echo(prefill, 1 << 20)
+    out = filtered(echo, raw, reads)
     said = "".join(d["delta"]["text"] for _, d in read(out) if d.get("delta", {}).get("type") == "text_delta")
     if echoed or not text.startswith(prefill):
         assert units(said) == units(answer if echoed else text)

@@ -4,7 +4,6 @@ a surrogate pair, at an event's edge, in the middle of a batched read. The trans
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -14,8 +13,23 @@ from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
-from gateway_mw.surfaces.chat.budget import BudgetCount, Echo, Joined
+from gateway_mw.surfaces.chat.budget import SIDE, BudgetCount, Joined
 from gateway_mw.surfaces.chat.budgetbody import ChatBody
+
+from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    pieces,
+    tokens,
+    unbudgeted,
+    units,
+)
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -27,18 +41,6 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return b"data: " + json.dumps(body).encode() + b"\n\n"  # ensure_ascii: a lone half is an escape
 
 
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
-
-
 def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
     out = [chunk({"role": "assistant", "content": ""})]
     if native:
@@ -47,11 +49,6 @@ def stream(reasoning: str, answer: str, cuts: list[int], native: bool) -> bytes:
     else:
         out += [chunk({"content": t}) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts)]
     return b"".join([*out, chunk({}, "stop"), b"data: [DONE]\n\n"])
-
-
-def paired(text: str) -> str:
-    """Surrogate halves that came apart joined, a lone one as U+FFFD (what the prefill can carry)."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def reasoning_events(raw: bytes) -> list[str]:
@@ -68,22 +65,12 @@ def reasoning_events(raw: bytes) -> list[str]:
     return out
 
 
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
-
-
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 4000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
 )
 # Native reasoning cut between a pair's halves: each half is an event of its own, with a lone escape.
@@ -95,28 +82,12 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:
     raw = stream(reasoning, answer, cuts, native)
-    plain = StreamPipeline("chat", CONFIG)
-    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
-    expected = reasoning_events(whole)
+    whole = unbudgeted(StreamPipeline("chat", CONFIG), raw, reads)
 
-    pipeline = StreamPipeline("chat", CONFIG)
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for piece in pieces(raw, reads):
-        passed += count.feed(pipeline.feed(piece))
-        if count.cut:
-            break  # the handler's next write fails: nothing more is fed
-    if not count.cut:
-        passed += count.feed(pipeline.finish()) + count.finish()
+    passed = budgeted(count, StreamPipeline("chat", CONFIG), raw, reads)
 
-    assert count.cut == (len(expected) > budget)
-    assert reasoning_events(passed) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
-    if count.cut:
-        assert whole.startswith(passed)
-    else:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
+    assert_cut_at_the_budget(count, budget, whole, passed, reasoning_events)
 
 
 @given(answer=TEXT, cuts=st.lists(st.integers(0, 60), max_size=20), reads=st.lists(st.integers(0, 2000), max_size=8))
@@ -189,16 +160,7 @@ def test_the_body_a_stream_makes() -> None:
     assert b"\\ud83d\\ude00 ok" in body.body()
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<", answer="<😀", cuts=[3], reads=[], echoed=True)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
@@ -208,8 +170,8 @@ def test_an_echoed_prefill_is_taken_out(
     raw = b"".join(
         [chunk({"role": "assistant", "content": None})] + [chunk({"content": t}) for t in tokens(text, cuts)]
     )
-    echo = Echo(prefill, CONFIG.max_event_bytes)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
+    out = filtered(echo, raw, reads)
     said = "".join(
         ch["delta"].get("content") or "" for b in out.split(b"\n\n")[:-1] for ch in json.loads(b[6:])["choices"]
     )

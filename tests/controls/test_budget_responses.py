@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -17,11 +16,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
-from gateway_mw.stats import ThinkExtractStats
 
+from ..relay import Front as AnyFront
+from ..relay import Fronts
 from .responses_thinker import ROUTE, ResponsesThinker
 from .thinker import ANSWER, token
 
@@ -30,72 +30,24 @@ MODEL = "Qwen/Qwen3-8B"
 PREFILL = "<think>{}" + BUDGET_MESSAGE + "</think>"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: ResponsesThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request]
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[ResponsesThinker]
 Start = Callable[..., Awaitable[Front]]
 
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: ResponsesThinker, whole: bool = False, **settings: Any) -> Front:
-        back = web.Application()
-        back.router.add_post(ROUTE, thinker.responses)
-        back_server = await aiohttp_server(back)
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        # llama.cpp has a budget field of its own, which `auto` would write: the gateway's is asked for
-        enforcement = "gateway" if thinker.server == "llamacpp" else "auto"
-        settings.setdefault("reasoning_budget_enforcement", enforcement)
-        config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
-        stats = setup(app, config)
-        requests: list[web.Request] = []
+        async def make(thinker: ResponsesThinker, whole: bool = False, **settings: Any) -> Front:
+            back = web.Application()
+            back.router.add_post(ROUTE, thinker.responses)
+            # llama.cpp has a budget field of its own, which `auto` would write: the gateway's is asked for
+            enforcement = "gateway" if thinker.server == "llamacpp" else "auto"
+            settings.setdefault("reasoning_budget_enforcement", enforcement)
+            config = ThinkExtractConfig(upstream_server=thinker.server, reasoning_store="off", **settings)
+            return await fronts.make(thinker, back, config, [ROUTE], whole=whole)
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back_server.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(
-                back_server.make_url(request.path), data=body, headers={"Content-Type": "application/json"}
-            )
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.release() if complete else upstream.close()  # the model stops generating
-            return resp
-
-        app.router.add_post(ROUTE, forward)
-        url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return Front(url, thinker, stats, requests)
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def request(think: str, budget: int | None, **more: Any) -> dict[str, Any]:

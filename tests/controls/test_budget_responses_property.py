@@ -11,37 +11,30 @@ import json
 from typing import Any
 
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.continuing import continuation_config
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.responses.budget import BudgetCount
 from gateway_mw.surfaces.responses.budgetbody import ResponsesBody, as_stream
-from gateway_mw.surfaces.responses.echo import Echo
+from gateway_mw.surfaces.responses.budgetside import SIDE
+
+from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    echoes,
+    filtered,
+    pieces,
+    tokens,
+    units,
+)
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
-
-
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int]) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded)})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def upstream(response_id: str, text: str, cuts: list[int]) -> bytes:
@@ -89,16 +82,12 @@ def translated(raw: bytes, reads: list[int], config: ThinkExtractConfig, new_id:
     return [*(pipeline.feed(p) for p in pieces(raw, reads)), pipeline.finish()]
 
 
-def paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 6000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=1)  # the cut between a pair's halves
 @example(reasoning="abc def", answer="xy😀", cuts=list(range(1, 30)), reads=[7, 300], budget=3)  # cut, continued
@@ -113,22 +102,11 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     expected = reasoning_deltas(read(whole))
 
     count = BudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for out in translated(raw, reads, CONFIG, ids()):
-        passed += count.feed(out)
-        if count.cut:
-            break  # the handler's next write fails: nothing more is fed
-    if not count.cut:
-        passed += count.finish()
+    passed = budgeted(count, StreamPipeline("responses", CONFIG, ids()), raw, reads)
 
-    assert count.cut == (len(expected) > budget)
-    assert reasoning_deltas(read(passed)) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
+    assert_cut_at_the_budget(count, budget, whole, passed, lambda raw: reasoning_deltas(read(raw)))
     if not count.cut:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
         return
-    assert whole.startswith(passed)
 
     # The continuation: the answer alone (the prefill closed the reasoning), in its own reads.
     joiner = count.joiner(CONFIG.max_event_bytes)
@@ -162,15 +140,7 @@ def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     assert json.loads(collect.body()) == response
 
 
-@given(
-    prefill=TEXT.filter(bool),
-    answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=30),
-    reads=st.lists(st.integers(0, 4000), max_size=8),
-    echoed=st.booleans(),
-)
-@example(prefill="<<<<<😀", answer="", cuts=[6], reads=[], echoed=True)  # the echo cut inside a pair
-@example(prefill="<<", answer="<", cuts=[], reads=[], echoed=False)  # the answer begins as the prefill did
+@echoes
 def test_an_echoed_prefill_is_taken_out(
     prefill: str, answer: str, cuts: list[int], reads: list[int], echoed: bool
 ) -> None:
@@ -178,8 +148,8 @@ def test_an_echoed_prefill_is_taken_out(
     follows it; one that does not is untouched."""
     text = (prefill if echoed else "") + answer
     raw = upstream("resp", text, cuts)
-    echo = Echo(prefill, CONFIG.max_event_bytes)
-    out = b"".join(echo.feed(p) for p in pieces(raw, reads)) + echo.finish()
+    echo = SIDE.echo(prefill, CONFIG.max_event_bytes)
+    out = filtered(echo, raw, reads)
     said = "".join(e["delta"] for e in read(out) if e["type"] == "response.output_text.delta")
     if echoed or not text.startswith(prefill):
         assert units(said) == units(answer if echoed else text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,8 +41,34 @@ class Served:
     """Set when the server is done with the request."""
 
 
+class Serving:
+    """What every emulated server keeps of the requests it serves (:class:`Served`): each recorded,
+    noted as stopped when the server cancels its handler (its connection closed), over when done."""
+
+    served: list[Served]
+
+    async def over(self) -> list[Served]:
+        """What was served, once every request is done with."""
+        for served in self.served:
+            await served.over.wait()
+        return self.served
+
+    async def _serving(
+        self, request: web.Request, answer: Callable[[Served], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        served = Served(json.loads(await request.read()))
+        self.served.append(served)
+        try:
+            return await answer(served)
+        except asyncio.CancelledError:  # the server cancels a handler whose connection closed
+            served.stopped = True
+            raise
+        finally:
+            served.over.set()
+
+
 @dataclass
-class Thinker:
+class Thinker(Serving):
     server: str  # vllm, sglang, llamacpp
     native: bool = False
     reopen: bool = False
@@ -57,21 +83,7 @@ class Thinker:
     served: list[Served] = field(default_factory=list)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        served = Served(json.loads(await request.read()))
-        self.served.append(served)
-        try:
-            return await self._answer(request, served)
-        except asyncio.CancelledError:  # the server cancels a handler whose connection closed
-            served.stopped = True
-            raise
-        finally:
-            served.over.set()
-
-    async def over(self) -> list[Served]:
-        """What was served, once every request is done with."""
-        for served in self.served:
-            await served.over.wait()
-        return self.served
+        return await self._serving(request, lambda served: self._answer(request, served))
 
     async def _answer(self, request: web.Request, served: Served) -> web.StreamResponse:
         body = served.body

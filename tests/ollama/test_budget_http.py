@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -17,87 +16,32 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
-from gateway_mw.controls import ModelInfo
-from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
-from gateway_mw.stats import ThinkExtractStats
 
-from ..controls.ollama_thinker import CREATED, OllamaThinker
+from ..controls.ollama_thinker import CREATED, OllamaThinker, thinking_model
 from ..controls.thinker import ANSWER, token
+from ..relay import Front as AnyFront
+from ..relay import Fronts
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: OllamaThinker
-    stats: ThinkExtractStats
-    requests: list[web.Request] = field(default_factory=list)
-
-    def client_gone(self) -> bool:
-        transport = self.requests[0].transport if self.requests else None
-        return transport is None or transport.is_closing()
-
-
+Front = AnyFront[OllamaThinker]
 Start = Callable[..., Awaitable[Front]]
 
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: OllamaThinker, whole: bool = False, **settings: Any) -> Front:
-        back = await aiohttp_server(thinker.app())
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
-        stats = setup(app, config)
+        async def make(thinker: OllamaThinker, whole: bool = False, **settings: Any) -> Front:
+            config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
+            routes = ["/api/chat", "/api/generate"]
+            return await fronts.make(thinker, thinker.app(), config, routes, whole=whole, prepare=thinking_model)
 
-        async def model_info(model: str) -> ModelInfo:
-            return ModelInfo(thinking=True, version=(0, 33, 0))  # as /api/show and /api/version say
-
-        app[THINKEXTRACT_MODEL_INFO] = model_info
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the upstream's stream relayed piece by piece, the
-            upstream closed when the client's write fails."""
-            front.requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            if whole:  # a handler that reads the upstream's answer whole, then returns it
-                async with session.post(back.make_url(request.path), data=body) as read:
-                    return web.Response(body=await read.read(), content_type=read.content_type)
-            upstream = await session.post(back.make_url(request.path), data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
-        front = Front("", thinker, stats)
-        app.router.add_post("/api/chat", forward)
-        app.router.add_post("/api/generate", forward)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def chat(think: str, budget: int | None = None, **more: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ and the continuation's request."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -15,6 +14,19 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.controls.continuation import continuation as continued
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.ollama_budget import SIDE, OllamaBody, OllamaBudgetCount, OllamaJoined, as_stream
+
+from ..budgetcuts import (
+    BUDGETS,
+    CUTS,
+    READS,
+    TEXT,
+    assert_cut_at_the_budget,
+    budgeted,
+    pieces,
+    tokens,
+    unbudgeted,
+    units,
+)
 
 CONFIG = ThinkExtractConfig()
 MODEL = "qwen3:8b"
@@ -33,23 +45,6 @@ def line(text: str, thinking: str | None = None, done: bool = False, chat: bool 
     return json.dumps(out | extra).encode() + b"\n"  # ensure_ascii: a lone half is an escape
 
 
-def units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
-
-
-def tokens(text: str, cuts: list[int], whole: bool = False) -> list[str]:
-    """``text`` cut into tokens at code-unit offsets: a cut may fall between a pair's halves, unless
-    ``whole`` (characters whole)."""
-    coded = units(text)
-    points = sorted({2 * c for c in cuts if 0 < 2 * c < len(coded) and not (whole and _low(coded, 2 * c))})
-    edges = [0, *points, len(coded)]
-    return [coded[a:b].decode("utf-16-le", "surrogatepass") for a, b in itertools.pairwise(edges)]
-
-
-def _low(coded: bytes, at: int) -> bool:
-    return 0xDC00 <= int.from_bytes(coded[at : at + 2], "little") <= 0xDFFF
-
-
 def stream(reasoning: str, answer: str, cuts: list[int], native: bool, chat: bool) -> bytes:
     """Ollama's lines: reasoning in ``thinking`` (its own parser, each line passed as it came: a
     pair's halves may be apart) or in tags (whole characters: Go's encoder writes no lone surrogate,
@@ -60,11 +55,6 @@ def stream(reasoning: str, answer: str, cuts: list[int], native: bool, chat: boo
     else:
         out = [line(t, chat=chat) for t in tokens("<think>" + reasoning + "</think>" + answer, cuts, whole=True)]
     return b"".join([*out, line("", done=True, chat=chat, done_reason="stop", eval_count=len(out))])
-
-
-def pieces(raw: bytes, reads: list[int]) -> list[bytes]:
-    edges = [0, *sorted({r for r in reads if 0 < r < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def read(raw: bytes) -> list[dict[str, Any]]:
@@ -80,21 +70,12 @@ def reasoning_lines(raw: bytes) -> list[str]:
     return [t for doc in read(raw) if (t := holder(doc).get("thinking"))]
 
 
-def paired(text: str) -> str:
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-TEXT = st.text(
-    alphabet=st.sampled_from(["a", "b", " ", "<", ">", "/", "t", "h", "i", "n", "k", "\n", "😀"]), max_size=40
-)
-
-
 @given(
     reasoning=TEXT,
     answer=TEXT,
-    cuts=st.lists(st.integers(0, 120), max_size=40),
-    reads=st.lists(st.integers(0, 4000), max_size=12),
-    budget=st.integers(0, 12),
+    cuts=CUTS,
+    reads=READS,
+    budget=BUDGETS,
     native=st.booleans(),
     chat=st.booleans(),
 )
@@ -106,29 +87,14 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool, chat: bool
 ) -> None:
     raw = stream(reasoning, answer, cuts, native, chat)
-    plain = StreamPipeline("ollama", CONFIG)
-    whole = b"".join(plain.feed(p) for p in pieces(raw, reads)) + plain.finish()
-    expected = reasoning_lines(whole)
+    whole = unbudgeted(StreamPipeline("ollama", CONFIG), raw, reads)
 
-    pipeline = StreamPipeline("ollama", CONFIG)
     count = OllamaBudgetCount(budget, CONFIG.max_event_bytes)
-    passed = b""
-    for piece in pieces(raw, reads):
-        passed += count.feed(pipeline.feed(piece))
-        if count.cut:
-            break  # the handler's next write fails: nothing more is fed
-    if not count.cut:
-        passed += count.feed(pipeline.finish()) + count.finish()
+    passed = budgeted(count, StreamPipeline("ollama", CONFIG), raw, reads)
 
-    assert count.cut == (len(expected) > budget)
-    assert reasoning_lines(passed) == expected[:budget]
-    assert count.counted == min(budget, len(expected))
-    assert count.reasoning == paired("".join(expected[:budget]))
+    assert_cut_at_the_budget(count, budget, whole, passed, reasoning_lines)
     if count.cut:
-        assert whole.startswith(passed)
         assert (count.model, count.chat) == (MODEL, chat) or count.counted == 0
-    else:
-        assert passed == whole  # a stream the budget does not cut goes as it would without one
 
 
 def first_cut(budget: int = 2, chat: bool = True) -> OllamaBudgetCount:

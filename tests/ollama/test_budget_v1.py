@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -17,26 +16,20 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway_mw import THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
-from gateway_mw.controls import ModelInfo
-from gateway_mw.incoming import THINKEXTRACT_MODEL_INFO
-from gateway_mw.stats import ThinkExtractStats
 
-from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app
+from ..controls.ollama_thinker import CREATED_UNIX, OllamaThinker, openai_app, thinking_model
 from ..controls.thinker import ANSWER, token
+from ..relay import Front as AnyFront
+from ..relay import Fronts
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 MODEL = "qwen3:8b"
 USER = [{"role": "user", "content": "think"}]
 
 
-@dataclass
-class Front:
-    url: str
-    thinker: OllamaThinker
-    stats: ThinkExtractStats
-
+class Front(AnyFront[OllamaThinker]):
     def client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(base_url=self.url + "/v1", api_key="x", max_retries=0)
 
@@ -46,52 +39,16 @@ Start = Callable[..., Awaitable[Front]]
 
 @pytest.fixture
 async def start(aiohttp_server: ServerFactory) -> AsyncIterator[Start]:
-    sessions: list[aiohttp.ClientSession] = []
+    async with Fronts(aiohttp_server) as fronts:
 
-    async def make(thinker: OllamaThinker, **settings: Any) -> Front:
-        back = await aiohttp_server(openai_app(thinker))
-        session = aiohttp.ClientSession()
-        sessions.append(session)
-        app = web.Application()
-        config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
-        stats = setup(app, config)
+        async def make(thinker: OllamaThinker, **settings: Any) -> Front:
+            config = ThinkExtractConfig(upstream_server="ollama", reasoning_store="off", **settings)
+            routes = ["/v1/chat/completions"]
+            front = await fronts.make(thinker, openai_app(thinker), config, routes, kind=Front, prepare=thinking_model)
+            assert isinstance(front, Front)
+            return front
 
-        async def model_info(model: str) -> ModelInfo:
-            return ModelInfo(thinking=True, version=(0, 33, 0))  # as /api/show and /api/version say
-
-        app[THINKEXTRACT_MODEL_INFO] = model_info
-
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """The upstream's stream relayed piece by piece, the upstream closed when the client's
-            write fails or the middleware cuts it."""
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(back.make_url(request.path), data=body)
-            complete = False
-            try:
-                resp = web.StreamResponse(status=upstream.status)
-                resp.content_type = upstream.content_type
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                complete = True
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                if complete:
-                    upstream.release()
-                else:
-                    upstream.close()  # the model stops generating
-            return resp
-
-        app.router.add_post("/v1/chat/completions", forward)
-        front = Front("", thinker, stats)
-        front.url = str((await aiohttp_server(app)).make_url("")).rstrip("/")
-        return front
-
-    yield make
-    for session in sessions:
-        await session.close()
+        yield make
 
 
 def prefill(budget: int) -> str:

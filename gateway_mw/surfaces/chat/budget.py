@@ -1,6 +1,6 @@
 """A reasoning budget the gateway enforces on a chat stream, sans-I/O: the first answer's reasoning
 events counted as they go to the client (:class:`BudgetCount`), the continuation's events joined
-into the same answer (:class:`Joined`), llama.cpp's echo of the prefill taken out (:class:`Echo`);
+into the same answer (:class:`Joined`), llama.cpp's echo of the prefill read from choice 0's content;
 :data:`SIDE` is chat's :class:`~gateway_mw.surfaces.budgeting.BudgetSide`.
 
 Servers stream one token per event, so the count is of events: each chunk that carries reasoning
@@ -21,10 +21,12 @@ import msgspec
 from ... import surrogates
 from ...rawjson import UNREADABLE, encode, obj, raw_list
 from ...sse import SSEDecoder, SSEEvent
-from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, appended, limited
+from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, Joiner, StreamFilter, limited, prefilled
+from ..counting import EventCount
+from ..echo import Echo
 from .budgetbody import ChatBody, as_stream
 
-__all__ = ["SIDE", "BudgetCount", "Echo", "Joined"]
+__all__ = ["SIDE", "BudgetCount", "Joined"]
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -54,32 +56,16 @@ _HEAD = ("id", "created", "model")
 _DONE = b"[DONE]"
 
 
-class BudgetCount:
+class BudgetCount(EventCount):
     """Counts the reasoning events of a chat stream's choice 0 on their way to the client, and says
     where the budget ends it. Feed it what the translator gives (:meth:`feed`); it watches until the
     reasoning gives way to an answer (content, a tool call, a finish), after which it passes bytes
     as they come."""
 
     def __init__(self, budget: int, max_event_bytes: int) -> None:
-        self.budget = budget
-        self.counted = 0
-        """The reasoning events that went to the client."""
-        self.cut = False
-        """The budget was spent: the events after :attr:`counted` were not passed."""
+        super().__init__(budget, SSEDecoder(max_event_bytes))
         self.head: dict[str, msgspec.Raw] = {}
         """The first answer's ``id``, ``created`` and ``model``, as it wrote them."""
-        self._reasoning: list[str] = []
-        self._watching = True
-        self._decoder = SSEDecoder(max_event_bytes)
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning the client got, in order: a surrogate pair whose halves came in two events
-        joined, a half that stayed alone as U+FFFD (no JSON encoder writes one)."""
-        text = "".join(self._reasoning)
-        if text.isascii():
-            return text
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     @property
     def model(self) -> str | None:
@@ -91,34 +77,6 @@ class BudgetCount:
 
     def joiner(self, max_event_bytes: int) -> Joiner:
         return Joined(self.head, max_event_bytes)
-
-    def feed(self, out: bytes) -> bytes:
-        """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
-        budget is spent in it (:attr:`cut`), then what came before the event that went over."""
-        if self.cut:
-            return b""
-        if not self._watching:
-            return out
-        passed: list[bytes] = []
-        for event in self._decoder.feed(out):
-            if not self._watching:
-                passed.append(event.raw)
-            elif not self._take(event):
-                self.cut = True
-                self._watching = False
-                return b"".join(passed)
-            else:
-                passed.append(event.raw)
-        if not self._watching:  # the rest of an event under way is no longer ours to read
-            passed.append(self._decoder.take_pending())
-        return b"".join(passed)
-
-    def finish(self) -> bytes:
-        """At the stream's end: what the reader still holds (an unterminated tail), unless cut."""
-        if self.cut or not self._watching:
-            return b""
-        events, tail = self._decoder.finish()
-        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one event; ``False`` when it would take the reasoning over the budget."""
@@ -276,67 +234,12 @@ def _without_role(top: dict[str, Any]) -> bool:
     return says
 
 
-class Echo:
-    """Takes out of a continuation's first chunks the prefill the server echoes there (llama.cpp
-    streams the prefilled text back as the start of its answer's content; vLLM and SGLang do not),
-    so that the client does not get the reasoning twice. Fed the upstream's bytes, before the
-    translator. Chunks whose text may be the start of an echo are held until it is told: an echo
-    whole is taken out, anything else goes as it came, in order."""
-
-    def __init__(self, prefill: str, max_event_bytes: int) -> None:
-        self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
-        self._decoder = SSEDecoder(max_event_bytes)
-        self._held: list[tuple[bytes, bool]] = []  # (an event's bytes, whether its text is echo so far)
-        self.done = not prefill
-
-    def feed(self, raw: bytes) -> bytes:
-        if self.done:
-            return raw
-        out = [event.raw if self.done else self._strip(event) for event in self._decoder.feed(raw)]
-        if self.done:
-            out.append(self._decoder.take_pending())
-        return b"".join(out)
-
-    def finish(self) -> bytes:
-        """At the end: what was held (an echo never finished is no echo), and any tail."""
-        if self.done:
-            return b""
-        events, tail = self._decoder.finish()
-        return self._release() + b"".join(e.raw for e in events) + tail
-
-    def _release(self) -> bytes:
-        self.done = True
-        held, self._held = self._held, []
-        return b"".join(raw for raw, _ in held)
-
-    def _strip(self, event: SSEEvent) -> bytes:
-        data = event.data
-        chunk = _read(data) if data is not None and not event.oversized and data != _DONE else None
-        content = None
-        if chunk is not None:
-            content = next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
-        if chunk is None or data is None or not content:
-            if not self._held:
-                return event.raw  # a role, nothing to compare yet
-            self._held.append((event.raw, False))
-            return b""
-        left, said = self._left, _units(content)
-        if left.startswith(said) and len(said) < len(left):
-            self._left = left[len(said) :]
-            self._held.append((event.raw, True))
-            return b""
-        if not said.startswith(left):  # the continuation's own text: no echo
-            return self._release() + event.raw
-        new = _with_content(data, said[len(left) :].decode("utf-16-le", "surrogatepass"))
-        if new is None:
-            return self._release() + event.raw
-        kept = b"".join(raw for raw, echoed in self._held if not echoed)
-        self._held, self.done = [], True
-        return kept + event.fields + b"data: " + new + b"\n\n"
-
-
-def _units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
+def _content(data: bytes) -> str | None:
+    """Choice 0's answer text in a chunk: where llama.cpp echoes the prefill."""
+    chunk = _read(data) if data != _DONE else None
+    if chunk is None:
+        return None
+    return next((c.delta.content for c in chunk.choices if c.index == 0 and c.delta is not None), None)
 
 
 def _with_content(data: bytes, content: str) -> bytes | None:
@@ -366,7 +269,7 @@ class _ChatBudget:
         return BudgetCount(budget, max_event_bytes)
 
     def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
-        return Echo(prefill, max_event_bytes)
+        return Echo(prefill, max_event_bytes, _content, _with_content)
 
     def collector(self, max_event_bytes: int) -> Collector:
         return ChatBody(max_event_bytes)
@@ -375,11 +278,7 @@ class _ChatBudget:
         return as_stream(body)
 
     def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        edits = limited(top, _LIMITS, spent)
-        if messages is None or edits is None:
-            return None
-        return {"messages": messages} | edits
+        return prefilled(top, prefill, limited(top, _LIMITS, spent))
 
 
 SIDE: BudgetSide = _ChatBudget()

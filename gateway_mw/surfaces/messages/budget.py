@@ -28,11 +28,13 @@ from ..budgeting import (
     Edits,
     Joiner,
     StreamFilter,
-    appended,
     limited,
+    prefilled,
     summed,
 )
-from .budgetbody import Echo, MessagesBody, as_stream
+from ..counting import EventCount, joined
+from ..echo import Echo
+from .budgetbody import MessagesBody, as_stream, echo_text, with_echo_text
 from .events import delta_event, one_line, reindexed, stop_event
 
 __all__ = ["SIDE", "BudgetCount", "Joined"]
@@ -72,15 +74,6 @@ def read(data: bytes) -> _Event | None:
         return None
 
 
-def _text(parts: list[str]) -> str:
-    """Pieces of text joined: a surrogate pair whose halves came in two events made one, a half
-    that stayed alone U+FFFD (no JSON encoder writes one)."""
-    text = "".join(parts)
-    if text.isascii():
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
 class _OpenBlocks:
     """The blocks of a stream that started and did not stop, by index: their type, and a thinking
     block's text (its signature, when the gateway closes it)."""
@@ -115,7 +108,7 @@ class _OpenBlocks:
         out = []
         for index in sorted(self.kinds):
             if self.kinds[index] == "thinking" and index not in self.signed:
-                signature = encode(gateway_signature(_text(self.texts[index])))
+                signature = encode(gateway_signature(joined(self.texts[index])))
                 out.append(delta_event(index, b'{"type":"signature_delta","signature":%s}' % signature).raw)
             out.append(stop_event(index).raw)
         self.kinds.clear()
@@ -124,26 +117,17 @@ class _OpenBlocks:
         return b"".join(out)
 
 
-class BudgetCount:
+class BudgetCount(EventCount):
     """Counts the ``thinking_delta`` events of a messages stream on their way to the client, and
     says where the budget ends it. It watches until the thinking gives way to an answer (text that
     is not white space, a tool call, the message's end), after which it passes bytes as they come."""
 
     def __init__(self, budget: int, max_event_bytes: int) -> None:
-        self.budget = budget
-        self.counted = 0
-        self.cut = False
+        super().__init__(budget, SSEDecoder(max_event_bytes))
         self.usage: dict[str, Any] = {}
         """The first answer's usage, as its ``message_start`` gave it (a cut stream gives no other)."""
         self._model: str | None = None
-        self._reasoning: list[str] = []
         self._open = _OpenBlocks()
-        self._watching = True
-        self._decoder = SSEDecoder(max_event_bytes)
-
-    @property
-    def reasoning(self) -> str:
-        return _text(self._reasoning)
 
     @property
     def model(self) -> str | None:
@@ -151,31 +135,6 @@ class BudgetCount:
 
     def joiner(self, max_event_bytes: int) -> Joiner:
         return Joined(self._open, self.usage, max_event_bytes)
-
-    def feed(self, out: bytes) -> bytes:
-        if self.cut:
-            return b""
-        if not self._watching:
-            return out
-        passed: list[bytes] = []
-        for event in self._decoder.feed(out):
-            if not self._watching:
-                passed.append(event.raw)
-            elif not self._take(event):
-                self.cut = True
-                self._watching = False
-                return b"".join(passed)
-            else:
-                passed.append(event.raw)
-        if not self._watching:  # the rest of an event under way is no longer ours to read
-            passed.append(self._decoder.take_pending())
-        return b"".join(passed)
-
-    def finish(self) -> bytes:
-        if self.cut or not self._watching:
-            return b""
-        events, tail = self._decoder.finish()
-        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one event; ``False`` when it would take the thinking over the budget."""
@@ -297,7 +256,7 @@ class _MessagesBudget:
         return BudgetCount(budget, max_event_bytes)
 
     def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
-        return Echo(prefill, max_event_bytes)
+        return Echo(prefill, max_event_bytes, echo_text, with_echo_text)
 
     def collector(self, max_event_bytes: int) -> Collector:
         return MessagesBody(max_event_bytes)
@@ -306,11 +265,7 @@ class _MessagesBudget:
         return as_stream(body)
 
     def continued(self, top: Mapping[str, msgspec.Raw], prefill: str, spent: int) -> Edits | None:
-        messages = appended(top.get("messages"), {"role": "assistant", "content": prefill})
-        edits = limited(top, _LIMITS, spent)
-        if messages is None or edits is None:
-            return None
-        return {"messages": messages} | edits
+        return prefilled(top, prefill, limited(top, _LIMITS, spent))
 
 
 SIDE: BudgetSide = _MessagesBudget()

@@ -1,7 +1,7 @@
 """A messages answer under a budget the gateway enforces, the parts that are not the stream's count:
 the one body a client that asked for no stream gets (:class:`MessagesBody`), a continuation answered
 with one body made a stream (:func:`as_stream`), and llama.cpp's echo of the prefill taken out of the
-continuation (:class:`Echo`). Sans-I/O.
+continuation (:func:`echo_text`, :func:`with_echo_text`). Sans-I/O.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 from contextlib import suppress
 from typing import Any
 
-from ...sse import SSEDecoder, SSEEvent, encode_event
+from ...sse import SSEDecoder, encode_event
 
-__all__ = ["Echo", "MessagesBody", "as_stream"]
+__all__ = ["MessagesBody", "as_stream", "echo_text", "with_echo_text"]
 
 _MESSAGE_KEYS = ("id", "type", "role", "model", "stop_reason", "stop_sequence", "usage")
 
@@ -135,61 +135,16 @@ def as_stream(body: bytes) -> bytes | None:
     return b"".join(encode_event(_dumps(data), event=kind).raw for kind, data in events)
 
 
-class Echo:
-    """Takes out of a continuation's first text the prefill the server echoes there (llama.cpp
-    streams the prefilled text back as the start of its first ``text_delta``, on ``/v1/messages``
-    as on chat), so that the client does not get the reasoning twice. Fed the upstream's bytes,
-    before the translator. Events whose text may be the start of an echo are held until it is told:
-    an echo whole is taken out, anything else goes as it came, in order."""
-
-    def __init__(self, prefill: str, max_event_bytes: int) -> None:
-        self._left = _units(prefill)  # compared in UTF-16 units: an echo may split a pair between events
-        self._decoder = SSEDecoder(max_event_bytes)
-        self._held: list[tuple[bytes, bool]] = []  # (an event's bytes, whether its text is echo so far)
-        self.done = not prefill
-
-    def feed(self, raw: bytes) -> bytes:
-        if self.done:
-            return raw
-        out = [event.raw if self.done else self._strip(event) for event in self._decoder.feed(raw)]
-        if self.done:
-            out.append(self._decoder.take_pending())
-        return b"".join(out)
-
-    def finish(self) -> bytes:
-        """At the end: what was held (an echo never finished is no echo), and any tail."""
-        if self.done:
-            return b""
-        events, tail = self._decoder.finish()
-        return self._release() + b"".join(e.raw for e in events) + tail
-
-    def _release(self) -> bytes:
-        self.done = True
-        held, self._held = self._held, []
-        return b"".join(raw for raw, _ in held)
-
-    def _strip(self, event: SSEEvent) -> bytes:
-        doc = _loads(event.data) if event.data is not None and not event.oversized else None
-        delta = doc.get("delta") if isinstance(doc, dict) and doc.get("type") == "content_block_delta" else None
-        text = delta.get("text") if isinstance(delta, dict) and delta.get("type") == "text_delta" else None
-        if not isinstance(text, str) or not text:
-            if not self._held:
-                return event.raw  # the message's start, a block's: nothing to compare yet
-            self._held.append((event.raw, False))
-            return b""
-        left, said = self._left, _units(text)
-        if left.startswith(said) and len(said) < len(left):
-            self._left = left[len(said) :]
-            self._held.append((event.raw, True))
-            return b""
-        if not said.startswith(left):  # the continuation's own text: no echo
-            return self._release() + event.raw
-        assert isinstance(doc, dict) and isinstance(delta, dict)
-        delta["text"] = said[len(left) :].decode("utf-16-le", "surrogatepass")
-        kept = b"".join(raw for raw, echoed in self._held if not echoed)
-        self._held, self.done = [], True
-        return kept + event.fields + b"data: " + _dumps(doc) + b"\n\n"
+def echo_text(data: bytes) -> str | None:
+    """A ``text_delta``'s text: where llama.cpp echoes the prefill (on ``/v1/messages`` as on chat)."""
+    doc = _loads(data)
+    delta = doc.get("delta") if isinstance(doc, dict) and doc.get("type") == "content_block_delta" else None
+    text = delta.get("text") if isinstance(delta, dict) and delta.get("type") == "text_delta" else None
+    return text if isinstance(text, str) else None
 
 
-def _units(text: str) -> bytes:
-    return text.encode("utf-16-le", "surrogatepass")
+def with_echo_text(data: bytes, text: str) -> bytes:
+    """``data`` (a ``text_delta``, as :func:`echo_text` read it) with its text replaced."""
+    doc = _loads(data)
+    doc["delta"]["text"] = text
+    return _dumps(doc)

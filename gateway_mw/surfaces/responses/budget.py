@@ -19,6 +19,7 @@ import msgspec
 from ...rawjson import TopLevelKeys, as_int
 from ...sse import SSEDecoder, SSEEvent, encode_event
 from ..budgeting import Joiner
+from ..counting import EventCount
 from .heads import CREATED, LARGE, TERMINAL, whole
 from .openitems import Items, load, number, peek, send
 
@@ -36,15 +37,13 @@ def decoder(max_event_bytes: int) -> SSEDecoder:
     return SSEDecoder(max_event_bytes, LARGE, _LARGE_FACTOR * max_event_bytes)
 
 
-class BudgetCount:
+class BudgetCount(EventCount):
     """Counts the reasoning deltas of a translated Responses stream on their way to the client, and
     says where the budget ends it. It watches until the reasoning gives way to an answer (text, a
     refusal, a call, the end), after which it passes bytes as they come."""
 
     def __init__(self, budget: int, max_event_bytes: int) -> None:
-        self.budget = budget
-        self.counted = 0
-        self.cut = False
+        super().__init__(budget, decoder(max_event_bytes))
         self.items = Items()
         """The items the client got, those still open with what their parts said."""
         self.seq = 0
@@ -54,18 +53,6 @@ class BudgetCount:
         self.response: dict[str, Any] | None = None
         """The response object of ``response.created``, as the client got it."""
         self._kind: str | None = None  # the delta type counted
-        self._reasoning: list[str] = []
-        self._watching = True
-        self._decoder = decoder(max_event_bytes)
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning the client got: a surrogate pair whose halves came in two events joined, a
-        half that stayed alone as U+FFFD (no JSON encoder writes one)."""
-        text = "".join(self._reasoning)
-        if text.isascii():
-            return text
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     @property
     def model(self) -> str | None:
@@ -74,30 +61,6 @@ class BudgetCount:
 
     def joiner(self, max_event_bytes: int) -> Joiner:
         return Joined(self, max_event_bytes)
-
-    def feed(self, out: bytes) -> bytes:
-        """The part of ``out`` (client-bound bytes) that goes to the client: all of it, unless the
-        budget is spent in it (:attr:`cut`), then what came before the delta that went over."""
-        if self.cut:
-            return b""
-        if not self._watching:
-            return out
-        passed: list[bytes] = []
-        for event in self._decoder.feed(out):
-            if self._watching and not self._take(event):
-                self.cut = True
-                self._watching = False
-                return b"".join(passed)
-            passed.append(event.raw)
-        if not self._watching:  # the rest of an event under way is no longer ours to read
-            passed.append(self._decoder.take_pending())
-        return b"".join(passed)
-
-    def finish(self) -> bytes:
-        if self.cut or not self._watching:
-            return b""
-        events, tail = self._decoder.finish()
-        return self.feed(b"".join(e.raw for e in events)) + (b"" if self.cut else tail)
 
     def _take(self, event: SSEEvent) -> bool:
         """Note one event; ``False`` when it would take the reasoning over the budget."""

@@ -20,9 +20,10 @@ from typing import Any
 import msgspec
 
 from ..budgeting import BudgetCounter, BudgetSide, Collector, Edits, StreamFilter, appended, limited
+from ..echo import Echo
 from .budget import BudgetCount
 from .budgetbody import ResponsesBody, as_stream
-from .echo import Echo
+from .echo import delta_text, with_delta
 
 __all__ = ["SIDE", "continued_item"]
 
@@ -43,7 +44,7 @@ class _ResponsesBudget:
         return BudgetCount(budget, max_event_bytes)
 
     def echo(self, prefill: str, max_event_bytes: int) -> StreamFilter:
-        return Echo(prefill, max_event_bytes)
+        return Echo(prefill, max_event_bytes, delta_text, with_delta)
 
     def collector(self, max_event_bytes: int) -> Collector:
         return ResponsesBody(max_event_bytes)

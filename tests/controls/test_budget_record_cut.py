@@ -21,12 +21,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from yarl import URL
 
-from gateway_mw import THINKEXTRACT_MODEL_INFO, THINKEXTRACT_REQUEST_BODY, ThinkExtractConfig, setup
+from gateway_mw import THINKEXTRACT_MODEL_INFO, ThinkExtractConfig, setup
 from gateway_mw.config import Surface
 from gateway_mw.controls import ModelInfo
 from gateway_mw.record import ReasoningRecord, open_record
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..relay import relay
 from .messages_thinker import MessagesThinker
 from .ollama_thinker import OllamaThinker, openai_app
 from .responses_thinker import ResponsesThinker
@@ -202,25 +203,7 @@ async def converse(aiohttp_server: ServerFactory) -> AsyncIterator[Callable[...,
 
         front[THINKEXTRACT_MODEL_INFO] = model_info
 
-        async def forward(request: web.Request) -> web.StreamResponse:
-            """A proxy as most are written: the stream relayed piece by piece, the upstream closed
-            when the client's write fails."""
-            requests.append(request)
-            body = request.get(THINKEXTRACT_REQUEST_BODY) or await request.read()
-            upstream = await session.post(back.make_url(side.path), data=body)
-            resp = web.StreamResponse(status=upstream.status)
-            resp.content_type = upstream.content_type
-            try:
-                await resp.prepare(request)
-                async for piece in upstream.content.iter_any():
-                    await resp.write(piece)
-                await resp.write_eof()
-            except ConnectionResetError:
-                pass
-            finally:
-                upstream.close()  # the model stops generating
-            return resp
-
+        forward = relay(session, str(back.make_url("")).rstrip("/"), seen=requests)
         front.router.add_post(side.path, forward)
         if leave:  # aiohttp's default: a handler whose client left is not cancelled, its writes fail
             runner = web.AppRunner(front, handler_cancellation=False)

@@ -67,6 +67,16 @@ async def test_a_budget_on_the_real_server(front: tuple[str, ThinkExtractStats])
     # machine spreads one stream over several: ``created`` is not compared).
     assert len({c["id"] for c in cut}) == 1
     assert stats.surface("chat").budgets == {"continued": 1}
+    body = {"model": "m", "messages": [{"role": "user", "content": question}], "reasoning": {"max_tokens": BUDGET}}
+    async with aiohttp.ClientSession() as session, session.post(url + "/v1/chat/completions", json=body) as resp:
+        whole = await resp.json()
+    message = whole["choices"][0]["message"]  # asked for as a stream, given as the body it makes
+    assert (message["reasoning_content"], message["content"]) == (
+        "".join(cut_reasoning),
+        "".join(texts(cut, "content")),
+    )
+    assert whole["choices"][0]["finish_reason"] == "stop"
+    assert stats.surface("chat").budgets == {"continued": 2}
     usage_free, usage_cut = free[-1]["usage"], cut[-1]["usage"]
     print(
         f"\nreasoning events: {len(free_reasoning)} without a budget, {len(cut_reasoning)} with {BUDGET};"

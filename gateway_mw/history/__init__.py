@@ -20,7 +20,7 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from .carry import CARRIED_BYTES, READING_BYTES, Carry, DigestStates
+from .carry import CARRIED_BYTES, READING_BYTES, CarriedStates, Carry
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import Reading, RequestSide
@@ -71,19 +71,50 @@ class Request:
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
     transform and, after the response, the record's entries."""
 
-    __slots__ = ("_plan", "body", "read", "side")
+    __slots__ = ("_carried", "_plan", "body", "read", "side")
 
-    def __init__(self, side: RequestSide, body: bytes, carry: tuple[DigestStates, bytes] | None = None) -> None:
+    def __init__(self, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None = None) -> None:
         self.side = side
         self.body = body
         self.read = side.read_history(body)
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+        self._carried: tuple[CarriedStates, bytes, object] | None = None
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
             # The conversation's digest goes on from the scope's last request, and keeps its states
             # for the next: what they hold is the body and its messages' readings.
             states, scope = carry
-            self.read.thread().carry = Carry(states, scope, len(body) + READING_BYTES * self.read.count)
+            self.read.thread().carry = Carry(states, scope, self._size())
+            self._carried = (states, scope, self._adopt(states, scope))
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
+
+    def _size(self) -> int:
+        """The bytes a kept state or reading of this request holds: its body, and its messages' readings."""
+        return len(self.body) + READING_BYTES * self.count
+
+    def _adopt(self, states: CarriedStates, scope: bytes) -> object:
+        """Take what the scope's earlier request that shares most of this one learned of the messages
+        they share; that request's kept reading (replaced by this one's, :meth:`keep`)."""
+        read = self.read
+        assert read is not None
+        best: tuple[int, tuple[object, Any] | None] = (0, None)
+        for kept in states.readings.of(scope):
+            side, earlier = kept
+            if side is self.side:
+                shared = read.shared(earlier)
+                if shared > best[0]:
+                    best = (shared, kept)
+        shared, found = best
+        if found is not None:
+            read.adopt(found[1], shared)
+        return found
+
+    def keep(self) -> None:
+        """Keep this request's reading for the scope's next request (once the transform is done with
+        it: a later request takes what it learned, and nothing learns more of it after)."""
+        if self._carried is not None:
+            states, scope, replaced = self._carried
+            states.readings.put(scope, (self.side, self.read), self._size(), replaced)
+            self._carried = None
 
     @property
     def model(self) -> str | None:

@@ -17,6 +17,7 @@ from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, as_str, encode
+from .carry import Facts, shared_prefix
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -29,31 +30,19 @@ _decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 
 
-class _Message(msgspec.Struct, gc=False):
-    """What is read of every message to place the assistant ones (never tracked by the garbage
-    collector: a long history makes hundreds of thousands, and a collection over them would hold
-    Python's lock, and with it the event loop, for a tenth of a second)."""
-
-    role: Any
-    content: msgspec.Raw
-    tool_calls: msgspec.Raw
-
-
 _ASSISTANT = b'"assistant"'
 _SPEAKERS = ("user", "system", "developer")
 _NO_VALUE = msgspec.Raw()
 
 
-def _message_of(fields: Obj) -> _Message:
+def _role_of(fields: Obj) -> Any:
     raw = fields.get("role")
     spelled = b"" if raw is None else bytes(raw)
     if not spelled:
-        role = None
-    elif spelled == _ASSISTANT:  # as nearly every client spells it: known without a decode
-        role = "assistant"
-    else:
-        role = _decode_any(spelled)
-    return _Message(role, fields.get("content", _NO_VALUE), fields.get("tool_calls", _NO_VALUE))
+        return None
+    if spelled == _ASSISTANT:  # as nearly every client spells it: known without a decode
+        return "assistant"
+    return _decode_any(spelled)
 
 
 class _Request(ControlFields, gc=False):
@@ -88,9 +77,10 @@ _decode_calls = msgspec.json.Decoder(list[_Call]).decode
 class Chat:
     """A chat request (or Ollama ``/api/chat``) read once: its model and messages, each in its fields
     as they came (one decoder pass over the body); what the record's keys, the transform and the
-    record's entries read of it is kept here, so that nothing is read twice."""
+    record's entries read of it is kept here, so that nothing is read twice — nor, in a later
+    request proven to share its first messages (:meth:`adopt`), read again there."""
 
-    __slots__ = ("_readings", "_thread", "body", "controls", "fields", "messages", "model")
+    __slots__ = ("_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
 
     def __init__(self, body: bytes, model: str | None, fields: list[Obj], controls: ControlFields) -> None:
         self.body = body
@@ -99,22 +89,46 @@ class Chat:
         """The body's reasoning control fields, read in the same pass."""
         self.fields = fields
         """Each message's fields, each value as it came."""
-        self.messages = [_message_of(f) for f in fields]
+        self.roles: list[Any] | None = None
         self._thread: Thread | None = None
-        self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
+        self.readings = Facts()
+        """What each assistant message carries (:class:`_Reading`), under the settings it was read with."""
+        self.verdicts = Facts()
+        """What the transform made of each assistant message that needed no record, under its plan."""
 
     @property
     def count(self) -> int:
         return len(self.fields)
 
+    def all_roles(self) -> list[Any]:
+        """Each message's role (decoded once, or taken from an earlier reading)."""
+        if self.roles is None:
+            self.roles = [_role_of(f) for f in self.fields]
+        return self.roles
+
+    def shared(self, earlier: object) -> int:
+        """How many first messages this request is proven to share with ``earlier`` (a reading of the
+        same surface): equal values, byte for byte."""
+        if not isinstance(earlier, Chat) or earlier.model != self.model:
+            return 0
+        return shared_prefix(earlier.fields, self.fields)
+
+    def adopt(self, earlier: object, shared: int) -> None:
+        """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`)."""
+        assert isinstance(earlier, Chat)
+        roles = earlier.all_roles()[:shared]
+        self.roles = roles + [_role_of(f) for f in self.fields[shared:]]
+        self.readings.carried_from(earlier.readings, shared)
+        self.verdicts.carried_from(earlier.verdicts, shared)
+
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,
         and the system prompt's, latest first."""
-        latest = next((m for m in reversed(self.messages) if m.role in _SPEAKERS), None)
-        out = [] if latest is None else [latest.content]
-        first = self.messages[0]
-        if first is not latest and first.role in ("system", "developer"):
-            out.append(first.content)
+        roles = self.all_roles()
+        latest = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] in _SPEAKERS), None)
+        out = [] if latest is None else [_content_of(self.fields[latest])]
+        if latest != 0 and roles[0] in ("system", "developer"):
+            out.append(_content_of(self.fields[0]))
         return out
 
     def thread(self) -> Thread:
@@ -125,13 +139,21 @@ class Chat:
 
     def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
         """What the assistant message ``at`` carries (``None``: unreadable), read once per request."""
-        how = (config, carriers)
-        if self._readings[0] != how:
-            self._readings = (how, {})
-        known = self._readings[1]
+        known = self.readings.under((config, carriers))
         if at not in known:
             known[at] = _read_message(self.fields[at], config, carriers)
-        return known[at]
+        reading: _Reading | None = known[at]
+        return reading
+
+
+def _content_of(fields: Obj) -> msgspec.Raw:
+    raw: msgspec.Raw = fields.get("content", _NO_VALUE)
+    return raw
+
+
+def _tool_calls(fields: Obj) -> msgspec.Raw:
+    raw: msgspec.Raw = fields.get("tool_calls", _NO_VALUE)
+    return raw
 
 
 def read(body: bytes) -> Chat | None:
@@ -153,8 +175,8 @@ def read(body: bytes) -> Chat | None:
     return Chat(body, model if isinstance(model, str) else None, messages, head)
 
 
-def _call_ids(message: _Message) -> list[str]:
-    raw = bytes(message.tool_calls)
+def _call_ids(message: Obj) -> list[str]:
+    raw = bytes(_tool_calls(message))
     if not raw or raw == b"null":
         return []
     try:
@@ -163,20 +185,20 @@ def _call_ids(message: _Message) -> list[str]:
         return []
 
 
-def _spellings(message: _Message) -> tuple[str, ...]:
+def _spellings(message: Obj) -> tuple[str, ...]:
     """The names and arguments of the message's tool calls (a turn whose calls keep no ids is
     found by them)."""
     if not _calls(message):
         return ()
     try:
-        return call_spellings(_decode_any(bytes(message.tool_calls)))
+        return call_spellings(_decode_any(bytes(_tool_calls(message))))
     except UNREADABLE:
         return ()
 
 
-def _calls(message: _Message) -> bool:
+def _calls(message: Obj) -> bool:
     """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
-    raw = bytes(message.tool_calls).strip()
+    raw = bytes(_tool_calls(message)).strip()
     return bool(raw) and raw not in (b"null", b"[]")
 
 
@@ -229,17 +251,17 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
     """:func:`keys` for messages whose reasoning comes in ``carriers``."""
     if plan is not None and plan.form == "pass":
         return []  # nothing is rewritten: nothing to restore
-    messages = chat.messages
+    messages = chat.fields
     wanted = [
         i
-        for i, m in enumerate(messages)
-        if m.role == "assistant" and (plan is None or not _carries_reasoning(chat.reading(i, plan.config, carriers)))
+        for i, role in enumerate(chat.all_roles())
+        if role == "assistant" and (plan is None or not _carries_reasoning(chat.reading(i, plan.config, carriers)))
     ]
     out: list[str] = []
     for i in wanted[-turns:]:
         calls = _call_ids(messages[i])
         said = () if calls else _spellings(messages[i])
-        out += turn_keys(chat.thread().upto(i), calls, "" if calls else _text_of(messages[i].content), said)
+        out += turn_keys(chat.thread().upto(i), calls, "" if calls else _text_of(_content_of(messages[i])), said)
     return out
 
 
@@ -248,17 +270,13 @@ def _carries_reasoning(reading: _Reading | None) -> bool:
     return reading is None or bool(reading.reasoning)
 
 
-def _in_scope(plan: Plan, messages: list[_Message]) -> list[bool]:
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-    out = []
-    for i, m in enumerate(messages):
-        if plan.scope == "current_turn":
-            out.append(i > last_user)
-        elif plan.scope == "tool_turns":
-            out.append(_calls(m))
-        else:
-            out.append(True)
-    return out
+def _in_scope(plan: Plan, message: Obj, current: bool) -> bool:
+    """Whether the plan keeps the reasoning of ``message`` (``current``: no user message after it)."""
+    if plan.scope == "current_turn":
+        return current
+    if plan.scope == "tool_turns":
+        return _calls(message)
+    return True
 
 
 def transform(chat: Chat, plan: Plan, recall: Recall) -> bytes | None:
@@ -275,21 +293,31 @@ def transform_messages(
     ``thinking`` alone)."""
     if plan.form == "pass":
         return None
-    messages = chat.messages
-    scope = _in_scope(plan, messages)
+    roles = chat.all_roles()
+    last_user = max((i for i, role in enumerate(roles) if role == "user"), default=-1)
+    verdicts = chat.verdicts.under((plan, carriers, fields))
     changed: dict[int, msgspec.Raw] = {}
-    for i, m in enumerate(messages):
-        if m.role != "assistant":
+    for i, role in enumerate(roles):
+        if role != "assistant":
             continue
         reading = chat.reading(i, plan.config, carriers)
         if reading is None:
             continue
+        m = chat.fields[i]
+        in_scope = _in_scope(plan, m, i > last_user)
         found = None
         if recall and not reading.reasoning:
             calls = _call_ids(m)
-            text, said = ("", ()) if calls else (_text_of(m.content), _spellings(m))
+            text, said = ("", ()) if calls else (_text_of(_content_of(m)), _spellings(m))
             found = recalled(recall, chat.thread().upto(i), calls, text, plan.config, said)
-        new = _message(reading, plan, scope[i], _calls(m), found, carriers, fields)
+        if found is not None:
+            new = _message(m, reading, plan, in_scope, _calls(m), found, carriers, fields)
+        else:  # what it makes depends on the message's bytes and its scope: learned once
+            known = verdicts.get(i)
+            if known is None or known[0] != in_scope:
+                made = _message(m, reading, plan, in_scope, _calls(m), None, carriers, fields)
+                known = verdicts[i] = (in_scope, made)
+            new = known[1]
         if new is not None:
             changed[i] = msgspec.Raw(new)
     if not changed:
@@ -325,10 +353,10 @@ def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:
 
 
 class _Reading(NamedTuple):
-    """What one assistant message carries: its fields (raw), the reasoning in them, its content
-    (decoded), and the content's reasoning (thinking parts, the model's tags) and answer."""
+    """What one assistant message carries: the reasoning in its fields, its content (decoded), and
+    the content's reasoning (thinking parts, the model's tags) and answer (no raw value: a reading
+    is carried to later requests, which must not keep this one's body)."""
 
-    msg: Obj
     fields: str
     content: Any
     thinking: str
@@ -368,10 +396,11 @@ def _read_message(msg: Obj, config: ThinkExtractConfig, carriers: tuple[str, ...
                 part = {**part, "text": text}
             parts.append(part)
         answer = parts
-    return _Reading(msg, fields, content, thinking, tagged, answer, parted)
+    return _Reading(fields, content, thinking, tagged, answer, parted)
 
 
 def _message(
+    msg: Obj,
     reading: _Reading,
     plan: Plan,
     in_scope: bool,
@@ -381,7 +410,7 @@ def _message(
     targets: tuple[str, ...],
 ) -> bytes | None:
     """One assistant message in the plan's form (its bytes), or ``None`` when it is so already."""
-    msg, content, tagged, answer, parted = reading.msg, reading.content, reading.tagged, reading.answer, reading.parted
+    content, tagged, answer, parted = reading.content, reading.tagged, reading.answer, reading.parted
     reasoning = reading.reasoning
     original = None
     if not reasoning and found is not None:

@@ -110,6 +110,12 @@ class Messages:
         self._thread: Thread | None = None
         self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
 
+    def shared(self, earlier: object) -> int:
+        return 0
+
+    def adopt(self, earlier: object, shared: int) -> None:
+        pass
+
     @property
     def count(self) -> int:
         return len(self.raws)

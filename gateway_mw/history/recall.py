@@ -289,7 +289,7 @@ class Thread:
                 carry, last = self.carry, n - CHECKPOINTS
                 states = {at: state for at, state in self._states.items() if at > last}
                 carry.states.keep(carry.scope, self._head, self._proofs, states, carry.size, self._from)
-                self._states = {}  # kept once
+                self._states, self._from = {}, None  # kept once (the one it replaced no longer held)
         digest = self._known[n] = at.digest()
         return digest
 

@@ -95,6 +95,12 @@ class Responses:
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
 
+    def shared(self, earlier: object) -> int:
+        return 0
+
+    def adopt(self, earlier: object, shared: int) -> None:
+        pass
+
     @property
     def count(self) -> int:
         return len(self.items)

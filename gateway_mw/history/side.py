@@ -39,6 +39,16 @@ class Reading(Protocol):
         costs (a history of many short turns costs more per byte than one of long tool results)."""
         ...
 
+    def shared(self, earlier: object) -> int:
+        """How many first messages (or items) this body is proven to share with ``earlier``, an
+        earlier request's reading (0: none, or another surface's or model's)."""
+        ...
+
+    def adopt(self, earlier: Any, shared: int) -> None:
+        """Take what ``earlier`` learned of the first ``shared`` messages (as :meth:`shared` gave
+        it) instead of learning it again: nothing that holds a part of its body."""
+        ...
+
 
 class RequestSide(Protocol):
     """What the way back in reads of one surface's requests (a part of its definition).

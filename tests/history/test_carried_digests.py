@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gateway_mw.channels import Said
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries
-from gateway_mw.history.carry import CARRIED_BYTES, CHECKPOINTS, Carry, DigestStates
+from gateway_mw.history.carry import CARRIED_BYTES, CHECKPOINTS, CarriedStates, Carry
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -34,7 +34,7 @@ class Spelled:
         return message
 
 
-def carried(states: DigestStates, scope: bytes, model: str | None, head: bytes, messages: list[bytes]) -> Thread:
+def carried(states: CarriedStates, scope: bytes, model: str | None, head: bytes, messages: list[bytes]) -> Thread:
     thread = Thread(model, head, messages, Spelled(messages))
     thread.carry = Carry(states, scope, sum(map(len, messages)))
     return thread
@@ -57,7 +57,7 @@ def test_a_carried_digest_is_the_digest_hashed_afresh(
     models: tuple[str | None, str | None],
 ) -> None:
     """The reference is the thread without a carry (the digest as every earlier version computed it)."""
-    states = DigestStates()
+    states = CarriedStates()
     earlier = carried(states, b"scope", models[0], heads[0], first)
     earlier.upto(len(first))
     later_messages = first[:shared] + more
@@ -69,7 +69,7 @@ def test_a_carried_digest_is_the_digest_hashed_afresh(
 
 @given(first=st.lists(st.binary(max_size=12), min_size=1, max_size=20), more=MESSAGES)
 def test_the_messages_an_earlier_request_hashed_are_not_spelled_again(first: list[bytes], more: list[bytes]) -> None:
-    states = DigestStates()
+    states = CarriedStates()
     carried(states, b"scope", "m", b"", first).upto(len(first))
     later = carried(states, b"scope", "m", b"", [*first, *more])
     later.upto(len(first) + len(more))
@@ -80,7 +80,7 @@ def test_the_messages_an_earlier_request_hashed_are_not_spelled_again(first: lis
 def test_a_message_that_changed_is_hashed_again_with_every_one_after_it() -> None:
     """Claude Code moves its cache marker from the last message to the next one: the message it left
     differs by its bytes, and is spelled again (the checkpoint before it is the latest good one)."""
-    states = DigestStates()
+    states = CarriedStates()
     first = [b"a", b"b", b"c", b"d+marker"]
     carried(states, b"scope", "m", b"", first).upto(4)
     carried(states, b"scope", "m", b"", first).upto(4)  # sent again (a retry): its states are all kept
@@ -91,7 +91,7 @@ def test_a_message_that_changed_is_hashed_again_with_every_one_after_it() -> Non
 
 
 def test_a_state_never_serves_another_scope() -> None:
-    states = DigestStates()
+    states = CarriedStates()
     messages = [b"a", b"b", b"c"]
     carried(states, b"alice", "m", b"", messages).upto(3)
     assert states.resume(b"bob", Thread("m", b"", messages, bytes)._head, messages, 3) is None
@@ -102,28 +102,28 @@ def test_a_state_never_serves_another_scope() -> None:
 
 
 def test_the_states_kept_are_bounded_by_bytes_and_by_conversations_per_scope() -> None:
-    states = DigestStates(max_bytes=10_000, per_scope=2)
+    states = CarriedStates(max_bytes=10_000, per_scope=2)
     for scope in range(6):
         for conversation in range(3):
             messages = [b"%d-%d-%d" % (scope, conversation, i) for i in range(CHECKPOINTS + 2)]
             thread = Thread("m", b"", messages, bytes)
             thread.carry = Carry(states, b"%d" % scope, 3_000)
             thread.upto(len(messages))
-    kept = {scope: len(conversations) for scope, conversations in states._scopes.items()}
+    kept = {scope: len(conversations) for scope, conversations in states.kept._scopes.items()}
     assert kept == {b"4": 1, b"5": 2}  # the least recently used out first, two per scope at most
     assert states.size == 9_000
-    assert [sorted(one.states) for one in states._scopes[b"5"]] == [list(range(3, CHECKPOINTS + 3))] * 2
+    assert [sorted(one.states) for one in states.kept.of(b"5")] == [list(range(3, CHECKPOINTS + 3))] * 2
 
 
 def test_a_conversation_that_goes_on_replaces_the_state_it_went_on_from() -> None:
-    states = DigestStates()
+    states = CarriedStates()
     messages = [b"a", b"b"]
     for turn in range(5):
         messages = [*messages, b"call %d" % turn, b"result %d" % turn]
         thread = Thread("m", b"", messages, bytes)
         thread.carry = Carry(states, b"scope", 100)
         thread.upto(len(messages))
-    assert len(states._scopes[b"scope"]) == 1
+    assert len(states.kept.of(b"scope")) == 1
     assert states.size == 100
 
 
@@ -175,7 +175,7 @@ def test_each_surface_keys_an_agents_next_request_as_it_would_afresh(
     """The record's entries (every key an answer is kept under) of a request that goes on from the
     one before, a tool call or a few later, are those of the same request read with no carry; a value
     spelled otherwise (``1`` and ``1.0`` decode equal) is no shared message."""
-    states = DigestStates()
+    states = CarriedStates()
     side = SURFACES[surface]  # type: ignore[index]
     first, later = _agent(surface, turns, numbers[0]), _agent(surface, turns + more, numbers[1])
     assert len(first) >= CARRIED_BYTES
@@ -184,4 +184,4 @@ def test_each_surface_keys_an_agents_next_request_as_it_would_afresh(
     assert carried_entries == record_entries(side, Request(side, later), SAID, CONFIG)
     assert len(carried_entries) == 2  # the answer's text in its conversation, and the conversation
     # The later request went on from the earlier one (whose state it replaced) only if they share it all.
-    assert len(states._scopes[b"scope"]) == (1 if numbers[0] == numbers[1] else 2)
+    assert len(states.kept.of(b"scope")) == (1 if numbers[0] == numbers[1] else 2)

@@ -1,0 +1,147 @@
+"""A request's reading carried from the one before it in its scope (``history.carry``): what an agent's
+next request is told — its rewritten body, the record keys it asks for, the entries kept of its
+answer — is what the same request read afresh is told, whatever the two requests share and under
+whatever settings each is read; what it shares is not read again; and the reading it goes on from
+keeps no part of the earlier body alive."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway_mw.channels import Said
+from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.history import Request, record_entries, record_keys, transform_request
+from gateway_mw.history import chat as chat_history
+from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates, shared_prefix
+from gateway_mw.surfaces.registry import SURFACES
+
+from .strategies import chat_requests, configs, messages_requests, responses_requests
+from .test_carried_digests import _agent
+
+REQUESTS = {
+    "chat": chat_requests(),
+    "ollama": chat_requests(),
+    "messages": messages_requests(),
+    "responses": responses_requests(),
+}
+"""Each surface's requests (a surface of the registry without one here fails every test below)."""
+
+SAID = [Said(original="<think>It is sunny.</think>It is sunny.")]
+PAD = {"x_pad": "." * CARRIED_BYTES}  # a body this large carries its reading (a field no surface reads)
+
+
+def _history_key(request: dict[str, Any]) -> str:
+    return "input" if "input" in request else "messages"
+
+
+def _body(request: dict[str, Any]) -> bytes:
+    return json.dumps({**request, **PAD}).encode()
+
+
+def _told(side: Any, request: Request, config: ThinkExtractConfig) -> tuple[Any, ...]:
+    """All a request is told under ``config``: its record keys, its body rewritten, its answer's entries."""
+    return (
+        record_keys(side, request, config),
+        transform_request(side, request, config),
+        record_entries(side, request, SAID, config),
+    )
+
+
+@given(
+    surface=st.sampled_from(list(SURFACES)),
+    data=st.data(),
+    shared=st.integers(0, 12),
+    settings=st.tuples(configs(), configs()),
+    same_settings=st.booleans(),
+)
+def test_a_carried_reading_tells_a_request_what_reading_it_afresh_does(
+    surface: str,
+    data: st.DataObject,
+    shared: int,
+    settings: tuple[ThinkExtractConfig, ThinkExtractConfig],
+    same_settings: bool,
+) -> None:
+    side = SURFACES[surface]  # type: ignore[index]
+    earlier, more = data.draw(REQUESTS[surface]), data.draw(REQUESTS[surface])
+    key = _history_key(earlier)
+    if not isinstance(earlier[key], list) or not isinstance(more.get(key), list):
+        return  # Responses' input as one string: no turns to share
+    later = {**more, key: earlier[key][:shared] + more[key]}
+    first_config, later_config = settings[0], settings[0] if same_settings else settings[1]
+    states = CarriedStates()
+    first = Request(side, _body(earlier), (states, b"scope"))
+    _told(side, first, first_config)
+    first.keep()
+    carried = Request(side, _body(later), (states, b"scope"))
+    assert _told(side, carried, later_config) == _told(side, Request(side, _body(later)), later_config)
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_reading_never_serves_another_scope(surface: str) -> None:
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    alice = Request(side, _agent(surface, 10), (states, b"alice"))
+    _told(side, alice, config)
+    alice.keep()
+    assert states.readings.of(b"bob") == []
+    bob = Request(side, _agent(surface, 10), (states, b"bob"))
+    assert bob._carried is not None and bob._carried[2] is None  # nothing of alice's was taken
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_carried_reading_keeps_no_part_of_the_earlier_body(surface: str) -> None:
+    """The reading a request goes on from is replaced by its own once kept; what it took from that
+    reading (roles, reasoning, the transform's verdicts) holds no raw value of the earlier body, which
+    is then held by nothing else: an agent's conversation never keeps every body it sent."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    earlier_body = _agent(surface, 10)
+    held = sys.getrefcount(earlier_body)
+    earlier = Request(side, earlier_body, (states, b"scope"))
+    _told(side, earlier, config)
+    earlier.keep()
+    later = Request(side, _agent(surface, 12), (states, b"scope"))
+    assert later._carried is not None and later._carried[2] is not None  # it went on from the earlier one
+    _told(side, later, config)
+    later.keep()
+    del earlier
+    gc.collect()
+    assert sys.getrefcount(earlier_body) == held
+
+
+def test_the_chat_messages_an_earlier_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+    reading = chat_history._read_message
+
+    def counted(msg: Any, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> Any:
+        read.append(len(read))
+        return reading(msg, config, carriers)
+
+    monkeypatch.setattr(chat_history, "_read_message", counted)
+    side = SURFACES["chat"]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    first = Request(side, _agent("chat", 10), (states, b"scope"))
+    _told(side, first, config)
+    first.keep()
+    assert len(read) == 10  # each assistant message once, for the keys and the transform alike
+    later = Request(side, _agent("chat", 13), (states, b"scope"))
+    _told(side, later, config)
+    assert len(read) == 13  # only the three new ones
+
+
+@given(old=st.lists(st.integers(0, 3), max_size=9), new=st.lists(st.integers(0, 3), max_size=9))
+def test_the_shared_prefix_is_the_longest_equal_one(old: list[int], new: list[int]) -> None:
+    plain = 0
+    while plain < min(len(old), len(new)) and old[plain] == new[plain]:
+        plain += 1
+    assert shared_prefix(old, new) == plain

@@ -20,7 +20,7 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from .carry import CARRIED_BYTES, READING_BYTES, CarriedStates, Carry
+from .carry import CARRIED_BYTES, READING_BYTES, CarriedStates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import Reading, RequestSide
@@ -80,10 +80,10 @@ class Request:
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
         self._carried: tuple[CarriedStates, bytes, object] | None = None
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
-            # The conversation's digest goes on from the scope's last request, and keeps its states
-            # for the next: what they hold is the body and its messages' readings.
+            # What the scope's earlier request learned of the messages it shares is taken, and this
+            # one's reading (its digest's last states too) kept for the next.
             states, scope = carry
-            self.read.thread().carry = Carry(states, scope, self._size())
+            self.read.thread().keep_states()
             self._carried = (states, scope, self._adopt(states, scope))
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 

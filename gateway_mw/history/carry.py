@@ -1,30 +1,27 @@
-"""What a conversation carries from one request to its next: its digest, and what its messages
-were read as.
+"""What a conversation carries from one request to its next: what its messages were read as, and
+its digest.
 
-An agent's request is its previous one and a turn more, and the record's keys hold the digest of the
-whole conversation (:class:`~.recall.Thread`): hashing every byte of it again on every request is most
-of what the request side costs. So the hash states at the last few message boundaries of a digest are
-kept, with what the messages were read as; a later request of the same scope, whose first messages are
-proven the same by comparing those readings (each message's values as bytes: a comparison of memory,
-about ten times faster than hashing it), goes on from the latest state it shares. Nothing is assumed:
-a message that differs by a byte (a cache marker moved) is hashed, and so is everything after it.
+An agent's request is its previous one and a turn more. Reading every earlier message again (its
+role, its reasoning, whether the transform leaves it as it is) and hashing it again for the record's
+keys (:class:`~.recall.Thread`) on every request was most of what the request side cost. So each
+request's reading is kept, by scope; a later request of the scope proven to share its first messages
+with one (each message's values compared as bytes: a comparison of memory, about ten times faster
+than hashing it) takes what that reading learned of them (:class:`Facts`) and goes on from the hash
+state its thread kept after them. Nothing is assumed: a message that differs by a byte (a cache marker
+moved) is read and hashed again, and so is everything after it.
 
-The same proof lets a request take the rest of an earlier request's reading of the messages it shares
-(each surface's: their roles, their reasoning, whether the transform leaves them as they are) instead
-of reading them again: only the turns that are new are read.
-
-The readings a state is kept with hold the request's body: the states are bounded by the bytes they
-hold (least recently used first out) and by a few conversations per scope, and never leave their
-scope (a state is looked up only by the scope that made it).
+A kept reading holds its request's body: the readings are bounded by the bytes they hold (least
+recently used first out) and by a few conversations per scope, and never leave their scope (one is
+looked up only by the scope that made it). What a reading takes from another holds no part of that
+one's body, which would keep every body of a conversation alive.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "CARRIED_BYTES",
@@ -33,7 +30,6 @@ __all__ = [
     "STATES",
     "ByScope",
     "CarriedStates",
-    "Carry",
     "Facts",
     "shared_prefix",
 ]
@@ -41,24 +37,16 @@ __all__ = [
 _T = TypeVar("_T")
 
 CARRIED_BYTES = 32 << 10
-"""A body this large or larger has its conversation's digest carried to its next request; a smaller
-one is hashed afresh in less time than keeping its states costs."""
+"""A body this large or larger has its reading kept for its scope's next request; a smaller one is
+read afresh in less time than keeping it costs."""
 
 READING_BYTES = 512
-"""What one message's reading holds in memory besides its bytes (its fields, as counted in a kept state)."""
+"""What one message's reading holds in memory besides its bytes (its fields, as counted in a kept reading)."""
 
 CHECKPOINTS = 8
 """The message boundaries nearest a conversation's end whose hash states are kept: a later request goes
 on from one of them when it shares that much (an agent's shares all of it, or all but the message whose
 cache marker moved)."""
-
-
-class _Kept(NamedTuple):
-    head: bytes
-    proofs: Sequence[object]
-    """What each message was read as: equal proofs spell equal messages."""
-    states: dict[int, hashlib.blake2b]
-    """The hash state after the first ``n`` messages, by ``n``."""
 
 
 class ByScope(Generic[_T]):
@@ -106,72 +94,22 @@ class ByScope(Generic[_T]):
 
 
 class CarriedStates:
-    """What conversations carry to their next request, by scope: their hash states, and their
-    requests' readings (each bounded apart: at most ``max_bytes`` of request bodies held, at most
-    ``per_scope`` conversations in a scope)."""
+    """What conversations carry to their next request, by scope: their requests' readings (at most
+    ``max_bytes`` of request bodies held, at most ``per_scope`` conversations in a scope)."""
 
     def __init__(self, max_bytes: int = 64 << 20, per_scope: int = 4) -> None:
-        self.kept: ByScope[_Kept] = ByScope(max_bytes, per_scope)
         self.readings: ByScope[tuple[object, Any]] = ByScope(max_bytes, per_scope)
         """Requests' readings, each with the surface that read it: what a later request of the
         scope takes of the messages it is proven to share with one, instead of reading them again."""
 
     @property
     def size(self) -> int:
-        """The bytes the kept states hold (their requests' bodies, as counted when kept)."""
-        return self.kept.size
-
-    def resume(
-        self, scope: bytes, head: bytes, proofs: Sequence[object], upto: int
-    ) -> tuple[int, dict[int, hashlib.blake2b], object] | None:
-        """The latest kept state of ``scope`` after at most ``upto`` messages whose head and messages
-        are proven those of ``proofs``: ``(n, states, kept)``, the states after ``n`` messages and
-        before (each only read: a state to go on from is copied) and the conversation they were kept
-        with (for :meth:`keep` to replace), or ``None``."""
-        best: tuple[int, _Kept] | None = None
-        for one in self.kept.of(scope):
-            if one.head != head:
-                continue
-            for n in sorted(one.states, reverse=True):
-                if n <= upto and (best is None or n > best[0]) and _same_first(one.proofs, proofs, n):
-                    best = (n, one)
-                    break
-        if best is None:
-            return None
-        n, one = best
-        return n, {at: state for at, state in one.states.items() if at <= n}, one
-
-    def keep(
-        self,
-        scope: bytes,
-        head: bytes,
-        proofs: Sequence[object],
-        states: dict[int, hashlib.blake2b],
-        size: int,
-        replaced: object = None,
-    ) -> None:
-        """Keep ``states`` of a conversation of ``scope`` (``size``: the bytes its proofs hold), in place
-        of the kept one it went on from (``replaced``, as :meth:`resume` gave it)."""
-        if states:
-            self.kept.put(scope, _Kept(head, proofs, states), size, replaced)
-
-
-def _same_first(old: Sequence[object], new: Sequence[object], n: int) -> bool:
-    """Whether the first ``n`` proofs of both are equal (compared in C: a list's equality)."""
-    return len(old) >= n and len(new) >= n and old[:n] == new[:n]
-
-
-class Carry(NamedTuple):
-    """Where a request's conversation digest may go on from, and keep its states for the next."""
-
-    states: CarriedStates
-    scope: bytes
-    size: int
-    """The bytes a kept state of this request holds (its body, and its readings)."""
+        """The bytes the kept readings hold (their requests' bodies, as counted when kept)."""
+        return self.readings.size
 
 
 STATES = CarriedStates()
-"""The process's conversations' hash states (each scope's its own)."""
+"""The process's conversations' readings (each scope's its own)."""
 
 
 class Facts:

@@ -120,6 +120,7 @@ class Chat:
         self.roles = roles + [_role_of(f) for f in self.fields[shared:]]
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        self.thread().go_on_from(earlier.thread(), shared)
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,

@@ -22,7 +22,7 @@ import msgspec
 from ..config import ThinkExtractConfig
 from ..marks import is_gateway_id
 from ..rawjson import UNREADABLE
-from .carry import CHECKPOINTS, Carry
+from .carry import CHECKPOINTS
 from .text import split_written
 
 __all__ = [
@@ -243,12 +243,12 @@ class Thread:
     prefixes in growing order, as a request's turns are, each message is read once: a long agent
     history costs linear time.
 
-    With ``carry``, the digest goes on from the state an earlier request of the scope kept, after
-    the messages it is proven to share (``proofs``: what each message was read as, equal only when
-    the messages spell alike; by default the messages themselves), and keeps its own for the next
-    (:mod:`.carry`)."""
+    An agent's next request repeats the conversation and adds a turn: a thread that keeps its states
+    (:meth:`keep_states`) keeps those at the last few message boundaries once it has hashed it all
+    (:attr:`kept`), and the thread of a later request proven to share its first messages goes on from
+    the latest of them it shares (:meth:`go_on_from`) instead of hashing them again."""
 
-    __slots__ = ("_at", "_done", "_from", "_head", "_known", "_messages", "_proofs", "_spell", "_states", "carry")
+    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_spell", "_states", "kept")
 
     def __init__(
         self,
@@ -260,16 +260,31 @@ class Thread:
     ) -> None:
         self._messages = messages
         self._spell = spell
-        self._proofs = messages if proofs is None else proofs
         named = b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass")
         self._head = _LENGTHS.pack(len(named), len(head)) + named + head
         self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
         self._done = 0  # the messages in _at
         self._known: dict[int, bytes] = {}
-        self._states: dict[int, hashlib.blake2b] | None = None  # kept for the next request (with a carry)
-        self._from: object = None  # the kept conversation it went on from
-        self.carry: Carry | None = None
-        """Set before the first digest is asked for: where it may go on from."""
+        self._states: dict[int, hashlib.blake2b] | None = None  # by message count, kept (keep_states)
+        self.kept: dict[int, hashlib.blake2b] | None = None
+        """The hash states after the last few messages (by their count), once all are hashed (with
+        :meth:`keep_states`): only read after, by later requests' threads."""
+
+    def keep_states(self) -> None:
+        """Keep the states at the last few message boundaries, for a later request's thread."""
+        if self._states is None:
+            self._states = {}
+
+    def go_on_from(self, earlier: Thread, shared: int) -> None:
+        """Go on from the latest state ``earlier`` kept after at most its first ``shared`` messages,
+        which this conversation is proven to share with it (before any digest is asked for)."""
+        kept = earlier.kept
+        if kept is None or earlier._head != self._head or self._done or self._known:
+            return
+        n = max((at for at in kept if at <= shared), default=0)
+        if n:
+            self._states = {at: state for at, state in kept.items() if at <= n}
+            self._done, self._at = n, kept[n].copy()
 
     def upto(self, n: int) -> bytes:
         """The digest of the conversation's first ``n`` messages (after the head)."""
@@ -280,27 +295,13 @@ class Thread:
             at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
             self._feed(at, 0, n)
         else:
-            if self._states is None and self.carry is not None:
-                self._resume(n)
             at = self._at
             self._feed(at, self._done, n, self._states)
             self._done = n
-            if n == len(self._messages) and self._states and self.carry is not None:
-                carry, last = self.carry, n - CHECKPOINTS
-                states = {at: state for at, state in self._states.items() if at > last}
-                carry.states.keep(carry.scope, self._head, self._proofs, states, carry.size, self._from)
-                self._states, self._from = {}, None  # kept once (the one it replaced no longer held)
+            if n == len(self._messages) and self._states is not None and self.kept is None:
+                self.kept = {at: state for at, state in self._states.items() if at > n - CHECKPOINTS}
         digest = self._known[n] = at.digest()
         return digest
-
-    def _resume(self, n: int) -> None:
-        """Go on from the latest state the carry holds for these first messages (at most ``n``)."""
-        assert self.carry is not None and self._done == 0
-        self._states = {}
-        found = self.carry.states.resume(self.carry.scope, self._head, self._proofs, n)
-        if found is not None:  # the states it shares are this conversation's too
-            self._done, self._states, self._from = found
-            self._at = self._states[self._done].copy()
 
     def _feed(
         self, at: hashlib.blake2b, start: int, end: int, states: dict[int, hashlib.blake2b] | None = None

@@ -1,6 +1,7 @@
-"""A conversation's digest carried from one request to its next (``history.carry``): the digests are
-those of the conversation hashed afresh, byte for byte, whatever the two requests share; the messages
-proven shared are not spelled again; and a state never serves another scope."""
+"""A conversation's digest carried from one request to its next (``Thread.go_on_from``): the digests
+are those of the conversation hashed afresh, byte for byte, whatever the two requests share; the
+messages proven shared are not spelled again; and what is kept for later requests is bounded, by
+scope (``history.carry.ByScope``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from gateway_mw.channels import Said
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries
-from gateway_mw.history.carry import CARRIED_BYTES, CHECKPOINTS, CarriedStates, Carry
+from gateway_mw.history.carry import CARRIED_BYTES, ByScope, CarriedStates, shared_prefix
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -34,9 +35,18 @@ class Spelled:
         return message
 
 
-def carried(states: CarriedStates, scope: bytes, model: str | None, head: bytes, messages: list[bytes]) -> Thread:
+def kept(model: str | None, head: bytes, messages: list[bytes]) -> Thread:
+    """A thread that hashed all its messages and kept its last states."""
+    thread = Thread(model, head, messages, bytes)
+    thread.keep_states()
+    thread.upto(len(messages))
+    return thread
+
+
+def going_on(earlier: Thread, model: str | None, head: bytes, messages: list[bytes], shared: int) -> Thread:
     thread = Thread(model, head, messages, Spelled(messages))
-    thread.carry = Carry(states, scope, sum(map(len, messages)))
+    thread.keep_states()
+    thread.go_on_from(earlier, shared)
     return thread
 
 
@@ -56,12 +66,11 @@ def test_a_carried_digest_is_the_digest_hashed_afresh(
     heads: tuple[bytes, bytes],
     models: tuple[str | None, str | None],
 ) -> None:
-    """The reference is the thread without a carry (the digest as every earlier version computed it)."""
-    states = CarriedStates()
-    earlier = carried(states, b"scope", models[0], heads[0], first)
-    earlier.upto(len(first))
+    """The reference is the thread that goes on from nothing (the digest as every earlier version
+    computed it); the count of messages shared is what the two readings prove (their values equal)."""
+    earlier = kept(models[0], heads[0], first)
     later_messages = first[:shared] + more
-    later = carried(states, b"scope", models[1], heads[1], later_messages)
+    later = going_on(earlier, models[1], heads[1], later_messages, shared_prefix(first, later_messages))
     wanted = [n for n in [*asked, len(later_messages)] if n <= len(later_messages)]
     alone = Thread(models[1], heads[1], later_messages, bytes)
     assert [later.upto(n) for n in wanted] == [alone.upto(n) for n in wanted]
@@ -69,9 +78,7 @@ def test_a_carried_digest_is_the_digest_hashed_afresh(
 
 @given(first=st.lists(st.binary(max_size=12), min_size=1, max_size=20), more=MESSAGES)
 def test_the_messages_an_earlier_request_hashed_are_not_spelled_again(first: list[bytes], more: list[bytes]) -> None:
-    states = CarriedStates()
-    carried(states, b"scope", "m", b"", first).upto(len(first))
-    later = carried(states, b"scope", "m", b"", [*first, *more])
+    later = going_on(kept("m", b"", first), "m", b"", [*first, *more], len(first))
     later.upto(len(first) + len(more))
     assert isinstance(later._spell, Spelled)
     assert later._spell.seen == more
@@ -79,52 +86,54 @@ def test_the_messages_an_earlier_request_hashed_are_not_spelled_again(first: lis
 
 def test_a_message_that_changed_is_hashed_again_with_every_one_after_it() -> None:
     """Claude Code moves its cache marker from the last message to the next one: the message it left
-    differs by its bytes, and is spelled again (the checkpoint before it is the latest good one)."""
-    states = CarriedStates()
+    differs by its bytes, and is spelled again (the state before it is the latest one shared)."""
     first = [b"a", b"b", b"c", b"d+marker"]
-    carried(states, b"scope", "m", b"", first).upto(4)
-    carried(states, b"scope", "m", b"", first).upto(4)  # sent again (a retry): its states are all kept
-    later = carried(states, b"scope", "m", b"", [b"a", b"b", b"c", b"d", b"e+marker"])
-    assert later.upto(5) == Thread("m", b"", [b"a", b"b", b"c", b"d", b"e+marker"], bytes).upto(5)
+    messages = [b"a", b"b", b"c", b"d", b"e+marker"]
+    later = going_on(kept("m", b"", first), "m", b"", messages, shared_prefix(first, messages))
+    assert later.upto(5) == Thread("m", b"", messages, bytes).upto(5)
     assert isinstance(later._spell, Spelled)
     assert later._spell.seen == [b"d", b"e+marker"]
 
 
-def test_a_state_never_serves_another_scope() -> None:
-    states = CarriedStates()
-    messages = [b"a", b"b", b"c"]
-    carried(states, b"alice", "m", b"", messages).upto(3)
-    assert states.resume(b"bob", Thread("m", b"", messages, bytes)._head, messages, 3) is None
-    bob = carried(states, b"bob", "m", b"", messages)
-    bob.upto(3)
-    assert isinstance(bob._spell, Spelled)
-    assert bob._spell.seen == messages  # hashed afresh: nothing of alice's was used
+def test_a_thread_that_kept_nothing_yet_gives_nothing_to_go_on_from() -> None:
+    """An earlier request whose digest was never asked for (its answer moved no reasoning), or is
+    being worked out still: the later one hashes afresh."""
+    earlier = Thread("m", b"", [b"a", b"b"], bytes)
+    earlier.keep_states()
+    later = going_on(earlier, "m", b"", [b"a", b"b", b"c"], 2)
+    assert later.upto(3) == Thread("m", b"", [b"a", b"b", b"c"], bytes).upto(3)
+    assert isinstance(later._spell, Spelled)
+    assert later._spell.seen == [b"a", b"b", b"c"]
 
 
-def test_the_states_kept_are_bounded_by_bytes_and_by_conversations_per_scope() -> None:
-    states = CarriedStates(max_bytes=10_000, per_scope=2)
+def test_what_is_kept_is_bounded_by_bytes_and_by_conversations_per_scope() -> None:
+    kept_here: ByScope[str] = ByScope(max_bytes=10_000, per_scope=2)
     for scope in range(6):
         for conversation in range(3):
-            messages = [b"%d-%d-%d" % (scope, conversation, i) for i in range(CHECKPOINTS + 2)]
-            thread = Thread("m", b"", messages, bytes)
-            thread.carry = Carry(states, b"%d" % scope, 3_000)
-            thread.upto(len(messages))
-    kept = {scope: len(conversations) for scope, conversations in states.kept._scopes.items()}
-    assert kept == {b"4": 1, b"5": 2}  # the least recently used out first, two per scope at most
-    assert states.size == 9_000
-    assert [sorted(one.states) for one in states.kept.of(b"5")] == [list(range(3, CHECKPOINTS + 3))] * 2
+            kept_here.put(b"%d" % scope, f"{scope}-{conversation}", 3_000)
+    assert {scope: len(kept_here.of(scope)) for scope in (b"%d" % n for n in range(6))} == {
+        b"0": 0,
+        b"1": 0,
+        b"2": 0,
+        b"3": 0,
+        b"4": 1,
+        b"5": 2,
+    }  # the least recently used out first, two per scope at most
+    assert kept_here.size == 9_000
+    assert kept_here.of(b"5") == ["5-1", "5-2"]
+    kept_here.put(b"5", "too large", 10_001)
+    assert kept_here.of(b"5") == ["5-1", "5-2"]
 
 
-def test_a_conversation_that_goes_on_replaces_the_state_it_went_on_from() -> None:
-    states = CarriedStates()
-    messages = [b"a", b"b"]
+def test_a_conversation_that_goes_on_replaces_what_it_went_on_from() -> None:
+    kept_here: ByScope[str] = ByScope(max_bytes=10_000, per_scope=4)
+    last = None
     for turn in range(5):
-        messages = [*messages, b"call %d" % turn, b"result %d" % turn]
-        thread = Thread("m", b"", messages, bytes)
-        thread.carry = Carry(states, b"scope", 100)
-        thread.upto(len(messages))
-    assert len(states.kept.of(b"scope")) == 1
-    assert states.size == 100
+        one = f"turn {turn}"
+        kept_here.put(b"scope", one, 100, replaced=last)
+        last = one
+    assert kept_here.of(b"scope") == ["turn 4"]
+    assert kept_here.size == 100
 
 
 # -- the surfaces' readings: the record's entries of an agent's next request ----------------------
@@ -179,9 +188,10 @@ def test_each_surface_keys_an_agents_next_request_as_it_would_afresh(
     side = SURFACES[surface]  # type: ignore[index]
     first, later = _agent(surface, turns, numbers[0]), _agent(surface, turns + more, numbers[1])
     assert len(first) >= CARRIED_BYTES
-    record_entries(side, Request(side, first, (states, b"scope")), SAID, CONFIG)
-    carried_entries = record_entries(side, Request(side, later, (states, b"scope")), SAID, CONFIG)
+    earlier = Request(side, first, (states, b"scope"))
+    earlier.keep()  # as the middleware keeps it, after the transform and before the answer's entries
+    record_entries(side, earlier, SAID, CONFIG)
+    going = Request(side, later, (states, b"scope"))
+    carried_entries = record_entries(side, going, SAID, CONFIG)
     assert carried_entries == record_entries(side, Request(side, later), SAID, CONFIG)
     assert len(carried_entries) == 2  # the answer's text in its conversation, and the conversation
-    # The later request went on from the earlier one (whose state it replaced) only if they share it all.
-    assert len(states.kept.of(b"scope")) == (1 if numbers[0] == numbers[1] else 2)

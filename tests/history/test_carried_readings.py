@@ -118,7 +118,7 @@ def test_a_carried_reading_keeps_no_part_of_the_earlier_body(surface: str) -> No
     assert sys.getrefcount(earlier_body) == held
 
 
-def test_the_chat_messages_an_earlier_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     read: list[int] = []
     reading = chat_history._read_message
 
@@ -135,6 +135,8 @@ def test_the_chat_messages_an_earlier_request_read_are_not_read_again(monkeypatc
     first.keep()
     assert len(read) == 10  # each assistant message once, for the keys and the transform alike
     later = Request(side, _agent("chat", 13), (states, b"scope"))
+    assert later.read is not None
+    assert later.read.thread()._done == first.count  # its digest goes on after all the earlier one hashed
     _told(side, later, config)
     assert len(read) == 13  # only the three new ones
 

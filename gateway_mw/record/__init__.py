@@ -30,6 +30,7 @@ from .base import (
     DEFAULT_MAX_PENDING_WRITES,
     DEFAULT_TIMEOUT,
     DEFAULT_TTL,
+    DEFAULT_WRITE_TIMEOUT,
     WARN_INTERVAL,
     ReasoningRecord,
     RecordBase,
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_PENDING_WRITES",
     "DEFAULT_TIMEOUT",
     "DEFAULT_TTL",
+    "DEFAULT_WRITE_TIMEOUT",
     "PRUNE_FRACTION",
     "SPEC_FORMS",
     "WARN_INTERVAL",
@@ -71,6 +73,7 @@ def open_record(
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
 ) -> ReasoningRecord | None:
     """The record the setting ``reasoning_store`` names, or None for ``off``.
 
@@ -83,7 +86,12 @@ def open_record(
         return None
     if form == "memory":
         return MemoryRecord(
-            ttl=ttl, max_entries=max_entries, max_bytes=max_bytes, max_entry_bytes=max_entry_bytes, timeout=timeout
+            ttl=ttl,
+            max_entries=max_entries,
+            max_bytes=max_bytes,
+            max_entry_bytes=max_entry_bytes,
+            timeout=timeout,
+            write_timeout=write_timeout,
         )
     if form.startswith("sqlite:"):
         path = form[len("sqlite:") :]
@@ -99,9 +107,10 @@ def open_record(
             max_bytes=max_bytes,
             max_entry_bytes=max_entry_bytes,
             timeout=timeout,
+            write_timeout=write_timeout,
         )
     if form.startswith(_REDIS_SCHEMES):
         from .redis import RedisRecord  # imports the redis client, an optional dependency
 
-        return RedisRecord(form, ttl=ttl, max_entry_bytes=max_entry_bytes, timeout=timeout)
+        return RedisRecord(form, ttl=ttl, max_entry_bytes=max_entry_bytes, timeout=timeout, write_timeout=write_timeout)
     raise ValueError(f"reasoning_store must be {SPEC_FORMS}; got {_USERINFO.sub('***@', form)!r}")

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_PENDING_WRITES",
     "DEFAULT_TIMEOUT",
     "DEFAULT_TTL",
+    "DEFAULT_WRITE_TIMEOUT",
     "WARN_INTERVAL",
     "ReasoningRecord",
     "RecordBase",
@@ -40,7 +41,12 @@ DEFAULT_MAX_ENTRY_BYTES = 1024 * 1024
 """An entry over this is not stored (``counts.too_large``): one response's reasoning and text, far
 above what a model writes in one turn, and small enough that one entry cannot crowd out the rest."""
 DEFAULT_TIMEOUT = 0.1
-"""Seconds a read or a write may take before it counts as failed: what a request may be delayed by."""
+"""Seconds a read may take before it counts as failed: what a request may be delayed by."""
+DEFAULT_WRITE_TIMEOUT = 5.0
+"""Seconds a write may take before it counts as failed (and its entries are lost). No request waits
+for one (``put_soon`` writes in the background, a bounded number at once): a write that takes longer
+than a read may (SQLite's first one creating its file, another process holding the write lock, a
+machine under load) is still the next turn's reasoning."""
 DEFAULT_MAX_PENDING_WRITES = 128
 """Writes in flight in the background (``put_soon``) beyond which new ones are dropped."""
 WARN_INTERVAL = 60.0
@@ -92,8 +98,8 @@ class RecordCounts:
 class ReasoningRecord(Protocol):
     """Opaque entries, found again under the keys and in the scope they were written with.
 
-    Nothing here raises for a failing backend or waits longer than its timeout: a read answers
-    ``{}`` and a write is dropped, counted in ``counts.backend_errors``."""
+    Nothing here raises for a failing backend or waits longer than its timeouts (one for reads, one for
+    writes): a read answers ``{}`` and a write is dropped, counted in ``counts.backend_errors``."""
 
     counts: RecordCounts
 
@@ -151,18 +157,23 @@ class RecordBase(abc.ABC):
         ttl: float = DEFAULT_TTL,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         max_pending_writes: int = DEFAULT_MAX_PENDING_WRITES,
         warn_interval: float = WARN_INTERVAL,
     ) -> None:
         check_positive("ttl", ttl)
         check_positive("max_entry_bytes", max_entry_bytes)
         check_positive("timeout", timeout)
+        check_positive("write_timeout", write_timeout)
         check_positive("max_pending_writes", max_pending_writes)
         if not warn_interval >= 0:
             raise ValueError(f"warn_interval must be >= 0, got {warn_interval!r}")
         self.ttl = float(ttl)
         self.max_entry_bytes = int(max_entry_bytes)
         self.timeout = float(timeout)
+        """Seconds a read may take (a request waits for it)."""
+        self.write_timeout = float(write_timeout)
+        """Seconds a write may take (in the background)."""
         self.max_pending_writes = int(max_pending_writes)
         self.warn_interval = float(warn_interval)
         self.counts = RecordCounts()
@@ -213,7 +224,7 @@ class RecordBase(abc.ABC):
             self.counts.misses += len(wanted)
             return {}
         try:
-            values = await self._bounded(self._fetch(list(wanted)))
+            values = await self._bounded(self._fetch(list(wanted)), self.timeout)
         except Exception as exc:  # any failure of the backend is "nothing recorded"
             self._failed("read", exc)
             self.counts.misses += len(wanted)
@@ -232,7 +243,7 @@ class RecordBase(abc.ABC):
         if not items:
             return
         try:
-            await self._bounded(self._store(items))
+            await self._bounded(self._store(items), self.write_timeout)
         except Exception as exc:  # any failure of the backend drops the write
             self._failed("write", exc)
             return
@@ -287,15 +298,15 @@ class RecordBase(abc.ABC):
     def _stored(self, items: list[tuple[bytes, bytes]]) -> None:  # noqa: B027 - most backends have none
         """Called after a successful write, for backends with upkeep to schedule."""
 
-    async def _bounded(self, operation: Coroutine[Any, Any, _T]) -> _T:
-        """``operation``'s result, or TimeoutError once the timeout has passed. Not ``wait_for``: that
+    async def _bounded(self, operation: Coroutine[Any, Any, _T], timeout: float) -> _T:
+        """``operation``'s result, or TimeoutError once ``timeout`` has passed. Not ``wait_for``: that
         waits on for a cancelled operation to end, and a client that does not end promptly when
         cancelled would hold the request up beyond the timeout."""
         if not self._waits:
             return await operation
         task = asyncio.get_running_loop().create_task(operation)
         try:
-            done, _ = await asyncio.wait((task,), timeout=self.timeout)
+            done, _ = await asyncio.wait((task,), timeout=timeout)
         except asyncio.CancelledError:  # the caller was cancelled: so is the operation
             task.cancel()
             self._abandon(task)
@@ -304,7 +315,7 @@ class RecordBase(abc.ABC):
             return task.result()
         task.cancel()
         self._abandon(task)
-        raise TimeoutError(f"no answer within {self.timeout:g} s")
+        raise TimeoutError(f"no answer within {timeout:g} s")
 
     def _abandon(self, task: asyncio.Task[Any]) -> None:
         """Hold a cancelled operation until it has ended, and read its outcome so that nothing is

@@ -13,6 +13,7 @@ from .base import (
     DEFAULT_MAX_PENDING_WRITES,
     DEFAULT_TIMEOUT,
     DEFAULT_TTL,
+    DEFAULT_WRITE_TIMEOUT,
     WARN_INTERVAL,
     RecordBase,
     check_positive,
@@ -38,6 +39,7 @@ class MemoryRecord(RecordBase):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         max_pending_writes: int = DEFAULT_MAX_PENDING_WRITES,
         warn_interval: float = WARN_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
@@ -46,6 +48,7 @@ class MemoryRecord(RecordBase):
             ttl=ttl,
             max_entry_bytes=max_entry_bytes,
             timeout=timeout,
+            write_timeout=write_timeout,
             max_pending_writes=max_pending_writes,
             warn_interval=warn_interval,
         )

@@ -10,6 +10,7 @@ from .base import (
     DEFAULT_MAX_PENDING_WRITES,
     DEFAULT_TIMEOUT,
     DEFAULT_TTL,
+    DEFAULT_WRITE_TIMEOUT,
     WARN_INTERVAL,
     RecordBase,
 )
@@ -22,7 +23,7 @@ __all__ = ["KEY_PREFIX", "MAX_CONNECTIONS", "RedisRecord"]
 KEY_PREFIX = b"gateway_mw:record:"
 """Every key this record writes: the prefix, then the 32-byte storage key."""
 MAX_CONNECTIONS = 64
-"""Connections per process; a read or write that finds none free waits for one up to the timeout."""
+"""Connections per process; a read or write that finds none free waits for one up to its timeout."""
 INSTALL_HINT = "pip install 'gateway_mw[redis]'"
 _REFUSALS = {
     "ReadOnlyError": "the server is a read-only replica",
@@ -42,7 +43,7 @@ class RedisRecord(RecordBase):
 
     Connections are made on first use, so a server that is down at start only means misses until it
     is up. A broken connection is retried once at once (a server restart, an idle connection closed),
-    all within the timeout."""
+    all within the operation's timeout."""
 
     kind = "redis"
 
@@ -53,6 +54,7 @@ class RedisRecord(RecordBase):
         ttl: float = DEFAULT_TTL,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         max_pending_writes: int = DEFAULT_MAX_PENDING_WRITES,
         warn_interval: float = WARN_INTERVAL,
     ) -> None:
@@ -60,6 +62,7 @@ class RedisRecord(RecordBase):
             ttl=ttl,
             max_entry_bytes=max_entry_bytes,
             timeout=timeout,
+            write_timeout=write_timeout,
             max_pending_writes=max_pending_writes,
             warn_interval=warn_interval,
         )
@@ -79,9 +82,10 @@ class RedisRecord(RecordBase):
             pool = BlockingConnectionPool.from_url(
                 url,
                 max_connections=MAX_CONNECTIONS,
-                timeout=self.timeout,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.timeout,
+                # The longer of the two: a read is given up on at its own timeout all the same.
+                timeout=max(self.timeout, self.write_timeout),
+                socket_timeout=max(self.timeout, self.write_timeout),
+                socket_connect_timeout=max(self.timeout, self.write_timeout),
                 retry=Retry(NoBackoff(), 1),
                 retry_on_error=[RedisConnectionError],  # what redis 5 retries only when told (6 by default)
             )

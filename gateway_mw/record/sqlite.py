@@ -20,6 +20,7 @@ from .base import (
     DEFAULT_MAX_PENDING_WRITES,
     DEFAULT_TIMEOUT,
     DEFAULT_TTL,
+    DEFAULT_WRITE_TIMEOUT,
     WARN_INTERVAL,
     RecordBase,
     check_positive,
@@ -88,6 +89,7 @@ class SqliteRecord(RecordBase):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         max_pending_writes: int = DEFAULT_MAX_PENDING_WRITES,
         warn_interval: float = WARN_INTERVAL,
         clock: Callable[[], float] = time.time,
@@ -96,6 +98,7 @@ class SqliteRecord(RecordBase):
             ttl=ttl,
             max_entry_bytes=max_entry_bytes,
             timeout=timeout,
+            write_timeout=write_timeout,
             max_pending_writes=max_pending_writes,
             warn_interval=warn_interval,
         )
@@ -176,7 +179,7 @@ class SqliteRecord(RecordBase):
         return await self._run("read", self._read_rows, skeys, self._clock(), deadline)
 
     async def _store(self, items: list[tuple[bytes, bytes]]) -> None:
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.write_timeout
         await self._run("write", self._write_rows, items, self._clock() + self.ttl, deadline)
 
     def _stored(self, items: list[tuple[bytes, bytes]]) -> None:
@@ -262,7 +265,7 @@ class SqliteRecord(RecordBase):
         as failed (SQLite's last try for a lock comes at the end of its wait, hence the margin)."""
         conn = self._connection()
         if deadline is None:
-            wait = max(self.timeout, _OPEN_TIMEOUT)
+            wait = max(self.write_timeout, _OPEN_TIMEOUT)
         else:
             wait = (deadline - time.monotonic()) * _LOCK_SHARE
             if wait <= 0:

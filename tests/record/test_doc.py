@@ -52,6 +52,7 @@ def test_the_figures_are_the_codes() -> None:
         f"{record.DEFAULT_MAX_BYTES >> 20} MiB of entries",
         f"over {record.DEFAULT_MAX_ENTRY_BYTES >> 20} MiB is not stored",
         f"timeout ({record.DEFAULT_TIMEOUT:g} s)",
+        f"write timeout ({record.DEFAULT_WRITE_TIMEOUT:g} s)",
         f"At most {record.DEFAULT_MAX_PENDING_WRITES} are in flight",
         f"after writing 1/{record.PRUNE_FRACTION} of a bound",
         f"at most {redis_backend.MAX_CONNECTIONS} connections",

@@ -54,7 +54,7 @@ async def test_a_server_that_stops_or_hangs_reads_as_empty_within_the_timeout(
 ) -> None:
     caplog.set_level(logging.INFO, logger="gateway_mw.record")
     timeout = 0.2
-    record = RedisRecord(redis_server.url, timeout=timeout)
+    record = RedisRecord(redis_server.url, timeout=timeout, write_timeout=timeout)
     try:
         await record.put(b"s", {"k": b"v"})
         assert await record.get(b"s", ["k"]) == {"k": b"v"}

@@ -175,7 +175,7 @@ async def rewrite_request(
             if keys:
                 recall = await _recall(record, scope, keys) if record is not None else NOTHING
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
-            reading.keep()  # for the scope's next request, which takes what it learned
+            reading.keep(new)  # for the scope's next request, which takes what it learned
             read = reading
         else:
             said = await _off_loop(len(body), _read_controls, surface, body, None, config)

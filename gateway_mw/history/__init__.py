@@ -108,12 +108,14 @@ class Request:
             read.adopt(found[1], shared)
         return found
 
-    def keep(self) -> None:
+    def keep(self, rewritten: bytes | None = None) -> None:
         """Keep this request's reading for the scope's next request (once the transform is done with
-        it: a later request takes what it learned, and nothing learns more of it after)."""
+        it: a later request takes what it learned, and nothing learns more of it after). ``rewritten``:
+        the body the transform made, whose changed messages the reading holds too."""
         if self._carried is not None:
             states, scope, replaced = self._carried
-            states.readings.put(scope, (self.side, self.read), self._size(), replaced)
+            size = self._size() + (0 if rewritten is None else len(rewritten))
+            states.readings.put(scope, (self.side, self.read), size, replaced)
             self._carried = None
 
     @property

@@ -150,13 +150,16 @@ class Messages:
             self._thread = _thread(self.model, self.system, self.raws)
         return self._thread
 
-    def reading(self, at: int, plan: Plan) -> _Reading | None:
-        """What the assistant message ``at`` carries, read once per request."""
-        known = self.readings.under((plan.server, plan.config))
-        if at not in known:
-            known[at] = _reading(self.contents[at], plan)
-        reading: _Reading | None = known[at]
-        return reading
+    def assistant_readings(self, plan: Plan) -> dict[int, _Reading | None]:
+        """What each assistant message carries, by index: each read once per request (or taken from
+        an earlier request's reading)."""
+        known: dict[int, _Reading | None] = self.readings.under((plan.server, plan.config))
+        contents = self.outlined().contents
+        if len(known) < len(contents):
+            for at, content in contents.items():
+                if at not in known:
+                    known[at] = _reading(content, plan)
+        return known
 
 
 def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
@@ -236,7 +239,11 @@ def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
     if plan is not None and plan.form == "pass":
         return []
     contents = request.outlined().contents
-    wanted = [i for i in contents if plan is None or not _carries_reasoning(request.reading(i, plan))]
+    if plan is None:
+        wanted = list(contents)
+    else:
+        readings = request.assistant_readings(plan)
+        wanted = [i for i in contents if not _carries_reasoning(readings[i])]
     out: list[str] = []
     for i in wanted[-turns:]:
         content = contents[i]
@@ -252,12 +259,12 @@ def _carries_reasoning(reading: _Reading | None) -> bool:
 def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
-    request.outlined()
+    readings = request.assistant_readings(plan)
     last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
     verdicts = request.verdicts.under(plan)
     new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
     for i, content in request.contents.items():
-        reading = request.reading(i, plan)
+        reading = readings[i]
         if reading is None:
             continue
         asks = bool(recall) and not reading.reasoning  # the record holds reasoning for a turn that carries none

@@ -57,7 +57,7 @@ class _Request(ControlFields, gc=False):
 _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_whole = msgspec.json.Decoder(_Whole).decode
-_OBJECTS = {ord("{")}
+_OBJECT_OPENS = {ord("{")}  # the first byte of a JSON object
 
 
 class Messages:
@@ -177,7 +177,8 @@ def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
 
 
 def read(body: bytes) -> Messages | None:
-    """The request's messages (``None``: none, or not a messages request: a message no object)."""
+    """The request's messages (``None``: none, or not a messages request: not JSON, or a message that
+    is no object)."""
     try:
         request = _decode_request(body)
     except UNREADABLE:
@@ -191,7 +192,7 @@ def read(body: bytes) -> Messages | None:
 
 def _all_objects(raws: list[msgspec.Raw]) -> bool:
     """Whether every message is an object (a raw value's first byte says: none has whitespace around it)."""
-    return {memoryview(raw)[0] for raw in raws} == _OBJECTS
+    return {memoryview(raw)[0] for raw in raws} == _OBJECT_OPENS
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:

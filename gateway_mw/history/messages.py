@@ -17,7 +17,8 @@ import msgspec
 
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
-from ..rawjson import UNREADABLE, Obj, encode, is_object
+from ..rawjson import UNREADABLE, Obj, encode
+from .carry import Facts, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -56,14 +57,16 @@ class _Request(ControlFields, gc=False):
 _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_whole = msgspec.json.Decoder(_Whole).decode
+_OBJECT_OPENS = {ord("{")}  # the first byte of a JSON object
 
 
 class Messages:
     """A messages request read once: its model, its system prompt and messages, each as it came and
-    as far as it is read (an assistant message whole, another one's role and blocks' types)."""
+    as far as it is read (an assistant message whole, another one's role and blocks' types); what
+    the record's keys and the transform read of it is kept here, so that nothing is read twice —
+    nor, in a later request proven to share its first messages (:meth:`adopt`), read again there."""
 
     __slots__ = (
-        "_readings",
         "_thread",
         "body",
         "contents",
@@ -71,8 +74,10 @@ class Messages:
         "model",
         "queries",
         "raws",
+        "readings",
         "roles",
         "system",
+        "verdicts",
     )
 
     def __init__(
@@ -84,37 +89,46 @@ class Messages:
         """The body's reasoning control fields, read in the same pass."""
         self.system = system
         self.raws = raws
+        # Each message's outline, read when first asked for (:meth:`outlined`): a later request
+        # takes that of the messages it shares with an earlier one before anything reads them.
         self.roles: list[Any] = []
         self.queries: list[bool] = []
         """Whether each message is a user message that asks something (not only tool results)."""
         self.contents: dict[int, Any] = {}
         """The content of each assistant message, decoded."""
-        for i, raw in enumerate(raws):
-            try:
-                lean = _decode_message(raw)
-            except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
-                whole = _decode_whole(raw)
-                self.roles.append(whole.role)
-                self.queries.append(whole.role == "user" and _is_query(whole.content))
-                if whole.role == "assistant":
-                    self.contents[i] = whole.content
-                continue
-            self.roles.append(lean.role)
-            kinds = lean.content
-            self.queries.append(
-                lean.role == "user"
-                and (not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds))
-            )
-            if lean.role == "assistant":
-                self.contents[i] = _decode_whole(raw).content
         self._thread: Thread | None = None
-        self._readings: tuple[object, dict[int, _Reading | None]] = ((), {})
+        self.readings = Facts()
+        """What each assistant message carries (:class:`_Reading`), under the server and settings read for."""
+        self.verdicts = Facts()
+        """What the transform made of each assistant message that needed no record, under its plan."""
+
+    def outlined(self) -> Messages:
+        """This reading, each message's role (and an assistant's content) read: those not read yet."""
+        for i in range(len(self.roles), len(self.raws)):
+            role, query, content = _outline(self.raws[i])
+            self.roles.append(role)
+            self.queries.append(query)
+            if role == "assistant":
+                self.contents[i] = content
+        return self
 
     def shared(self, earlier: object) -> int:
-        return 0
+        """How many first messages this request is proven to share with ``earlier`` (a reading of the
+        same surface, model and system prompt): equal values, byte for byte."""
+        if not isinstance(earlier, Messages) or earlier.model != self.model or earlier.system != self.system:
+            return 0
+        return shared_prefix(earlier.raws, self.raws)
 
     def adopt(self, earlier: object, shared: int) -> None:
-        pass
+        """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`): decoded
+        values and new bytes, none of its body."""
+        assert isinstance(earlier, Messages)
+        taken = min(shared, len(earlier.roles))
+        self.roles = earlier.roles[:taken]
+        self.queries = earlier.queries[:taken]
+        self.contents = {i: content for i, content in earlier.contents.items() if i < taken}
+        self.readings.carried_from(earlier.readings, shared)
+        self.verdicts.carried_from(earlier.verdicts, shared)
 
     @property
     def count(self) -> int:
@@ -123,7 +137,8 @@ class Messages:
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system
         prompt, latest first."""
-        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if self.roles[i] in ("user", "system")), None)
+        roles = self.outlined().roles
+        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if roles[i] in ("user", "system")), None)
         out = [] if latest is None else [self.raws[latest]]
         if self.system:
             out.append(self.system)
@@ -135,27 +150,49 @@ class Messages:
             self._thread = _thread(self.model, self.system, self.raws)
         return self._thread
 
-    def reading(self, at: int, plan: Plan) -> _Reading | None:
-        """What the assistant message ``at`` carries, read once per request."""
-        how = (plan.server, plan.config)
-        if self._readings[0] != how:
-            self._readings = (how, {})
-        known = self._readings[1]
-        if at not in known:
-            known[at] = _reading(self.contents[at], plan)
-        return known[at]
+    def assistant_readings(self, plan: Plan) -> dict[int, _Reading | None]:
+        """What each assistant message carries, by index: each read once per request (or taken from
+        an earlier request's reading)."""
+        known: dict[int, _Reading | None] = self.readings.under((plan.server, plan.config))
+        contents = self.outlined().contents
+        if len(known) < len(contents):
+            for at, content in contents.items():
+                if at not in known:
+                    known[at] = _reading(content, plan)
+        return known
+
+
+def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
+    """A message's role, whether it asks something, and an assistant's content (decoded)."""
+    try:
+        lean = _decode_message(raw)
+    except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
+        whole = _decode_whole(raw)
+        return whole.role, whole.role == "user" and _is_query(whole.content), whole.content
+    kinds = lean.content
+    query = lean.role == "user" and (
+        not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds)
+    )
+    return lean.role, query, _decode_whole(raw).content if lean.role == "assistant" else None
 
 
 def read(body: bytes) -> Messages | None:
-    """The request's messages (``None``: none, or not a messages request)."""
+    """The request's messages (``None``: none, or not a messages request: not JSON, or a message that
+    is no object)."""
     try:
         request = _decode_request(body)
-        if not request.messages:
-            return None
-        model = request.model if isinstance(request.model, str) else None
-        return Messages(body, model, request.system, request.messages, request)
     except UNREADABLE:
         return None
+    raws = request.messages
+    if not raws or not _all_objects(raws):
+        return None
+    model = request.model if isinstance(request.model, str) else None
+    return Messages(body, model, request.system, raws, request)
+
+
+def _all_objects(raws: list[msgspec.Raw]) -> bool:
+    """Whether every message is an object (a raw value's first byte says: none has whitespace around it)."""
+    return {memoryview(raw)[0] for raw in raws} == _OBJECT_OPENS
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -185,7 +222,7 @@ def prefix(request: Messages | bytes) -> bytes | None:
             lean = _decode_request(request)
         except UNREADABLE:
             return None
-        if not lean.messages or not all(is_object(m) for m in lean.messages):
+        if not lean.messages or not _all_objects(lean.messages):
             return None  # what a read of the messages refuses
         model = lean.model if isinstance(lean.model, str) else None
         return _thread(model, lean.system, lean.messages).upto(len(lean.messages))
@@ -202,10 +239,15 @@ def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
     ``plan``: those that carry no reasoning of their own)."""
     if plan is not None and plan.form == "pass":
         return []
-    wanted = [i for i in request.contents if plan is None or not _carries_reasoning(request.reading(i, plan))]
+    contents = request.outlined().contents
+    if plan is None:
+        wanted = list(contents)
+    else:
+        readings = request.assistant_readings(plan)
+        wanted = [i for i in contents if not _carries_reasoning(readings[i])]
     out: list[str] = []
     for i in wanted[-turns:]:
-        content = request.contents[i]
+        content = contents[i]
         ids = _tool_ids(content)
         out += turn_keys(request.thread().upto(i), ids, "" if ids else _text(content))
     return out
@@ -218,23 +260,32 @@ def _carries_reasoning(reading: _Reading | None) -> bool:
 def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
+    readings = request.assistant_readings(plan)
     last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
+    verdicts = request.verdicts.under(plan)
     new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
     for i, content in request.contents.items():
-        ids = _tool_ids(content)
+        reading = readings[i]
+        if reading is None:
+            continue
+        asks = bool(recall) and not reading.reasoning  # the record holds reasoning for a turn that carries none
+        ids = _tool_ids(content) if asks or plan.scope == "tool_turns" else []
         if plan.scope == "current_turn":
             in_scope = i > last_query
         elif plan.scope == "tool_turns":
             in_scope = bool(ids)
         else:
             in_scope = True
-        reading = request.reading(i, plan)
-        if reading is None:
-            continue
         found = None
-        if recall and not reading.reasoning:
+        if asks:
             found = recalled(recall, request.thread().upto(i), ids, "" if ids else _text(content), plan.config)
-        new = _message(request.raws[i], content, reading, plan, in_scope, found)
+        if found is not None:
+            new = _message(request.raws[i], content, reading, plan, in_scope, found)
+        else:  # what it makes depends on the message's bytes and its scope: learned once
+            known = verdicts.get(i)
+            if known is None or known[0] != in_scope:
+                known = verdicts[i] = (in_scope, _message(request.raws[i], content, reading, plan, in_scope, None))
+            new = known[1]
         if new is not None:
             if new_raws is None:
                 new_raws = list(request.raws)

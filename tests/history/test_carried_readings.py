@@ -19,6 +19,7 @@ from gateway_mw.channels import Said
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, transform_request
 from gateway_mw.history import chat as chat_history
+from gateway_mw.history import messages as messages_history
 from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates, shared_prefix
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -147,3 +148,29 @@ def test_the_shared_prefix_is_the_longest_equal_one(old: list[int], new: list[in
     while plain < min(len(old), len(new)) and old[plain] == new[plain]:
         plain += 1
     assert shared_prefix(old, new) == plain
+
+
+def test_the_messages_an_earlier_messages_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each message's outline (role, blocks), each assistant message's reading and what the transform
+    made of it are taken from the scope's earlier request for the messages the two share: only the
+    new turns are read."""
+    calls: dict[str, int] = {"_outline": 0, "_reading": 0, "_message": 0}
+    for name in calls:
+        original = getattr(messages_history, name)
+
+        def counted(*args: Any, name: str = name, original: Any = original) -> Any:
+            calls[name] += 1
+            return original(*args)
+
+        monkeypatch.setattr(messages_history, name, counted)
+    side = SURFACES["messages"]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    first = Request(side, _agent("messages", 10), (states, b"scope"))
+    _told(side, first, config)
+    first.keep()
+    # 21 messages (a question, then an assistant turn and its tool result ten times), each read once.
+    assert calls == {"_outline": 21, "_reading": 10, "_message": 10}
+    later = Request(side, _agent("messages", 12), (states, b"scope"))
+    _told(side, later, config)
+    assert calls == {"_outline": 25, "_reading": 12, "_message": 12}  # only the two new turns

@@ -24,13 +24,13 @@ __all__ = [
     "UNREADABLE",
     "Obj",
     "TopLevelKeys",
+    "all_objects",
     "as_int",
     "as_str",
     "edit",
     "encode",
     "escaped",
     "is_null",
-    "is_object",
     "join_surrogates",
     "obj",
     "raw_list",
@@ -100,9 +100,13 @@ def as_int(value: Any) -> int | None:
     return number
 
 
-def is_object(raw: msgspec.Raw) -> bool:
-    """Whether a raw JSON value is an object (its first byte says: a raw value has no whitespace around it)."""
-    return bytes(memoryview(raw)[:1]) == b"{"
+_OBJECT_OPENS = {ord("{")}  # the first byte of a JSON object
+
+
+def all_objects(raws: list[msgspec.Raw]) -> bool:
+    """Whether every raw JSON value of ``raws`` (decoded ones: never empty) is an object (its first
+    byte says: a raw value has no whitespace around it)."""
+    return {memoryview(raw)[0] for raw in raws} == _OBJECT_OPENS
 
 
 def is_null(value: Any) -> bool:

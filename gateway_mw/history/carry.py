@@ -145,11 +145,9 @@ def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:
     n = min(len(old), len(new))
     if old[:n] == new[:n]:  # an agent's next request: all of the earlier one (compared in C)
         return n
-    low, high = 0, n - 1  # the first n equal is true up to some n, false after: halved
-    while low < high:
-        mid = (low + high + 1) // 2
-        if old[:mid] == new[:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    if old[: n - 1] == new[: n - 1]:  # Claude Code's: all but the message its cache marker left
+        return n - 1
+    for at, (before, now) in enumerate(zip(old, new, strict=False)):  # the shorter one bounds it
+        if before != now:
+            return at
+    return n

@@ -17,7 +17,7 @@ import msgspec
 
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
-from ..rawjson import UNREADABLE, Obj, encode
+from ..rawjson import UNREADABLE, Obj, all_objects, encode
 from .carry import Facts, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
@@ -57,7 +57,6 @@ class _Request(ControlFields, gc=False):
 _decode_request = msgspec.json.Decoder(_Request).decode
 _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_whole = msgspec.json.Decoder(_Whole).decode
-_OBJECT_OPENS = {ord("{")}  # the first byte of a JSON object
 
 
 class Messages:
@@ -129,6 +128,7 @@ class Messages:
         self.contents = {i: content for i, content in earlier.contents.items() if i < taken}
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        self.thread().go_on_from(earlier.thread(), shared)
 
     @property
     def count(self) -> int:
@@ -184,15 +184,10 @@ def read(body: bytes) -> Messages | None:
     except UNREADABLE:
         return None
     raws = request.messages
-    if not raws or not _all_objects(raws):
+    if not raws or not all_objects(raws):
         return None
     model = request.model if isinstance(request.model, str) else None
     return Messages(body, model, request.system, raws, request)
-
-
-def _all_objects(raws: list[msgspec.Raw]) -> bool:
-    """Whether every message is an object (a raw value's first byte says: none has whitespace around it)."""
-    return {memoryview(raw)[0] for raw in raws} == _OBJECT_OPENS
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -222,7 +217,7 @@ def prefix(request: Messages | bytes) -> bytes | None:
             lean = _decode_request(request)
         except UNREADABLE:
             return None
-        if not lean.messages or not _all_objects(lean.messages):
+        if not lean.messages or not all_objects(lean.messages):
             return None  # what a read of the messages refuses
         model = lean.model if isinstance(lean.model, str) else None
         return _thread(model, lean.system, lean.messages).upto(len(lean.messages))

@@ -119,7 +119,9 @@ def test_a_carried_reading_keeps_no_part_of_the_earlier_body(surface: str) -> No
     assert sys.getrefcount(earlier_body) == held
 
 
-def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     read: list[int] = []
     reading = chat_history._read_message
 
@@ -167,10 +169,12 @@ def test_the_messages_an_earlier_messages_request_read_are_not_read_again(monkey
     states = CarriedStates()
     config = ThinkExtractConfig(upstream_server="vllm")
     first = Request(side, _agent("messages", 10), (states, b"scope"))
+    first.keep()  # as the middleware keeps it: before the answer's entries hash the conversation
     _told(side, first, config)
-    first.keep()
     # 21 messages (a question, then an assistant turn and its tool result ten times), each read once.
     assert calls == {"_outline": 21, "_reading": 10, "_message": 10}
     later = Request(side, _agent("messages", 12), (states, b"scope"))
+    assert later.read is not None
+    assert later.read.thread()._done == first.count  # its digest goes on after all the earlier one hashed
     _told(side, later, config)
     assert calls == {"_outline": 25, "_reading": 12, "_message": 12}  # only the two new turns

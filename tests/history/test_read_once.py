@@ -184,10 +184,11 @@ def test_a_body_whose_messages_are_not_all_objects_keeps_nothing_as_the_referenc
 
 def test_a_raw_value_starts_at_its_own_first_byte() -> None:
     """What the light read of a conversation's messages relies on to tell an object."""
-    from gateway_mw.rawjson import is_object
+    from gateway_mw.rawjson import all_objects
 
     raws = msgspec.json.decode(b'[ {"a":1} ,\n\t{} , "x",[ ] ]', type=list[msgspec.Raw])
-    assert [is_object(r) for r in raws] == [True, True, False, False]
+    assert [all_objects([r]) for r in raws] == [True, True, False, False]
+    assert (all_objects(raws[:2]), all_objects(raws), all_objects([])) == (True, False, False)
 
 
 @settings(max_examples=500, deadline=None)

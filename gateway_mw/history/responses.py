@@ -17,6 +17,7 @@ dropped: no server issued that id. A reference to a message goes on as it came w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -31,6 +32,11 @@ from .text import inline, split_inline, split_written
 __all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_ITSELF = object()
+"""In what an item made, as the transform keeps it: the item itself (as the request that reads it has it)."""
+_AS_IT_CAME = [_ITSELF]
+_REWRITTEN = frozenset({"reasoning", "item_reference", "message"})
+"""The kinds of the items the transform may change with no reasoning pending."""
 
 
 def _text(content: Any) -> str:
@@ -67,20 +73,30 @@ def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
     reasoning only for the items that name the record)."""
     if request.said_as_text or (plan is not None and plan.form == "pass"):
         return []
-    items = request.items
+    items, kinds, known = request.items, request.kinds, request.keyed.under(None)
     out = []
     for start, end in request.turns[-turns:]:
-        turn, kinds = items[start:end], request.kinds[start:end]
-        named = [item["id"] for item, kind in zip(turn, kinds, strict=True) if _names_record(item, kind)]
-        bare = _bare(kinds)
+        said = known.get(end - 1)  # by its last item: a turn an earlier request shared whole
+        if said is None or said[0] != start:
+            said = known[end - 1] = _said(items[start:end], kinds[start:end], start)
+        _, named, bare, calls, text = said
         # The conversation's digest only for a key that holds it: a gateway-made id is a key alone,
         # and a turn that carries its own reasoning and names no other has none to ask for.
         before = request.before(start) if bare or not all(map(is_gateway_id, named)) else b""
         out += [item_key(item_id, before) for item_id in named]
         if bare:
-            calls = _calls(turn, kinds)
-            out += turn_keys(before, calls, "" if calls else _turn_text(turn, kinds))
+            out += turn_keys(before, calls, text)
     return out
+
+
+def _said(turn: list[Any], kinds: list[str], start: int) -> tuple[int, list[str], bool, list[str], str]:
+    """What a turn's keys are made of besides the conversation before it: its first item, the ids
+    of its items that name the record, whether it carries no reasoning (bare), and then its calls
+    and its text."""
+    named = [item["id"] for item, kind in zip(turn, kinds, strict=True) if _names_record(item, kind)]
+    bare = _bare(kinds)
+    calls = _calls(turn, kinds) if bare else []
+    return start, named, bare, calls, "" if calls or not bare else _turn_text(turn, kinds)
 
 
 def _names_record(item: Any, kind: str) -> bool:
@@ -166,6 +182,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     scopes = _scopes(request, plan)
     found = _recalled(request, recall, plan) if recall else {}
     starts = _starts(request)
+    verdicts = request.verdicts.under(plan)
 
     def before(at: int) -> bytes:
         """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
@@ -175,7 +192,6 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
-        kind = kinds[at]
         if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
@@ -184,37 +200,29 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
                 new.append(_shaped({}, found[at], plan))  # what the client did not send back
             else:
                 pending = found[at]
-        if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
-            # A message the upstream may not have kept, as the record holds it.
-            item = _resolved_message(item, recall, before(at), plan)
-            kind = kind_of(item)
-            if kind == "item_reference":  # the record lacks it: it goes on as it came
-                new.append(item)
-                continue
-        if kind in ("reasoning", "item_reference"):
-            reasoning, made_here = _read_reasoning(item, kind, recall, before(at))
-            if kind == "item_reference" and reasoning is None and not made_here:
-                new.append(item)  # the upstream's own reference
-                continue
-            if kind == "reasoning" and plan.server == "openai" and not made_here:
-                new.append(item)  # OpenAI's own item: it reads it itself
-                continue
-            if not reasoning or not scopes[at] or plan.form == "strip" or plan.server == "openai":
-                continue
-            if plan.form == "field":
-                new.append(_shaped(item if kind == "reasoning" else {}, reasoning, plan))
-            else:
-                pending = pending + "\n" + reasoning if pending else reasoning
+        kind = kinds[at]
+        if not pending and kind not in _REWRITTEN:
+            new.append(item)  # a client's item, a tool call: as it came
             continue
-        if kind == "message" and item.get("role") == "assistant":
-            item, tagged = _message(item, plan, pending if plan.form == "inline" else "")
-            pending = ""
-            if tagged and scopes[at] and plan.form == "field" and plan.server != "openai":
-                new.append(_shaped({}, tagged, plan))
-        elif pending and kind in CALLS:
-            new.append(_assistant_message(pending, plan))
-            pending = ""
-        new.append(item)
+        if pending:
+            made, pending, _ = _made(item, kind, plan, scopes[at], pending, recall, before, at)
+            new += made
+            continue
+        # With nothing pending, what an item makes depends on its bytes and its scope alone, unless it
+        # reads the record: learned once (an agent's next request takes it, :meth:`Responses.adopt`).
+        known = verdicts.get(at)
+        if known is None or known[0] != scopes[at]:
+            made, pending, own = _made(item, kind, plan, scopes[at], "", recall, before, at)
+            new += made
+            if own:
+                verdicts[at] = (scopes[at], _kept(made, item), pending)
+            continue
+        made = known[1]
+        if made is _AS_IT_CAME:
+            new.append(item)
+        else:
+            new += [item if one is _ITSELF else one for one in made] if _ITSELF in made else made
+        pending = known[2]
     if pending:
         new.append(_assistant_message(pending, plan))
     if new == items:
@@ -224,6 +232,59 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     doc["input"] = [written(item) for item in new]
     out: bytes = encode(doc)
     return out
+
+
+def _kept(made: list[Any], item: Any) -> list[Any]:
+    """What an item made, as the transform keeps it: without the item itself (it may hold this
+    body's bytes, which a later request's reading must not keep)."""
+    if len(made) == 1:
+        return _AS_IT_CAME if made[0] is item else made
+    return [_ITSELF if one is item else one for one in made]
+
+
+def _made(
+    item: Any,
+    kind: str,
+    plan: Plan,
+    in_scope: bool,
+    pending: str,
+    recall: Recall,
+    before: Callable[[int], bytes],
+    at: int,
+) -> tuple[list[Any], str, bool]:
+    """What one item makes in the plan's form after ``pending`` (reasoning to write inline): the
+    items it goes on as, the reasoning pending after it, and whether that came of the item alone
+    (``False``: the record was read for it, after ``before(at)``, the conversation before the turn)."""
+    own = True
+    if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
+        # A message the upstream may not have kept, as the record holds it.
+        item, own = _resolved_message(item, recall, before(at), plan), False
+        kind = kind_of(item)
+        if kind == "item_reference":  # the record lacks it: it goes on as it came
+            return [item], pending, own
+    if kind in ("reasoning", "item_reference"):
+        reasoning, made_here, own_text = _read_reasoning(item, kind, recall, before, at)
+        own = own and own_text
+        if kind == "item_reference" and reasoning is None and not made_here:
+            return [item], pending, own  # the upstream's own reference
+        if kind == "reasoning" and plan.server == "openai" and not made_here:
+            return [item], pending, own  # OpenAI's own item: it reads it itself
+        if not reasoning or not in_scope or plan.form == "strip" or plan.server == "openai":
+            return [], pending, own
+        if plan.form == "field":
+            return [_shaped(item if kind == "reasoning" else {}, reasoning, plan)], pending, own
+        return [], pending + "\n" + reasoning if pending else reasoning, own
+    out = []
+    if kind == "message" and item.get("role") == "assistant":
+        item, tagged = _message(item, plan, pending if plan.form == "inline" else "")
+        pending = ""
+        if tagged and in_scope and plan.form == "field" and plan.server != "openai":
+            out.append(_shaped({}, tagged, plan))
+    elif pending and kind in CALLS:
+        out.append(_assistant_message(pending, plan))
+        pending = ""
+    out.append(item)
+    return out, pending, own
 
 
 def _starts(request: Responses) -> list[int | None]:
@@ -246,20 +307,25 @@ def _resolved_message(item: dict[str, Any], recall: Recall, before: bytes, plan:
     return {"type": "message", "role": "assistant", "id": item_id, "content": [part]}
 
 
-def _read_reasoning(item: dict[str, Any], kind: str, recall: Recall, before: bytes) -> tuple[str | None, bool]:
-    """The text of a reasoning item or reference (``kind``), and whether the gateway made it."""
+def _read_reasoning(
+    item: dict[str, Any], kind: str, recall: Recall, before: Callable[[int], bytes], at: int
+) -> tuple[str | None, bool, bool]:
+    """The text of a reasoning item or reference (``kind``), whether the gateway made it, and
+    whether the text came of the item alone (``False``: the record was read for it, after
+    ``before(at)``)."""
     item_id = item.get("id")
     made_here = isinstance(item_id, str) and is_gateway_id(item_id)
     blob = item.get("encrypted_content")
     if isinstance(blob, str) and decode_blob(blob) is not None:
         made_here = True
     text = _reasoning_text(item) if kind == "reasoning" else ""
-    if not text and made_here:
-        found = recall.get(item_key(item_id, before)) if isinstance(item_id, str) else None
-        text = found.reasoning if found is not None else ""
+    own = True
+    if not text and made_here and isinstance(item_id, str):
+        found = recall.get(item_key(item_id, before(at)))
+        text, own = (found.reasoning if found is not None else ""), False
     if kind == "item_reference":
-        return (text or None), made_here
-    return text, made_here
+        return (text or None), made_here, own
+    return text, made_here, own
 
 
 def _message(item: dict[str, Any], plan: Plan, pending: str) -> tuple[dict[str, Any], str]:

@@ -153,6 +153,7 @@ class Responses:
         "body",
         "controls",
         "instructions",
+        "keyed",
         "model",
         "said_as_text",
         "verdicts",
@@ -176,6 +177,8 @@ class Responses:
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
         self.verdicts = Facts()
         """What the transform made of each item it read no record for, under its plan."""
+        self.keyed = Facts()
+        """What each turn's record keys are made of (its ids, calls and text), by its last item."""
 
     @property
     def raws(self) -> list[msgspec.Raw]:
@@ -216,10 +219,12 @@ class Responses:
 
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` read of the first ``shared`` items (:meth:`shared`): their decoded
-        values and kinds, and the transform's verdicts on them."""
+        values and kinds, the transform's verdicts on them and what the keys of the turns among them are
+        made of."""
         assert isinstance(earlier, Responses)
         self._items.take(earlier._items, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        self.keyed.carried_from(earlier.keyed, shared)
 
     @property
     def count(self) -> int:

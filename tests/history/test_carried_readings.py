@@ -145,3 +145,38 @@ def test_the_shared_prefix_is_the_longest_equal_one(old: list[int], new: list[in
     while plain < min(len(old), len(new)) and old[plain] == new[plain]:
         plain += 1
     assert shared_prefix(old, new) == plain
+
+
+def test_the_responses_items_an_earlier_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's next Responses request reads, transforms and keys only its new items: what the
+    earlier one read of the items they share (each item's head or value, what the transform made of
+    it, what its turn's keys are made of) is taken from its reading."""
+    from gateway_mw.history import responses as responses_history
+    from gateway_mw.history import responses_reading
+
+    done: dict[str, list[Any]] = {"read": [], "made": [], "keyed": []}
+    for name, module, counted in (
+        ("read", responses_reading, "_item"),
+        ("made", responses_history, "_made"),
+        ("keyed", responses_history, "_said"),
+    ):
+        real = getattr(module, counted)
+
+        def counting(*args: Any, _real: Any = real, _done: list[Any] = done[name]) -> Any:
+            _done.append(args[0])
+            return _real(*args)
+
+        monkeypatch.setattr(module, counted, counting)
+    side = SURFACES["responses"]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    first = Request(side, _agent("responses", 10), (states, b"scope"))
+    told = _told(side, first, config)
+    first.keep()
+    assert told[1] is not None  # its reasoning items rewritten: what the transform made is carried too
+    # 31 items (a question, then a reasoning item, a call and its output a turn); the transform works
+    # on the question and each reasoning item (a call or its output goes on as it came); 10 turns.
+    assert [len(done[name]) for name in done] == [31, 11, 10]
+    later = Request(side, _agent("responses", 13), (states, b"scope"))
+    assert _told(side, later, config) == _told(side, Request(side, _agent("responses", 13)), config)
+    assert [len(done[name]) for name in done] == [31 + 9 + 40, 11 + 3 + 14, 10 + 3 + 13]  # then afresh: all

@@ -35,6 +35,7 @@ _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _ITSELF = object()
 """In what an item made, as the transform keeps it: the item itself (as the request that reads it has it)."""
 _AS_IT_CAME = [_ITSELF]
+_CALL_KINDS = frozenset(CALLS)
 _REWRITTEN = frozenset({"reasoning", "item_reference", "message"})
 """The kinds of the items the transform may change with no reasoning pending."""
 
@@ -168,10 +169,12 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
     last_query = max(
         (i for i, kind in enumerate(kinds) if kind == "message" and items[i].get("role") == "user"), default=-1
     )
+    current = plan.scope == "current_turn"
     for start, end in request.turns:
-        tool_turn = any(kind in CALLS for kind in kinds[start:end])
-        for at in range(start, end):
-            out[at] = at > last_query if plan.scope == "current_turn" else tool_turn
+        if current:
+            out[start:end] = [at > last_query for at in range(start, end)]
+        else:
+            out[start:end] = [not _CALL_KINDS.isdisjoint(kinds[start:end])] * (end - start)
     return out
 
 

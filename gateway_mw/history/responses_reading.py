@@ -94,11 +94,14 @@ class _Items:
         """Start from what ``earlier`` read of the first ``shared`` items (proven the same): their
         decoded values and kinds (a client item's head, over this body's bytes)."""
         assert self._items is None
+        if earlier._items is None:
+            return  # it read none (its plan passed the body on): they are read here when asked for
         raws = self.raws
-        taken = enumerate(earlier.items()[:shared])
+        taken = enumerate(earlier._items[:shared])
         items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
         self._items = items + [_item(raw) for raw in raws[shared:]]
-        self._kinds = earlier.kinds()[:shared] + [kind_of(item) for item in self._items[shared:]]
+        if earlier._kinds is not None:
+            self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
 
     def counted(self) -> tuple[list[int], list[Any], list[Any]]:
         """The items the conversation's digest reads (reasoning, which a client may or may not send

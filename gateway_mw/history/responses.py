@@ -35,7 +35,7 @@ _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _ITSELF = object()
 """In what an item made, as the transform keeps it: the item itself (as the request that reads it has it)."""
 _AS_IT_CAME = [_ITSELF]
-_CALL_KINDS = frozenset(CALLS)
+"""What an item made that goes on as it came, as the transform keeps it (one list for all: only read)."""
 _REWRITTEN = frozenset({"reasoning", "item_reference", "message"})
 """The kinds of the items the transform may change with no reasoning pending."""
 
@@ -174,7 +174,7 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
         if current:
             out[start:end] = [at > last_query for at in range(start, end)]
         else:
-            out[start:end] = [not _CALL_KINDS.isdisjoint(kinds[start:end])] * (end - start)
+            out[start:end] = [not CALLS.isdisjoint(kinds[start:end])] * (end - start)
     return out
 
 

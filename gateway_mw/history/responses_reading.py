@@ -24,7 +24,7 @@ __all__ = ["CALLS", "Responses", "Unread", "asks_for_blobs", "kind_of", "read", 
 _decode_any = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "system", "developer")
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
-CALLS = ("function_call", "custom_tool_call")
+CALLS = frozenset({"function_call", "custom_tool_call"})
 """The kinds of the items that call a tool."""
 
 

@@ -256,7 +256,6 @@ class Thread:
         head: bytes,
         messages: Sequence[T],
         spell: Callable[[T], bytes],
-        proofs: Sequence[object] | None = None,
     ) -> None:
         self._messages = messages
         self._spell = spell

@@ -17,166 +17,27 @@ dropped: no server issued that id. A reference to a message goes on as it came w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from ..controls.fields import ControlFields
 from ..marks import decode_blob, is_gateway_id
-from ..rawjson import UNREADABLE, Obj, encode
+from ..rawjson import Obj, encode
 from .plan import Plan
-from .recall import Recall, Thread, canonical, canonical_decoded, item_key, recalled, sorted_json, turn_keys
+from .recall import Recall, item_key, recalled, turn_keys
+from .responses_reading import CALLS, Responses, asks_for_blobs, kind_of, read, written
 from .text import inline, split_inline, split_written
 
 __all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
 
 _decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_decode_any = msgspec.json.Decoder().decode
-_SPEAKERS = ("user", "system", "developer")
-_ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
-_CALLS = ("function_call", "custom_tool_call")
-
-
-class _Request(ControlFields, gc=False):
-    """The model, the instructions, the input, ``include``, and the reasoning controls' fields (one pass)."""
-
-    instructions: msgspec.Raw = msgspec.Raw()
-    input: list[msgspec.Raw] | str | None = None
-    include: Any = None
-
-
-class _Include(msgspec.Struct, gc=False):
-    include: Any = None
-
-
-_decode_request = msgspec.json.Decoder(_Request).decode
-_decode_include = msgspec.json.Decoder(_Include).decode
-
-
-class _Head(msgspec.Struct, gc=False):
-    """What is read of every item to place the assistant side's (the rest of it skipped)."""
-
-    type: Any = msgspec.UNSET
-    role: Any = msgspec.UNSET
-
-
-_decode_head = msgspec.json.Decoder(_Head).decode
-
-
-class _Unread(dict[str, Any]):
-    """An item of the client's side (a message, a tool's output), read only as far as its type and
-    role: it goes on as its bytes, ``raw``, and is read whole only for the conversation's digest."""
-
-    __slots__ = ("raw",)
-    raw: msgspec.Raw
-
-
-class Responses:
-    """A Responses request read once: its input's items (the assistant side's read whole, the
-    rest as far as its type and role), the digests of the conversation before each, whether the
-    input was a string (one user message), and whether it asks for blobs."""
-
-    def __init__(self, body: bytes, request: _Request, items: list[Any], said_as_text: bool) -> None:
-        self.body = body
-        self.controls: ControlFields = request
-        """The body's reasoning control fields, read in the same pass."""
-        self.instructions = request.instructions
-        self.model = request.model if isinstance(request.model, str) else None
-        self.items = items
-        # Each item's kind (a role message's: ``message``) and the runs of the assistant side's items
-        # (the turns), read once: the keys, the transform and the digest all ask.
-        self.kinds = [_kind(item) for item in items]
-        pairs = zip(self.kinds, items, strict=True)
-        self.turns = _turns(
-            [k in _ASSISTANT_SIDE or (k == "message" and it.get("role") == "assistant") for k, it in pairs]
-        )
-        self.prefixes = _Prefixes(request, items, self.kinds)
-        self.said_as_text = said_as_text
-        include = request.include
-        self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
-
-    def shared(self, earlier: object) -> int:
-        return 0
-
-    def adopt(self, earlier: object, shared: int) -> None:
-        pass
-
-    @property
-    def count(self) -> int:
-        return len(self.items)
-
-    def thread(self) -> Thread:
-        """The digests of the conversation's prefixes (the items of the conversation alone)."""
-        return self.prefixes.thread
-
-    def texts(self) -> list[Any]:
-        """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
-        developer message (its bytes; its content when the input was a string), a leading system
-        or developer message, and the instructions."""
-        said = [item for item in self.items if isinstance(item, dict) and item.get("role") in _SPEAKERS]
-        first = said[:1] if said[:1] and said[0] is self.items[0] and said[0]["role"] != "user" else []
-        picked = said[-1:] + [item for item in first if item is not said[-1]]
-        out = [item.raw if isinstance(item, _Unread) else item.get("content") for item in picked]
-        return [*out, self.instructions] if self.instructions else out
-
-
-def asks_for_blobs(body: bytes) -> bool:
-    """Whether the request's ``include`` asks for ``reasoning.encrypted_content`` (Codex does, and the
-    AI SDK with ``store: false``): the gateway's reasoning items then carry one it can read back."""
-    try:
-        include = _decode_include(body).include
-    except UNREADABLE:
-        return False
-    return isinstance(include, list) and "reasoning.encrypted_content" in include
-
-
-def read(body: bytes) -> Responses | None:
-    """The request's items (``None``: no input, or not a Responses request)."""
-    try:
-        request = _decode_request(body)
-        value = request.input
-        if not isinstance(value, list):
-            if value is None:
-                return None
-            return Responses(body, request, [{"role": "user", "content": value}], True)
-        items = [_item(item) for item in value]
-    except UNREADABLE:
-        return None
-    return Responses(body, request, items, False)
-
-
-def _item(raw: msgspec.Raw) -> Any:
-    """An item read whole when the transform may change it (the assistant side's), else unread."""
-    try:
-        head = _decode_head(raw)
-    except msgspec.ValidationError:  # no object: read whole (it is no item of a turn)
-        return _decode_any(raw)
-    kind, role = head.type, head.role
-    if kind is msgspec.UNSET and role is not msgspec.UNSET:
-        kind = "message"
-    if isinstance(kind, str) and (kind in _ASSISTANT_SIDE or (kind == "message" and role == "assistant")):
-        return _decode_any(raw)
-    unread = _Unread()
-    if head.type is not msgspec.UNSET:
-        unread["type"] = head.type
-    if role is not msgspec.UNSET:
-        unread["role"] = role
-    unread.raw = raw
-    return unread
-
-
-def _raw_of(item: Any) -> Any:
-    """What an item of the transform's output is written as: an unread one, its bytes."""
-    return item.raw if isinstance(item, _Unread) else item
-
-
-def _kind(item: Any) -> str:
-    if not isinstance(item, dict):
-        return ""
-    kind = item.get("type")
-    if kind is None and "role" in item:
-        kind = "message"
-    return kind if isinstance(kind, str) else ""
+_ITSELF = object()
+"""In what an item made, as the transform keeps it: the item itself (as the request that reads it has it)."""
+_AS_IT_CAME = [_ITSELF]
+"""What an item made that goes on as it came, as the transform keeps it (one list for all: only read)."""
+_REWRITTEN = frozenset({"reasoning", "item_reference", "message"})
+"""The kinds of the items the transform may change with no reasoning pending."""
 
 
 def _text(content: Any) -> str:
@@ -187,64 +48,8 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _in_thread(item: Any, kind: str) -> bool:
-    """Whether an item (of ``kind``) is part of the conversation's digest: reasoning, which a client
-    may or may not send back, is not."""
-    return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
-
-
-def _spelled(item: Any) -> bytes:
-    """An item as :func:`canonical` spells a message (a role message is the same with or without
-    its implied ``"type": "message"``)."""
-    if isinstance(item, _Unread):
-        item = _decode_any(item.raw)
-    if not isinstance(item, dict):
-        return bytes(sorted_json(item))
-    return canonical_decoded({k: v for k, v in item.items() if not (k == "type" and v == "message")})
-
-
-class _Prefixes:
-    """The digest of the conversation before each item: the model, the instructions, the items."""
-
-    def __init__(self, request: _Request, items: list[Any], kinds: list[str]) -> None:
-        # A decoded item's equality is no proof of its spelling (1 == 1.0): its bytes are, when it came so.
-        raws = request.input if isinstance(request.input, list) else [None] * len(items)
-        self._before: list[int] = []
-        counted: list[tuple[Any, Any]] = []  # (item, its bytes)
-        for item, kind, raw in zip(items, kinds, raws, strict=True):
-            self._before.append(len(counted))
-            if _in_thread(item, kind):
-                counted.append((item, raw))
-        self._before.append(len(counted))
-        model = request.model if isinstance(request.model, str) else None
-        instructions = bytes(request.instructions)
-        head = canonical({"system": request.instructions}) if instructions not in (b"", b"null") else b""
-        proofs = None if counted and counted[0][1] is None else [raw for _, raw in counted]
-        self.thread = Thread(model, head, [item for item, _ in counted], _spelled, proofs)
-
-    def before(self, at: int) -> bytes:
-        """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
-        return self.thread.upto(self._before[at])
-
-
-def _turns(sides: list[bool]) -> list[tuple[int, int]]:
-    """The runs of assistant-side items (``sides``: whether each item is): [start, end) of each turn."""
-    out = []
-    i = 0
-    while i < len(sides):
-        if not sides[i]:
-            i += 1
-            continue
-        end = i
-        while end < len(sides) and sides[end]:
-            end += 1
-        out.append((i, end))
-        i = end
-    return out
-
-
 def _calls(items: list[Any], kinds: list[str]) -> list[str]:
-    calls = (it.get("call_id") for it, kind in zip(items, kinds, strict=True) if kind in _CALLS)
+    calls = (it.get("call_id") for it, kind in zip(items, kinds, strict=True) if kind in CALLS)
     return [call_id for call_id in calls if isinstance(call_id, str)]
 
 
@@ -257,7 +62,7 @@ def prefix(request: Responses | bytes) -> bytes | None:
     """The digest of the request's whole conversation: what its answer follows (``None``: no
     conversation in the body)."""
     read_now = read(request) if isinstance(request, bytes) else request
-    return None if read_now is None else read_now.prefixes.before(len(read_now.items))
+    return None if read_now is None else read_now.before(len(read_now.items))
 
 
 def _turn_text(turn: list[Any], kinds: list[str]) -> str:
@@ -269,20 +74,30 @@ def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
     reasoning only for the items that name the record)."""
     if request.said_as_text or (plan is not None and plan.form == "pass"):
         return []
-    items, prefixes = request.items, request.prefixes
+    items, kinds, known = request.items, request.kinds, request.keyed.under(None)
     out = []
     for start, end in request.turns[-turns:]:
-        turn, kinds = items[start:end], request.kinds[start:end]
-        named = [item["id"] for item, kind in zip(turn, kinds, strict=True) if _names_record(item, kind)]
-        bare = _bare(kinds)
+        said = known.get(end - 1)  # by its last item: a turn an earlier request shared whole
+        if said is None or said[0] != start:
+            said = known[end - 1] = _said(items[start:end], kinds[start:end], start)
+        _, named, bare, calls, text = said
         # The conversation's digest only for a key that holds it: a gateway-made id is a key alone,
         # and a turn that carries its own reasoning and names no other has none to ask for.
-        before = prefixes.before(start) if bare or not all(map(is_gateway_id, named)) else b""
+        before = request.before(start) if bare or not all(map(is_gateway_id, named)) else b""
         out += [item_key(item_id, before) for item_id in named]
         if bare:
-            calls = _calls(turn, kinds)
-            out += turn_keys(before, calls, "" if calls else _turn_text(turn, kinds))
+            out += turn_keys(before, calls, text)
     return out
+
+
+def _said(turn: list[Any], kinds: list[str], start: int) -> tuple[int, list[str], bool, list[str], str]:
+    """What a turn's keys are made of besides the conversation before it: its first item, the ids
+    of its items that name the record, whether it carries no reasoning (bare), and then its calls
+    and its text."""
+    named = [item["id"] for item, kind in zip(turn, kinds, strict=True) if _names_record(item, kind)]
+    bare = _bare(kinds)
+    calls = _calls(turn, kinds) if bare else []
+    return start, named, bare, calls, "" if calls or not bare else _turn_text(turn, kinds)
 
 
 def _names_record(item: Any, kind: str) -> bool:
@@ -306,7 +121,7 @@ def _recalled(request: Responses, recall: Recall, plan: Plan) -> dict[int, str]:
             continue
         calls = _calls(turn, kinds)
         text = "" if calls else _turn_text(turn, kinds)
-        found = recalled(recall, request.prefixes.before(start), calls, text, plan.config)
+        found = recalled(recall, request.before(start), calls, text, plan.config)
         if found is not None and found.reasoning:
             out[start] = found.reasoning
     return out
@@ -354,30 +169,32 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
     last_query = max(
         (i for i, kind in enumerate(kinds) if kind == "message" and items[i].get("role") == "user"), default=-1
     )
+    current = plan.scope == "current_turn"
     for start, end in request.turns:
-        tool_turn = any(kind in _CALLS for kind in kinds[start:end])
-        for at in range(start, end):
-            out[at] = at > last_query if plan.scope == "current_turn" else tool_turn
+        if current:
+            out[start:end] = [at > last_query for at in range(start, end)]
+        else:
+            out[start:end] = [not CALLS.isdisjoint(kinds[start:end])] * (end - start)
     return out
 
 
 def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass" or request.said_as_text:
         return None
-    items, prefixes, kinds = request.items, request.prefixes, request.kinds
+    items, kinds = request.items, request.kinds
     scopes = _scopes(request, plan)
     found = _recalled(request, recall, plan) if recall else {}
     starts = _starts(request)
+    verdicts = request.verdicts.under(plan)
 
     def before(at: int) -> bytes:
         """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
         start = starts[at]
-        return prefixes.before(at if start is None else start) if recall else b""
+        return request.before(at if start is None else start) if recall else b""
 
     new: list[Any] = []
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
-        kind = kinds[at]
         if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
@@ -386,46 +203,91 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
                 new.append(_shaped({}, found[at], plan))  # what the client did not send back
             else:
                 pending = found[at]
-        if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
-            # A message the upstream may not have kept, as the record holds it.
-            item = _resolved_message(item, recall, before(at), plan)
-            kind = _kind(item)
-            if kind == "item_reference":  # the record lacks it: it goes on as it came
-                new.append(item)
-                continue
-        if kind in ("reasoning", "item_reference"):
-            reasoning, made_here = _read_reasoning(item, kind, recall, before(at))
-            if kind == "item_reference" and reasoning is None and not made_here:
-                new.append(item)  # the upstream's own reference
-                continue
-            if kind == "reasoning" and plan.server == "openai" and not made_here:
-                new.append(item)  # OpenAI's own item: it reads it itself
-                continue
-            if not reasoning or not scopes[at] or plan.form == "strip" or plan.server == "openai":
-                continue
-            if plan.form == "field":
-                new.append(_shaped(item if kind == "reasoning" else {}, reasoning, plan))
-            else:
-                pending = pending + "\n" + reasoning if pending else reasoning
+        kind = kinds[at]
+        if not pending and kind not in _REWRITTEN:
+            new.append(item)  # a client's item, a tool call: as it came
             continue
-        if kind == "message" and item.get("role") == "assistant":
-            item, tagged = _message(item, plan, pending if plan.form == "inline" else "")
-            pending = ""
-            if tagged and scopes[at] and plan.form == "field" and plan.server != "openai":
-                new.append(_shaped({}, tagged, plan))
-        elif pending and kind in _CALLS:
-            new.append(_assistant_message(pending, plan))
-            pending = ""
-        new.append(item)
+        if pending:
+            made, pending, _ = _made(item, kind, plan, scopes[at], pending, recall, before, at)
+            new += made
+            continue
+        # With nothing pending, what an item makes depends on its bytes and its scope alone, unless it
+        # reads the record: learned once (an agent's next request takes it, :meth:`Responses.adopt`).
+        known = verdicts.get(at)
+        if known is None or known[0] != scopes[at]:
+            made, pending, own = _made(item, kind, plan, scopes[at], "", recall, before, at)
+            new += made
+            if own:
+                verdicts[at] = (scopes[at], _kept(made, item), pending)
+            continue
+        made = known[1]
+        if made is _AS_IT_CAME:
+            new.append(item)
+        else:
+            new += [item if one is _ITSELF else one for one in made] if _ITSELF in made else made
+        pending = known[2]
     if pending:
         new.append(_assistant_message(pending, plan))
     if new == items:
         return None
     # Only the items that changed are encoded: the client's side goes on as its bytes.
     doc: Obj = _decode_obj(request.body)
-    doc["input"] = [_raw_of(item) for item in new]
+    doc["input"] = [written(item) for item in new]
     out: bytes = encode(doc)
     return out
+
+
+def _kept(made: list[Any], item: Any) -> list[Any]:
+    """What an item made, as the transform keeps it: without the item itself (it may hold this
+    body's bytes, which a later request's reading must not keep)."""
+    if len(made) == 1:
+        return _AS_IT_CAME if made[0] is item else made
+    return [_ITSELF if one is item else one for one in made]
+
+
+def _made(
+    item: Any,
+    kind: str,
+    plan: Plan,
+    in_scope: bool,
+    pending: str,
+    recall: Recall,
+    before: Callable[[int], bytes],
+    at: int,
+) -> tuple[list[Any], str, bool]:
+    """What one item makes in the plan's form after ``pending`` (reasoning to write inline): the
+    items it goes on as, the reasoning pending after it, and whether that came of the item alone
+    (``False``: the record was read for it, after ``before(at)``, the conversation before the turn)."""
+    own = True
+    if kind == "item_reference" and not str(item.get("id")).startswith("rs_"):
+        # A message the upstream may not have kept, as the record holds it.
+        item, own = _resolved_message(item, recall, before(at), plan), False
+        kind = kind_of(item)
+        if kind == "item_reference":  # the record lacks it: it goes on as it came
+            return [item], pending, own
+    if kind in ("reasoning", "item_reference"):
+        reasoning, made_here, own_text = _read_reasoning(item, kind, recall, before, at)
+        own = own and own_text
+        if kind == "item_reference" and reasoning is None and not made_here:
+            return [item], pending, own  # the upstream's own reference
+        if kind == "reasoning" and plan.server == "openai" and not made_here:
+            return [item], pending, own  # OpenAI's own item: it reads it itself
+        if not reasoning or not in_scope or plan.form == "strip" or plan.server == "openai":
+            return [], pending, own
+        if plan.form == "field":
+            return [_shaped(item if kind == "reasoning" else {}, reasoning, plan)], pending, own
+        return [], pending + "\n" + reasoning if pending else reasoning, own
+    out = []
+    if kind == "message" and item.get("role") == "assistant":
+        item, tagged = _message(item, plan, pending if plan.form == "inline" else "")
+        pending = ""
+        if tagged and in_scope and plan.form == "field" and plan.server != "openai":
+            out.append(_shaped({}, tagged, plan))
+    elif pending and kind in CALLS:
+        out.append(_assistant_message(pending, plan))
+        pending = ""
+    out.append(item)
+    return out, pending, own
 
 
 def _starts(request: Responses) -> list[int | None]:
@@ -448,20 +310,25 @@ def _resolved_message(item: dict[str, Any], recall: Recall, before: bytes, plan:
     return {"type": "message", "role": "assistant", "id": item_id, "content": [part]}
 
 
-def _read_reasoning(item: dict[str, Any], kind: str, recall: Recall, before: bytes) -> tuple[str | None, bool]:
-    """The text of a reasoning item or reference (``kind``), and whether the gateway made it."""
+def _read_reasoning(
+    item: dict[str, Any], kind: str, recall: Recall, before: Callable[[int], bytes], at: int
+) -> tuple[str | None, bool, bool]:
+    """The text of a reasoning item or reference (``kind``), whether the gateway made it, and
+    whether the text came of the item alone (``False``: the record was read for it, after
+    ``before(at)``)."""
     item_id = item.get("id")
     made_here = isinstance(item_id, str) and is_gateway_id(item_id)
     blob = item.get("encrypted_content")
     if isinstance(blob, str) and decode_blob(blob) is not None:
         made_here = True
     text = _reasoning_text(item) if kind == "reasoning" else ""
-    if not text and made_here:
-        found = recall.get(item_key(item_id, before)) if isinstance(item_id, str) else None
-        text = found.reasoning if found is not None else ""
+    own = True
+    if not text and made_here and isinstance(item_id, str):
+        found = recall.get(item_key(item_id, before(at)))
+        text, own = (found.reasoning if found is not None else ""), False
     if kind == "item_reference":
-        return (text or None), made_here
-    return text, made_here
+        return (text or None), made_here, own
+    return text, made_here, own
 
 
 def _message(item: dict[str, Any], plan: Plan, pending: str) -> tuple[dict[str, Any], str]:

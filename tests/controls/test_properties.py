@@ -194,8 +194,10 @@ def accepted(server: str, surface: Surface, name: str, value: Any, family: str, 
         return all(_template_kwarg(key, item, efforts) for key, item in value.items())
     if name in ("thinking_token_budget", "thinking_budget_tokens"):
         return _count(value)
-    if name in ("stream", "stream_options"):  # a budget the gateway enforces: every chat endpoint streams
-        return surface == "chat" and value in (True, {"include_usage": True})
+    if name == "stream":  # a budget the gateway enforces: every endpoint it enforces one on streams
+        return value is True
+    if name == "stream_options":  # asked of a chat stream, for its usage: no other endpoint takes it
+        return surface == "chat" and value == {"include_usage": True}
     if server == "ollama" and surface in ("chat", "responses") and name in ("reasoning_effort", "reasoning"):
         effort = value.get("effort") if isinstance(value, dict) else value
         if effort == "none" or (isinstance(value, dict) and "effort" not in value):

@@ -178,3 +178,40 @@ def test_the_messages_an_earlier_messages_request_read_are_not_read_again(monkey
     assert later.read.thread()._done == first.count  # its digest goes on after all the earlier one hashed
     _told(side, later, config)
     assert calls == {"_outline": 25, "_reading": 12, "_message": 12}  # only the two new turns
+
+
+def test_the_responses_items_an_earlier_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent's next Responses request reads, transforms and keys only its new items: what the
+    earlier one read of the items they share (each item's head or value, what the transform made of
+    it, what its turn's keys are made of) is taken from its reading."""
+    from gateway_mw.history import responses as responses_history
+    from gateway_mw.history import responses_reading
+
+    done: dict[str, list[Any]] = {"read": [], "made": [], "keyed": []}
+    for name, module, counted in (
+        ("read", responses_reading, "_item"),
+        ("made", responses_history, "_made"),
+        ("keyed", responses_history, "_said"),
+    ):
+        real = getattr(module, counted)
+
+        def counting(*args: Any, _real: Any = real, _done: list[Any] = done[name]) -> Any:
+            _done.append(args[0])
+            return _real(*args)
+
+        monkeypatch.setattr(module, counted, counting)
+    side = SURFACES["responses"]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    first = Request(side, _agent("responses", 10), (states, b"scope"))
+    told = _told(side, first, config)
+    first.keep()
+    assert told[1] is not None  # its reasoning items rewritten: what the transform made is carried too
+    # 31 items (a question, then a reasoning item, a call and its output a turn); the transform works
+    # on the question and each reasoning item (a call or its output goes on as it came); 10 turns.
+    assert [len(done[name]) for name in done] == [31, 11, 10]
+    later = Request(side, _agent("responses", 13), (states, b"scope"))
+    assert later.read is not None and first.read is not None
+    assert later.read.thread()._done == len(first.read.thread()._messages)  # its digest goes on after all
+    assert _told(side, later, config) == _told(side, Request(side, _agent("responses", 13)), config)
+    assert [len(done[name]) for name in done] == [31 + 9 + 40, 11 + 3 + 14, 10 + 3 + 13]  # then afresh: all

@@ -17,7 +17,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
 from gateway_mw.history import Recalled, Request, record_entries, record_keys, surrogates, transform_request
-from gateway_mw.history import responses as responses_history
+from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
 from . import reference
@@ -220,7 +220,7 @@ def test_the_keys_of_turns_that_carry_their_own_reasoning_take_no_digest_of_the_
     body = json.dumps({"model": "qwen3-8b", "input": items}).encode()
     side = SURFACES["responses"]
     digests: list[int] = []
-    monkeypatch.setattr(responses_history.Thread, "upto", lambda thread, n: digests.append(n) or b"")
+    monkeypatch.setattr(Thread, "upto", lambda thread, n: digests.append(n) or b"")
     assert record_keys(side, Request(side, body), ThinkExtractConfig()) == []
     assert digests == []
 

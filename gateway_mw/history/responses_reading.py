@@ -1,0 +1,341 @@
+"""An OpenAI Responses request read once: its input's items (the assistant side's read whole, the
+client's as far as its type and role), each item's kind, the turns, and the digests of the
+conversation before each item.
+
+The items are read when first asked for, not when the body is: a request proven to share its first
+items with the scope's earlier one (:meth:`Responses.shared`) takes them, and what the transform
+made of them, from that one's reading (:meth:`Responses.adopt`) and reads only the items that are new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, overload
+
+import msgspec
+
+from ..controls.fields import ControlFields
+from ..rawjson import UNREADABLE
+from .carry import Facts, shared_prefix
+from .recall import Thread, canonical, canonical_decoded, sorted_json
+
+__all__ = ["CALLS", "Responses", "Unread", "asks_for_blobs", "kind_of", "read", "written"]
+
+_decode_any = msgspec.json.Decoder().decode
+_SPEAKERS = ("user", "system", "developer")
+_ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
+CALLS = frozenset({"function_call", "custom_tool_call"})
+"""The kinds of the items that call a tool."""
+
+
+class _Request(ControlFields, gc=False):
+    """The model, the instructions, the input, ``include``, and the reasoning controls' fields (one pass)."""
+
+    instructions: msgspec.Raw = msgspec.Raw()
+    input: list[msgspec.Raw] | str | None = None
+    include: Any = None
+
+
+class _Include(msgspec.Struct, gc=False):
+    include: Any = None
+
+
+_decode_request = msgspec.json.Decoder(_Request).decode
+_decode_include = msgspec.json.Decoder(_Include).decode
+
+
+class _Head(msgspec.Struct, gc=False):
+    """What is read of every item to place the assistant side's (the rest of it skipped)."""
+
+    type: Any = msgspec.UNSET
+    role: Any = msgspec.UNSET
+
+
+_decode_head = msgspec.json.Decoder(_Head).decode
+
+
+class Unread(dict[str, Any]):
+    """An item of the client's side (a message, a tool's output), read only as far as its type and
+    role: it goes on as its bytes, ``raw``, and is read whole only for the conversation's digest."""
+
+    __slots__ = ("raw",)
+    raw: msgspec.Raw
+
+    def again(self, raw: msgspec.Raw) -> Unread:
+        """The same head over ``raw`` (the same item's bytes in a later body)."""
+        unread = Unread(self)
+        unread.raw = raw
+        return unread
+
+
+class _Items:
+    """The input's items, read when first asked for (by the transform, the keys or the digest), so
+    that a request that shares its first items with an earlier one takes those instead (:meth:`take`)."""
+
+    __slots__ = ("_counted", "_items", "_kinds", "raws")
+
+    def __init__(self, raws: list[msgspec.Raw], items: list[Any] | None) -> None:
+        self.raws = raws
+        self._items = items
+        self._kinds: list[str] | None = None
+        self._counted: tuple[list[int], list[Any]] | None = None
+
+    def items(self) -> list[Any]:
+        if self._items is None:
+            self._items = [_item(raw) for raw in self.raws]
+        return self._items
+
+    def kinds(self) -> list[str]:
+        if self._kinds is None:
+            self._kinds = [kind_of(item) for item in self.items()]
+        return self._kinds
+
+    def take(self, earlier: _Items, shared: int) -> None:
+        """Start from what ``earlier`` read of the first ``shared`` items (proven the same): their
+        decoded values and kinds (a client item's head, over this body's bytes)."""
+        assert self._items is None
+        if earlier._items is None:
+            return  # it read none (its plan passed the body on): they are read here when asked for
+        raws = self.raws
+        taken = enumerate(earlier._items[:shared])
+        items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
+        self._items = items + [_item(raw) for raw in raws[shared:]]
+        if earlier._kinds is not None:
+            self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
+
+    def counted(self) -> tuple[list[int], list[Any]]:
+        """The items the conversation's digest reads (reasoning, which a client may or may not send
+        back, left out), and how many of them stand before each item."""
+        if self._counted is None:
+            before: list[int] = []
+            items: list[Any] = []
+            for item, kind in zip(self.items(), self.kinds(), strict=True):
+                before.append(len(items))
+                if _in_thread(item, kind):
+                    items.append(item)
+            before.append(len(items))
+            self._counted = (before, items)
+        return self._counted
+
+
+class _Counted(Sequence[Any]):
+    """The items the digest reads, worked out when the digest first reads one: the thread is made
+    before a carried reading is taken."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: _Items) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items.counted()[1])
+
+    @overload
+    def __getitem__(self, at: int) -> Any: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[Any]: ...
+    def __getitem__(self, at: int | slice) -> Any:
+        return self._items.counted()[1][at]
+
+
+class Responses:
+    """A Responses request read once: its input's items (read when first asked for), the digests
+    of the conversation before each, whether the input was a string (one user message), and
+    whether it asks for blobs."""
+
+    __slots__ = (
+        "_items",
+        "_thread",
+        "_turns",
+        "blobs",
+        "body",
+        "controls",
+        "instructions",
+        "keyed",
+        "model",
+        "said_as_text",
+        "verdicts",
+    )
+
+    def __init__(self, body: bytes, request: _Request) -> None:
+        self.body = body
+        self.controls: ControlFields = request
+        """The body's reasoning control fields, read in the same pass."""
+        self.instructions = request.instructions
+        self.model = request.model if isinstance(request.model, str) else None
+        value = request.input
+        self.said_as_text = isinstance(value, str)
+        if isinstance(value, list):
+            self._items = _Items(value, None)
+        else:
+            self._items = _Items([], [{"role": "user", "content": value}])
+        self._thread: Thread | None = None
+        self._turns: list[tuple[int, int]] | None = None
+        include = request.include
+        self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
+        self.verdicts = Facts()
+        """What the transform made of each item it read no record for, under its plan."""
+        self.keyed = Facts()
+        """What each turn's record keys are made of (its ids, calls and text), by its last item."""
+
+    @property
+    def raws(self) -> list[msgspec.Raw]:
+        """The input's items as they came (none when it was a string)."""
+        return self._items.raws
+
+    @property
+    def items(self) -> list[Any]:
+        """The input's items: the assistant side's decoded, the client's :class:`Unread`."""
+        return self._items.items()
+
+    @property
+    def kinds(self) -> list[str]:
+        """Each item's kind (a role message's: ``message``)."""
+        return self._items.kinds()
+
+    @property
+    def turns(self) -> list[tuple[int, int]]:
+        """The runs of the assistant side's items: [start, end) of each turn."""
+        if self._turns is None:
+            pairs = zip(self.kinds, self.items, strict=True)
+            self._turns = _turns(
+                [k in _ASSISTANT_SIDE or (k == "message" and it.get("role") == "assistant") for k, it in pairs]
+            )
+        return self._turns
+
+    def before(self, at: int) -> bytes:
+        """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
+        return self.thread().upto(self._items.counted()[0][at])
+
+    def shared(self, earlier: object) -> int:
+        """How many first items this request is proven to share with ``earlier`` (a reading of the
+        same surface and model): equal items, byte for byte. Nothing else a carried fact depends on
+        is read before the items (the instructions enter only the digests, which carry apart)."""
+        if not isinstance(earlier, Responses) or earlier.model != self.model:
+            return 0
+        return shared_prefix(earlier.raws, self.raws)
+
+    def adopt(self, earlier: object, shared: int) -> None:
+        """Take what ``earlier`` read of the first ``shared`` items (:meth:`shared`): their decoded
+        values and kinds, the transform's verdicts on them and what the keys of the turns among them are
+        made of."""
+        assert isinstance(earlier, Responses)
+        self._items.take(earlier._items, shared)
+        self.verdicts.carried_from(earlier.verdicts, shared)
+        self.keyed.carried_from(earlier.keyed, shared)
+        counted = earlier._items._counted  # worked out when its digest was: else it kept no state
+        if counted is not None:
+            self.thread().go_on_from(earlier.thread(), counted[0][shared])
+
+    @property
+    def count(self) -> int:
+        return len(self.raws) if not self.said_as_text else 1
+
+    def thread(self) -> Thread:
+        """The digests of the conversation's prefixes: the model, the instructions, the items of the
+        conversation (read when the first digest is asked for)."""
+        if self._thread is None:
+            instructions = bytes(self.instructions)
+            head = canonical({"system": self.instructions}) if instructions not in (b"", b"null") else b""
+            self._thread = Thread(self.model, head, _Counted(self._items), _spelled)
+        return self._thread
+
+    def texts(self) -> list[Any]:
+        """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
+        developer message (its bytes; its content when the input was a string), a leading system
+        or developer message, and the instructions."""
+        items = self.items
+        said = [item for item in items if isinstance(item, dict) and item.get("role") in _SPEAKERS]
+        first = said[:1] if said[:1] and said[0] is items[0] and said[0]["role"] != "user" else []
+        picked = said[-1:] + [item for item in first if item is not said[-1]]
+        out = [item.raw if isinstance(item, Unread) else item.get("content") for item in picked]
+        return [*out, self.instructions] if self.instructions else out
+
+
+def asks_for_blobs(body: bytes) -> bool:
+    """Whether the request's ``include`` asks for ``reasoning.encrypted_content`` (Codex does, and the
+    AI SDK with ``store: false``): the gateway's reasoning items then carry one it can read back."""
+    try:
+        include = _decode_include(body).include
+    except UNREADABLE:
+        return False
+    return isinstance(include, list) and "reasoning.encrypted_content" in include
+
+
+def read(body: bytes) -> Responses | None:
+    """The request's input (``None``: none, or not a Responses request). Its items are read when
+    first asked for: the body's decode refused any it could not read (a lone surrogate escape too)."""
+    try:
+        request = _decode_request(body)
+    except UNREADABLE:
+        return None
+    if request.input is None:
+        return None
+    return Responses(body, request)
+
+
+def _item(raw: msgspec.Raw) -> Any:
+    """An item read whole when the transform may change it (the assistant side's), else unread."""
+    try:
+        head = _decode_head(raw)
+    except msgspec.ValidationError:  # no object: read whole (it is no item of a turn)
+        return _decode_any(raw)
+    kind, role = head.type, head.role
+    if kind is msgspec.UNSET and role is not msgspec.UNSET:
+        kind = "message"
+    if isinstance(kind, str) and (kind in _ASSISTANT_SIDE or (kind == "message" and role == "assistant")):
+        return _decode_any(raw)
+    unread = Unread()
+    if head.type is not msgspec.UNSET:
+        unread["type"] = head.type
+    if role is not msgspec.UNSET:
+        unread["role"] = role
+    unread.raw = raw
+    return unread
+
+
+def written(item: Any) -> Any:
+    """What an item of the transform's output is written as: an unread one, its bytes."""
+    return item.raw if isinstance(item, Unread) else item
+
+
+def kind_of(item: Any) -> str:
+    """An item's type (a role message's: ``message``; ``""``: none)."""
+    if not isinstance(item, dict):
+        return ""
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        kind = "message"
+    return kind if isinstance(kind, str) else ""
+
+
+def _in_thread(item: Any, kind: str) -> bool:
+    """Whether an item (of ``kind``) is part of the conversation's digest: reasoning, which a client
+    may or may not send back, is not."""
+    return kind != "reasoning" and not (kind == "item_reference" and str(item.get("id")).startswith("rs_"))
+
+
+def _spelled(item: Any) -> bytes:
+    """An item as :func:`canonical` spells a message (a role message is the same with or without
+    its implied ``"type": "message"``)."""
+    if isinstance(item, Unread):
+        item = _decode_any(item.raw)
+    if not isinstance(item, dict):
+        return bytes(sorted_json(item))
+    return canonical_decoded({k: v for k, v in item.items() if not (k == "type" and v == "message")})
+
+
+def _turns(sides: list[bool]) -> list[tuple[int, int]]:
+    """The runs of assistant-side items (``sides``: whether each item is): [start, end) of each turn."""
+    out = []
+    i = 0
+    while i < len(sides):
+        if not sides[i]:
+            i += 1
+            continue
+        end = i
+        while end < len(sides) and sides[end]:
+            end += 1
+        out.append((i, end))
+        i = end
+    return out

@@ -126,8 +126,6 @@ def baseline(surface: str, model: str) -> dict[str, Any]:
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_the_model_sees_its_reasoning_again(cell: str, server: str, model: str) -> None:
     surface, replay = CELLS[cell]
-    if surface == "responses" and server == "sglang":
-        pytest.skip("SGLang serves no Responses API")
     body = BUILDERS[surface](replay, model)
     config = ThinkExtractConfig(upstream_server=server)  # type: ignore[arg-type]
     new = transform_request(SURFACES[surface], json.dumps(body).encode(), config)
@@ -137,3 +135,16 @@ def test_the_model_sees_its_reasoning_again(cell: str, server: str, model: str) 
     assert R in base  # the baseline: the model sees its reasoning inline
     assert R in seen, (seen, sent)
     assert A in seen.split("\x00", 1)[1]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_the_model_sees_the_whole_reasoning_not_the_items_summary(server: str) -> None:
+    """An item whose summary is not its whole reasoning (a server that summarises wrote it): in the
+    ``field`` form every server's model sees the whole reasoning, SGLang's too, which reads ``summary``
+    before ``content``."""
+    summary = [{"type": "summary_text", "text": "Weather first."}]
+    body = responses({"type": "reasoning", "id": RS, "summary": summary, "content": CONTENT}, "qwen3-8b")
+    config = ThinkExtractConfig(upstream_server=server)  # type: ignore[arg-type]
+    new = transform_request(SURFACES["responses"], json.dumps(body).encode(), config)
+    sent = json.loads(new) if new is not None else body
+    assert servers.responses(server, sent) == [R + "\x00" + A]

@@ -170,5 +170,11 @@ def _sglang_joined(before: Any, after: Any) -> Any:
     return parts(before) + parts(after)
 
 
+def sglang_blob(text: str) -> str:
+    """An ``encrypted_content`` as SGLang writes it (python/sglang/srt/entrypoints/openai/responses_adapters.py
+    ``encode_reasoning_state``): no ciphertext, its prefix and the base64url of the zlib-compressed text."""
+    return _SGLANG_BLOB + base64.urlsafe_b64encode(zlib.compress(text.encode())).decode()
+
+
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()

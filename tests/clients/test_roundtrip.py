@@ -88,8 +88,6 @@ def test_claude_code(claude: Path, tmp_path: Path, fresh: Flavour) -> None:
 
 
 def test_codex(codex: Path, tmp_path: Path, fresh: Flavour) -> None:
-    if fresh.server == "sglang":
-        pytest.skip("SGLang serves no Responses API")
     fresh.upstream.tools["exec_command"] = {"cmd": "echo gateway"}
     events = Codex(codex, fresh.proxy.base, tmp_path, model=fresh.model).run("Run echo gateway")
     assert [i["text"] for i in items(events, "agent_message")] == [TOOL.answer, FINAL.answer]
@@ -116,8 +114,6 @@ def test_ai_sdk(provider: str, mode: str, node_modules: Path, fresh: Flavour) ->
 )
 def test_langchain(client: str, mode: str, fresh: Flavour) -> None:
     responses = client == "ChatOpenAI(responses)"
-    if responses and fresh.server == "sglang":
-        pytest.skip("SGLang serves no Responses API")
     model = make(client, fresh.proxy.base, fresh.model).bind_tools([weather()])
     from langchain_core.messages import HumanMessage, ToolMessage  # installed with the client, checked by make()
 
@@ -185,8 +181,6 @@ def test_langchain_chat_clients_that_drop_the_reasoning(client: str, mode: str, 
 def test_ai_sdk_responses(store: bool | None, mode: str, node_modules: Path, fresh: Flavour) -> None:
     """With its default ``store`` the AI SDK sends only a reference to the gateway's reasoning item;
     with ``store: false``, nothing of it."""
-    if fresh.server == "sglang":
-        pytest.skip("SGLang serves no Responses API")
     shown_steps = aisdk(node_modules, "responses", fresh.proxy.base, mode, tools=True, model=fresh.model, store=store)
     assert [s["reasoningText"].strip() for s in shown_steps["steps"]] == [TOOL.reasoning, FINAL.reasoning]
     second = fresh.second("/responses")

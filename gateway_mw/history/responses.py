@@ -27,6 +27,7 @@ from ..rawjson import Obj, encode
 from .plan import Plan
 from .recall import Recall, item_key, recalled, turn_keys
 from .responses_reading import CALLS, Responses, asks_for_blobs, kind_of, read, written
+from .serverblobs import decode_server_blob
 from .text import inline, split_inline, split_written
 
 __all__ = ["Responses", "asks_for_blobs", "keys", "prefix", "read", "transform"]
@@ -135,8 +136,9 @@ def _reasoning_text(item: dict[str, Any]) -> str:
             if any(texts):
                 return "\n".join(t for t in texts if t)
     blob = item.get("encrypted_content")
-    text = decode_blob(blob) if isinstance(blob, str) else None
-    return text or ""
+    if not isinstance(blob, str):
+        return ""
+    return decode_blob(blob) or decode_server_blob(blob) or ""  # the gateway's, else SGLang's own
 
 
 def _shaped(item: dict[str, Any], reasoning: str, plan: Plan) -> dict[str, Any]:

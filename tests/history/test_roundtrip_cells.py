@@ -150,10 +150,6 @@ def test_the_model_sees_the_whole_reasoning_not_the_items_summary(server: str) -
     assert servers.responses(server, sent) == [R + "\x00" + A]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Responses transform reads no encrypted_content but the gateway's own: it drops the item",
-)
 @pytest.mark.parametrize("model", MODELS)
 def test_sglang_reads_its_own_encrypted_content_through_the_gateway_too(model: str) -> None:
     """SGLang with a reasoning parser answers with reasoning items of its own and, asked for

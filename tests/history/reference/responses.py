@@ -23,6 +23,7 @@ import msgspec
 
 from gateway_mw.history.plan import Plan
 from gateway_mw.history.recall import Recall, Thread, canonical, item_key, recalled, turn_keys
+from gateway_mw.history.serverblobs import decode_server_blob
 from gateway_mw.history.text import inline, split_inline, split_written
 from gateway_mw.marks import decode_blob, is_gateway_id
 from gateway_mw.rawjson import UNREADABLE, Obj, encode
@@ -222,8 +223,9 @@ def _reasoning_text(item: dict[str, Any]) -> str:
             if any(texts):
                 return "\n".join(t for t in texts if t)
     blob = item.get("encrypted_content")
-    text = decode_blob(blob) if isinstance(blob, str) else None
-    return text or ""
+    if not isinstance(blob, str):
+        return ""
+    return decode_blob(blob) or decode_server_blob(blob) or ""  # the gateway's, else SGLang's own
 
 
 def _shaped(item: dict[str, Any], reasoning: str, plan: Plan) -> dict[str, Any]:

@@ -12,7 +12,8 @@ reasoning).
 1. In process: the request transform (``transform_request``) next to ``json.loads`` of the same body,
    and what the record's entries of an answer that moved reasoning cost after the response
    (``record_entries``: the digest of the whole conversation, paid in the end-to-end run too; here
-   with a read of the body, which the gateway shares with the transform).
+   with a read of the body, which the gateway shares with the transform). Then an agent's next
+   request (two turns more), read afresh and with the reading its scope kept of the request before.
 2. End to end: a proxy on loopback (``ClientSession`` → upstream → ``Response``) forwarding each
    history, with and without the middleware (the reasoning record in memory; the upstream answers
    with reasoning, so that the record is written), requests one after another, the two proxies in
@@ -46,7 +47,7 @@ from common import Spread, free_port, interleaved, no_collection
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
-from gateway_mw.history import record_entries, transform_request
+from gateway_mw.history import Request, record_entries, record_keys, transform_request
 
 try:
     from gateway_mw.surfaces.registry import SURFACES
@@ -190,18 +191,24 @@ def to_rewrite(surface: Surface, size: int) -> bytes:
     return chat_history(turns, ollama=surface == "ollama")
 
 
-def histories() -> dict[tuple[Surface, str, str], bytes]:
+def _states(surface: Surface, body: bytes) -> bytes:
+    """``body`` as the gateway gives it to the upstream, spelled as a client spells what it got back."""
+    rewritten = transform_request(_side(surface), body, CONFIG)
+    assert rewritten is not None, f"{surface}: nothing to rewrite"
+    unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it
+    assert transform_request(_side(surface), unchanged, CONFIG) is None, f"{surface}: rewritten again"
+    return unchanged
+
+
+def histories(more: int = 0) -> dict[tuple[Surface, str, str], bytes]:
     """Each surface's history by size, ``rewrite`` and ``unchanged`` (the gateway's output of it:
-    what the upstream reads, which the gateway leaves alone)."""
+    what the upstream reads, which the gateway leaves alone); with ``more``, that many turns longer
+    (an agent's next request: the same turns, then its new ones)."""
     out: dict[tuple[Surface, str, str], bytes] = {}
     for surface in ROUTES:
         for size_name, size in SIZES.items():
-            body = to_rewrite(surface, size)
-            rewritten = transform_request(_side(surface), body, CONFIG)
-            assert rewritten is not None, f"{surface}: nothing to rewrite"
-            unchanged = json.dumps(json.loads(rewritten)).encode()  # spelled alike whatever version wrote it
-            assert transform_request(_side(surface), unchanged, CONFIG) is None, f"{surface}: rewritten again"
-            out[surface, size_name, "unchanged"] = unchanged
+            body = to_rewrite(surface, size + more * TURN)
+            out[surface, size_name, "unchanged"] = _states(surface, body)
             out[surface, size_name, "rewrite"] = body
     return out
 
@@ -442,9 +449,61 @@ def end_to_end(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick
     return "\n".join(out)
 
 
+def next_request(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick: bool) -> str:
+    """An agent's next request (two turns more), read with the reading the scope kept of the one
+    before (``history.carry``) and afresh: keys, transform and the record's entries of each."""
+    try:
+        from gateway_mw.history.carry import CarriedStates
+    except ImportError:
+        return "Not measured: this version keeps no reading for a scope's next request."
+    later = histories(more=2)
+    said = [Said(original=_THOUGHT)]
+    out = [
+        "An agent's next request (the history two turns longer; on messages Claude Code's cache marker moved"
+        " from the last message to the new last one), in process: the record's keys, the transform and the"
+        " record's entries of it, read afresh and read with the reading its scope kept of the request before;"
+        f" CPU ms per request, median (min–max) of {rounds} interleaved rounds:",
+        "",
+        "| surface | history | body | read afresh | with the earlier reading | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, earlier in bodies.items():
+        surface, size_name, state = key
+        side, body = _side(surface), later[key]
+        states = CarriedStates()
+        first = Request(side, earlier, (states, b"scope"))
+        record_keys(side, first, CONFIG)
+        first.keep(transform_request(side, first, CONFIG))
+        record_entries(side, first, said, CONFIG)
+
+        def told(carry: Any, side: Any = side, body: bytes = body) -> None:
+            request = Request(side, body, carry)
+            record_keys(side, request, CONFIG)
+            transform_request(side, request, CONFIG)
+            record_entries(side, request, said, CONFIG)
+
+        n = max(2, (3 if quick else 20) * 200_000 // len(body))
+        times = interleaved(
+            {
+                "afresh": lambda n=n, told=told: _per_call(lambda: told(None), n),
+                "carried": lambda n=n, told=told, states=states: _per_call(lambda: told((states, b"scope")), n),
+            },
+            rounds,
+        )
+        ratio = Spread.of([c / a for c, a in zip(times["carried"], times["afresh"], strict=True)])
+        out.append(
+            f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of(times['afresh']).fmt(scale=1e3)} ms | {Spread.of(times['carried']).fmt(scale=1e3)} ms"
+            f" | {ratio.fmt()} |"
+        )
+    return "\n".join(out)
+
+
 def tables(rounds: int, quick: bool = False) -> str:
     bodies = histories()
-    return in_process(bodies, rounds, quick) + "\n\n" + end_to_end(bodies, rounds, quick)
+    return "\n\n".join(
+        (in_process(bodies, rounds, quick), next_request(bodies, rounds, quick), end_to_end(bodies, rounds, quick))
+    )
 
 
 def main() -> None:

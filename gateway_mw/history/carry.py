@@ -40,7 +40,7 @@ CARRIED_BYTES = 32 << 10
 """A body this large or larger has its reading kept for its scope's next request; a smaller one is
 read afresh in less time than keeping it costs."""
 
-READING_BYTES = 1024
+READING_BYTES = 1536
 """What one message's reading holds in memory besides its bytes, as a kept reading is counted: its
 fields, what was learned of it (an assistant message's decoded content) and its digest's share (the
 transform's new bytes of the messages it changed are counted as the rewritten body's); more than they

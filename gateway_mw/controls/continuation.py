@@ -16,18 +16,17 @@ the gateway does not know, are not in :data:`CONTINUES`: no budget of the gatewa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import Protocol
 
 import msgspec
 
 from .. import surrogates
-from ..config import ThinkExtractConfig
+from ..config import Surface, ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
 
 __all__ = ["CONTINUES", "STREAMED", "Continued", "can_continue", "continuation", "enforcers"]
 
-Surface = Literal["chat", "messages", "responses", "ollama"]
 
 
 class Continued(Protocol):

@@ -5,17 +5,17 @@ stays ``default``, and the body goes on as it came, for the server to answer as 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
+from ..config import Surface
 from .fields import ControlFields
 from .intent import EFFORTS, Effort, Intent
 from .text import read_with_texts, text_switch
 
 __all__ = ["read_intent"]
 
-Surface = Literal["chat", "messages", "responses", "ollama"]
 
 _DEFAULT = Intent()
 

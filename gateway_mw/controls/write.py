@@ -12,11 +12,9 @@ share in :mod:`.switches`.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
-from ..config import ThinkExtractConfig
+from ..config import Surface, ThinkExtractConfig
 from .continuation import STREAMED, enforcers
 from .fields import ControlFields
 from .intent import Effort, Intent, ModelInfo
@@ -27,7 +25,6 @@ from .switches import ALL, HARMONY, TEMPLATE_KEYS, Writer, bucket, harmony_level
 
 __all__ = ["WRITERS", "Controlled", "needs_model_info", "write_controls"]
 
-Surface = Literal["chat", "messages", "responses", "ollama"]
 
 
 class Controlled(msgspec.Struct, frozen=True, gc=False):

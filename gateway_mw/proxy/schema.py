@@ -76,7 +76,7 @@ Url = Annotated[
     str,
     _meta("an http:// or https:// URL with a host", pattern=r"^https?://[^/?#@\s]+(/[^?#\s]*)?$"),
 ]
-Text = Annotated[str, _meta("a non-empty string", min_length=1)]
+NonEmpty = Annotated[str, _meta("a non-empty string", min_length=1)]
 Port = Annotated[int, _meta("an integer from 0 to 65535", ge=0, le=65535)]
 Prefix = Annotated[str, _meta("a path that starts and ends with '/', like /v1/", pattern=r"^/(.*/)?$")]
 EnvName = Annotated[str, _meta("the name of an environment variable", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -118,7 +118,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """Add ``X-Forwarded-For``, ``X-Forwarded-Proto`` and ``Via`` to what goes upstream."""
 
     # -- where the gateway listens, what it forwards, how it stops
-    host: Text = "127.0.0.1"
+    host: NonEmpty = "127.0.0.1"
     port: Port = 8080
     prefix: Prefix = "/v1/"
     """Where the upstream's API lives: the routes of ``forward_routes`` that do not start with ``/``

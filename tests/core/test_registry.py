@@ -38,6 +38,15 @@ def test_every_surface_is_in_the_registry_once_under_its_name() -> None:
     assert set(DEFAULT_ROUTES.values()) == set(SURFACES)
 
 
+def test_every_table_of_the_reasoning_controls_that_goes_by_surface_holds_every_surface() -> None:
+    """The controls' tables by surface are looked up, not searched: one that lacked a surface would
+    leave that surface's requests without their control (or their budget's stream), not fail here."""
+    from gateway_mw.controls.continuation import STREAMED
+    from gateway_mw.controls.read import _ORDER
+
+    assert (sorted(_ORDER), sorted(STREAMED)) == (sorted(SURFACES), sorted(SURFACES))
+
+
 def test_every_definition_has_every_piece() -> None:
     """What ``mypy --strict`` checks of the registry's entries, seen at run time too."""
     members = _members(SurfaceDefinition)

@@ -111,7 +111,10 @@ class Chat:
         same surface): equal values, byte for byte."""
         if not isinstance(earlier, Chat) or earlier.model != self.model:
             return 0
-        return shared_prefix(earlier.fields, self.fields)
+        shared = shared_prefix(earlier.fields, self.fields)
+        # Dicts are equal in any key order, but a changed message is written in its own: its keys too.
+        before, now = earlier.fields, self.fields
+        return next((at for at in range(shared) if list(before[at]) != list(now[at])), shared)
 
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`)."""

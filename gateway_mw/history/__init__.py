@@ -20,7 +20,7 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from .carry import CARRIED_BYTES, READING_BYTES, CarriedStates
+from .carry import CARRIED_BYTES, READING_BYTES, REQUEST_BYTES, CarriedStates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import Reading, RequestSide
@@ -88,8 +88,10 @@ class Request:
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 
     def _size(self) -> int:
-        """The bytes a kept state or reading of this request holds: its body, and its messages' readings."""
-        return len(self.body) + READING_BYTES * self.count
+        """The bytes a kept reading of this request holds: its body, its messages' readings and what
+        they decoded."""
+        assert self.read is not None
+        return len(self.body) + REQUEST_BYTES + READING_BYTES * self.count + self.read.held()
 
     def _adopt(self, states: CarriedStates, scope: bytes) -> object:
         """Take what the scope's earlier request that shares most of this one learned of the messages

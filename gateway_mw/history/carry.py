@@ -18,19 +18,23 @@ one's body, which would keep every body of a conversation alive.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 __all__ = [
     "CARRIED_BYTES",
     "CHECKPOINTS",
     "READING_BYTES",
+    "REQUEST_BYTES",
     "STATES",
     "ByScope",
     "CarriedStates",
     "Facts",
+    "Sizes",
+    "held",
     "shared_prefix",
 ]
 
@@ -41,10 +45,14 @@ CARRIED_BYTES = 32 << 10
 read afresh in less time than keeping it costs."""
 
 READING_BYTES = 1024
-"""What one message's reading holds in memory besides its bytes, as a kept reading is counted: its
-fields, what was learned of it (an assistant message's decoded content) and its digest's share (the
-transform's new bytes of the messages it changed are counted as the rewritten body's); more than they
-take (measured in ``docs/performance.md``)."""
+"""What one message's reading holds in memory besides its bytes and what was decoded of it, as a kept
+reading is counted: its fields and its digest's share (what was learned of it, an assistant message's
+decoded content, is counted as it is, :func:`held`: a character takes up to four bytes there, and a
+transform's split of it holds it again); more than they take (measured in ``docs/performance.md``)."""
+
+REQUEST_BYTES = 4096
+"""What a kept reading holds besides its messages', as it is counted: its digest's kept states (at
+most :data:`CHECKPOINTS`, about 380 bytes each), its thread and the objects of its request's read."""
 
 CHECKPOINTS = 8
 """The message boundaries nearest a conversation's end whose hash states are kept: a later request goes
@@ -122,22 +130,76 @@ class Facts:
     them (:meth:`carried_from`). What is kept here holds no part of its body (no raw value: that
     would keep every earlier body of a conversation alive)."""
 
-    __slots__ = ("_how", "_known")
+    __slots__ = ("_how", "_known", "_sizes")
 
     def __init__(self) -> None:
         self._how: object = None
         self._known: dict[int, Any] = {}
+        self._sizes = Sizes()
 
     def under(self, how: object) -> dict[int, Any]:
         """The facts learned under ``how``, by index (for the caller to read and add to)."""
         if self._how is not how and self._how != how:
-            self._how, self._known = how, {}
+            self._how, self._known, self._sizes = how, {}, Sizes()
         return self._known
+
+    def held(self) -> int:
+        """The bytes what was learned holds (:func:`held`)."""
+        return self._sizes.of(self._known.items())
 
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
         self._how = earlier._how
         self._known = {at: fact for at, fact in earlier._known.items() if at < shared}
+        self._sizes.carried_from(earlier._sizes, self._known, shared)
+
+
+class Sizes:
+    """What decoded values hold (:func:`held`), by index, each value measured once: a later request's
+    reading takes the measures of the values it takes from an earlier one, and measures only the
+    values it read itself (an agent's long history is not walked again on every request)."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[object, int]] = {}
+
+    def of(self, values: Iterable[tuple[int, object]]) -> int:
+        """The bytes ``values`` (each with its index) hold: a value not measured yet at its index (or
+        put there in place of the one measured) is measured now."""
+        known, total = self._known, 0
+        for at, value in values:
+            measured = known.get(at)
+            if measured is None or measured[0] is not value:
+                measured = known[at] = (value, held((value,)))
+            total += measured[1]
+        return total
+
+    def carried_from(self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int) -> None:
+        """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
+        the same values (or equal ones, read from the same bytes)."""
+        self._known = {at: (values[at], size) for at, (_, size) in earlier._known.items() if at < shared}
+
+
+def held(values: Iterable[object]) -> int:
+    """The bytes decoded ``values`` hold: each object's own size (a string's characters included), in
+    the lists, tuples and dicts they are made of (walked without recursion: JSON nests deep), each
+    object once."""
+    seen: set[int] = set()
+    size = 0
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        size += sys.getsizeof(value)
+        if isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return size
 
 
 def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:

@@ -4,13 +4,17 @@ one scope read at once in worker threads. Each request is told what the same req
 
 from __future__ import annotations
 
+import gc
+import json
+import tracemalloc
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
-from gateway_mw.history import Request
+from gateway_mw.history import Request, transform_request
 from gateway_mw.history.carry import CarriedStates
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -48,3 +52,43 @@ def test_a_message_whose_keys_come_in_another_order_is_rewritten_as_afresh(
     later = {**more, "messages": [_reordered(m, order) for m in earlier["messages"]] + more["messages"]}
     carried = Request(side, _body(later), (states, b"scope"))
     assert _told(side, carried, config) == _told(side, Request(side, _body(later)), config)
+
+
+def _long_answer(surface: str, text: str) -> bytes:
+    """A request whose history is mostly one assistant answer (``text``, after the model's tags)."""
+    answer = "<think>Why.</think>" + text
+    if surface == "messages":
+        said: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": answer}]}
+    elif surface == "responses":
+        said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}
+    else:
+        said = {"role": "assistant", "content": answer}
+    history = [{"role": "user", "content": "Write."}, said, {"role": "user", "content": "Again."}]
+    key = "input" if surface == "responses" else "messages"
+    return json.dumps({"model": "llama-3.1-8b", key: history}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+@pytest.mark.parametrize("text", ["a" * (256 << 10), "a" * (256 << 10) + "🙂"], ids=["ascii", "one-emoji"])
+@pytest.mark.parametrize("server", ["vllm", "anthropic"])
+def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: str, server: str) -> None:
+    """The readings kept for later requests are bounded by the bytes they are counted at: a reading
+    holds its body and what it decoded of it (an answer's text, as the transform split it, is held
+    again, four bytes a character when one character needs them), all of which it is counted at."""
+    side = SURFACES[surface]  # type: ignore[index]
+    config = ThinkExtractConfig(upstream_server=server)  # type: ignore[arg-type]
+    body = _long_answer(surface, text)
+    _told(side, Request(side, body), config)  # what any request makes once (the settings' derived tables)
+    states = CarriedStates()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        request = Request(side, body, (states, b"scope"))
+        _told(side, request, config)
+        request.keep(transform_request(side, request, config))
+        del request
+        gc.collect()
+        held = len(body) + tracemalloc.get_traced_memory()[0]  # the body, made before, and all made since
+    finally:
+        tracemalloc.stop()
+    assert states.size >= held

@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, transform_request
 from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import chat_requests, configs
+from .test_carried_digests import CONFIG
 from .test_carried_readings import _body, _told
 
 
@@ -92,3 +94,57 @@ def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: 
     finally:
         tracemalloc.stop()
     assert states.size >= held
+
+
+def _bare_agent(surface: str, turns: int) -> bytes:
+    """An agent's history whose tool-calling turns came back without their reasoning (the record
+    holds it): each turn's record keys hold the digest of the conversation before it."""
+    result = "18°C, sunny. " * 300
+    history: list[Any] = [{"role": "user", "content": "Weather?"}]
+    for i in range(turns):
+        if surface == "responses":
+            history += [
+                {"type": "function_call", "call_id": f"c{i}", "name": "w", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": f"c{i}", "output": result},
+            ]
+        elif surface == "messages":
+            history += [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "w", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result}]},
+            ]
+        else:
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+            history += [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+            ]
+    key = "input" if surface == "responses" else "messages"
+    return json.dumps({"model": "qwen3-8b", key: history}).encode()
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request whose every turn asks the record (its keys hold the digest before each turn, asked
+    in growing order) hashes each message at most once, as afresh: the digests of the prefixes shorter
+    than the one it went on from are not each hashed again from the conversation's start."""
+    side = SURFACES[surface]  # type: ignore[index]
+    spelled: list[int] = []
+    feed = Thread._feed
+
+    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
+        spelled.append(end - start)
+        feed(thread, at, start, end, states)
+
+    monkeypatch.setattr(Thread, "_feed", counted)
+    states = CarriedStates()
+    earlier = Request(side, _bare_agent(surface, 40), (states, b"scope"))
+    _told(side, earlier, CONFIG)
+    earlier.keep()
+    spelled.clear()
+    afresh = _told(side, Request(side, _bare_agent(surface, 41)), CONFIG)
+    fresh = sum(spelled)
+    spelled.clear()
+    carried = Request(side, _bare_agent(surface, 41), (states, b"scope"))
+    assert carried._carried is not None and carried._carried[2] is not None  # it went on from the earlier one
+    assert _told(side, carried, CONFIG) == afresh
+    assert sum(spelled) <= fresh

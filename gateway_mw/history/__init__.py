@@ -71,7 +71,7 @@ class Request:
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
     transform and, after the response, the record's entries."""
 
-    __slots__ = ("_carried", "_plan", "body", "read", "side")
+    __slots__ = ("_carried", "_kept", "_plan", "body", "read", "side")
 
     def __init__(self, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None = None) -> None:
         self.side = side
@@ -79,6 +79,8 @@ class Request:
         self.read = side.read_history(body)
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
         self._carried: tuple[CarriedStates, bytes, object] | None = None
+        self._kept: tuple[CarriedStates, bytes, tuple[object, Any], int] | None = None
+        """Where this reading is kept, as what, and the bytes of its rewritten body (:meth:`recount`)."""
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
             # What the scope's earlier request learned of the messages it shares is taken, and this
             # one's reading (its digest's last states too) kept for the next.
@@ -116,9 +118,16 @@ class Request:
         the body the transform made, whose changed messages the reading holds too."""
         if self._carried is not None:
             states, scope, replaced = self._carried
-            size = self._size() + (0 if rewritten is None else len(rewritten))
-            states.readings.put(scope, (self.side, self.read), size, replaced)
-            self._carried = None
+            kept, extra = (self.side, self.read), 0 if rewritten is None else len(rewritten)
+            states.readings.put(scope, kept, self._size() + extra, replaced)
+            self._carried, self._kept = None, (states, scope, kept, extra)
+
+    def recount(self) -> None:
+        """Count the kept reading again, once the record's entries of its answer read more of it (a
+        Responses history whose plan passed it on is read only then)."""
+        if self._kept is not None:
+            states, scope, kept, extra = self._kept
+            states.readings.recount(scope, kept, self._size() + extra)
 
     @property
     def model(self) -> str | None:
@@ -193,6 +202,7 @@ def record_entries(
     # The conversation's digest: from the request's reading, or from the body read for it alone.
     if isinstance(request, Request):
         prefix = None if request.read is None else side.answer_prefix(request.read)
+        request.recount()
     else:
         prefix = side.answer_prefix(request)
     if prefix is None:

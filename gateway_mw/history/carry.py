@@ -96,12 +96,34 @@ class ByScope(Generic[_T]):
             while len(kept) > self.per_scope:
                 self._size -= kept.pop(0)[1]
             self._scopes[scope] = kept
-            while self._size > self.max_bytes:
-                oldest = next(iter(self._scopes))
-                out = self._scopes[oldest]
-                self._size -= out.pop(0)[1]
-                if not out:
-                    del self._scopes[oldest]
+            self._evict()
+
+    def recount(self, scope: bytes, one: _T, size: int) -> None:
+        """Count ``one``, kept in ``scope`` (unless it is gone since), at ``size`` bytes: what it holds
+        now that more of it was read."""
+        with self._lock:
+            mine = self._scopes.get(scope, [])
+            at = next((at for at, entry in enumerate(mine) if entry[0] is one), None)
+            if at is None:
+                return
+            self._size -= mine[at][1]
+            if size > self.max_bytes:  # more than may be kept at all
+                del mine[at]
+                if not mine:
+                    del self._scopes[scope]
+                return
+            mine[at] = (one, size)
+            self._size += size
+            self._evict()
+
+    def _evict(self) -> None:
+        """The oldest things out until the rest are within the bound (the lock held)."""
+        while self._size > self.max_bytes:
+            oldest = next(iter(self._scopes))
+            out = self._scopes[oldest]
+            self._size -= out.pop(0)[1]
+            if not out:
+                del self._scopes[oldest]
 
 
 class CarriedStates:

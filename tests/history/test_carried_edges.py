@@ -14,14 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
-from gateway_mw.history import Request, transform_request
-from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history import Request, record_entries, record_keys, transform_request
+from gateway_mw.history.carry import ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import chat_requests, configs
 from .test_carried_digests import CONFIG
-from .test_carried_readings import _body, _told
+from .test_carried_readings import SAID, _body, _told
 
 
 def _reordered(message: Any, order: list[int]) -> Any:
@@ -73,12 +73,15 @@ def _long_answer(surface: str, text: str) -> bytes:
 @pytest.mark.parametrize("surface", list(SURFACES))
 @pytest.mark.parametrize("text", ["a" * (256 << 10), "a" * (256 << 10) + "🙂"], ids=["ascii", "one-emoji"])
 @pytest.mark.parametrize("server", ["vllm", "anthropic"])
-def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: str, server: str) -> None:
+@pytest.mark.parametrize("form", ["auto", "pass"])
+def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: str, server: str, form: str) -> None:
     """The readings kept for later requests are bounded by the bytes they are counted at: a reading
     holds its body and what it decoded of it (an answer's text, as the transform split it, is held
-    again, four bytes a character when one character needs them), all of which it is counted at."""
+    again, four bytes a character when one character needs them), all of which it is counted at, the
+    history its answer's record entries read after it was kept too (a plan that passes it on reads
+    none of it before)."""
     side = SURFACES[surface]  # type: ignore[index]
-    config = ThinkExtractConfig(upstream_server=server)  # type: ignore[arg-type]
+    config = ThinkExtractConfig(upstream_server=server, history_reasoning=form)  # type: ignore[arg-type]
     body = _long_answer(surface, text)
     _told(side, Request(side, body), config)  # what any request makes once (the settings' derived tables)
     states = CarriedStates()
@@ -86,8 +89,9 @@ def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: 
     tracemalloc.start()
     try:
         request = Request(side, body, (states, b"scope"))
-        _told(side, request, config)
+        record_keys(side, request, config)
         request.keep(transform_request(side, request, config))
+        assert record_entries(side, request, SAID, config)  # after the response, as the middleware asks
         del request
         gc.collect()
         held = len(body) + tracemalloc.get_traced_memory()[0]  # the body, made before, and all made since
@@ -148,3 +152,17 @@ def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, m
     assert carried._carried is not None and carried._carried[2] is not None  # it went on from the earlier one
     assert _told(side, carried, CONFIG) == afresh
     assert sum(spelled) <= fresh
+
+
+def test_a_reading_counted_again_is_held_to_the_bound_and_never_kept_again_once_gone() -> None:
+    kept: ByScope[object] = ByScope(max_bytes=100, per_scope=1)
+    first, second, other = object(), object(), object()
+    kept.put(b"scope", first, 10)
+    kept.put(b"scope", second, 10)  # the first out: one a scope
+    kept.recount(b"scope", first, 50)
+    assert (kept.of(b"scope"), kept.size) == ([second], 10)
+    kept.put(b"other", other, 40)
+    kept.recount(b"scope", second, 70)  # past the bound: the scope used least recently out
+    assert (kept.of(b"scope"), kept.of(b"other"), kept.size) == ([], [other], 40)
+    kept.recount(b"other", other, 101)  # larger than all that may be kept
+    assert (kept.of(b"other"), kept.size) == ([], 0)

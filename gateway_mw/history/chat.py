@@ -112,9 +112,8 @@ class Chat:
         same surface): equal values, byte for byte."""
         if not isinstance(earlier, Chat) or earlier.model != self.model:
             return 0
-        shared = shared_prefix(earlier.fields, self.fields)
+        before, now, shared = earlier.fields, self.fields, shared_prefix(earlier.fields, self.fields)
         # Dicts are equal in any key order, but a changed message is written in its own: its keys too.
-        before, now = earlier.fields, self.fields
         return next((at for at in range(shared) if list(before[at]) != list(now[at])), shared)
 
     def adopt(self, earlier: object, shared: int) -> None:
@@ -128,10 +127,8 @@ class Chat:
         self.thread().go_on_from(earlier.thread(), shared)
 
     def held(self) -> int:
-        """The bytes what was decoded of the messages holds (their roles, what the readings and the
-        transform learned), besides the body."""
-        roles = self._role_sizes.of(enumerate(self.roles or ()))
-        return roles + self.readings.held() + self.verdicts.held()
+        """The bytes its roles and what the readings and the transform learned hold, besides the body."""
+        return self._role_sizes.of(enumerate(self.roles or ())) + self.readings.held() + self.verdicts.held()
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,

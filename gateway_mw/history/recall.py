@@ -282,7 +282,8 @@ class Thread:
         if earlier._head != self._head or self._done or self._known:
             return
         known = earlier._known.copy()  # in one step: its request may still be asking for its answers' keys
-        self._known = {at: digest for at, digest in known.items() if at <= shared}
+        # Below ``shared``: the digest of all a rewound conversation shares is hashed here, keeping its states.
+        self._known = {at: digest for at, digest in known.items() if at < shared}
         kept = earlier.kept
         if kept is None:
             return

@@ -200,7 +200,8 @@ class Sizes:
     def carried_from(self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int) -> None:
         """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
         the same values (or equal ones, read from the same bytes)."""
-        self._known = {at: (values[at], size) for at, (_, size) in earlier._known.items() if at < shared}
+        measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
+        self._known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
 
 
 def held(values: Iterable[object]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 import tracemalloc
 from typing import Any
 
@@ -20,7 +21,7 @@ from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import chat_requests, configs
-from .test_carried_digests import CONFIG
+from .test_carried_digests import CONFIG, _agent
 from .test_carried_readings import SAID, _body, _told
 
 
@@ -166,3 +167,25 @@ def test_a_reading_counted_again_is_held_to_the_bound_and_never_kept_again_once_
     assert (kept.of(b"scope"), kept.of(b"other"), kept.size) == ([], [other], 40)
     kept.recount(b"other", other, 101)  # larger than all that may be kept
     assert (kept.of(b"other"), kept.size) == ([], 0)
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection(surface: str) -> None:
+    """No reference cycle holds a body: the one a later request went on from is freed when that
+    request's reading replaces its own, with the cycle collector off (it may not run for long)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    earlier_body = _agent(surface, 10)
+    held = sys.getrefcount(earlier_body)
+    gc.disable()
+    try:
+        earlier = Request(side, earlier_body, (states, b"scope"))
+        _told(side, earlier, CONFIG)
+        earlier.keep()
+        later = Request(side, _agent(surface, 12), (states, b"scope"))
+        _told(side, later, CONFIG)
+        later.keep()
+        del earlier
+        assert sys.getrefcount(earlier_body) == held
+    finally:
+        gc.enable()

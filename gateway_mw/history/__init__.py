@@ -20,7 +20,7 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from .carry import CARRIED_BYTES, READING_BYTES, CarriedStates
+from .carry import CARRIED_BYTES, READING_BYTES, REQUEST_BYTES, CarriedStates
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import Reading, RequestSide
@@ -71,7 +71,7 @@ class Request:
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
     transform and, after the response, the record's entries."""
 
-    __slots__ = ("_carried", "_plan", "body", "read", "side")
+    __slots__ = ("_carried", "_kept", "_plan", "body", "read", "side")
 
     def __init__(self, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None = None) -> None:
         self.side = side
@@ -79,6 +79,8 @@ class Request:
         self.read = side.read_history(body)
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
         self._carried: tuple[CarriedStates, bytes, object] | None = None
+        self._kept: tuple[CarriedStates, bytes, tuple[object, Any], int] | None = None
+        """Where this reading is kept, as what, and the bytes of its rewritten body (:meth:`recount`)."""
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
             # What the scope's earlier request learned of the messages it shares is taken, and this
             # one's reading (its digest's last states too) kept for the next.
@@ -88,8 +90,10 @@ class Request:
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 
     def _size(self) -> int:
-        """The bytes a kept state or reading of this request holds: its body, and its messages' readings."""
-        return len(self.body) + READING_BYTES * self.count
+        """The bytes a kept reading of this request holds: its body, its messages' readings and what
+        they decoded."""
+        assert self.read is not None
+        return len(self.body) + REQUEST_BYTES + READING_BYTES * self.count + self.read.held()
 
     def _adopt(self, states: CarriedStates, scope: bytes) -> object:
         """Take what the scope's earlier request that shares most of this one learned of the messages
@@ -114,9 +118,16 @@ class Request:
         the body the transform made, whose changed messages the reading holds too."""
         if self._carried is not None:
             states, scope, replaced = self._carried
-            size = self._size() + (0 if rewritten is None else len(rewritten))
-            states.readings.put(scope, (self.side, self.read), size, replaced)
-            self._carried = None
+            kept, extra = (self.side, self.read), 0 if rewritten is None else len(rewritten)
+            states.readings.put(scope, kept, self._size() + extra, replaced)
+            self._carried, self._kept = None, (states, scope, kept, extra)
+
+    def recount(self) -> None:
+        """Count the kept reading again, once the record's entries of its answer read more of it (a
+        Responses history whose plan passed it on is read only then)."""
+        if self._kept is not None:
+            states, scope, kept, extra = self._kept
+            states.readings.recount(scope, kept, self._size() + extra)
 
     @property
     def model(self) -> str | None:
@@ -191,6 +202,7 @@ def record_entries(
     # The conversation's digest: from the request's reading, or from the body read for it alone.
     if isinstance(request, Request):
         prefix = None if request.read is None else side.answer_prefix(request.read)
+        request.recount()
     else:
         prefix = side.answer_prefix(request)
     if prefix is None:

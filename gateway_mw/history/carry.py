@@ -18,19 +18,23 @@ one's body, which would keep every body of a conversation alive.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 __all__ = [
     "CARRIED_BYTES",
     "CHECKPOINTS",
     "READING_BYTES",
+    "REQUEST_BYTES",
     "STATES",
     "ByScope",
     "CarriedStates",
     "Facts",
+    "Sizes",
+    "held",
     "shared_prefix",
 ]
 
@@ -40,11 +44,15 @@ CARRIED_BYTES = 32 << 10
 """A body this large or larger has its reading kept for its scope's next request; a smaller one is
 read afresh in less time than keeping it costs."""
 
-READING_BYTES = 1536
-"""What one message's reading holds in memory besides its bytes, as a kept reading is counted: its
-fields, what was learned of it (an assistant message's decoded content) and its digest's share (the
-transform's new bytes of the messages it changed are counted as the rewritten body's); more than they
-take (measured in ``docs/performance.md``)."""
+READING_BYTES = 1024
+"""What one message's reading holds in memory besides its bytes and what was decoded of it, as a kept
+reading is counted: its fields and its digest's share (what was learned of it, an assistant message's
+decoded content, is counted as it is, :func:`held`: a character takes up to four bytes there, and a
+transform's split of it holds it again); more than they take (measured in ``docs/performance.md``)."""
+
+REQUEST_BYTES = 4096
+"""What a kept reading holds besides its messages', as it is counted: its digest's kept states (at
+most :data:`CHECKPOINTS`, about 380 bytes each), its thread and the objects of its request's read."""
 
 CHECKPOINTS = 8
 """The message boundaries nearest a conversation's end whose hash states are kept: a later request goes
@@ -88,12 +96,34 @@ class ByScope(Generic[_T]):
             while len(kept) > self.per_scope:
                 self._size -= kept.pop(0)[1]
             self._scopes[scope] = kept
-            while self._size > self.max_bytes:
-                oldest = next(iter(self._scopes))
-                out = self._scopes[oldest]
-                self._size -= out.pop(0)[1]
-                if not out:
-                    del self._scopes[oldest]
+            self._evict()
+
+    def recount(self, scope: bytes, one: _T, size: int) -> None:
+        """Count ``one``, kept in ``scope`` (unless it is gone since), at ``size`` bytes: what it holds
+        now that more of it was read."""
+        with self._lock:
+            mine = self._scopes.get(scope, [])
+            at = next((at for at, entry in enumerate(mine) if entry[0] is one), None)
+            if at is None:
+                return
+            self._size -= mine[at][1]
+            if size > self.max_bytes:  # more than may be kept at all
+                del mine[at]
+                if not mine:
+                    del self._scopes[scope]
+                return
+            mine[at] = (one, size)
+            self._size += size
+            self._evict()
+
+    def _evict(self) -> None:
+        """The oldest things out until the rest are within the bound (the lock held)."""
+        while self._size > self.max_bytes:
+            oldest = next(iter(self._scopes))
+            out = self._scopes[oldest]
+            self._size -= out.pop(0)[1]
+            if not out:
+                del self._scopes[oldest]
 
 
 class CarriedStates:
@@ -122,22 +152,76 @@ class Facts:
     them (:meth:`carried_from`). What is kept here holds no part of its body (no raw value: that
     would keep every earlier body of a conversation alive)."""
 
-    __slots__ = ("_how", "_known")
+    __slots__ = ("_how", "_known", "_sizes")
 
     def __init__(self) -> None:
         self._how: object = None
         self._known: dict[int, Any] = {}
+        self._sizes = Sizes()
 
     def under(self, how: object) -> dict[int, Any]:
         """The facts learned under ``how``, by index (for the caller to read and add to)."""
         if self._how is not how and self._how != how:
-            self._how, self._known = how, {}
+            self._how, self._known, self._sizes = how, {}, Sizes()
         return self._known
+
+    def held(self) -> int:
+        """The bytes what was learned holds (:func:`held`)."""
+        return self._sizes.of(self._known.items())
 
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
         self._how = earlier._how
         self._known = {at: fact for at, fact in earlier._known.items() if at < shared}
+        self._sizes.carried_from(earlier._sizes, self._known, shared)
+
+
+class Sizes:
+    """What decoded values hold (:func:`held`), by index, each value measured once: a later request's
+    reading takes the measures of the values it takes from an earlier one, and measures only the
+    values it read itself (an agent's long history is not walked again on every request)."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[object, int]] = {}
+
+    def of(self, values: Iterable[tuple[int, object]]) -> int:
+        """The bytes ``values`` (each with its index) hold: a value not measured yet at its index (or
+        put there in place of the one measured) is measured now."""
+        known, total = self._known, 0
+        for at, value in values:
+            measured = known.get(at)
+            if measured is None or measured[0] is not value:
+                measured = known[at] = (value, held((value,)))
+            total += measured[1]
+        return total
+
+    def carried_from(self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int) -> None:
+        """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
+        the same values (or equal ones, read from the same bytes)."""
+        measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
+        self._known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
+
+
+def held(values: Iterable[object]) -> int:
+    """The bytes decoded ``values`` hold: each object's own size (a string's characters included), in
+    the lists, tuples and dicts they are made of (walked without recursion: JSON nests deep). An
+    object reached twice is counted twice: more than it holds, never less."""
+    getsizeof = sys.getsizeof
+    size = 0
+    stack: list[Iterable[object]] = [values]
+    while stack:
+        for value in stack.pop():
+            size += getsizeof(value)
+            if type(value) is str:  # nearly every value: nothing in it to walk
+                continue
+            if isinstance(value, dict):
+                stack.append(value)
+                stack.append(value.values())
+            elif isinstance(value, list | tuple):
+                stack.append(value)
+    return size
 
 
 def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:

@@ -18,7 +18,7 @@ import msgspec
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
-from .carry import Facts, shared_prefix
+from .carry import Facts, Sizes, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -66,6 +66,8 @@ class Messages:
     nor, in a later request proven to share its first messages (:meth:`adopt`), read again there."""
 
     __slots__ = (
+        "_content_sizes",
+        "_role_sizes",
         "_thread",
         "body",
         "contents",
@@ -95,6 +97,8 @@ class Messages:
         """Whether each message is a user message that asks something (not only tool results)."""
         self.contents: dict[int, Any] = {}
         """The content of each assistant message, decoded."""
+        self._role_sizes = Sizes()
+        self._content_sizes = Sizes()
         self._thread: Thread | None = None
         self.readings = Facts()
         """What each assistant message carries (:class:`_Reading`), under the server and settings read for."""
@@ -126,6 +130,8 @@ class Messages:
         self.roles = earlier.roles[:taken]
         self.queries = earlier.queries[:taken]
         self.contents = {i: content for i, content in earlier.contents.items() if i < taken}
+        self._role_sizes.carried_from(earlier._role_sizes, self.roles, taken)
+        self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
@@ -133,6 +139,12 @@ class Messages:
     @property
     def count(self) -> int:
         return len(self.raws)
+
+    def held(self) -> int:
+        """The bytes what was decoded of the messages holds (their outlines, each assistant message's
+        content, what the readings and the transform learned), besides the body."""
+        outlines = self._role_sizes.of(enumerate(self.roles)) + self._content_sizes.of(self.contents.items())
+        return outlines + self.readings.held() + self.verdicts.held()
 
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system

@@ -248,7 +248,7 @@ class Thread:
     (:attr:`kept`), and the thread of a later request proven to share its first messages goes on from
     the latest of them it shares (:meth:`go_on_from`) instead of hashing them again."""
 
-    __slots__ = ("_at", "_done", "_head", "_known", "_messages", "_spell", "_states", "kept")
+    __slots__ = ("_at", "_behind", "_done", "_head", "_known", "_messages", "_spell", "_states", "kept")
 
     def __init__(
         self,
@@ -263,6 +263,7 @@ class Thread:
         self._head = _LENGTHS.pack(len(named), len(head)) + named + head
         self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
         self._done = 0  # the messages in _at
+        self._behind: tuple[int, hashlib.blake2b] | None = None  # a prefix asked below _done, and its state
         self._known: dict[int, bytes] = {}
         self._states: dict[int, hashlib.blake2b] | None = None  # by message count, kept (keep_states)
         self.kept: dict[int, hashlib.blake2b] | None = None
@@ -276,9 +277,15 @@ class Thread:
 
     def go_on_from(self, earlier: Thread, shared: int) -> None:
         """Go on from the latest state ``earlier`` kept after at most its first ``shared`` messages,
-        which this conversation is proven to share with it (before any digest is asked for)."""
+        which this conversation is proven to share with it (before any digest is asked for), and take
+        the digests it gave of those messages' prefixes (its record keys': asked again here)."""
+        if earlier._head != self._head or self._done or self._known:
+            return
+        known = earlier._known.copy()  # in one step: its request may still be asking for its answers' keys
+        # Below ``shared``: the digest of all a rewound conversation shares is hashed here, keeping its states.
+        self._known = {at: digest for at, digest in known.items() if at < shared}
         kept = earlier.kept
-        if kept is None or earlier._head != self._head or self._done or self._known:
+        if kept is None:
             return
         n = max((at for at in kept if at <= shared), default=0)
         if n:
@@ -290,9 +297,13 @@ class Thread:
         known = self._known.get(n)
         if known is not None:
             return known
-        if n < self._done:  # asked out of order: that prefix afresh
-            at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
-            self._feed(at, 0, n)
+        if n < self._done:  # below where it went on from (or asked out of order): from the start again,
+            behind = self._behind  # once for prefixes asked in growing order, as a request's turns are
+            if behind is None or behind[0] > n:
+                behind = (0, hashlib.blake2b(self._head, digest_size=32, person=_PERSON))
+            at = behind[1]
+            self._feed(at, behind[0], n)
+            self._behind = (n, at)
         else:
             at = self._at
             self._feed(at, self._done, n, self._states)

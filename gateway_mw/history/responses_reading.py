@@ -16,7 +16,7 @@ import msgspec
 
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE
-from .carry import Facts, shared_prefix
+from .carry import Facts, Sizes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
 
 __all__ = ["CALLS", "Responses", "Unread", "asks_for_blobs", "kind_of", "read", "written"]
@@ -72,11 +72,12 @@ class _Items:
     """The input's items, read when first asked for (by the transform, the keys or the digest), so
     that a request that shares its first items with an earlier one takes those instead (:meth:`take`)."""
 
-    __slots__ = ("_counted", "_items", "_kinds", "raws")
+    __slots__ = ("_counted", "_items", "_kinds", "_sizes", "raws")
 
     def __init__(self, raws: list[msgspec.Raw], items: list[Any] | None) -> None:
         self.raws = raws
         self._items = items
+        self._sizes = Sizes()
         self._kinds: list[str] | None = None
         self._counted: tuple[list[int], list[Any]] | None = None
 
@@ -100,8 +101,14 @@ class _Items:
         taken = enumerate(earlier._items[:shared])
         items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
         self._items = items + [_item(raw) for raw in raws[shared:]]
+        self._sizes.carried_from(earlier._sizes, self._items, shared)
         if earlier._kinds is not None:
             self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
+
+    def held(self) -> int:
+        """The bytes the items read hold (the assistant side's decoded, the client's heads), besides
+        the body (their kinds and digest's lists are the items' own values)."""
+        return self._sizes.of(enumerate(self._items or ()))
 
     def counted(self) -> tuple[list[int], list[Any]]:
         """The items the conversation's digest reads (reasoning, which a client may or may not send
@@ -230,6 +237,11 @@ class Responses:
     @property
     def count(self) -> int:
         return len(self.raws) if not self.said_as_text else 1
+
+    def held(self) -> int:
+        """The bytes what was decoded of the items holds (the items, what the transform and the keys
+        learned), besides the body."""
+        return self._items.held() + self.verdicts.held() + self.keyed.held()
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes: the model, the instructions, the items of the

@@ -39,6 +39,11 @@ class Reading(Protocol):
         costs (a history of many short turns costs more per byte than one of long tool results)."""
         ...
 
+    def held(self) -> int:
+        """The bytes what was decoded of the body holds besides it (a kept reading is counted at its
+        body's bytes and these)."""
+        ...
+
     def shared(self, earlier: object) -> int:
         """How many first messages (or items) this body is proven to share with ``earlier``, an
         earlier request's reading (0: none, or another surface's or model's)."""

@@ -348,7 +348,7 @@ def test_without_reasoning_the_answer_is_the_same_and_carries_none(name: str, da
     full = native_read(case, up)
     reasoning = "".join(up.reasoning)
     out = translated(case, cut(up.stream, up.cuts), config=excluded)
-    empty = [case.native_body(up.layout, up.model, "", "")]
+    empty = [case.native_body(up.layout, up.model, "", ""), case.native_stream(up.layout, up.model, [""], [""])]
     assert_without_reasoning(out, full, reasoning, case.read_stream, empty)
     assert case.read_stream(before_final(case, out)) == ("", full[1])
     upstream_body = case.native_body(up.layout, up.model, reasoning, "".join(up.answer))

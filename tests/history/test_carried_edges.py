@@ -1,0 +1,191 @@
+"""A carried reading at its edges, as a hostile client meets it: messages equal as values but written
+otherwise, settings that change between two requests of one scope, agents that rewind, requests of
+one scope read at once in worker threads. Each request is told what the same request read afresh is."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import tracemalloc
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.history import Request, record_entries, record_keys, transform_request
+from gateway_mw.history.carry import ByScope, CarriedStates
+from gateway_mw.history.recall import Thread
+from gateway_mw.surfaces.registry import SURFACES
+
+from .strategies import chat_requests, configs
+from .test_carried_digests import CONFIG, _agent
+from .test_carried_readings import SAID, _body, _told
+
+
+def _reordered(message: Any, order: list[int]) -> Any:
+    """``message`` with its keys in another order (the same object as a value)."""
+    if not isinstance(message, dict):
+        return message
+    keys = list(message)
+    ranked = sorted(range(len(keys)), key=lambda at: order[at % len(order)] if order else at)
+    return {keys[at]: message[keys[at]] for at in ranked}
+
+
+@given(
+    surface=st.sampled_from(["chat", "ollama"]),
+    earlier=chat_requests(),
+    more=chat_requests(),
+    order=st.lists(st.integers(0, 9), max_size=8),
+    config=configs(),
+)
+def test_a_message_whose_keys_come_in_another_order_is_rewritten_as_afresh(
+    surface: str, earlier: dict[str, Any], more: dict[str, Any], order: list[int], config: ThinkExtractConfig
+) -> None:
+    """Two chat messages with the same keys and values in another order are equal as values, but the
+    transform writes a changed message's keys in its own order: the later request's rewritten body is
+    the one its own bytes give, not the earlier request's order."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    first = Request(side, _body(earlier), (states, b"scope"))
+    _told(side, first, config)
+    first.keep()
+    later = {**more, "messages": [_reordered(m, order) for m in earlier["messages"]] + more["messages"]}
+    carried = Request(side, _body(later), (states, b"scope"))
+    assert _told(side, carried, config) == _told(side, Request(side, _body(later)), config)
+
+
+def _long_answer(surface: str, text: str) -> bytes:
+    """A request whose history is mostly one assistant answer (``text``, after the model's tags)."""
+    answer = "<think>Why.</think>" + text
+    if surface == "messages":
+        said: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": answer}]}
+    elif surface == "responses":
+        said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}
+    else:
+        said = {"role": "assistant", "content": answer}
+    history = [{"role": "user", "content": "Write."}, said, {"role": "user", "content": "Again."}]
+    key = "input" if surface == "responses" else "messages"
+    return json.dumps({"model": "llama-3.1-8b", key: history}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+@pytest.mark.parametrize("text", ["a" * (256 << 10), "a" * (256 << 10) + "🙂"], ids=["ascii", "one-emoji"])
+@pytest.mark.parametrize("server", ["vllm", "anthropic"])
+@pytest.mark.parametrize("form", ["auto", "pass"])
+def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: str, server: str, form: str) -> None:
+    """The readings kept for later requests are bounded by the bytes they are counted at: a reading
+    holds its body and what it decoded of it (an answer's text, as the transform split it, is held
+    again, four bytes a character when one character needs them), all of which it is counted at, the
+    history its answer's record entries read after it was kept too (a plan that passes it on reads
+    none of it before)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    config = ThinkExtractConfig(upstream_server=server, history_reasoning=form)  # type: ignore[arg-type]
+    body = _long_answer(surface, text)
+    _told(side, Request(side, body), config)  # what any request makes once (the settings' derived tables)
+    states = CarriedStates()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        request = Request(side, body, (states, b"scope"))
+        record_keys(side, request, config)
+        request.keep(transform_request(side, request, config))
+        assert record_entries(side, request, SAID, config)  # after the response, as the middleware asks
+        del request
+        gc.collect()
+        held = len(body) + tracemalloc.get_traced_memory()[0]  # the body, made before, and all made since
+    finally:
+        tracemalloc.stop()
+    assert states.size >= held
+
+
+def _bare_agent(surface: str, turns: int) -> bytes:
+    """An agent's history whose tool-calling turns came back without their reasoning (the record
+    holds it): each turn's record keys hold the digest of the conversation before it."""
+    result = "18°C, sunny. " * 300
+    history: list[Any] = [{"role": "user", "content": "Weather?"}]
+    for i in range(turns):
+        if surface == "responses":
+            history += [
+                {"type": "function_call", "call_id": f"c{i}", "name": "w", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": f"c{i}", "output": result},
+            ]
+        elif surface == "messages":
+            history += [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "w", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result}]},
+            ]
+        else:
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+            history += [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+            ]
+    key = "input" if surface == "responses" else "messages"
+    return json.dumps({"model": "qwen3-8b", key: history}).encode()
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request whose every turn asks the record (its keys hold the digest before each turn, asked
+    in growing order) hashes each message at most once, as afresh: the digests of the prefixes shorter
+    than the one it went on from are not each hashed again from the conversation's start."""
+    side = SURFACES[surface]  # type: ignore[index]
+    spelled: list[int] = []
+    feed = Thread._feed
+
+    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
+        spelled.append(end - start)
+        feed(thread, at, start, end, states)
+
+    monkeypatch.setattr(Thread, "_feed", counted)
+    states = CarriedStates()
+    earlier = Request(side, _bare_agent(surface, 40), (states, b"scope"))
+    _told(side, earlier, CONFIG)
+    earlier.keep()
+    spelled.clear()
+    afresh = _told(side, Request(side, _bare_agent(surface, 41)), CONFIG)
+    fresh = sum(spelled)
+    spelled.clear()
+    carried = Request(side, _bare_agent(surface, 41), (states, b"scope"))
+    assert carried._carried is not None and carried._carried[2] is not None  # it went on from the earlier one
+    assert _told(side, carried, CONFIG) == afresh
+    assert sum(spelled) <= fresh
+
+
+def test_a_reading_counted_again_is_held_to_the_bound_and_never_kept_again_once_gone() -> None:
+    kept: ByScope[object] = ByScope(max_bytes=100, per_scope=1)
+    first, second, other = object(), object(), object()
+    kept.put(b"scope", first, 10)
+    kept.put(b"scope", second, 10)  # the first out: one a scope
+    kept.recount(b"scope", first, 50)
+    assert (kept.of(b"scope"), kept.size) == ([second], 10)
+    kept.put(b"other", other, 40)
+    kept.recount(b"scope", second, 70)  # past the bound: the scope used least recently out
+    assert (kept.of(b"scope"), kept.of(b"other"), kept.size) == ([], [other], 40)
+    kept.recount(b"other", other, 101)  # larger than all that may be kept
+    assert (kept.of(b"other"), kept.size) == ([], 0)
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection(surface: str) -> None:
+    """No reference cycle holds a body: the one a later request went on from is freed when that
+    request's reading replaces its own, with the cycle collector off (it may not run for long)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    earlier_body = _agent(surface, 10)
+    held = sys.getrefcount(earlier_body)
+    gc.disable()
+    try:
+        earlier = Request(side, earlier_body, (states, b"scope"))
+        _told(side, earlier, CONFIG)
+        earlier.keep()
+        later = Request(side, _agent(surface, 12), (states, b"scope"))
+        _told(side, later, CONFIG)
+        later.keep()
+        del earlier
+        assert sys.getrefcount(earlier_body) == held
+    finally:
+        gc.enable()

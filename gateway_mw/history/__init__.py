@@ -89,11 +89,13 @@ class Request:
             self._carried = (states, scope, self._adopt(states, scope))
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
 
-    def _size(self) -> int:
-        """The bytes a kept reading of this request holds: its body, its messages' readings and what
-        they decoded."""
+    def _size(self, extra: int, bound: int) -> int:
+        """The bytes a kept reading of this request holds: its body, ``extra``, its messages' readings
+        and what they decoded (not measured when the rest is over ``bound`` already: such a reading
+        is not kept, and measuring a long history's values costs a good part of reading it)."""
         assert self.read is not None
-        return len(self.body) + REQUEST_BYTES + READING_BYTES * self.count + self.read.held()
+        size = len(self.body) + REQUEST_BYTES + READING_BYTES * self.count + extra
+        return size if size > bound else size + self.read.held()
 
     def _adopt(self, states: CarriedStates, scope: bytes) -> object:
         """Take what the scope's earlier request that shares most of this one learned of the messages
@@ -119,15 +121,17 @@ class Request:
         if self._carried is not None:
             states, scope, replaced = self._carried
             kept, extra = (self.side, self.read), 0 if rewritten is None else len(rewritten)
-            states.readings.put(scope, kept, self._size() + extra, replaced)
-            self._carried, self._kept = None, (states, scope, kept, extra)
+            size = self._size(extra, states.readings.max_bytes)
+            states.readings.put(scope, kept, size, replaced)
+            self._carried = None
+            self._kept = (states, scope, kept, extra) if size <= states.readings.max_bytes else None
 
     def recount(self) -> None:
         """Count the kept reading again, once the record's entries of its answer read more of it (a
         Responses history whose plan passed it on is read only then)."""
         if self._kept is not None:
             states, scope, kept, extra = self._kept
-            states.readings.recount(scope, kept, self._size() + extra)
+            states.readings.recount(scope, kept, self._size(extra, states.readings.max_bytes))
 
     @property
     def model(self) -> str | None:

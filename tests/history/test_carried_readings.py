@@ -215,3 +215,22 @@ def test_the_responses_items_an_earlier_request_read_are_not_read_again(monkeypa
     assert later.read.thread()._done == len(first.read.thread()._messages)  # its digest goes on after all
     assert _told(side, later, config) == _told(side, Request(side, _agent("responses", 13)), config)
     assert [len(done[name]) for name in done] == [31 + 9 + 40, 11 + 3 + 14, 10 + 3 + 13]  # then afresh: all
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_reading_too_large_to_keep_is_neither_measured_nor_kept(
+    surface: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measuring what a reading decoded walks every value it holds: a history whose body alone is over
+    the bound (a 60 MiB one) is not walked for a count that cannot be kept anyway."""
+    side = SURFACES[surface]  # type: ignore[index]
+    body = _agent(surface, 10)
+    states = CarriedStates(max_bytes=len(body))  # the body, and its messages' share, are over it
+    request = Request(side, body, (states, b"scope"))
+    _told(side, request, ThinkExtractConfig(upstream_server="vllm"))
+    assert request.read is not None
+    measured: list[int] = []
+    monkeypatch.setattr(type(request.read), "held", lambda self: measured.append(1) or 0)
+    request.keep()
+    request.recount()
+    assert (measured, states.readings.of(b"scope"), states.size) == ([], [], 0)

@@ -28,7 +28,6 @@ from .fields import ControlFields
 __all__ = ["CONTINUES", "STREAMED", "Continued", "can_continue", "continuation", "enforcers"]
 
 
-
 class Continued(Protocol):
     """How a surface's request is made a continuation (every surface's ``BudgetSide`` is one)."""
 

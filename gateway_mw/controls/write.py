@@ -26,7 +26,6 @@ from .switches import ALL, HARMONY, TEMPLATE_KEYS, Writer, bucket, harmony_level
 __all__ = ["WRITERS", "Controlled", "needs_model_info", "write_controls"]
 
 
-
 class Controlled(msgspec.Struct, frozen=True, gc=False):
     """What the gateway did with one request's reasoning control."""
 

@@ -117,7 +117,8 @@ class Request:
     def keep(self, rewritten: bytes | None = None) -> None:
         """Keep this request's reading for the scope's next request (once the transform is done with
         it: a later request takes what it learned, and nothing learns more of it after). ``rewritten``:
-        the body the transform made, whose changed messages the reading holds too."""
+        the body the transform made, whose changed messages the reading holds too (counted at their
+        length once more: the encoder's bytes hold up to half as much again as their length)."""
         if self._carried is not None:
             states, scope, replaced = self._carried
             kept, extra = (self.side, self.read), 0 if rewritten is None else len(rewritten)

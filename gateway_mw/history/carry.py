@@ -18,6 +18,7 @@ one's body, which would keep every body of a conversation alive.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections import OrderedDict
@@ -27,8 +28,10 @@ from typing import Any, Generic, TypeVar
 __all__ = [
     "CARRIED_BYTES",
     "CHECKPOINTS",
+    "OTHER_ROLE",
     "READING_BYTES",
     "REQUEST_BYTES",
+    "ROLE_CHARS",
     "STATES",
     "ByScope",
     "CarriedStates",
@@ -167,7 +170,7 @@ class Facts:
 
     def held(self) -> int:
         """The bytes what was learned holds (:func:`held`)."""
-        return self._sizes.of(self._known.items())
+        return self._sizes.of(self._known)
 
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
@@ -181,27 +184,66 @@ class Sizes:
     reading takes the measures of the values it takes from an earlier one, and measures only the
     values it read itself (an agent's long history is not walked again on every request)."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_known", "_last")
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[object, int]] = {}
+        self._last: tuple[list[int] | None, list[int], int] | None = None
+        """The indices and the values' identities last measured, and their total."""
 
-    def of(self, values: Iterable[tuple[int, object]]) -> int:
-        """The bytes ``values`` (each with its index) hold: a value not measured yet at its index (or
-        put there in place of the one measured) is measured now."""
-        known, total = self._known, 0
-        for at, value in values:
+    def of(self, values: Mapping[int, object] | Sequence[object]) -> int:
+        """The bytes ``values`` (by index: a mapping's keys, a sequence's positions) hold: a value not
+        measured yet at its index (or put there in place of the one measured) is measured now. The
+        same values as last time are known at once: their identities compared in one step (each is
+        held here, so that no other object can have taken its identity)."""
+        if isinstance(values, Mapping):
+            indices: list[int] | None = list(values)
+            items: Iterable[tuple[int, object]] = values.items()
+            identities = list(map(id, values.values()))
+        else:
+            indices, items, identities = None, enumerate(values), list(map(id, values))
+        known, total, start = self._known, 0, 0
+        last = self._last
+        if last is not None:  # the values measured last time, and maybe more after them
+            n = len(last[1])
+            if identities[:n] == last[1] and (indices is None or last[0] == indices[:n]):
+                total, start = last[2], n
+        for at, value in itertools.islice(items, start, None):
             measured = known.get(at)
             if measured is None or measured[0] is not value:
                 measured = known[at] = (value, held((value,)))
             total += measured[1]
+        self._last = (indices, identities, total)
         return total
 
     def carried_from(self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int) -> None:
         """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
         the same values (or equal ones, read from the same bytes)."""
         measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
-        self._known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
+        self._known = known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
+        # Known at once next time, as the first of the values then: by index for a mapping, by
+        # position for a sequence (whose measures must then be those of its first positions).
+        indices = list(known)
+        if isinstance(values, Mapping) or indices == list(range(len(indices))):
+            mapped = indices if isinstance(values, Mapping) else None
+            self._last = (mapped, [id(value) for value, _ in known.values()], sum(s for _, s in known.values()))
+        else:
+            self._last = None
+
+
+ROLE_CHARS = 64
+"""A role longer than this is no role any server knows: a reading keeps :data:`OTHER_ROLE` for it."""
+
+OTHER_ROLE = "other"
+"""A message's role as a reading keeps it when it is no string of a role's length (a list, an object,
+a long string): it is none of the roles a surface reads, and it holds nothing the bound must count."""
+
+
+def kept_role(role: Any) -> Any:
+    """``role`` as a reading keeps it (``None``, a string of a role's length, or :data:`OTHER_ROLE`)."""
+    if role is None or (type(role) is str and len(role) <= ROLE_CHARS):
+        return role
+    return OTHER_ROLE
 
 
 def held(values: Iterable[object]) -> int:

@@ -17,7 +17,7 @@ from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, as_str, encode
-from .carry import Facts, Sizes, shared_prefix
+from .carry import Facts, kept_role, shared_prefix
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -42,7 +42,7 @@ def _role_of(fields: Obj) -> Any:
         return None
     if spelled == _ASSISTANT:  # as nearly every client spells it: known without a decode
         return "assistant"
-    return _decode_any(spelled)
+    return kept_role(_decode_any(spelled))
 
 
 class _Request(ControlFields, gc=False):
@@ -80,7 +80,7 @@ class Chat:
     record's entries read of it is kept here, so that nothing is read twice — nor, in a later
     request proven to share its first messages (:meth:`adopt`), read again there."""
 
-    __slots__ = ("_role_sizes", "_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
+    __slots__ = ("_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
 
     def __init__(self, body: bytes, model: str | None, fields: list[Obj], controls: ControlFields) -> None:
         self.body = body
@@ -90,7 +90,6 @@ class Chat:
         self.fields = fields
         """Each message's fields, each value as it came."""
         self.roles: list[Any] | None = None
-        self._role_sizes = Sizes()
         self._thread: Thread | None = None
         self.readings = Facts()
         """What each assistant message carries (:class:`_Reading`), under the settings it was read with."""
@@ -121,14 +120,14 @@ class Chat:
         assert isinstance(earlier, Chat)
         roles = earlier.all_roles()[:shared]
         self.roles = roles + [_role_of(f) for f in self.fields[shared:]]
-        self._role_sizes.carried_from(earlier._role_sizes, self.roles, shared)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
 
     def held(self) -> int:
-        """The bytes its roles and what the readings and the transform learned hold, besides the body."""
-        return self._role_sizes.of(enumerate(self.roles or ())) + self.readings.held() + self.verdicts.held()
+        """The bytes what the readings decoded and what the transform made hold, besides the body (a
+        role is kept short, :func:`~.carry.kept_role`)."""
+        return self.readings.held() + self.verdicts.held()
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,

@@ -18,7 +18,7 @@ import msgspec
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
-from .carry import Facts, Sizes, shared_prefix
+from .carry import Facts, Sizes, kept_role, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -67,7 +67,6 @@ class Messages:
 
     __slots__ = (
         "_content_sizes",
-        "_role_sizes",
         "_thread",
         "body",
         "contents",
@@ -97,7 +96,6 @@ class Messages:
         """Whether each message is a user message that asks something (not only tool results)."""
         self.contents: dict[int, Any] = {}
         """The content of each assistant message, decoded."""
-        self._role_sizes = Sizes()
         self._content_sizes = Sizes()
         self._thread: Thread | None = None
         self.readings = Facts()
@@ -130,7 +128,6 @@ class Messages:
         self.roles = earlier.roles[:taken]
         self.queries = earlier.queries[:taken]
         self.contents = {i: content for i, content in earlier.contents.items() if i < taken}
-        self._role_sizes.carried_from(earlier._role_sizes, self.roles, taken)
         self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
@@ -141,10 +138,10 @@ class Messages:
         return len(self.raws)
 
     def held(self) -> int:
-        """The bytes what was decoded of the messages holds (their outlines, each assistant message's
-        content, what the readings and the transform learned), besides the body."""
-        outlines = self._role_sizes.of(enumerate(self.roles)) + self._content_sizes.of(self.contents.items())
-        return outlines + self.readings.held() + self.verdicts.held()
+        """The bytes what was decoded of the messages holds (each assistant message's content, what
+        the readings learned and the transform made), besides the body (a role is kept short,
+        :func:`~.carry.kept_role`)."""
+        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held()
 
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system
@@ -180,12 +177,12 @@ def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
         lean = _decode_message(raw)
     except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
         whole = _decode_whole(raw)
-        return whole.role, whole.role == "user" and _is_query(whole.content), whole.content
+        return kept_role(whole.role), whole.role == "user" and _is_query(whole.content), whole.content
     kinds = lean.content
     query = lean.role == "user" and (
         not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds)
     )
-    return lean.role, query, _decode_whole(raw).content if lean.role == "assistant" else None
+    return kept_role(lean.role), query, _decode_whole(raw).content if lean.role == "assistant" else None
 
 
 def read(body: bytes) -> Messages | None:

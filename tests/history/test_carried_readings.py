@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import sys
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -234,3 +235,31 @@ def test_a_reading_too_large_to_keep_is_neither_measured_nor_kept(
     request.keep()
     request.recount()
     assert (measured, states.readings.of(b"scope"), states.size) == ([], [], 0)
+
+
+@pytest.mark.parametrize("surface", ["chat", "ollama", "messages"])
+def test_a_role_no_server_knows_is_kept_short(surface: str) -> None:
+    """A role is read into every message's reading, and kept with it: one that is no role (a long
+    string, one emoji making it four bytes a character, or an object) is kept as a marker, so that
+    what is kept stays within what it is counted at, and the message is read as before (no role a
+    surface reads)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    long_role = "r" * (64 << 10) + "🙂"
+    messages = [{"role": long_role, "content": "x"}, {"role": {"nested": [long_role]}, "content": "y"}] * 4
+    messages += [{"role": "user", "content": "Weather?"}]
+    body = json.dumps({"model": "qwen3-8b", "messages": messages, **PAD}, ensure_ascii=False).encode()
+    config = ThinkExtractConfig(upstream_server="vllm")
+    afresh = _told(side, Request(side, body), config)
+    states = CarriedStates()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        request = Request(side, body, (states, b"scope"))
+        told = _told(side, request, config)
+        request.keep(told[1])
+        del request
+        gc.collect()
+        held = len(body) + tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert (told, states.size >= held) == (afresh, True)

@@ -19,10 +19,11 @@ reasoning).
    with reasoning, so that the record is written), requests one after another, the two proxies in
    alternating rounds; wall time per request, median (min–max), and the ratios of wall time and of
    the process's CPU time (every thread's: a large body is read in worker threads). Each history is
-   sent again and again from one client, as an agent's next request repeats its last one and adds a
-   turn: the conversation's digest goes on from the one its previous request kept
-   (``history.carry``), where an earlier version hashed it all again; the in-process column
-   ``record entries`` is the first request of a conversation, hashed whole.
+   its own client's (its own API key: its own scope of the reasoning record and of what is carried),
+   sent again and again, as an agent's next request repeats its last one and adds a turn: it takes
+   what its previous request's reading learned (``history.carry``), where an earlier version read
+   and hashed it all again; the in-process column ``record entries`` is the first request of a
+   conversation, hashed whole.
 3. The fixed cost of a small request: a one-turn chat request streamed back in 20 events, CPU time of
    the whole process (client, proxy, upstream) per request with and without the middleware.
 
@@ -386,22 +387,23 @@ async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) 
     times: Runs = {name: {"plain": [], "middleware": []} for name in requests}
     async with aiohttp.ClientSession() as session:
 
-        async def batch(port: int, route: str, body: bytes, n: int) -> tuple[float, float]:
+        async def batch(port: int, route: str, body: bytes, n: int, key: str) -> tuple[float, float]:
             wall, cpu = time.perf_counter(), time.process_time()
+            headers = {"Authorization": f"Bearer {key}"}  # each history its own client: its own scope
             for _ in range(n):
-                async with session.post(f"http://127.0.0.1:{port}{route}", data=body) as resp:
+                async with session.post(f"http://127.0.0.1:{port}{route}", data=body, headers=headers) as resp:
                     assert resp.status == 200, await resp.text()
                     await resp.read()
             return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
 
-        for route, body, _ in requests.values():  # warm both, every route
-            await batch(ports["plain"], route, body, 1)
-            await batch(ports["middleware"], route, body, 1)
+        for name, (route, body, _) in requests.items():  # warm both, every route
+            await batch(ports["plain"], route, body, 1, name)
+            await batch(ports["middleware"], route, body, 1, name)
         for r in range(rounds):
             for name, (route, body, n) in requests.items():
                 order = ("plain", "middleware") if r % 2 == 0 else ("middleware", "plain")
                 for proxy in order:
-                    times[name][proxy].append(await batch(ports[proxy], route, body, n))
+                    times[name][proxy].append(await batch(ports[proxy], route, body, n, name))
     for runner in runners:
         await runner.cleanup()
     return times
@@ -461,11 +463,14 @@ def next_request(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, qui
     out = [
         "An agent's next request (the history two turns longer; on messages Claude Code's cache marker moved"
         " from the last message to the new last one), in process: the record's keys, the transform and the"
-        " record's entries of it, read afresh and read with the reading its scope kept of the request before;"
+        " record's entries of it, read afresh, read with the reading its scope kept of the request before, and"
+        " read with nothing kept yet and kept for the next (a conversation's first request in a process: what"
+        " is kept is measured);"
         f" CPU ms per request, median (min–max) of {rounds} interleaved rounds:",
         "",
-        "| surface | history | body | read afresh | with the earlier reading | ratio |",
-        "|---|---|---|---|---|---|",
+        "| surface | history | body | read afresh | with the earlier reading | ratio |"
+        " nothing kept yet (kept for the next) | ratio |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, earlier in bodies.items():
         surface, size_name, state = key
@@ -476,25 +481,31 @@ def next_request(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, qui
         first.keep(transform_request(side, first, CONFIG))
         record_entries(side, first, said, CONFIG)
 
-        def told(carry: Any, side: Any = side, body: bytes = body) -> None:
+        def told(carry: Any, side: Any = side, body: bytes = body, kept: bool = False) -> None:
             request = Request(side, body, carry)
             record_keys(side, request, CONFIG)
-            transform_request(side, request, CONFIG)
+            rewritten = transform_request(side, request, CONFIG)
+            if kept:  # as the middleware does with a request it keeps the reading of
+                request.keep(rewritten)
             record_entries(side, request, said, CONFIG)
+            if kept:
+                request.recount()
 
         n = max(2, (3 if quick else 20) * 200_000 // len(body))
         times = interleaved(
             {
                 "afresh": lambda n=n, told=told: _per_call(lambda: told(None), n),
                 "carried": lambda n=n, told=told, states=states: _per_call(lambda: told((states, b"scope")), n),
+                "first": lambda n=n, told=told: _per_call(lambda: told((CarriedStates(), b"scope"), kept=True), n),
             },
             rounds,
         )
         ratio = Spread.of([c / a for c, a in zip(times["carried"], times["afresh"], strict=True)])
+        first = Spread.of([f / a for f, a in zip(times["first"], times["afresh"], strict=True)])
         out.append(
             f"| {surface} | {size_name}, {state} | {len(body) / 1000:.0f} KB"
             f" | {Spread.of(times['afresh']).fmt(scale=1e3)} ms | {Spread.of(times['carried']).fmt(scale=1e3)} ms"
-            f" | {ratio.fmt()} |"
+            f" | {ratio.fmt()} | {Spread.of(times['first']).fmt(scale=1e3)} ms | {first.fmt()} |"
         )
     return "\n".join(out)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -53,9 +54,10 @@ reading is counted: its fields and its digest's share (what was learned of it, a
 decoded content, is counted as it is, :func:`held`: a character takes up to four bytes there, and a
 transform's split of it holds it again); more than they take (measured in ``docs/performance.md``)."""
 
-REQUEST_BYTES = 4096
+REQUEST_BYTES = 8192
 """What a kept reading holds besides its messages', as it is counted: its digest's kept states (at
-most :data:`CHECKPOINTS`, about 380 bytes each), its thread and the objects of its request's read."""
+most :data:`CHECKPOINTS`, about 380 bytes each), its thread and the objects of its request's read
+(their sizes differ between Python versions: twice what 3.11 takes)."""
 
 CHECKPOINTS = 8
 """The message boundaries nearest a conversation's end whose hash states are kept: a later request goes
@@ -188,7 +190,7 @@ class Sizes:
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[object, int]] = {}
-        self._last: tuple[list[int] | None, list[int], int] | None = None
+        self._last: tuple[list[int] | None, array[int], int] | None = None
         """The indices and the values' identities last measured, and their total."""
 
     def of(self, values: Mapping[int, object] | Sequence[object]) -> int:
@@ -199,9 +201,9 @@ class Sizes:
         if isinstance(values, Mapping):
             indices: list[int] | None = list(values)
             items: Iterable[tuple[int, object]] = values.items()
-            identities = list(map(id, values.values()))
+            identities = array("Q", map(id, values.values()))
         else:
-            indices, items, identities = None, enumerate(values), list(map(id, values))
+            indices, items, identities = None, enumerate(values), array("Q", map(id, values))
         known, total, start = self._known, 0, 0
         last = self._last
         if last is not None:  # the values measured last time, and maybe more after them
@@ -226,7 +228,11 @@ class Sizes:
         indices = list(known)
         if isinstance(values, Mapping) or indices == list(range(len(indices))):
             mapped = indices if isinstance(values, Mapping) else None
-            self._last = (mapped, [id(value) for value, _ in known.values()], sum(s for _, s in known.values()))
+            self._last = (
+                mapped,
+                array("Q", [id(value) for value, _ in known.values()]),
+                sum(s for _, s in known.values()),
+            )
         else:
             self._last = None
 

@@ -2,7 +2,7 @@
 
 Each request of 32 KiB or more keeps its reading for its scope's next request (``history.carry``),
 bounded by what the readings are counted as (the body, the rewritten body, and ``READING_BYTES`` a
-message: 64 MiB in all, 4 conversations a scope). Here 100 conversations, each in its own scope, send
+message: 64 MiB in all, 8 conversations a scope). Here 100 conversations, each in its own scope, send
 one request each (the agent histories of ``bench/history.py``, 1 MB, nothing to change and to
 rewrite; then 1 MiB of the shortest turns); the figure is what ``tracemalloc`` sees held once they are
 done (the bodies themselves dropped by the caller), next to the count the bound is kept on.

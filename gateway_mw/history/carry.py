@@ -133,9 +133,10 @@ class ByScope(Generic[_T]):
 
 class CarriedStates:
     """What conversations carry to their next request, by scope: their requests' readings (at most
-    ``max_bytes`` of request bodies held, at most ``per_scope`` conversations in a scope)."""
+    ``max_bytes`` of request bodies held, at most ``per_scope`` conversations in a scope: an agent and
+    the subagents it runs at once under one API key, each its own conversation)."""
 
-    def __init__(self, max_bytes: int = 64 << 20, per_scope: int = 4) -> None:
+    def __init__(self, max_bytes: int = 64 << 20, per_scope: int = 8) -> None:
         self.readings: ByScope[tuple[object, Any]] = ByScope(max_bytes, per_scope)
         """Requests' readings, each with the surface that read it: what a later request of the
         scope takes of the messages it is proven to share with one, instead of reading them again."""

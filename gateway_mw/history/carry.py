@@ -39,6 +39,7 @@ __all__ = [
     "Facts",
     "Sizes",
     "held",
+    "kept_role",
     "shared_prefix",
 ]
 

@@ -17,6 +17,7 @@ from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, as_str, encode
+from . import splice
 from .carry import Facts, kept_role, shared_prefix
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
@@ -25,8 +26,6 @@ from .text import inline, split_inline, split_written
 __all__ = ["Chat", "keys", "keys_of", "prefix", "read", "transform", "transform_messages"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
-_decode_obj = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_decode_list = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _decode_any = msgspec.json.Decoder().decode
 
 
@@ -304,7 +303,7 @@ def transform_messages(
     roles = chat.all_roles()
     last_user = max((i for i, role in enumerate(roles) if role == "user"), default=-1)
     verdicts = chat.verdicts.under((plan, carriers, fields))
-    changed: dict[int, msgspec.Raw] = {}
+    changed: dict[int, bytes] = {}
     for i, role in enumerate(roles):
         if role != "assistant":
             continue
@@ -327,17 +326,11 @@ def transform_messages(
                 known = verdicts[i] = (in_scope, made)
             new = known[1]
         if new is not None:
-            changed[i] = msgspec.Raw(new)
+            changed[i] = new
     if not changed:
         return None
-    # Only the messages that changed are encoded; every other value is copied as it came.
-    doc: Obj = _decode_obj(chat.body)
-    new_raws = _decode_list(doc["messages"])
-    for i, new_raw in changed.items():
-        new_raws[i] = new_raw
-    doc["messages"] = new_raws
-    out: bytes = encode(doc)
-    return out
+    # Only the messages that changed are encoded; every other byte is copied as it came.
+    return splice.objects_written(chat.body, "messages", chat.fields, changed)
 
 
 def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:

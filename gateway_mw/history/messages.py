@@ -18,6 +18,7 @@ import msgspec
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
+from . import splice
 from .carry import Facts, Sizes, kept_role, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
@@ -267,7 +268,7 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     readings = request.assistant_readings(plan)
     last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
     verdicts = request.verdicts.under(plan)
-    new_raws: list[msgspec.Raw] | None = None  # made at the first message that changes
+    changed: dict[int, bytes] = {}
     for i, content in request.contents.items():
         reading = readings[i]
         if reading is None:
@@ -291,16 +292,11 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
                 known = verdicts[i] = (in_scope, _message(request.raws[i], content, reading, plan, in_scope, None))
             new = known[1]
         if new is not None:
-            if new_raws is None:
-                new_raws = list(request.raws)
-            new_raws[i] = msgspec.Raw(new)
-    if new_raws is None:
+            changed[i] = new
+    if not changed:
         return None
-    # Only the messages that changed are encoded; every other value is copied as it came.
-    doc: Obj = _decode_obj(request.body)
-    doc["messages"] = new_raws
-    out: bytes = encode(doc)
-    return out
+    # Only the messages that changed are encoded; every other byte is copied as it came.
+    return splice.elements_written(request.body, "messages", request.raws, changed)
 
 
 class _Reading(NamedTuple):

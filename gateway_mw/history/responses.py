@@ -24,6 +24,7 @@ import msgspec
 
 from ..marks import decode_blob, is_gateway_id
 from ..rawjson import Obj, encode
+from . import splice
 from .plan import Plan
 from .recall import Recall, item_key, recalled, turn_keys
 from .responses_reading import CALLS, Responses, asks_for_blobs, kind_of, read, written
@@ -194,9 +195,11 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         start = starts[at]
         return request.before(at if start is None else start) if recall else b""
 
-    new: list[Any] = []
+    made_of: list[list[Any]] = []  # what each item goes on as (the assistant messages put before it included)
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
+        new: list[Any] = []
+        made_of.append(new)
         if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
@@ -228,15 +231,33 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         else:
             new += [item if one is _ITSELF else one for one in made] if _ITSELF in made else made
         pending = known[2]
-    if pending:
-        new.append(_assistant_message(pending, plan))
-    if new == items:
+    last = [_assistant_message(pending, plan)] if pending else []
+    return _written(request, made_of, last)
+
+
+def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
+    """What an item goes on as, spelled (``None``: it is left out): itself in the bytes it came in."""
+    if not made:
         return None
-    # Only the items that changed are encoded: the client's side goes on as its bytes.
+    return b",".join(bytes(raw) if one is item else encode(written(one)) for one in made)
+
+
+def _written(request: Responses, made_of: list[list[Any]], last: list[Any]) -> bytes | None:
+    """The body with each item as it goes on (``made_of``) and ``last`` after them; ``None`` when
+    nothing changed. Only the items that changed are encoded: every other byte is copied as it came."""
+    items, raws = request.items, request.raws
+    changed = {at: made for at, (item, made) in enumerate(zip(items, made_of, strict=True)) if made != [item]}
+    if not changed and not last:
+        return None
+    if raws and (len(changed) + len(last)) * splice.ITEM_BYTES <= len(request.body):
+        items_of = {at: _spelled(raws[at], items[at], made) for at, made in changed.items()}
+        out = splice.replaced(request.body, raws, items_of, b",".join(encode(one) for one in last))
+        if out is not None:
+            return out
     doc: Obj = _decode_obj(request.body)
-    doc["input"] = [written(item) for item in new]
-    out: bytes = encode(doc)
-    return out
+    doc["input"] = [written(item) for made in made_of for item in made] + last
+    whole: bytes = encode(doc)
+    return whole
 
 
 def _kept(made: list[Any], item: Any) -> list[Any]:

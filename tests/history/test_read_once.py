@@ -5,7 +5,9 @@ out, the same entries kept, and no key asked for that the transform would not re
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
-from gateway_mw.history import Recalled, Request, record_entries, record_keys, surrogates, transform_request
+from gateway_mw.history import Recalled, Request, record_entries, record_keys, splice, surrogates, transform_request
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -51,8 +53,9 @@ def a_record(keys: list[str], data: st.DataObject) -> dict[str, Recalled]:
     }
 
 
-class _Input(msgspec.Struct):
-    input: list[msgspec.Raw] | str = []
+_LIST = {"chat": "messages", "ollama": "messages", "messages": "messages", "responses": "input"}
+_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode
 
 
 def _client_side(raw: msgspec.Raw) -> bool:
@@ -60,25 +63,63 @@ def _client_side(raw: msgspec.Raw) -> bool:
     return isinstance(item, dict) and (item.get("role") == "user" or item.get("type") == "function_call_output")
 
 
-def same(surface: Surface, new: bytes | None, old: bytes | None, body: bytes) -> None:
-    """The same bytes; on Responses (where the reference encoded the whole input again) the same
-    JSON, with every item of the client's side in the bytes it came in."""
+def encoded_whole(surface: Surface, new: bytes | None, old: bytes | None, body: bytes) -> None:
+    """The reference's bytes; on Responses (where the reference encoded the whole input again and
+    the transform every item it read) the same JSON, every item of the client's side in the bytes
+    it came in."""
     if surface != "responses" or new is None or old is None:
         assert new == old
         return
-    assert msgspec.json.decode(new) == msgspec.json.decode(old)
-    came = msgspec.json.decode(body, type=_Input).input
-    assert isinstance(came, list)
-    kept = [bytes(item) for item in msgspec.json.decode(new, type=_Input).input]
-    assert [bytes(item) for item in came if _client_side(item)] == [
-        item for item in kept if _client_side(msgspec.Raw(item))
-    ]
+    assert json.loads(new) == json.loads(old)
+    came, went = (_elements(_top(doc)["input"]) for doc in (body, new))
+    assert [bytes(i) for i in came if _client_side(i)] == [bytes(i) for i in went if _client_side(i)]
 
 
+def _kind(raw: msgspec.Raw) -> tuple[object, object]:
+    element = msgspec.json.decode(raw)
+    return (element.get("type"), element.get("role")) if isinstance(element, dict) else (None, None)
+
+
+def same(surface: Surface, new: bytes | None, old: bytes | None, body: bytes) -> None:
+    """What the reference changed, and nothing more: the same JSON as its body, every value it left
+    as it came in the bytes it came in, spacing included (the reference encoded the whole body
+    again; only the elements of the history that change are written now). Where a Responses
+    history gains or loses items, its client's items keep their bytes."""
+    if new is None or old is None:
+        assert new == old
+        return
+    assert json.loads(new) == json.loads(old)
+    key = _LIST[surface]
+    before, after = _top(body), _top(new)
+    assert {k: bytes(v) for k, v in after.items() if k != key} == {k: bytes(v) for k, v in before.items() if k != key}
+    came, went, made = (_elements(doc[key]) for doc in (before, after, _top(old)))
+    if [_kind(i) for i in went] != [_kind(i) for i in came]:  # Responses items written in or left out
+        assert surface == "responses"
+        assert [bytes(i) for i in came if _client_side(i)] == [bytes(i) for i in went if _client_side(i)]
+        return
+    grown = 0
+    for at, (one, was, ref) in enumerate(zip(went, came, made, strict=True)):
+        if bytes(one) != bytes(was):  # a changed element: the reference's
+            assert json.loads(bytes(one)) == json.loads(bytes(ref)), at
+            grown += len(one) - len(was)
+    assert len(new) - len(body) == grown  # no other byte changed
+
+
+@contextlib.contextmanager
+def splicing(spliced: bool) -> Iterator[None]:
+    """Every changed history written in place (``True``: however many elements change), or every
+    one encoded whole, as the reference does (``False``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("ELEMENT_BYTES", "OBJECT_BYTES", "ITEM_BYTES"):
+            patch.setattr(splice, name, 0 if spliced else 1 << 62)
+        yield
+
+
+@pytest.mark.parametrize("spliced", [True, False], ids=["written in place", "encoded whole"])
 @settings(max_examples=400, deadline=None)
 @given(case=cases(), config=configs(), data=st.data())
 def test_the_request_read_once_rewrites_as_the_reference(
-    case: tuple[Surface, bytes], config: ThinkExtractConfig, data: st.DataObject
+    spliced: bool, case: tuple[Surface, bytes], config: ThinkExtractConfig, data: st.DataObject
 ) -> None:
     surface, body = case
     held = a_record(reference.record_keys(surface, body), data)
@@ -86,12 +127,13 @@ def test_the_request_read_once_rewrites_as_the_reference(
     asked = record_keys(SURFACES[surface], request, config)
     assert set(asked) <= set(reference.record_keys(surface, body))
     recall = {key: held[key] for key in asked if key in held}
-    same(
-        surface,
-        transform_request(SURFACES[surface], request, config, recall),
-        reference.transform_request(surface, body, config, held),
-        body,
-    )
+    with splicing(spliced):
+        new = transform_request(SURFACES[surface], request, config, recall)
+    old = reference.transform_request(surface, body, config, held)
+    if spliced:
+        same(surface, new, old, body)
+    else:
+        encoded_whole(surface, new, old, body)
 
 
 @settings(max_examples=200, deadline=None)

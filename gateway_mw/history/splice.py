@@ -1,0 +1,293 @@
+"""A request body with some values of its history replaced, made by copying the bytes around them:
+nothing is decoded again and nothing that stays is encoded again (its spacing included).
+
+msgspec reads a :class:`msgspec.Raw` value as a view into the bytes it decodes, not a copy, so a raw
+value's place in its body is the distance between the two buffers, which the buffer protocol gives
+(``PyObject_GetBuffer``). A value that is no such view (a copy, or a Python without that call) has
+no place, and the caller encodes the body whole instead, as it did before this module.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..rawjson import Obj, encode
+
+__all__ = [
+    "ELEMENT_BYTES",
+    "ITEM_BYTES",
+    "OBJECT_BYTES",
+    "Places",
+    "elements_written",
+    "objects_written",
+    "replaced",
+    "spliced",
+]
+
+
+class _Buffer(ctypes.Structure):
+    """CPython's ``Py_buffer`` (the stable ABI's), of which only ``buf`` and ``len`` are read."""
+
+    _fields_ = (
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    )
+
+
+def _buffer_calls() -> tuple[Any, Any] | None:
+    api = getattr(ctypes, "pythonapi", None)  # CPython's own functions; absent elsewhere
+    if api is None:
+        return None
+    get, release = api.PyObject_GetBuffer, api.PyBuffer_Release
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_Buffer), ctypes.c_int)
+    get.restype = ctypes.c_int
+    release.argtypes = (ctypes.POINTER(_Buffer),)
+    release.restype = None
+    return get, release
+
+
+_CALLS = _buffer_calls()
+
+
+ELEMENT_BYTES = 2048
+"""A raw element replaced in place (its place asked of the buffer protocol: about 1 µs) costs what
+decoding and encoding about this many bytes of its body whole costs: a body with fewer bytes than
+this per element to replace is encoded whole instead (a history of many short turns)."""
+
+OBJECT_BYTES = 4096
+"""The same for an object placed from its members' values (two places asked: about 3.5 µs)."""
+
+ITEM_BYTES = 8192
+"""The same for a Responses item placed and spelled on its own (about 5 µs, its encoding included)."""
+
+_decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode
+
+_SPACE = frozenset(b" \t\r\n")
+
+
+class Places:
+    """Where raw values read from ``body`` stand in it (one thread's: it holds one buffer view)."""
+
+    __slots__ = ("_at", "_ref", "_view", "body")
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self._view = _Buffer()
+        self._ref = ctypes.byref(self._view)
+        self._at = self._address(body)
+
+    def _address(self, value: object) -> int | None:
+        """Where the bytes of ``value`` (a bytes-like object) start in memory."""
+        if _CALLS is None:
+            return None
+        get, release = _CALLS
+        if get(value, self._ref, 0) != 0:  # pragma: no cover - every value asked is bytes-like
+            return None
+        at: int | None = self._view.buf
+        release(self._ref)
+        return at
+
+    def of(self, raw: msgspec.Raw) -> tuple[int, int] | None:
+        """The span ``[start, end)`` of ``raw`` in the body (``None``: it is not a view into it)."""
+        if self._at is None:
+            return None
+        at = self._address(raw)
+        if at is None:
+            return None
+        start = at - self._at
+        end = start + len(raw)
+        return (start, end) if start >= 0 and end <= len(self.body) else None
+
+    def of_object(self, fields: dict[str, msgspec.Raw]) -> tuple[int, int] | None:
+        """The span of the JSON object ``fields`` was read from (one level, each value raw): from
+        the ``{`` before its first member to the ``}`` after its last. ``None`` when that cannot be
+        proven from the bytes: a member's key spelled with escapes, or the first or last member read
+        not the first or last written (a duplicate key keeps its last value, in its first place)."""
+        if not fields:
+            return None
+        keys = iter(fields)
+        key = next(keys)
+        first = self.of(fields[key])
+        last = first if len(fields) == 1 else self.of(fields[next(reversed(fields))])
+        if first is None or last is None:
+            return None
+        body, space = self.body, _SPACE
+        at = first[0] - 1
+        while at >= 0 and body[at] in space:
+            at -= 1
+        if at < 0 or body[at] != 0x3A:  # ':'
+            return None
+        at -= 1
+        while at >= 0 and body[at] in space:
+            at -= 1
+        spelled = _spelled(key)
+        at -= len(spelled)
+        if at < 0 or not body.startswith(spelled, at + 1):
+            return None
+        while at >= 0 and body[at] in space:
+            at -= 1
+        end = last[1]
+        while end < len(body) and body[end] in space:
+            end += 1
+        if at < 0 or body[at] != 0x7B or end >= len(body) or body[end] != 0x7D:  # '{', '}'
+            return None
+        start = at
+        return start, end + 1
+
+
+_SPELLED: dict[str, bytes] = {}
+
+
+def _spelled(key: str) -> bytes:
+    """A member's key as JSON writes it without escapes (the few keys a history has, kept)."""
+    spelled = _SPELLED.get(key)
+    if spelled is None:
+        spelled = msgspec.json.encode(key)
+        if len(_SPELLED) < 256:
+            _SPELLED[key] = spelled
+    return spelled
+
+
+def _back(body: bytes, at: int) -> int:
+    """The last position at or before ``at`` that holds no JSON space (``-1``: none)."""
+    while at >= 0 and body[at] in _SPACE:
+        at -= 1
+    return at
+
+
+def _forward(body: bytes, at: int) -> int:
+    """The first position at or after ``at`` that holds no JSON space."""
+    while at < len(body) and body[at] in _SPACE:
+        at += 1
+    return at
+
+
+def spliced(body: bytes, edits: Iterable[tuple[int, int, bytes]]) -> bytes:
+    """``body`` with each span ``[start, end)`` of ``edits`` (in order, none overlapping) replaced
+    by its bytes; every other byte copied once, as it is."""
+    view = memoryview(body)
+    pieces: list[bytes | memoryview] = []
+    done = 0
+    for start, end, new in edits:
+        pieces.append(view[done:start])
+        pieces.append(new)
+        done = end
+    pieces.append(view[done:])
+    return b"".join(pieces)
+
+
+def replaced(
+    body: bytes, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes | None], appended: bytes = b""
+) -> bytes | None:
+    """``body`` with the elements of a list read from it (``raws``, in order) changed: each at an
+    index of ``changed`` replaced by the bytes there, or left out with a separator (``None``), and
+    ``appended`` (elements' bytes, joined) after the last; ``None`` when an element has no place in
+    it (see :class:`Places`). The rest of the list keeps its spacing."""
+    places = Places(body)
+    spans = {}
+    for at in changed:
+        span = places.of(raws[at])
+        if span is None:
+            return None
+        spans[at] = span
+    edits: list[tuple[int, int, bytes]] = []
+    last = len(raws) - 1
+    out = sorted(at for at, new in changed.items() if new is None)
+    for at in sorted(changed):
+        new = changed[at]
+        if new is not None:
+            edits.append((*spans[at], new))
+    runs = _runs(out)
+    for first, end in runs:
+        if end < last:  # up to where the next element starts: its separator goes too
+            after = _after_separator(body, spans[end][1])
+            if after < 0:
+                return None
+            edits.append((spans[first][0], after, b""))
+        elif first > 0:  # the list's last ones: from the separator before them
+            before = _separator_before(body, spans[first][0])
+            if before < 0:
+                return None
+            edits.append((before, spans[end][1], b"," + appended if appended else b""))
+            appended = b""
+        else:  # all of them
+            edits.append((spans[first][0], spans[end][1], appended))
+            appended = b""
+    if appended:
+        if last < 0:
+            return None
+        tail = spans[last] if last in spans else places.of(raws[last])
+        if tail is None:
+            return None
+        edits.append((tail[1], tail[1], b"," + appended))
+    edits.sort(key=lambda edit: (edit[0], edit[1]))
+    return spliced(body, edits)
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive ``indices`` (sorted), each as its first and last."""
+    runs: list[tuple[int, int]] = []
+    for at in indices:
+        if runs and runs[-1][1] == at - 1:
+            runs[-1] = (runs[-1][0], at)
+        else:
+            runs.append((at, at))
+    return runs
+
+
+def _after_separator(body: bytes, end: int) -> int:
+    """Where the element after the one that ends at ``end`` starts, past the comma and spaces
+    (``-1``: no comma there)."""
+    at = _forward(body, end)
+    return _forward(body, at + 1) if at < len(body) and body[at] == 0x2C else -1  # ','
+
+
+def _separator_before(body: bytes, start: int) -> int:
+    """Where the comma before the element that starts at ``start`` stands (``-1``: none)."""
+    at = _back(body, start - 1)
+    return at if at >= 0 and body[at] == 0x2C else -1
+
+
+def objects_written(
+    body: bytes, key: str, objects: Sequence[dict[str, msgspec.Raw]], changed: Mapping[int, bytes]
+) -> bytes:
+    """``body`` with the objects of its list ``key`` (read as ``objects``, one level) at the indices
+    of ``changed`` replaced by the bytes there: in place (:meth:`Places.of_object`) where that is
+    proven and costs less than encoding the body again (:data:`OBJECT_BYTES`); else encoded again,
+    every value but those as its raw bytes."""
+    if len(changed) * OBJECT_BYTES <= len(body):
+        places = Places(body)
+        edits = [(*span, changed[at]) for at in sorted(changed) if (span := places.of_object(objects[at])) is not None]
+        if len(edits) == len(changed):
+            return spliced(body, edits)
+    return _encoded(body, key, _decode_elements(_decode_top(body)[key]), changed)
+
+
+def elements_written(body: bytes, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:
+    """The same for a list read as raw elements (:data:`ELEMENT_BYTES`)."""
+    if len(changed) * ELEMENT_BYTES <= len(body):
+        out = replaced(body, raws, changed)
+        if out is not None:
+            return out
+    return _encoded(body, key, raws, changed)
+
+
+def _encoded(body: bytes, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:
+    doc: Obj = _decode_top(body)
+    doc[key] = [msgspec.Raw(changed[at]) if at in changed else raw for at, raw in enumerate(raws)]
+    out: bytes = encode(doc)
+    return out

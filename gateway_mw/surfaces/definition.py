@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from ..config import Surface, ThinkExtractConfig
+from ..controls.side import SurfaceControls
 from ..history import RequestSide
 from . import StreamTranslator
 from .base import Counts, NewId, Said
@@ -75,6 +76,12 @@ class SurfaceDefinition(RequestSide, Protocol):
     def budget(self) -> BudgetSide | None:
         """Its pieces for a reasoning budget the gateway enforces (:mod:`.budgeting`); ``None``:
         the gateway enforces none on it."""
+        ...
+
+    @property
+    def controls(self) -> SurfaceControls:
+        """What the reasoning controls need of it: its own form of the control, and how its
+        requests stream."""
         ...
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

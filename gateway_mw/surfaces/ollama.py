@@ -21,6 +21,8 @@ import msgspec
 from ..calls import call_spellings
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
+from ..controls.forms import think
+from ..controls.side import SurfaceControls
 from ..history import ollama as history
 from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, escaped, obj
@@ -314,6 +316,8 @@ class _Ollama:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final = BUDGET  # /api/chat continues a final assistant message; /api/generate cannot
+    # It streams unless `stream` is false (api/types.go `Stream *bool`).
+    controls: Final = SurfaceControls(think, {"stream": b"true"}, streams_unless_false=True)
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return OllamaStream(config)

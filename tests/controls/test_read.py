@@ -10,11 +10,12 @@ import pytest
 
 from gateway_mw.config import Surface
 from gateway_mw.controls import Intent, read_fields, read_intent
+from gateway_mw.surfaces.registry import SURFACES
 
 
 def read(body: Any, surface: Surface = "chat") -> Intent:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return read_intent(data, surface)
+    return read_intent(data, SURFACES[surface])
 
 
 OFF = "off"

@@ -38,13 +38,32 @@ def test_every_surface_is_in_the_registry_once_under_its_name() -> None:
     assert set(DEFAULT_ROUTES.values()) == set(SURFACES)
 
 
-def test_every_table_of_the_reasoning_controls_that_goes_by_surface_holds_every_surface() -> None:
-    """The controls' tables by surface are looked up, not searched: one that lacked a surface would
-    leave that surface's requests without their control (or their budget's stream), not fail here."""
-    from gateway_mw.controls.continuation import STREAMED
-    from gateway_mw.controls.read import _ORDER
-
-    assert (sorted(_ORDER), sorted(STREAMED)) == (sorted(SURFACES), sorted(SURFACES))
+def test_each_surface_says_what_the_reasoning_controls_need_of_it() -> None:
+    """Its own form of the control (read before the others), what a request that does not stream is
+    sent with when the gateway enforces its budget, when a request streams, and whether the client gets
+    the reasoning in events the gateway can count (not under the messages' redacted policy)."""
+    redacted = ThinkExtractConfig(messages_policy="redacted")
+    said = {
+        name: (
+            d.controls.own.__name__,
+            dict(d.controls.streamed),
+            [stream for stream in (b"", b"true", b"false", b"null") if d.controls.streams(stream)],
+            d.controls.reasoning_as_events(redacted),
+        )
+        for name, d in SURFACES.items()
+    }
+    assert said == {
+        "chat": (
+            "reasoning_effort",
+            {"stream": b"true", "stream_options": b'{"include_usage":true}'},
+            [b"true"],
+            True,
+        ),
+        "messages": ("thinking", {"stream": b"true"}, [b"true"], False),
+        "responses": ("reasoning", {"stream": b"true"}, [b"true"], True),
+        "ollama": ("think", {"stream": b"true"}, [b"", b"true", b"null"], True),
+    }
+    assert all(d.controls.reasoning_as_events(ThinkExtractConfig()) for d in SURFACES.values())
 
 
 def test_every_definition_has_every_piece() -> None:
@@ -55,6 +74,7 @@ def test_every_definition_has_every_piece() -> None:
         "asks_for_blobs",
         "body_without_reasoning",
         "budget",
+        "controls",
         "enabled",
         "error_body",
         "framing",

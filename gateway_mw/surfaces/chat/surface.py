@@ -7,6 +7,8 @@ from typing import Any, Final
 
 from ...calls import call_spellings
 from ...config import ThinkExtractConfig
+from ...controls.forms import reasoning_effort
+from ...controls.side import SurfaceControls
 from ...history import chat as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -35,6 +37,9 @@ class _Chat:
     answer_prefix = staticmethod(history.prefix)
     error_body = staticmethod(openai_error)
     budget: Final[BudgetSide | None] = BUDGET
+    controls: Final = SurfaceControls(
+        reasoning_effort, {"stream": b"true", "stream_options": b'{"include_usage":true}'}
+    )
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return ChatStream(config)

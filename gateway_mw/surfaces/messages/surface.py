@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ...config import ThinkExtractConfig
+from ...controls.forms import thinking
+from ...controls.side import SurfaceControls
 from ...history import messages as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -31,6 +33,11 @@ _ERROR_TYPES = {
 }
 
 
+def _thinking_as_events(config: ThinkExtractConfig) -> bool:
+    """Under the redacted policy a message's thinking reaches the client whole, when it ends."""
+    return config.messages_policy != "redacted"
+
+
 class _Messages:
     name: Final = "messages"
     framing: Final = "sse"
@@ -41,6 +48,7 @@ class _Messages:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    controls: Final = SurfaceControls(thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events)
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return MessagesStream(config)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Final
 
 from ...config import ThinkExtractConfig
+from ...controls.forms import reasoning
+from ...controls.side import SurfaceControls
 from ...history import responses as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -32,6 +34,7 @@ class _Responses:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    controls: Final = SurfaceControls(reasoning, {"stream": b"true"})
     error_body = staticmethod(openai_error)
 
     def asks_for_blobs(self, read: object, body: bytes) -> bool:

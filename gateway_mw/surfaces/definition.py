@@ -18,6 +18,7 @@ from . import StreamTranslator
 from .base import Counts, NewId, Said
 from .budgeting import BudgetSide
 from .exclude import ReasoningFilter
+from .usage import BodyUsage
 
 __all__ = ["NDJSON_TYPES", "SSE_TYPES", "Framing", "SurfaceDefinition"]
 
@@ -76,6 +77,12 @@ class SurfaceDefinition(RequestSide, Protocol):
     def budget(self) -> BudgetSide | None:
         """Its pieces for a reasoning budget the gateway enforces (:mod:`.budgeting`); ``None``:
         the gateway enforces none on it."""
+        ...
+
+    @property
+    def usage(self) -> BodyUsage | None:
+        """Where its usage counts the reasoning tokens, and how a body's reasoning is read, for the
+        count a non-stream body lacks (:mod:`.usage`); ``None``: its usage has no such count."""
         ...
 
     @property

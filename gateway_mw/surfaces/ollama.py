@@ -35,6 +35,7 @@ from .exclude import ReasoningFilter
 from .ollama_budget import SIDE as BUDGET
 from .said import document, ids_of, text_of
 from .translator import Translator, one_answer
+from .usage import BodyUsage
 
 __all__ = ["SURFACE", "OllamaStream", "OllamaWithoutReasoning", "transform_body", "translate_stream"]
 
@@ -318,6 +319,7 @@ class _Ollama:
     budget: Final = BUDGET  # /api/chat continues a final assistant message; /api/generate cannot
     # It streams unless `stream` is false (api/types.go `Stream *bool`).
     controls: Final = SurfaceControls(think, {"stream": b"true"}, streams_unless_false=True)
+    usage: Final[BodyUsage | None] = None  # its eval_count is all the answer's tokens
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return OllamaStream(config)

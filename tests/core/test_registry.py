@@ -66,6 +66,17 @@ def test_each_surface_says_what_the_reasoning_controls_need_of_it() -> None:
     assert all(d.controls.reasoning_as_events(ThinkExtractConfig()) for d in SURFACES.values())
 
 
+def test_each_surface_says_where_its_usage_counts_the_reasoning() -> None:
+    """The field a non-stream body's count is written in, and the member its reasoning is read from."""
+    said = {name: None if d.usage is None else (*d.usage.field, d.usage.answer) for name, d in SURFACES.items()}
+    assert said == {
+        "chat": ("completion_tokens_details", "reasoning_tokens", "choices"),
+        "messages": ("output_tokens_details", "thinking_tokens", "content"),
+        "responses": ("output_tokens_details", "reasoning_tokens", "output"),
+        "ollama": None,
+    }
+
+
 def test_every_definition_has_every_piece() -> None:
     """What ``mypy --strict`` checks of the registry's entries, seen at run time too."""
     members = _members(SurfaceDefinition)
@@ -88,6 +99,7 @@ def test_every_definition_has_every_piece() -> None:
         "transform_body",
         "transform_history",
         "unknown_family",
+        "usage",
         "without_reasoning",
     ]
     for name, definition in SURFACES.items():

@@ -18,10 +18,12 @@ from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, ids_of, items_of, text_of
+from ..usage import BodyUsage
 from .body import transform_body
 from .budget import SIDE as BUDGET
 from .exclude import ChatWithoutReasoning, body_without_reasoning
 from .fast import ChatStream
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
@@ -37,6 +39,7 @@ class _Chat:
     answer_prefix = staticmethod(history.prefix)
     error_body = staticmethod(openai_error)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
     controls: Final = SurfaceControls(
         reasoning_effort, {"stream": b"true", "stream_options": b'{"include_usage":true}'}
     )

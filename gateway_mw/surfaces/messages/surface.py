@@ -16,10 +16,12 @@ from ..budgeting import BudgetSide
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from ..usage import BodyUsage
 from .body import transform_body
 from .budget import SIDE as BUDGET
 from .exclude import MessagesWithoutReasoning, body_without_reasoning
 from .fastpath import MessagesStream
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
@@ -48,6 +50,7 @@ class _Messages:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
     controls: Final = SurfaceControls(thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events)
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:

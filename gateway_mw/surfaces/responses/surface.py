@@ -17,9 +17,11 @@ from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from ..usage import BodyUsage
 from .budgetside import SIDE as BUDGET
 from .exclude import ResponsesWithoutReasoning, body_without_reasoning
 from .stream import ResponsesStream, transform_body
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
@@ -34,6 +36,7 @@ class _Responses:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
     controls: Final = SurfaceControls(reasoning, {"stream": b"true"})
     error_body = staticmethod(openai_error)
 

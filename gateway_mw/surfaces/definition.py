@@ -39,6 +39,18 @@ class SurfaceDefinition(RequestSide, Protocol):
         ...
 
     @property
+    def forward_routes(self) -> tuple[str, ...]:
+        """The routes the gateway forwards for it by default (``METHOD PATH``, a path without a leading
+        ``/`` under the prefix): its own, and the read-only ones its clients ask first."""
+        ...
+
+    @property
+    def error_paths(self) -> tuple[str, ...]:
+        """Where, outside the prefix, a path whose route it does not translate (``/api/tags``) still
+        gets the gateway's errors in its shape: the paths' beginnings."""
+        ...
+
+    @property
     def framing(self) -> Framing:
         """How its streams are framed (the pipeline's decoder)."""
         ...

@@ -309,6 +309,16 @@ class _Ollama:
     """The surface as the gateway knows it (:class:`~.definition.SurfaceDefinition`)."""
 
     name: Final = "ollama"
+    # Its chat and generate routes, and the read-only ones Open WebUI and `ollama run` ask before they chat.
+    forward_routes: Final = (
+        "POST /api/chat",
+        "POST /api/generate",
+        "GET /api/tags",
+        "GET /api/version",
+        "GET /api/ps",
+        "POST /api/show",
+    )
+    error_paths: Final = ("/api/",)  # where its native routes live
     framing: Final = "ndjson"
     stream_types: Final = NDJSON_TYPES
     unknown_family: Final = ("field", "all")  # Ollama reads `thinking` whatever the model: where the client's went

@@ -19,6 +19,9 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import DEFAULT_ROUTES, Surface
 from gateway_mw.controls.continuation import CONTINUES
 from gateway_mw.history.side import RequestSide
+from gateway_mw.proxy.errors import error_shape
+from gateway_mw.proxy.routes import DEFAULT_FORWARD_ROUTES, parse_routes
+from gateway_mw.proxy.settings import Settings
 from gateway_mw.surfaces.definition import NDJSON_TYPES, SSE_TYPES, SurfaceDefinition
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -77,6 +80,26 @@ def test_each_surface_says_where_its_usage_counts_the_reasoning() -> None:
     }
 
 
+def test_the_gateway_forwards_each_surfaces_default_routes_by_default() -> None:
+    """Each route suffix the configuration sends to a surface by default is a POST route that surface
+    has the gateway forward (under the default prefix, or outside it)."""
+    forwarded = {name: parse_routes(d.forward_routes, "/v1/").entries for name, d in SURFACES.items()}
+    unforwarded = {
+        suffix: surface
+        for suffix, surface in DEFAULT_ROUTES.items()
+        if not any(method == "POST" and path.endswith(suffix) for method, path in forwarded[surface])
+    }
+    assert unforwarded == {}
+    assert (*(r for d in SURFACES.values() for r in d.forward_routes), "GET models") == DEFAULT_FORWARD_ROUTES
+
+
+def test_a_surfaces_other_routes_outside_the_prefix_get_its_error_shape() -> None:
+    settings = Settings()
+    shapes = {path: error_shape(settings, path) for path in ("/api/tags", "/api/pull", "/v1/api/tags", "/other")}
+    assert shapes == {"/api/tags": "ollama", "/api/pull": "ollama", "/v1/api/tags": None, "/other": None}
+    assert {name: d.error_paths for name, d in SURFACES.items() if d.error_paths} == {"ollama": ("/api/",)}
+
+
 def test_every_definition_has_every_piece() -> None:
     """What ``mypy --strict`` checks of the registry's entries, seen at run time too."""
     members = _members(SurfaceDefinition)
@@ -88,6 +111,8 @@ def test_every_definition_has_every_piece() -> None:
         "controls",
         "enabled",
         "error_body",
+        "error_paths",
+        "forward_routes",
         "framing",
         "history_keys",
         "name",

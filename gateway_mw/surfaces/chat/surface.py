@@ -30,6 +30,8 @@ __all__ = ["SURFACE"]
 
 class _Chat:
     name: Final = "chat"
+    forward_routes: Final = ("POST chat/completions",)
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY

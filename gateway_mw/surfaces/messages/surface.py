@@ -42,6 +42,8 @@ def _thinking_as_events(config: ThinkExtractConfig) -> bool:
 
 class _Messages:
     name: Final = "messages"
+    forward_routes: Final = ("POST messages", "POST messages/count_tokens")  # Claude Code counts tokens
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY

@@ -28,6 +28,8 @@ __all__ = ["SURFACE"]
 
 class _Responses:
     name: Final = "responses"
+    forward_routes: Final = ("POST responses",)
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY

@@ -159,7 +159,7 @@ BAD: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("body", BAD)
-@pytest.mark.parametrize("surface", ["chat", "messages", "responses", "ollama"])
+@pytest.mark.parametrize("surface", SURFACES)
 def test_a_bad_value_is_no_intent(body: dict[str, Any], surface: Surface) -> None:
     assert read(body, surface) == Intent()
 

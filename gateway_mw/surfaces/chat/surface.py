@@ -42,6 +42,7 @@ class _Chat:
     error_body = staticmethod(openai_error)
     budget: Final[BudgetSide | None] = BUDGET
     usage: Final[BodyUsage | None] = USAGE
+    # A chat stream carries its usage only when asked to.
     controls: Final = SurfaceControls(
         reasoning_effort, {"stream": b"true", "stream_options": b'{"include_usage":true}'}
     )

@@ -53,6 +53,7 @@ class _Messages:
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
     usage: Final[BodyUsage | None] = USAGE
+    # A messages stream carries its usage by itself.
     controls: Final = SurfaceControls(thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events)
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:

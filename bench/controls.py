@@ -73,8 +73,8 @@ def request_side(surface: Surface, body: bytes, config: ThinkExtractConfig) -> b
             return new
         fields, texts = both
     model = fields.model if isinstance(fields.model, str) else None
-    intent = read_intent(body, surface, fields, texts)
-    done = write_controls(intent, fields, surface, "vllm", config.for_model(model))
+    intent = read_intent(body, SURFACES[surface], fields, texts)
+    done = write_controls(intent, fields, SURFACES[surface], "vllm", config.for_model(model))
     if done.edits:
         return apply_edits(body if new is None else new, done.edits, done.appends)
     return new
@@ -94,8 +94,8 @@ def controls_alone(surface: Surface, body: bytes) -> object:
     if both is None:
         return None
     fields, texts = both
-    intent = read_intent(body, surface, fields, texts)
-    done = write_controls(intent, fields, surface, "vllm", WITH.for_model(fields.model))
+    intent = read_intent(body, SURFACES[surface], fields, texts)
+    done = write_controls(intent, fields, SURFACES[surface], "vllm", WITH.for_model(fields.model))
     return apply_edits(body, done.edits, done.appends) if done.edits else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -47,6 +47,18 @@ __all__ = [
 ]
 
 Surface = Literal["chat", "messages", "responses", "ollama"]
+"""The name of each surface the gateway translates: what ``routes`` accepts, and what every table by
+surface is checked against (each surface is a definition in ``surfaces/registry.py`` under its name)."""
+DEFAULT_ROUTES: dict[str, Surface] = {
+    "/chat/completions": "chat",
+    "/messages": "messages",
+    "/responses": "responses",
+    "/api/chat": "ollama",
+    "/api/generate": "ollama",
+}
+"""The surface of each route suffix unless the operator says otherwise: every surface's (its
+definition forwards them, ``forward_routes``)."""
+
 MessagesPolicy = Literal["off", "unsigned", "redacted"]
 ChatReasoningField = Literal["both", "reasoning_content", "reasoning"]
 BudgetEnforcement = Literal["auto", "server", "gateway", "off"]
@@ -57,17 +69,9 @@ BUDGET_MESSAGE = (
 )
 """The early-stop sentence Qwen's recipe for a thinking budget puts before the closing tag."""
 
-DEFAULT_ROUTES: dict[str, Surface] = {
-    "/chat/completions": "chat",
-    "/messages": "messages",
-    "/responses": "responses",
-    "/api/chat": "ollama",
-    "/api/generate": "ollama",
-}
-
 Routes = Annotated[
     dict[Annotated[str, msgspec.Meta(min_length=1, description="a non-empty path suffix")], Surface],
-    msgspec.Meta(description="suffix=surface[,suffix=surface] with surface one of chat, messages, responses, ollama"),
+    msgspec.Meta(description=f"suffix=surface[,suffix=surface] with surface one of {', '.join(get_args(Surface))}"),
 ]
 Profiles = Annotated[
     tuple[ModelProfile, ...],

@@ -174,7 +174,7 @@ class Session:
         tokens = to_count.known
         if tokens is None:
             tokens = await count_tokens(counter, to_count.model, to_count.text)
-        filled = with_counted(self.surface, body if new is None else new, tokens) if tokens else None
+        filled = with_counted(self.definition.usage, body if new is None else new, tokens) if tokens else None
         if filled is None or tokens is None:
             return new
         self.request[THINKEXTRACT_REASONING_TOKENS] = ReasoningTokens(

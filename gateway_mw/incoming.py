@@ -218,7 +218,7 @@ def _read_controls(surface: Surface, body: bytes, read: Request | None, config: 
             return None
         fields, texts = both
     model = fields.model
-    return read_intent(body, surface, fields, texts), fields, model if isinstance(model, str) else None
+    return read_intent(body, SURFACES[surface], fields, texts), fields, model if isinstance(model, str) else None
 
 
 async def _controls(
@@ -232,11 +232,11 @@ async def _controls(
     resolved = config.for_model(model)
     server = config.upstream_server
     info = None
-    if model is not None and needs_model_info(intent, surface, server, resolved):
+    if model is not None and needs_model_info(intent, SURFACES[surface], server, resolved):
         source = request.config_dict.get(THINKEXTRACT_MODEL_INFO)
         if source is not None:
             info = await _model_info(source, model)
-    return write_controls(intent, fields, surface, server, resolved, info)
+    return write_controls(intent, fields, SURFACES[surface], server, resolved, info)
 
 
 async def _model_info(source: ModelInfoSource, model: str) -> ModelInfo | None:

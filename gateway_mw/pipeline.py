@@ -322,7 +322,7 @@ def translate_body(
     definition = SURFACES[surface]
     try:
         new, counts = definition.transform_body(body, config, new_id)
-        counting = to_count(surface, body if new is None else new) if count else None
+        counting = to_count(definition.usage, body if new is None else new) if count else None
         if config.reasoning_exclude:  # the client gets no reasoning, whoever wrote it
             new = definition.body_without_reasoning(bytes(body) if new is None else new) or new
     except Exception as exc:

@@ -17,6 +17,7 @@ from .intent import EFFORTS, Effort, Intent, IntentKind, ModelInfo, ModelInfoSou
 from .operator import decide, operator_intent
 from .out import Outcome
 from .read import read_intent
+from .side import ControlSide, SurfaceControls
 from .text import read_with_texts
 from .write import WRITERS, Controlled, needs_model_info, write_controls
 
@@ -24,6 +25,7 @@ __all__ = [
     "EFFORTS",
     "WRITERS",
     "ControlFields",
+    "ControlSide",
     "Controlled",
     "Edits",
     "Effort",
@@ -32,6 +34,7 @@ __all__ = [
     "ModelInfo",
     "ModelInfoSource",
     "Outcome",
+    "SurfaceControls",
     "apply_edits",
     "decide",
     "needs_model_info",

@@ -24,8 +24,9 @@ from .. import surrogates
 from ..config import Surface, ThinkExtractConfig
 from .edit import apply_edits
 from .fields import ControlFields
+from .side import ControlSide
 
-__all__ = ["CONTINUES", "STREAMED", "Continued", "can_continue", "continuation", "enforcers"]
+__all__ = ["CONTINUES", "Continued", "can_continue", "continuation", "enforcers"]
 
 
 class Continued(Protocol):
@@ -48,14 +49,6 @@ CONTINUES: dict[tuple[str, Surface], dict[str, bytes]] = {
 }
 """The servers and surfaces the gateway continues an answer on: the top-level members that ask it to."""
 
-STREAMED: dict[Surface, dict[str, bytes]] = {
-    "chat": {"stream": b"true", "stream_options": b'{"include_usage":true}'},
-    "messages": {"stream": b"true"},  # a messages stream carries its usage by itself
-    "responses": {"stream": b"true"},
-    "ollama": {"stream": b"true"},
-}
-"""What a request that does not stream is sent with when the gateway enforces its budget, by surface."""
-
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.Encoder().encode
 
@@ -68,7 +61,7 @@ def can_continue(surface: Surface, server: str) -> bool:
 
 
 def enforcers(
-    config: ThinkExtractConfig, fields: ControlFields, surface: Surface, server: str, exclude: bool
+    config: ThinkExtractConfig, fields: ControlFields, surface: ControlSide, server: str, exclude: bool
 ) -> tuple[bool, bool]:
     """Who may enforce a budget on this request, by ``reasoning_budget_enforcement``: the server, in
     its own field; the gateway, on one answer whose reasoning the client gets (the gateway counts it
@@ -78,11 +71,11 @@ def enforcers(
     if enforcement == "off":
         return False, False
     one = bytes(fields.n).strip() in (b"", b"1", b"null")
-    # Under the redacted policy a message's thinking reaches the client whole, when it ends: there
-    # are no events to count, and the cut would come after the reasoning it was to stop.
-    redacted = surface == "messages" and config.messages_policy == "redacted"
-    shown = not (exclude or config.reasoning_exclude or redacted)
-    can = one and shown and config.protocol == "tags" and can_continue(surface, server)
+    # Reasoning that reaches the client whole, when it ends, gives no events to count: the cut would
+    # come after the reasoning it was to stop.
+    events = surface.controls.reasoning_as_events(config)
+    shown = events and not (exclude or config.reasoning_exclude)
+    can = one and shown and config.protocol == "tags" and can_continue(surface.name, server)
     if enforcement == "server":
         return True, False
     if enforcement == "gateway":

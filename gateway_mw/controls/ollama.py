@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import msgspec
 
-from .intent import Effort
+from .intent import Effort, IntentKind
 from .out import Out, nearest_effort
 from .switches import HARMONY, Writer, bucket, harmony_level, no_switch
 
-__all__ = ["ollama_messages", "ollama_native", "ollama_openai"]
+__all__ = ["ollama_asks", "ollama_messages", "ollama_messages_asks", "ollama_native", "ollama_openai"]
 
 _OLLAMA_LEVELS = (0, 17, 7)
 """From this version, ``think`` takes a level for every model (before, gpt-oss's alone)."""
@@ -29,6 +29,17 @@ def _ollama_levels(out: Out, switch: str, unknown: tuple[Effort, ...] | None) ->
     if version < _OLLAMA_LEVELS:
         return None
     return ("low", "medium", "high", "max") if version >= _OLLAMA_MAX else HARMONY
+
+
+def ollama_asks(kind: IntentKind, switch: str) -> bool:
+    """Whether what is written for an intent of ``kind`` depends on what Ollama says of the model
+    (whether it can think, its version): every intent but off and the model's own way."""
+    return kind in ("on", "effort", "budget")
+
+
+def ollama_messages_asks(kind: IntentKind, switch: str) -> bool:
+    """The same on its ``/v1/messages``: only gpt-oss's level there depends on the version."""
+    return switch == "effort" and kind in ("off", "effort", "budget")
 
 
 def ollama_native(out: Out, switch: str) -> None:

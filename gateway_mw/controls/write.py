@@ -12,18 +12,21 @@ share in :mod:`.switches`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from ..config import Surface, ThinkExtractConfig
-from .continuation import STREAMED, enforcers
+from .continuation import enforcers
 from .fields import ControlFields
-from .intent import Effort, Intent, ModelInfo
-from .ollama import ollama_messages, ollama_native, ollama_openai
+from .intent import Effort, Intent, IntentKind, ModelInfo
+from .ollama import ollama_asks, ollama_messages, ollama_messages_asks, ollama_native, ollama_openai
 from .operator import decide
 from .out import Out, Outcome, nearest_effort
+from .side import ControlSide
 from .switches import ALL, HARMONY, TEMPLATE_KEYS, Writer, bucket, harmony_level, no_switch, put_switch
 
-__all__ = ["WRITERS", "Controlled", "needs_model_info", "write_controls"]
+__all__ = ["ASKS_MODEL", "WRITERS", "Controlled", "needs_model_info", "write_controls"]
 
 
 class Controlled(msgspec.Struct, frozen=True, gc=False):
@@ -289,6 +292,15 @@ WRITERS: dict[tuple[str, Surface], Writer] = {
 }
 """Each server's endpoints, by the surface of the request: what they read, and how."""
 
+ASKS_MODEL: dict[tuple[str, Surface], Callable[[IntentKind, str], bool]] = {
+    ("ollama", "chat"): ollama_asks,
+    ("ollama", "messages"): ollama_messages_asks,
+    ("ollama", "responses"): ollama_asks,
+    ("ollama", "ollama"): ollama_asks,
+}
+"""The endpoints whose writer's edits, for an intent's kind and the model's ``template_switch``,
+depend on what the upstream says of the model."""
+
 
 def _effective(intent: Intent, config: ThinkExtractConfig) -> tuple[Intent, bool]:
     if not config.reasoning_controls:
@@ -296,27 +308,17 @@ def _effective(intent: Intent, config: ThinkExtractConfig) -> tuple[Intent, bool
     return decide(intent, config.reasoning_control, config.reasoning_control_pinned)
 
 
-def _streams(surface: Surface, stream: bytes) -> bool:
-    """Whether the client asked for a stream: Ollama's native API streams unless ``stream`` is
-    ``false`` (api/types.go ``Stream *bool``), the others only when it is ``true``."""
-    return stream != b"false" if surface == "ollama" else stream == b"true"
-
-
-def needs_model_info(intent: Intent, surface: Surface, server: str, config: ThinkExtractConfig) -> bool:
+def needs_model_info(intent: Intent, surface: ControlSide, server: str, config: ThinkExtractConfig) -> bool:
     """Whether what is written for ``intent`` depends on what the upstream says of the model
     (Ollama: whether it can think, its version), so that the caller asks before writing."""
-    if server != "ollama":
-        return False
-    kind = _effective(intent, config)[0].kind
-    if surface == "messages":  # only gpt-oss's level there depends on the version
-        return config.template_switch == "effort" and kind in ("off", "effort", "budget")
-    return kind in ("on", "effort", "budget")
+    asks = ASKS_MODEL.get((server, surface.name))
+    return asks is not None and asks(_effective(intent, config)[0].kind, config.template_switch)
 
 
 def write_controls(
     intent: Intent,
     fields: ControlFields,
-    surface: Surface,
+    surface: ControlSide,
     server: str,
     config: ThinkExtractConfig,
     info: ModelInfo | None = None,
@@ -327,16 +329,17 @@ def write_controls(
     written, override = _effective(intent, config)
     if written.kind == "default":
         return Controlled(written, "unchanged")
-    writer = WRITERS.get((server, surface))
+    writer = WRITERS.get((server, surface.name))
     if writer is None:
         return Controlled(written, "unsupported")
     server_budget, gateway_budget = enforcers(config, fields, surface, server, written.exclude)
     pinned = config.reasoning_control_pinned
     out = Out(written, fields, info or ModelInfo(), override, server_budget, gateway_budget, pinned)
     writer(out, config.template_switch)
-    stream = _streams(surface, bytes(fields.stream).strip())
+    controls = surface.controls
+    stream = controls.streams(bytes(fields.stream).strip())
     if out.by_gateway and not stream:  # the gateway counts a stream, and gives the client its body
-        out.edits.update(STREAMED[surface])
+        out.edits.update(controls.streamed)
         out.written.append("stream=true")
     appends = bool(out.edits) and all(
         value is not None and not getattr(fields, name, b"?") for name, value in out.edits.items()

@@ -8,12 +8,13 @@ import json
 import textwrap
 from collections.abc import Callable
 from itertools import zip_longest
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import msgspec
 from aiohttp import web
 
+from ..config import Surface
 from ..middleware import THINK_EXTRACT_HEADER, THINKEXTRACT_STATS
 from ..scanner import extract
 from ..sse import SSEDecoder
@@ -91,10 +92,32 @@ def _responses_shown(body: bytes, stream: bool) -> Shown:
     return shown
 
 
+class _Exchange(NamedTuple):
+    """One scripted request of the demo, and how its answer is shown."""
+
+    title: str
+    path: str
+    surface: Surface
+    model: str
+    asked: dict[str, Any]
+    """The request's body but its ``model`` and ``stream``."""
+    headers: dict[str, str]
+    shown: Callable[[bytes, bool], Shown]
+
+
+_ASKED = {"messages": [{"role": "user", "content": QUESTION}]}
 _DEMO_EXCHANGES = [
-    ("chat completions", "/v1/chat/completions", "chat", "demo-r1", _chat_shown),
-    ("Anthropic messages", "/v1/messages", "messages", "demo", _messages_shown),
-    ("OpenAI Responses", "/v1/responses", "responses", "demo-r1", _responses_shown),
+    _Exchange("chat completions", "/v1/chat/completions", "chat", "demo-r1", _ASKED, {}, _chat_shown),
+    _Exchange(
+        "Anthropic messages",
+        "/v1/messages",
+        "messages",
+        "demo",
+        {**_ASKED, "max_tokens": 256},
+        {"anthropic-version": "2023-06-01"},
+        _messages_shown,
+    ),
+    _Exchange("OpenAI Responses", "/v1/responses", "responses", "demo-r1", {"input": QUESTION}, {}, _responses_shown),
 ]
 _REASONING_WORDS = ("reasoning", "thinking")
 
@@ -122,17 +145,10 @@ def _reasoning_text(where: str, text: str) -> str:
 
 
 async def _demo_exchange(
-    session: aiohttp.ClientSession, base: str, app: web.Application, exchange: Any, stream: bool
+    session: aiohttp.ClientSession, base: str, app: web.Application, exchange: _Exchange, stream: bool
 ) -> tuple[list[str], bool]:
-    title, path, surface, model, shown = exchange
-    body: dict[str, Any] = {"model": model, "stream": stream}
-    if surface == "responses":
-        body["input"] = QUESTION
-    else:
-        body["messages"] = [{"role": "user", "content": QUESTION}]
-    if surface == "messages":
-        body["max_tokens"] = 256
-    headers = {"anthropic-version": "2023-06-01"} if surface == "messages" else {}
+    title, path, surface, model, asked, headers, shown = exchange
+    body = {"model": model, "stream": stream, **asked}
     async with session.post(base + path, json=body, headers={**headers, THINK_EXTRACT_HEADER: "off"}) as r:
         raw = await r.read()
     stats = app[THINKEXTRACT_STATS]

@@ -13,19 +13,18 @@ from .heads import request_id
 from .logsafe import request_line
 from .settings import Settings
 
-__all__ = ["OLLAMA_API", "body_timed_out", "error_response", "error_shape"]
+__all__ = ["body_timed_out", "error_response", "error_shape"]
 
 log = logging.getLogger("gateway_mw.proxy")
 
-OLLAMA_API = "/api/"  # where Ollama's native routes live
-
 
 def error_shape(settings: Settings, path: str) -> Surface | None:
-    """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or
-    Ollama's for its other routes (``/api/tags``, ``/api/show``…), outside the prefix."""
+    """The surface whose error shape a gateway error on ``path`` takes: the translated route's, or,
+    outside the prefix, the surface whose other routes are there (Ollama's ``/api/tags``…: its
+    definition's ``error_paths``)."""
     surface = settings.think_extract.surface_for_path(path)
-    if surface is None and path.startswith(OLLAMA_API) and not path.startswith(settings.prefix):
-        return "ollama"
+    if surface is None and not path.startswith(settings.prefix):
+        return next((s.name for s in SURFACES.values() if path.startswith(s.error_paths)), None)
     return surface
 
 

@@ -1,12 +1,13 @@
 """Which requests the gateway forwards: an allowlist of routes, each a method and a path.
 
-The default is the API surfaces the gateway translates, the route Claude Code counts tokens with, the
-model list, Ollama's native chat and generate routes and the read-only routes its clients list and
-describe models with; nothing else reaches the upstream (its admin routes, file uploads, adapters,
-Ollama's pull, push, create, copy, delete and blobs) unless the operator widens the list. A path that does not start
-with ``/`` is under the prefix (``/v1/`` by default): ``POST chat/completions`` is
-``POST /v1/chat/completions``. In a path, ``*`` matches within one segment and a ``**`` segment
-matches whatever follows; a method of ``*`` is any method.
+The default is the model list and what each surface the gateway translates declares (its
+definition's ``forward_routes``: its own routes, the route Claude Code counts tokens with, the
+read-only routes Ollama's clients list and describe models with); nothing else reaches the upstream
+(its admin routes, file uploads, adapters, Ollama's pull, push, create, copy, delete and blobs)
+unless the operator widens the list. A path that does not start with ``/`` is under the prefix
+(``/v1/`` by default): ``POST chat/completions`` is ``POST /v1/chat/completions``. In a path, ``*``
+matches within one segment and a ``**`` segment matches whatever follows; a method of ``*`` is any
+method.
 """
 
 from __future__ import annotations
@@ -14,20 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..surfaces.registry import SURFACES
+
 __all__ = ["DEFAULT_FORWARD_ROUTES", "ForwardRoutes", "parse_routes"]
 
 DEFAULT_FORWARD_ROUTES: tuple[str, ...] = (
-    "POST chat/completions",
-    "POST messages",
-    "POST messages/count_tokens",
-    "POST responses",
+    *(route for surface in SURFACES.values() for route in surface.forward_routes),
     "GET models",
-    "POST /api/chat",
-    "POST /api/generate",
-    "GET /api/tags",  # read-only: what Open WebUI and `ollama run` ask before they chat
-    "GET /api/version",
-    "GET /api/ps",
-    "POST /api/show",
 )
 
 _METHOD = re.compile(r"\*|[A-Z]+")

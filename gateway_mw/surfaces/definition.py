@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from ..config import Surface, ThinkExtractConfig
+from ..controls.side import SurfaceControls
 from ..history import RequestSide
 from . import StreamTranslator
 from .base import Counts, NewId, Said
 from .budgeting import BudgetSide
 from .exclude import ReasoningFilter
+from .usage import BodyUsage
 
 __all__ = ["NDJSON_TYPES", "SSE_TYPES", "Framing", "SurfaceDefinition"]
 
@@ -34,6 +36,18 @@ class SurfaceDefinition(RequestSide, Protocol):
     @property
     def name(self) -> Surface:
         """Its name: in ``routes``, in the statistics and in the metrics' ``surface`` label."""
+        ...
+
+    @property
+    def forward_routes(self) -> tuple[str, ...]:
+        """The routes the gateway forwards for it by default (``METHOD PATH``, a path without a leading
+        ``/`` under the prefix): its own, and the read-only ones its clients ask first."""
+        ...
+
+    @property
+    def error_paths(self) -> tuple[str, ...]:
+        """Where, outside the prefix, a path whose route it does not translate (``/api/tags``) still
+        gets the gateway's errors in its shape: the paths' beginnings."""
         ...
 
     @property
@@ -75,6 +89,18 @@ class SurfaceDefinition(RequestSide, Protocol):
     def budget(self) -> BudgetSide | None:
         """Its pieces for a reasoning budget the gateway enforces (:mod:`.budgeting`); ``None``:
         the gateway enforces none on it."""
+        ...
+
+    @property
+    def usage(self) -> BodyUsage | None:
+        """Where its usage counts the reasoning tokens, and how a body's reasoning is read, for the
+        count a non-stream body lacks (:mod:`.usage`); ``None``: its usage has no such count."""
+        ...
+
+    @property
+    def controls(self) -> SurfaceControls:
+        """What the reasoning controls need of it: its own form of the control, and how its
+        requests stream."""
         ...
 
     def enabled(self, config: ThinkExtractConfig) -> bool:

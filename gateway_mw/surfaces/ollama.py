@@ -21,6 +21,8 @@ import msgspec
 from ..calls import call_spellings
 from ..channels import Channels, Counts, Said, Transcripts
 from ..config import ThinkExtractConfig
+from ..controls.forms import think
+from ..controls.side import SurfaceControls
 from ..history import ollama as history
 from ..ndjson import encode_line
 from ..rawjson import UNREADABLE, Obj, as_str, encode, escaped, obj
@@ -33,6 +35,7 @@ from .exclude import ReasoningFilter
 from .ollama_budget import SIDE as BUDGET
 from .said import document, ids_of, text_of
 from .translator import Translator, one_answer
+from .usage import BodyUsage
 
 __all__ = ["SURFACE", "OllamaStream", "OllamaWithoutReasoning", "transform_body", "translate_stream"]
 
@@ -306,6 +309,16 @@ class _Ollama:
     """The surface as the gateway knows it (:class:`~.definition.SurfaceDefinition`)."""
 
     name: Final = "ollama"
+    # Its chat and generate routes, and the read-only ones Open WebUI and `ollama run` ask before they chat.
+    forward_routes: Final = (
+        "POST /api/chat",
+        "POST /api/generate",
+        "GET /api/tags",
+        "GET /api/version",
+        "GET /api/ps",
+        "POST /api/show",
+    )
+    error_paths: Final = ("/api/",)  # where its native routes live
     framing: Final = "ndjson"
     stream_types: Final = NDJSON_TYPES
     unknown_family: Final = ("field", "all")  # Ollama reads `thinking` whatever the model: where the client's went
@@ -314,6 +327,9 @@ class _Ollama:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final = BUDGET  # /api/chat continues a final assistant message; /api/generate cannot
+    # It streams unless `stream` is false (api/types.go `Stream *bool`).
+    controls: Final = SurfaceControls(think, {"stream": b"true"}, streams_unless_false=True)
+    usage: Final[BodyUsage | None] = None  # its eval_count is all the answer's tokens
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return OllamaStream(config)

@@ -19,6 +19,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.marks import gateway_signature
+from gateway_mw.surfaces.registry import SURFACES
 
 from ..relay import Front as AnyFront
 from ..relay import Fronts
@@ -324,8 +325,8 @@ def test_who_enforces_a_budget_on_messages(
         reasoning_budget_enforcement=enforcement,  # type: ignore[arg-type]
         messages_policy=policy,  # type: ignore[arg-type]
     )
-    intent = read_intent(body, "messages", fields, texts)
-    controlled = write_controls(intent, fields, "messages", server, config.for_model(None))
+    intent = read_intent(body, SURFACES["messages"], fields, texts)
+    controlled = write_controls(intent, fields, SURFACES["messages"], server, config.for_model(None))
     assert (controlled.written, controlled.outcome, controlled.by_gateway, dict(controlled.edits)) == expected
 
 

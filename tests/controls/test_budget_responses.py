@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
+from gateway_mw.surfaces.registry import SURFACES
 
 from ..relay import Front as AnyFront
 from ..relay import Fronts
@@ -438,8 +439,8 @@ def responses_written(server: str, enforcement: str, stream: bool = True) -> tup
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(upstream_server=server, reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]
-    intent = read_intent(body, "responses", fields, texts)
-    controlled = write_controls(intent, fields, "responses", server, config.for_model(None))
+    intent = read_intent(body, SURFACES["responses"], fields, texts)
+    controlled = write_controls(intent, fields, SURFACES["responses"], server, config.for_model(None))
     return controlled.written, controlled.outcome, controlled.by_gateway
 
 

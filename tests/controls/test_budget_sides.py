@@ -22,7 +22,6 @@ from gateway_mw.marks import gateway_signature
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.budgeting import BudgetSide
 from gateway_mw.surfaces.registry import SURFACES
-from gateway_mw.surfaces.usage import BODY_USAGE
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
 REASONING = ["Two", " plus", " two", " is"]
@@ -192,7 +191,8 @@ def test_a_cut_stream_with_no_continuation_is_one_answer(surface: Surface, budge
 
 
 def _without_count(surface: Surface, body: dict[str, Any]) -> dict[str, Any]:
-    field = BODY_USAGE.get(surface)
+    counted = SURFACES[surface].usage
+    field = None if counted is None else counted.field
     usage = body.get("usage")
     if field is None or not isinstance(usage, dict) or field.details not in usage:
         return body

@@ -13,6 +13,7 @@ from gateway_mw.config import BUDGET_MESSAGE
 from gateway_mw.controls import read_intent, read_with_texts, write_controls
 from gateway_mw.controls.continuation import continuation
 from gateway_mw.surfaces.chat.budget import SIDE as CHAT
+from gateway_mw.surfaces.registry import SURFACES
 
 USER = [{"role": "user", "content": "Hi"}]
 
@@ -24,7 +25,7 @@ def written(server: str, enforcement: str, **more: Any) -> tuple[str, str, bool]
     fields, texts = both
     config = ThinkExtractConfig(upstream_server=server, reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]
     controlled = write_controls(
-        read_intent(body, "chat", fields, texts), fields, "chat", server, config.for_model(None)
+        read_intent(body, SURFACES["chat"], fields, texts), fields, SURFACES["chat"], server, config.for_model(None)
     )
     return controlled.written, controlled.outcome, controlled.by_gateway
 

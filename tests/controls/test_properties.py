@@ -18,7 +18,7 @@ from gateway_mw.surfaces.registry import SURFACES as SURFACES_BY_NAME
 
 from .writing import MODELS
 
-SURFACES: list[Surface] = ["chat", "messages", "responses", "ollama"]
+SURFACES: list[Surface] = list(SURFACES_BY_NAME)
 SERVERS = ["vllm", "sglang", "llamacpp", "ollama", "openai", "anthropic", "generic", "auto"]
 EFFORT_WORDS = ["none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra", "", "HIGH"]
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)  # JSON has neither
@@ -106,7 +106,8 @@ def test_a_body_that_says_nothing_goes_as_it_came(
     fields = read_fields(body)
     assert fields is not None
     config = ThinkExtractConfig().for_model(MODELS[family])
-    done = write_controls(read_intent(body, surface, fields), fields, surface, server, config)
+    side = SURFACES_BY_NAME[surface]
+    done = write_controls(read_intent(body, side, fields), fields, side, server, config)
     assert (done.outcome, done.edits) == ("unchanged", {})
 
 
@@ -137,7 +138,7 @@ def test_edits_keep_every_other_member_s_bytes_and_place(
 
 @given(st.binary(max_size=200), st.sampled_from(SURFACES))
 def test_reading_takes_any_bytes(body: bytes, surface: Surface) -> None:
-    read_intent(body, surface)
+    read_intent(body, SURFACES_BY_NAME[surface])
 
 
 JSON = st.recursive(
@@ -162,7 +163,8 @@ def test_reading_and_writing_take_any_json(
     if fields is None:
         assert not isinstance(value, dict)
         return
-    done = write_controls(read_intent(body, surface, fields), fields, surface, server, ThinkExtractConfig(), info)
+    side = SURFACES_BY_NAME[surface]
+    done = write_controls(read_intent(body, side, fields), fields, side, server, ThinkExtractConfig(), info)
     if done.edits:
         assert apply_edits(body, done.edits) is not None
 
@@ -252,7 +254,8 @@ def test_no_server_is_given_a_value_it_refuses(
     fields = read_fields(body)
     assert fields is not None
     config = ThinkExtractConfig(reasoning_control=operator, reasoning_control_pinned=pinned).for_model(MODELS[family])
-    done = write_controls(read_intent(body, surface, fields), fields, surface, server, config, info)
+    side = SURFACES_BY_NAME[surface]
+    done = write_controls(read_intent(body, side, fields), fields, side, server, config, info)
     if server not in ("vllm", "sglang", "llamacpp", "ollama"):
         assert done.edits == {}
     for name, value in done.edits.items():
@@ -272,7 +275,8 @@ def test_a_level_for_gpt_oss_on_ollama_s_messages_is_one_it_reads(
     fields = read_fields(body)
     assert fields is not None
     config = ThinkExtractConfig(reasoning_control=operator, reasoning_control_pinned=pinned).for_model(MODELS["C"])
-    done = write_controls(read_intent(body, "messages", fields), fields, "messages", "ollama", config, info)
+    side = SURFACES_BY_NAME["messages"]
+    done = write_controls(read_intent(body, side, fields), fields, side, "ollama", config, info)
     if done.edits.get("output_config") is None:
         return
     assert info.version is None or info.version >= (0, 23, 4)
@@ -336,4 +340,5 @@ def test_the_history_s_reading_gives_the_intent_the_controls_read(data: st.DataO
     body = encoded(data.draw(conversations(surface)))
     request = Request(SURFACES_BY_NAME[surface], body)
     assert request.controls is not None
-    assert read_intent(body, surface, request.controls, request.texts()) == read_intent(body, surface)
+    side = SURFACES_BY_NAME[surface]
+    assert read_intent(body, side, request.controls, request.texts()) == read_intent(body, side)

@@ -10,11 +10,12 @@ import pytest
 
 from gateway_mw.config import Surface
 from gateway_mw.controls import Intent, read_fields, read_intent
+from gateway_mw.surfaces.registry import SURFACES
 
 
 def read(body: Any, surface: Surface = "chat") -> Intent:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return read_intent(data, surface)
+    return read_intent(data, SURFACES[surface])
 
 
 OFF = "off"
@@ -158,7 +159,7 @@ BAD: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("body", BAD)
-@pytest.mark.parametrize("surface", ["chat", "messages", "responses", "ollama"])
+@pytest.mark.parametrize("surface", SURFACES)
 def test_a_bad_value_is_no_intent(body: dict[str, Any], surface: Surface) -> None:
     assert read(body, surface) == Intent()
 

@@ -34,6 +34,7 @@ from gateway_mw import (
 )
 from gateway_mw.pipeline import translate_body
 from gateway_mw.proxy.tokenize import UpstreamTokenizer
+from gateway_mw.surfaces.registry import SURFACES
 from gateway_mw.surfaces.usage import ToCount, with_counted
 from gateway_mw.tokencount import ReasoningTokens, TokenCounter
 
@@ -417,7 +418,7 @@ def test_only_a_missing_count_is_written_and_every_other_value_is_kept(
     _, make, _, (details, name) = BODIES[surface]
     body = json.dumps(make(usage)).encode()
     asked = translate_body(surface, body, CONFIG, lambda prefix: prefix, count=True).to_count  # type: ignore[arg-type]
-    out = with_counted(surface, body, tokens)  # type: ignore[arg-type]
+    out = with_counted(SURFACES[surface].usage, body, tokens)  # type: ignore[index]
     inner = usage.get(details)
     if inner is None or (isinstance(inner, dict) and inner.get(name) is None):
         assert asked == ToCount("qwen3", REASONING)

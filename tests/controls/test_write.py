@@ -9,6 +9,7 @@ import pytest
 
 from gateway_mw.config import ModelProfile, Surface, ThinkExtractConfig
 from gateway_mw.controls import Intent, ModelInfo, needs_model_info
+from gateway_mw.surfaces.registry import SURFACES
 
 from .writing import MODELS, compact, control
 
@@ -314,5 +315,5 @@ def test_ollama_is_asked_about_the_model_only_where_what_is_written_depends_on_i
     surface: Surface, family: str, intent: Intent, asks: bool
 ) -> None:
     config = ThinkExtractConfig().for_model(MODELS[family])
-    assert needs_model_info(intent, surface, "ollama", config) is asks
-    assert needs_model_info(intent, surface, "vllm", config) is False
+    assert needs_model_info(intent, SURFACES[surface], "ollama", config) is asks
+    assert needs_model_info(intent, SURFACES[surface], "vllm", config) is False

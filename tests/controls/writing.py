@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway_mw.config import Surface, ThinkExtractConfig
 from gateway_mw.controls import Controlled, ModelInfo, apply_edits, read_fields, read_intent, write_controls
+from gateway_mw.surfaces.registry import SURFACES
 
 MODELS = {
     "A": "qwen3-8b",  # enable_thinking
@@ -39,7 +40,8 @@ def control(
     fields = read_fields(body)
     assert fields is not None
     resolved = (config or ThinkExtractConfig()).for_model(fields.model)
-    done = write_controls(read_intent(body, surface, fields), fields, surface, server, resolved, info)
+    side = SURFACES[surface]
+    done = write_controls(read_intent(body, side, fields), fields, side, server, resolved, info)
     if not done.edits:
         return done, body
     new = apply_edits(body, done.edits, done.appends)

@@ -19,6 +19,9 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import DEFAULT_ROUTES, Surface
 from gateway_mw.controls.continuation import CONTINUES
 from gateway_mw.history.side import RequestSide
+from gateway_mw.proxy.errors import error_shape
+from gateway_mw.proxy.routes import DEFAULT_FORWARD_ROUTES, parse_routes
+from gateway_mw.proxy.settings import Settings
 from gateway_mw.surfaces.definition import NDJSON_TYPES, SSE_TYPES, SurfaceDefinition
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -38,13 +41,63 @@ def test_every_surface_is_in_the_registry_once_under_its_name() -> None:
     assert set(DEFAULT_ROUTES.values()) == set(SURFACES)
 
 
-def test_every_table_of_the_reasoning_controls_that_goes_by_surface_holds_every_surface() -> None:
-    """The controls' tables by surface are looked up, not searched: one that lacked a surface would
-    leave that surface's requests without their control (or their budget's stream), not fail here."""
-    from gateway_mw.controls.continuation import STREAMED
-    from gateway_mw.controls.read import _ORDER
+def test_each_surface_says_what_the_reasoning_controls_need_of_it() -> None:
+    """Its own form of the control (read before the others), what a request that does not stream is
+    sent with when the gateway enforces its budget, when a request streams, and whether the client gets
+    the reasoning in events the gateway can count (not under the messages' redacted policy)."""
+    redacted = ThinkExtractConfig(messages_policy="redacted")
+    said = {
+        name: (
+            d.controls.own.__name__,
+            dict(d.controls.streamed),
+            [stream for stream in (b"", b"true", b"false", b"null") if d.controls.streams(stream)],
+            d.controls.reasoning_as_events(redacted),
+        )
+        for name, d in SURFACES.items()
+    }
+    assert said == {
+        "chat": (
+            "reasoning_effort",
+            {"stream": b"true", "stream_options": b'{"include_usage":true}'},
+            [b"true"],
+            True,
+        ),
+        "messages": ("thinking", {"stream": b"true"}, [b"true"], False),
+        "responses": ("reasoning", {"stream": b"true"}, [b"true"], True),
+        "ollama": ("think", {"stream": b"true"}, [b"", b"true", b"null"], True),
+    }
+    assert all(d.controls.reasoning_as_events(ThinkExtractConfig()) for d in SURFACES.values())
 
-    assert (sorted(_ORDER), sorted(STREAMED)) == (sorted(SURFACES), sorted(SURFACES))
+
+def test_each_surface_says_where_its_usage_counts_the_reasoning() -> None:
+    """The field a non-stream body's count is written in, and the member its reasoning is read from."""
+    said = {name: None if d.usage is None else (*d.usage.field, d.usage.answer) for name, d in SURFACES.items()}
+    assert said == {
+        "chat": ("completion_tokens_details", "reasoning_tokens", "choices"),
+        "messages": ("output_tokens_details", "thinking_tokens", "content"),
+        "responses": ("output_tokens_details", "reasoning_tokens", "output"),
+        "ollama": None,
+    }
+
+
+def test_the_gateway_forwards_each_surfaces_default_routes_by_default() -> None:
+    """Each route suffix the configuration sends to a surface by default is a POST route that surface
+    has the gateway forward (under the default prefix, or outside it)."""
+    forwarded = {name: parse_routes(d.forward_routes, "/v1/").entries for name, d in SURFACES.items()}
+    unforwarded = {
+        suffix: surface
+        for suffix, surface in DEFAULT_ROUTES.items()
+        if not any(method == "POST" and path.endswith(suffix) for method, path in forwarded[surface])
+    }
+    assert unforwarded == {}
+    assert (*(r for d in SURFACES.values() for r in d.forward_routes), "GET models") == DEFAULT_FORWARD_ROUTES
+
+
+def test_a_surfaces_other_routes_outside_the_prefix_get_its_error_shape() -> None:
+    settings = Settings()
+    shapes = {path: error_shape(settings, path) for path in ("/api/tags", "/api/pull", "/v1/api/tags", "/other")}
+    assert shapes == {"/api/tags": "ollama", "/api/pull": "ollama", "/v1/api/tags": None, "/other": None}
+    assert {name: d.error_paths for name, d in SURFACES.items() if d.error_paths} == {"ollama": ("/api/",)}
 
 
 def test_every_definition_has_every_piece() -> None:
@@ -55,8 +108,11 @@ def test_every_definition_has_every_piece() -> None:
         "asks_for_blobs",
         "body_without_reasoning",
         "budget",
+        "controls",
         "enabled",
         "error_body",
+        "error_paths",
+        "forward_routes",
         "framing",
         "history_keys",
         "name",
@@ -68,6 +124,7 @@ def test_every_definition_has_every_piece() -> None:
         "transform_body",
         "transform_history",
         "unknown_family",
+        "usage",
         "without_reasoning",
     ]
     for name, definition in SURFACES.items():

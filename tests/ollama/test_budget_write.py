@@ -11,6 +11,7 @@ import pytest
 
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.controls import ModelInfo, read_intent, read_with_texts, write_controls
+from gateway_mw.surfaces.registry import SURFACES
 
 CHAT = {"model": "qwen3:8b", "messages": [{"role": "user", "content": "Hi"}]}
 GENERATE = {"model": "qwen3:8b", "prompt": "Hi"}
@@ -22,8 +23,9 @@ def written(body: dict[str, Any], enforcement: str) -> tuple[str, str, bool, boo
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(upstream_server="ollama", reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]
+    side = SURFACES["ollama"]
     controlled = write_controls(
-        read_intent(raw, "ollama", fields, texts), fields, "ollama", "ollama", config, ModelInfo(thinking=True)
+        read_intent(raw, side, fields, texts), fields, side, "ollama", config, ModelInfo(thinking=True)
     )
     return controlled.written, controlled.outcome, controlled.by_gateway, controlled.stream
 

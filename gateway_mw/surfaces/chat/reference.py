@@ -36,10 +36,9 @@ from .chunks import (
     mirrored,
     rewritten,
 )
+from .usage import USAGE
 
 __all__ = ["ChatReference"]
-
-_DETAILS = "completion_tokens_details"  # where a chat usage says how many tokens were reasoning
 
 
 class ChatReference(Translator):
@@ -137,7 +136,7 @@ class ChatReference(Translator):
         the server wrote its own (see :mod:`..usage`)."""
         chunk = obj(data)
         usage = chunk.get("usage") if chunk is not None else None
-        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
+        filled = with_reasoning_tokens(usage, USAGE.field, self.counts.reasoning_events) if usage else None
         if chunk is None or filled is None:
             return event
         chunk["usage"] = filled

@@ -7,6 +7,8 @@ from typing import Any, Final
 
 from ...calls import call_spellings
 from ...config import ThinkExtractConfig
+from ...controls.forms import reasoning_effort
+from ...controls.side import SurfaceControls
 from ...history import chat as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -16,16 +18,20 @@ from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, ids_of, items_of, text_of
+from ..usage import BodyUsage
 from .body import transform_body
 from .budget import SIDE as BUDGET
 from .exclude import ChatWithoutReasoning, body_without_reasoning
 from .fast import ChatStream
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
 
 class _Chat:
     name: Final = "chat"
+    forward_routes: Final = ("POST chat/completions",)
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
@@ -35,6 +41,11 @@ class _Chat:
     answer_prefix = staticmethod(history.prefix)
     error_body = staticmethod(openai_error)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
+    # A chat stream carries its usage only when asked to.
+    controls: Final = SurfaceControls(
+        reasoning_effort, {"stream": b"true", "stream_options": b'{"include_usage":true}'}
+    )
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return ChatStream(config)

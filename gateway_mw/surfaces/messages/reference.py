@@ -31,10 +31,9 @@ from .events import (
     with_indexes,
 )
 from .oversized import HEAD, OversizedEvent
+from .usage import USAGE
 
 __all__ = ["MessagesReference"]
-
-_DETAILS, _NAME = "output_tokens_details", "thinking_tokens"  # where a messages usage counts reasoning
 
 
 class MessagesReference(Translator):
@@ -110,7 +109,7 @@ class MessagesReference(Translator):
         assert data is not None
         doc = obj(one_line(data)) if self.counts.reasoning_events else None
         usage = doc.get("usage") if doc is not None else None
-        filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events, _NAME) if usage else None
+        filled = with_reasoning_tokens(usage, USAGE.field, self.counts.reasoning_events) if usage else None
         if doc is None or filled is None:
             return event
         doc["usage"] = filled

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ...config import ThinkExtractConfig
+from ...controls.forms import thinking
+from ...controls.side import SurfaceControls
 from ...history import messages as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -14,10 +16,12 @@ from ..budgeting import BudgetSide
 from ..definition import SSE_TYPES, SurfaceDefinition
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from ..usage import BodyUsage
 from .body import transform_body
 from .budget import SIDE as BUDGET
 from .exclude import MessagesWithoutReasoning, body_without_reasoning
 from .fastpath import MessagesStream
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
@@ -31,8 +35,15 @@ _ERROR_TYPES = {
 }
 
 
+def _thinking_as_events(config: ThinkExtractConfig) -> bool:
+    """Under the redacted policy a message's thinking reaches the client whole, when it ends."""
+    return config.messages_policy != "redacted"
+
+
 class _Messages:
     name: Final = "messages"
+    forward_routes: Final = ("POST messages", "POST messages/count_tokens")  # Claude Code counts tokens
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
@@ -41,6 +52,9 @@ class _Messages:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
+    # A messages stream carries its usage by itself.
+    controls: Final = SurfaceControls(thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events)
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return MessagesStream(config)

@@ -23,11 +23,11 @@ from .items import Writer, source_of
 from .messages import MessageChannels
 from .numbering import Numbering
 from .oversized import OversizedEvents
+from .usage import USAGE
 
 __all__ = ["ResponsesReference", "replayer"]
 
 _REASONING_DELTA = "response.reasoning_text.delta"
-_DETAILS = "output_tokens_details"  # where a Responses usage says how many tokens were reasoning
 
 # What a strict client requires of the response object, with the value written when it is missing.
 _RESPONSE_DEFAULTS: Obj = {
@@ -216,7 +216,7 @@ class ResponsesReference(Translator):
                 if "output_text" in response:
                     response["output_text"] = rebuild.output_text(new)
             usage = response.get("usage")
-            filled = with_reasoning_tokens(usage, _DETAILS, self.counts.reasoning_events) if usage else None
+            filled = with_reasoning_tokens(usage, USAGE.field, self.counts.reasoning_events) if usage else None
             if filled is not None:
                 response["usage"] = filled
                 self.counts.reasoning_written = True

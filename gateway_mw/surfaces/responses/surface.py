@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Final
 
 from ...config import ThinkExtractConfig
+from ...controls.forms import reasoning
+from ...controls.side import SurfaceControls
 from ...history import responses as history
 from ...history.plan import UNKNOWN_FAMILY
 from .. import StreamTranslator
@@ -15,15 +17,19 @@ from ..definition import SSE_TYPES, SurfaceDefinition
 from ..errors import openai_error
 from ..exclude import ReasoningFilter
 from ..said import document, items_of, text_of
+from ..usage import BodyUsage
 from .budgetside import SIDE as BUDGET
 from .exclude import ResponsesWithoutReasoning, body_without_reasoning
 from .stream import ResponsesStream, transform_body
+from .usage import USAGE
 
 __all__ = ["SURFACE"]
 
 
 class _Responses:
     name: Final = "responses"
+    forward_routes: Final = ("POST responses",)
+    error_paths: Final = ()
     framing: Final = "sse"
     stream_types: Final = SSE_TYPES
     unknown_family: Final = UNKNOWN_FAMILY
@@ -32,6 +38,8 @@ class _Responses:
     history_keys = staticmethod(history.keys)
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
+    usage: Final[BodyUsage | None] = USAGE
+    controls: Final = SurfaceControls(reasoning, {"stream": b"true"})
     error_body = staticmethod(openai_error)
 
     def asks_for_blobs(self, read: object, body: bytes) -> bool:

@@ -195,11 +195,11 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         start = starts[at]
         return request.before(at if start is None else start) if recall else b""
 
-    made_of: list[list[Any]] = []  # what each item goes on as (the assistant messages put before it included)
+    new: list[Any] = []
+    starts_in_new: list[int] = []  # where what each item goes on as starts (assistant messages put before it included)
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
-        new: list[Any] = []
-        made_of.append(new)
+        starts_in_new.append(len(new))
         if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
             pending = ""
@@ -231,8 +231,11 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         else:
             new += [item if one is _ITSELF else one for one in made] if _ITSELF in made else made
         pending = known[2]
-    last = [_assistant_message(pending, plan)] if pending else []
-    return _written(request, made_of, last)
+    if pending:
+        new.append(_assistant_message(pending, plan))
+    if new == items:
+        return None
+    return _written(request, new, starts_in_new)
 
 
 def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
@@ -242,20 +245,23 @@ def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
     return b",".join(bytes(raw) if one is item else encode(written(one)) for one in made)
 
 
-def _written(request: Responses, made_of: list[list[Any]], last: list[Any]) -> bytes | None:
-    """The body with each item as it goes on (``made_of``) and ``last`` after them; ``None`` when
-    nothing changed. Only the items that changed are encoded: every other byte is copied as it came."""
+def _written(request: Responses, new: list[Any], starts: list[int]) -> bytes:
+    """The body with its items as they go on: ``new``, where what each item goes on as ``starts``
+    (the last one's up to the end: a message written after it). Only the items that changed are
+    encoded: every other byte is copied as it came."""
     items, raws = request.items, request.raws
-    changed = {at: made for at, (item, made) in enumerate(zip(items, made_of, strict=True)) if made != [item]}
-    if not changed and not last:
-        return None
-    if raws and (len(changed) + len(last)) * splice.ITEM_BYTES <= len(request.body):
-        items_of = {at: _spelled(raws[at], items[at], made) for at, made in changed.items()}
-        out = splice.replaced(request.body, raws, items_of, b",".join(encode(one) for one in last))
+    if len(new) == len(items) and starts == list(range(len(items))):  # item for item
+        changed = {at: [one] for at, (one, item) in enumerate(zip(new, items, strict=True)) if one is not item}
+    else:
+        ends = [*starts[1:], len(new)]
+        made_of = {at: new[start:end] for at, (start, end) in enumerate(zip(starts, ends, strict=True))}
+        changed = {at: made for at, made in made_of.items() if len(made) != 1 or made[0] is not items[at]}
+    if raws and len(changed) * splice.ITEM_BYTES <= len(request.body):
+        out = splice.replaced(request.body, raws, {at: _spelled(raws[at], items[at], m) for at, m in changed.items()})
         if out is not None:
             return out
     doc: Obj = _decode_obj(request.body)
-    doc["input"] = [written(item) for made in made_of for item in made] + last
+    doc["input"] = [written(item) for item in new]
     whole: bytes = encode(doc)
     return whole
 

@@ -190,13 +190,11 @@ def spliced(body: bytes, edits: Iterable[tuple[int, int, bytes]]) -> bytes:
     return b"".join(pieces)
 
 
-def replaced(
-    body: bytes, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes | None], appended: bytes = b""
-) -> bytes | None:
+def replaced(body: bytes, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes | None]) -> bytes | None:
     """``body`` with the elements of a list read from it (``raws``, in order) changed: each at an
-    index of ``changed`` replaced by the bytes there, or left out with a separator (``None``), and
-    ``appended`` (elements' bytes, joined) after the last; ``None`` when an element has no place in
-    it (see :class:`Places`). The rest of the list keeps its spacing."""
+    index of ``changed`` replaced by the bytes there, or left out with a separator (``None``);
+    ``None`` when one of them has no place in it (see :class:`Places`). The rest of the list keeps
+    its spacing."""
     places = Places(body)
     spans = {}
     for at in changed:
@@ -204,37 +202,19 @@ def replaced(
         if span is None:
             return None
         spans[at] = span
-    edits: list[tuple[int, int, bytes]] = []
+    edits = [(*spans[at], new) for at, new in changed.items() if new is not None]
     last = len(raws) - 1
-    out = sorted(at for at, new in changed.items() if new is None)
-    for at in sorted(changed):
-        new = changed[at]
-        if new is not None:
-            edits.append((*spans[at], new))
-    runs = _runs(out)
-    for first, end in runs:
+    for first, end in _runs(sorted(at for at, new in changed.items() if new is None)):
         if end < last:  # up to where the next element starts: its separator goes too
-            after = _after_separator(body, spans[end][1])
-            if after < 0:
-                return None
-            edits.append((spans[first][0], after, b""))
+            cut = (spans[first][0], _after_separator(body, spans[end][1]))
         elif first > 0:  # the list's last ones: from the separator before them
-            before = _separator_before(body, spans[first][0])
-            if before < 0:
-                return None
-            edits.append((before, spans[end][1], b"," + appended if appended else b""))
-            appended = b""
+            cut = (_separator_before(body, spans[first][0]), spans[end][1])
         else:  # all of them
-            edits.append((spans[first][0], spans[end][1], appended))
-            appended = b""
-    if appended:
-        if last < 0:
+            cut = (spans[first][0], spans[end][1])
+        if min(cut) < 0:
             return None
-        tail = spans[last] if last in spans else places.of(raws[last])
-        if tail is None:
-            return None
-        edits.append((tail[1], tail[1], b"," + appended))
-    edits.sort(key=lambda edit: (edit[0], edit[1]))
+        edits.append((*cut, b""))
+    edits.sort(key=lambda edit: edit[0])
     return spliced(body, edits)
 
 

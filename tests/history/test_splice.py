@@ -1,6 +1,6 @@
 """A history written in place (``history.splice``): the places of raw values found from the bytes
-they were read from, against where a body built piece by piece put them; a list's elements replaced,
-left out and appended, against the same list edited as Python values."""
+they were read from, against where a body built piece by piece put them; a list's elements replaced
+and left out, against the same list edited as Python values."""
 
 from __future__ import annotations
 
@@ -81,32 +81,35 @@ def test_an_objects_place_is_where_it_was_written_or_none_when_its_bytes_cannot_
 
 
 @st.composite
-def edits(draw: st.DrawFn, count: int) -> tuple[dict[int, Any], list[Any]]:
-    """Some elements of a list of ``count`` replaced (a value) or left out (``...``), and some appended."""
-    changed = draw(st.dictionaries(st.integers(0, count - 1), st.just(...) | VALUES, max_size=count))
-    appended = draw(st.lists(VALUES, max_size=2))
-    return changed, appended
+def edits(draw: st.DrawFn, count: int) -> dict[int, Any]:
+    """Some elements of a list of ``count`` replaced (by a value, or by several: a tuple) or left
+    out (``...``)."""
+    several = st.lists(VALUES, min_size=2, max_size=3).map(tuple)
+    return draw(st.dictionaries(st.integers(0, count - 1), st.just(...) | VALUES | several, max_size=count))
+
+
+def _spelled(value: Any) -> bytes | None:
+    if value is ...:
+        return None
+    return b",".join(json.dumps(one).encode() for one in (value if isinstance(value, tuple) else (value,)))
 
 
 @settings(max_examples=300, deadline=None)
 @given(case=bodies(VALUES.map(json.dumps)), data=st.data())
-def test_a_lists_elements_replaced_left_out_and_appended_as_python_would_and_nothing_else_changed(
+def test_a_lists_elements_replaced_and_left_out_as_python_would_and_nothing_else_changed(
     case: tuple[bytes, list[tuple[int, int]], list[str]], data: st.DataObject
 ) -> None:
     body, spans, texts = case
-    changed, appended = data.draw(edits(len(texts)))
+    changed = data.draw(edits(len(texts)))
     raws = msgspec.json.decode(body, type=_Listed).items
-    new = replaced(
-        body,
-        raws,
-        {at: None if value is ... else json.dumps(value).encode() for at, value in changed.items()},
-        b",".join(json.dumps(value).encode() for value in appended),
-    )
+    new = replaced(body, raws, {at: _spelled(value) for at, value in changed.items()})
     assert new is not None
     expected = json.loads(body)
-    values = [json.loads(text) for text in texts]
-    expected["items"] = [changed.get(at, value) for at, value in enumerate(values) if changed.get(at) is not ...]
-    expected["items"] += appended
+    expected["items"] = []
+    for at, text in enumerate(texts):
+        value = changed.get(at, json.loads(text))
+        if value is not ...:
+            expected["items"] += list(value) if isinstance(value, tuple) else [value]
     assert json.loads(new) == expected
     # Before the element ahead of the first one changed, and after the list's last, every byte as it came.
     kept = spans[min(changed) - 1][1] if changed and min(changed) > 0 else spans[0][0]

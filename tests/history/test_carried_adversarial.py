@@ -13,23 +13,30 @@ every order the middleware allows, so that no test depends on a thread's timing.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import tracemalloc
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway_mw import THINKEXTRACT_RECORD, incoming, setup
 from gateway_mw.channels import Said
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Recalled, Request, record_entries, record_keys, transform_request
 from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
+from gateway_mw.marks import encode_blob
 from gateway_mw.profiles import ModelProfile
 from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import MODELS, chat_requests, configs, messages_requests, responses_requests
+from .test_carried_agents_http import _carry_in
 
 REQUESTS = {
     "chat": chat_requests(),
@@ -437,3 +444,241 @@ def test_a_subagent_that_shares_its_first_message_with_its_agent_leaves_the_agen
     assert [kept for _, kept in states.readings.of(b"scope")] == [agent.read, subagent.read]
     going_on = Request(side, _subagent(surface, "Fix the failing test.", 7), (states, b"scope"))
     assert going_on._carried is not None and going_on._carried[2] == (side, agent.read)
+
+
+# -- over real HTTP: two conversations of one key, interleaved, through the middleware --------------
+
+PATHS = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "ollama": "/api/chat",
+}
+ARGS = '{"city":"Paris"}'
+SYSTEM = "Be brief. " + "." * CARRIED_BYTES  # every body carries its reading
+
+
+def _thought(conversation: str, turn: int) -> str:
+    return f"{conversation} thinks at turn {turn}."
+
+
+def _upstream_answer(surface: str, model: str, conversation: str, turn: int, calls: bool) -> dict[str, Any]:
+    """What the upstream answers: its reasoning (naming its conversation) in the model's tags, maybe
+    a tool call with Kimi K2's id, the same in every conversation."""
+    text = f"<think>{_thought(conversation, turn)}</think>Answer {turn}."
+    if surface == "messages":
+        content: list[Any] = [{"type": "text", "text": text}]
+        if calls:
+            content.append({"type": "tool_use", "id": KIMI, "name": "get_weather", "input": json.loads(ARGS)})
+        return {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1},
+        }  # fmt: skip
+    if surface == "responses":
+        part = {"type": "output_text", "text": text, "annotations": []}
+        output: list[Any] = [{"type": "message", "id": "msg_up", "role": "assistant", "content": [part]}]
+        if calls:
+            output.append(
+                {"type": "function_call", "id": "fc_1", "call_id": KIMI, "name": "get_weather", "arguments": ARGS}
+            )
+        return {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "model": model,
+            "status": "completed",
+            "output": output,
+        }
+    if surface == "ollama":
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = [{"function": {"name": "get_weather", "arguments": json.loads(ARGS)}}]
+        return {
+            "model": model,
+            "created_at": "2026-12-01T10:00:00Z",
+            "message": message,
+            "done": True,
+            "done_reason": "stop",
+        }
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": KIMI, "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}
+        ]
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+    return {"id": "c", "object": "chat.completion", "created": 1, "model": model, "choices": [choice]}
+
+
+def _sent_back(surface: str, conversation: str, turn: int, calls: bool, shape: str) -> list[Any]:
+    """The answer as the agent sends it back (``dropped``: without its reasoning, which the record
+    holds; ``tagged``; ``field``: in the surface's own carrier), and what it says next."""
+    thought = _thought(conversation, turn)
+    text = f"<think>{thought}</think>Answer {turn}." if shape == "tagged" else f"Answer {turn}."
+    question = f"And then, {conversation}?"
+    if surface == "messages":
+        content: list[Any] = [{"type": "text", "text": text}]
+        if shape == "field":
+            content.insert(0, {"type": "thinking", "thinking": thought, "signature": "sig"})
+        if calls:
+            content.append({"type": "tool_use", "id": KIMI, "name": "get_weather", "input": json.loads(ARGS)})
+        after: Any = [{"type": "tool_result", "tool_use_id": KIMI, "content": "Sunny."}] if calls else question
+        return [{"role": "assistant", "content": content}, {"role": "user", "content": after}]
+    if surface == "responses":
+        items: list[Any] = []
+        if shape == "field":  # Codex: the reasoning item as given, its text in the gateway's blob
+            items.append({"type": "reasoning", "summary": [], "encrypted_content": encode_blob(thought)})
+        part = {"type": "output_text", "text": text, "annotations": []}
+        items.append({"type": "message", "role": "assistant", "content": [part]})
+        if calls:
+            items.append({"type": "function_call", "call_id": KIMI, "name": "get_weather", "arguments": ARGS})
+            return [*items, {"type": "function_call_output", "call_id": KIMI, "output": "Sunny."}]
+        return [*items, {"role": "user", "content": question}]
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if shape == "field":
+        message["thinking" if surface == "ollama" else "reasoning_content"] = thought
+    if calls and surface == "ollama":
+        message["tool_calls"] = [{"function": {"name": "get_weather", "arguments": json.loads(ARGS)}}]
+        return [message, {"role": "tool", "content": "Sunny.", "tool_name": "get_weather"}]
+    if calls:
+        message["tool_calls"] = [
+            {"id": KIMI, "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}
+        ]
+        return [message, {"role": "tool", "tool_call_id": KIMI, "content": "Sunny."}]
+    return [message, {"role": "user", "content": question}]
+
+
+Sent = tuple[str, int, bool, list[Any]]
+"""One request: its conversation, its turn, whether the upstream calls a tool, its history."""
+
+
+@st.composite
+def two_agents(draw: st.DrawFn, surface: str) -> list[Sent]:
+    """Two conversations of one key, interleaved: each goes on, now and then rewinds, has its cache
+    marker moved or its keys rebuilt in another order."""
+    histories: dict[str, list[Any]] = {}
+    for name in ("alice", "bob"):
+        start: list[Any] = [{"role": "user", "content": f"Weather for {name}?"}]
+        if surface in ("chat", "ollama"):
+            start.insert(0, {"role": "system", "content": SYSTEM})
+        histories[name] = start
+    sent: list[Sent] = []
+    for turn in range(draw(st.integers(3, 7))):
+        name = draw(st.sampled_from(["alice", "bob"]))
+        calls = draw(st.booleans())
+        sent.append((name, turn, calls, list(histories[name])))
+        history = histories[name]
+        event = draw(st.sampled_from(["none", "none", "none", "rewind", "reorder", "marker"]))
+        if event == "rewind" and len(history) > 3:
+            history = history[: draw(st.integers(2, len(history) - 1))]
+        elif event == "reorder":
+            history = [_reordered(message) for message in history]
+        elif event == "marker" and surface == "messages":
+            history = _marker_moved(surface, history)
+        shape = draw(st.sampled_from(["dropped", "tagged", "field"]))
+        histories[name] = history + _sent_back(surface, name, turn, calls, shape)
+    return sent
+
+
+async def _received(
+    surface: str, config: ThinkExtractConfig, model: str, sent: list[Sent], carried: bool
+) -> list[bytes]:
+    """The bodies the handler receives for ``sent`` (``carried``: the scope's readings carried from
+    one request to the next; else each request finds none)."""
+    seen: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        conversation, turn = request.headers["x-conversation"], int(request.headers["x-turn"])
+        answer = _upstream_answer(surface, model, conversation, turn, request.headers["x-calls"] == "1")
+        return web.json_response(answer)
+
+    app = web.Application()
+    setup(app, config)
+    app.router.add_post(PATHS[surface], handler)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            for conversation, turn, calls, history in sent:
+                if not carried:
+                    _carry_in(CarriedStates())
+                headers = {
+                    "Authorization": "Bearer sk-one-key",
+                    "x-conversation": conversation,
+                    "x-turn": str(turn),
+                    "x-calls": "1" if calls else "0",
+                }
+                body: dict[str, Any] = {"model": model, _key(surface): history}
+                if surface == "messages":
+                    body.update(system=SYSTEM, max_tokens=64)
+                elif surface == "responses":
+                    body.update(instructions=SYSTEM, include=["reasoning.encrypted_content"], store=False)
+                elif surface == "ollama":
+                    body.update(stream=False)
+                async with session.post(server.make_url(PATHS[surface]), json=body, headers=headers) as resp:
+                    assert resp.status == 200
+                    await resp.read()
+                await incoming.entries_handed_over()
+                await app[THINKEXTRACT_RECORD].drain()
+    finally:
+        await server.close()
+    return seen
+
+
+@settings(max_examples=25)
+@given(
+    data=st.data(),
+    surface=st.sampled_from(list(PATHS)),
+    model=st.sampled_from(["kimi-k2-thinking", "qwen3-8b", "llama-3.1-8b", "gpt-oss-20b"]),
+    config=configs(),
+)
+def test_two_conversations_of_one_key_reach_the_handler_as_they_do_without_carried_readings(
+    data: st.DataObject, surface: str, model: str, config: ThinkExtractConfig
+) -> None:
+    """Every body the handler receives is the one it receives when no reading is carried, and no
+    conversation is given the other's reasoning (their tool calls' ids are the same)."""
+    sent = data.draw(two_agents(surface))
+    config = config.replace(messages_policy="unsigned")  # the messages surface on, its blocks unsigned
+    kept = _carry_in(CarriedStates())
+    try:
+        with_carry = asyncio.run(_received(surface, config, model, sent, carried=True))
+        without = asyncio.run(_received(surface, config, model, sent, carried=False))
+    finally:
+        _carry_in(kept)
+    assert with_carry == without
+    for (conversation, *_), body in zip(sent, with_carry, strict=True):
+        other = "bob" if conversation == "alice" else "alice"
+        assert f"{other} thinks".encode() not in body
+
+
+@pytest.mark.parametrize("model", ["kimi-k2-thinking", "llama-3.1-8b"])
+@pytest.mark.parametrize("surface", list(PATHS))
+def test_each_conversation_of_one_key_gets_its_own_reasoning_back_from_a_carried_reading(
+    surface: str, model: str
+) -> None:
+    """Alice's and Bob's agents call a tool with the same id (Kimi K2's), then send the calls back
+    without their reasoning: each request, read on from the scope's kept readings, is given its own
+    conversation's reasoning from the record, and the handler receives what it does with no carry."""
+
+    def start(name: str) -> list[Any]:
+        history: list[Any] = [{"role": "user", "content": f"Weather for {name}?"}]
+        return [{"role": "system", "content": SYSTEM}, *history] if surface in ("chat", "ollama") else history
+
+    alice, bob = start("alice"), start("bob")
+    sent: list[Sent] = [("alice", 0, True, alice), ("bob", 1, True, bob)]
+    sent += [
+        ("alice", 2, False, alice + _sent_back(surface, "alice", 0, True, "dropped")),
+        ("bob", 3, False, bob + _sent_back(surface, "bob", 1, True, "dropped")),
+    ]
+    config = ThinkExtractConfig(messages_policy="unsigned")
+    kept = _carry_in(CarriedStates())
+    try:
+        with_carry = asyncio.run(_received(surface, config, model, sent, carried=True))
+        states = _carry_in(CarriedStates())
+        without = asyncio.run(_received(surface, config, model, sent, carried=False))
+    finally:
+        _carry_in(kept)
+    assert (len(states.readings._scopes), states.size > 0) == (1, True)  # one key, its readings kept
+    assert with_carry == without
+    restored = [(b"alice thinks at turn 0." in body, b"bob thinks at turn 1." in body) for body in with_carry]
+    assert restored == [(False, False), (False, False), (True, False), (False, True)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import sys
 import tracemalloc
 from typing import Any
 
@@ -362,6 +363,25 @@ def test_a_kept_reading_whose_model_is_no_model_name_is_counted_at_no_less_than_
 
 @pytest.mark.xfail(
     strict=True,
+    reason="the system prompt (messages' `system`, Responses' `instructions`) is held again, spelled, as "
+    "the head of the reading's digest (Thread._head), and counted only once, as part of the body",
+)
+@pytest.mark.parametrize(("surface", "field"), [("messages", "system"), ("responses", "instructions")])
+def test_a_kept_reading_whose_system_prompt_is_long_is_counted_at_no_less_than_it_holds(
+    surface: str, field: str
+) -> None:
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "Tomorrow?"},
+    ]
+    doc = {"model": "qwen3-8b", field: "Be brief. " * 100_000, _key(surface): history, "max_tokens": 64}
+    counted, held = _counted_and_held(surface, json.dumps(doc).encode())
+    assert counted >= held
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="a Responses body's `include` is decoded whole (_Request.include: Any) and kept with the "
     "reading, counted nowhere",
 )
@@ -682,3 +702,135 @@ def test_each_conversation_of_one_key_gets_its_own_reasoning_back_from_a_carried
     assert with_carry == without
     restored = [(b"alice thinks at turn 0." in body, b"bob thinks at turn 1." in body) for body in with_carry]
     assert restored == [(False, False), (False, False), (True, False), (False, True)]
+
+
+# -- the same values spelled otherwise, the same bytes on other surfaces, bodies that leave --------
+
+
+def _shadowed(item: Any) -> str:
+    """``item`` as JSON with its first key written twice, another value first: a decoder keeps the
+    last, so that it is the same value as ``item`` (in the same key order), in other bytes."""
+    spelled = json.dumps(item)
+    if not isinstance(item, dict) or not item:
+        return spelled
+    return "{" + json.dumps(next(iter(item))) + ': "shadowed", ' + spelled[1:]
+
+
+def _with_shadows(surface: str, model: str, history: list[Any], shadowed: list[bool]) -> bytes:
+    items = [_shadowed(item) if shadowed[at % len(shadowed)] else json.dumps(item) for at, item in enumerate(history)]
+    head = {"model": model, "max_tokens": 64} if surface == "messages" else {"model": model}
+    return (json.dumps(head)[:-1] + f', "{_key(surface)}": [' + ", ".join(items) + f'], "x_pad": "{PAD}"}}').encode()
+
+
+@settings(max_examples=60)
+@given(
+    surface=st.sampled_from(list(SURFACES)),
+    data=st.data(),
+    shadows=st.tuples(st.lists(st.booleans(), min_size=1, max_size=4), st.lists(st.booleans(), min_size=1, max_size=4)),
+    config=settings_(),
+)
+def test_messages_with_duplicate_keys_are_told_what_reading_afresh_does(
+    surface: str, data: st.DataObject, shadows: tuple[list[bool], list[bool]], config: ThinkExtractConfig
+) -> None:
+    """A message whose first key comes twice (the value kept is the last) is the same value as the
+    message written once: a later request that writes the earlier one's messages so, or the other
+    way round, is told what it is told afresh."""
+    side = SURFACES[surface]  # type: ignore[index]
+    earlier, more = data.draw(REQUESTS[surface]), data.draw(REQUESTS[surface])
+    history = earlier[_key(surface)]
+    first_body = _with_shadows(surface, earlier["model"], history, shadows[0])
+    later_body = _with_shadows(surface, earlier["model"], history + more[_key(surface)], shadows[1])
+    states, record = CarriedStates(), Record()
+    first = Request(side, first_body, (states, b"scope"))
+    first.keep(transform_request(side, first, config, record.recall(record_keys(side, first, config))))
+    record.entries.update(record_entries(side, first, _said(0, 0, True), config))
+    afresh = _told_afresh(side, later_body, config, record, _said(1, 0, False))
+    carried = Request(side, later_body, (states, b"scope"))
+    keys = record_keys(side, carried, config)
+    new = transform_request(side, carried, config, record.recall(keys))
+    told = (keys, record_keys(side, carried), new, record_entries(side, carried, _said(1, 0, False), config))
+    assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+
+
+@settings(max_examples=60)
+@given(
+    request=chat_requests(),
+    surfaces=st.lists(st.sampled_from(list(SURFACES)), min_size=2, max_size=4),
+    config=settings_(),
+)
+def test_the_same_bytes_read_by_other_surfaces_are_each_told_what_reading_afresh_does(
+    request: dict[str, Any], surfaces: list[str], config: ThinkExtractConfig
+) -> None:
+    """One body, its history under both keys (``messages`` and ``input``), sent to every surface under
+    one key: each reading is its surface's own, as afresh."""
+    body = json.dumps({**request, "input": request["messages"], "max_tokens": 64, "x_pad": PAD}).encode()
+    states, record = CarriedStates(), Record()
+    for turn, surface in enumerate(surfaces):
+        side = SURFACES[surface]  # type: ignore[index]
+        said = _said(turn, 0, turn % 2 == 0)
+        afresh = _told_afresh(side, body, config, record, said)
+        carried = Request(side, body, (states, b"scope"))
+        keys = record_keys(side, carried, config)
+        new = transform_request(side, carried, config, record.recall(keys))
+        carried.keep(new)
+        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        record.entries.update(told[3])
+
+
+@pytest.mark.parametrize("surface", ["chat", "ollama"])
+def test_a_chat_body_read_in_two_passes_goes_on_from_one_read_in_one(surface: str) -> None:
+    """A chat body over a megabyte is read in two passes (its outline, then each message): a request
+    that goes on from one read in a single pass, and the next from it, are told what they are afresh."""
+    side = SURFACES[surface]  # type: ignore[index]
+    config = ThinkExtractConfig(upstream_server="vllm")
+    states, record = CarriedStates(), Record()
+    result = "18°C, sunny. " * 2000
+    history: list[Any] = [{"role": "user", "content": "Weather?"}]
+    for turns in (2, 60, 62):
+        while len(history) < 1 + 2 * turns:
+            n = len(history) // 2
+            call = {"id": f"c{n}", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+            history += [
+                {"role": "assistant", "content": "<think>I call.</think>", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{n}", "content": result},
+            ]
+        body = json.dumps({"model": "qwen3-8b", "messages": history}).encode()
+        said = _said(turns, 0, True)
+        afresh = _told_afresh(side, body, config, record, said)
+        carried = Request(side, body, (states, b"scope"))
+        keys = record_keys(side, carried, config)
+        new = transform_request(side, carried, config, record.recall(keys))
+        carried.keep(new)
+        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        record.entries.update(told[3])
+    assert len(body) > 1 << 20
+
+
+@settings(max_examples=40)
+@given(surface=st.sampled_from(list(SURFACES)), data=st.data())
+def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str, data: st.DataObject) -> None:
+    """An agent's requests, going on, rewinding, edited, under changing settings: once a request is
+    done, its body is held only by its reading while that is kept; what later readings took from it
+    holds none of it."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states, record = CarriedStates(per_scope=2), Record()
+    first = data.draw(REQUESTS[surface])
+    model, history = first["model"], first[_key(surface)]
+    bodies: list[bytes] = []
+    held: list[int] = []
+    for turn in range(data.draw(st.integers(2, 6))):
+        if turn:
+            history = data.draw(next_history(surface, history))
+        config = data.draw(settings_())
+        bodies.append(_body(surface, model, history, data.draw(st.integers(0, 3)), {}))
+        held.append(sys.getrefcount(bodies[-1]))
+        request = Request(side, bodies[-1], (states, b"scope"))
+        request.keep(transform_request(side, request, config, record.recall(record_keys(side, request, config))))
+        record.entries.update(record_entries(side, request, _said(turn, 0, data.draw(st.booleans())), config))
+        del request
+    gc.collect()
+    kept = [reading.body for _, reading in states.readings.of(b"scope")]
+    gone = [at for at in range(len(bodies)) if not any(one is bodies[at] for one in kept)]
+    assert [sys.getrefcount(bodies[at]) for at in gone] == [held[at] for at in gone]  # each as it was made

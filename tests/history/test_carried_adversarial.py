@@ -834,3 +834,68 @@ def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str,
     kept = [reading.body for _, reading in states.readings.of(b"scope")]
     gone = [at for at in range(len(bodies)) if not any(one is bodies[at] for one in kept)]
     assert [sys.getrefcount(bodies[at]) for at in gone] == [held[at] for at in gone]  # each as it was made
+
+
+@settings(max_examples=60)
+@given(surface=st.sampled_from(list(SURFACES)), data=st.data(), config=settings_())
+def test_a_request_that_sends_back_the_rewritten_history_is_told_what_reading_afresh_does(
+    surface: str, data: st.DataObject, config: ThinkExtractConfig
+) -> None:
+    """A client that sends on what the upstream was given (a gateway behind another, a client that
+    logs and replays the forwarded body): its first messages are the earlier request's as the transform
+    wrote them, not as they came, and nothing the earlier reading learned of its own is taken."""
+    side = SURFACES[surface]  # type: ignore[index]
+    earlier, more = data.draw(REQUESTS[surface]), data.draw(REQUESTS[surface])
+    states, record = CarriedStates(), Record()
+    first_body = _body(surface, earlier["model"], earlier[_key(surface)], 0, {})
+    first = Request(side, first_body, (states, b"scope"))
+    new = transform_request(side, first, config, record.recall(record_keys(side, first, config)))
+    first.keep(new)
+    record.entries.update(record_entries(side, first, _said(0, 0, True), config))
+    forwarded = json.loads(first_body if new is None else new)[_key(surface)]
+    keep = data.draw(st.integers(0, len(forwarded)))
+    later_body = _body(
+        surface, earlier["model"], forwarded[:keep] + earlier[_key(surface)][keep:] + more[_key(surface)], 0, {}
+    )
+    said = _said(1, 0, False)
+    afresh = _told_afresh(side, later_body, config, record, said)
+    carried = Request(side, later_body, (states, b"scope"))
+    keys = record_keys(side, carried, config)
+    new = transform_request(side, carried, config, record.recall(keys))
+    told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+    assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+
+
+@pytest.mark.parametrize("where", ["new", "shared"])
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_lone_surrogate_escape_between_two_requests_of_a_scope_is_read_as_afresh(surface: str, where: str) -> None:
+    """A request with a lone surrogate escape (``\\ud800``, which no decoder reads) in a message, new or
+    in one it shares with the request before, is read as afresh (masked), and the scope's next
+    request, without it, goes on as afresh too."""
+    side = SURFACES[surface]  # type: ignore[index]
+    config = ThinkExtractConfig(upstream_server="vllm")
+    states, record = CarriedStates(), Record()
+    answer: dict[str, Any] = {"role": "assistant", "content": "<think>Look it up.</think>Sunny."}
+    if surface == "responses":
+        text = {"type": "output_text", "text": "<think>Look it up.</think>Sunny."}
+        answer = {"type": "message", "role": "assistant", "content": [text]}
+    plain = [{"role": "user", "content": "Weather?"}, answer, {"role": "user", "content": "Tomorrow?"}]
+    if where == "new":
+        second = [*plain, answer, {"role": "user", "content": "And then? LONE"}]
+    else:
+        second = [{"role": "user", "content": "Weather? LONE"}, *plain[1:], answer]
+    histories = [plain, second, [*plain, answer, {"role": "user", "content": "And then?"}]]
+    read: list[bool] = []
+    for turn, history in enumerate(histories):
+        body = _body(surface, "qwen3-8b", history, 0, {}).replace(b"LONE", b"\\ud800")
+        said = _said(turn, 0, False)
+        afresh = _told_afresh(side, body, config, record, said)
+        carried = Request(side, body, (states, b"scope"))
+        read.append(carried.read is not None)
+        keys = record_keys(side, carried, config)
+        new = transform_request(side, carried, config, record.recall(keys))
+        carried.keep(new)
+        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        record.entries.update(told[3])
+    assert read == [True, False, True]  # the escape keeps the body from being read: it is masked

@@ -111,6 +111,30 @@ def _marker_moved(surface: str, history: list[Any]) -> list[Any]:
     return out
 
 
+SYSTEMS = st.sampled_from(
+    [
+        "Be brief.",
+        "Be thorough.",
+        [{"type": "text", "text": "Be brief."}],
+        [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        None,
+    ]
+)
+
+
+@st.composite
+def heads(draw: st.DrawFn, surface: str) -> dict[str, Any]:
+    """What stands before the history, as clients change it between requests: the messages' system
+    prompt (its cache marker moved too), Responses' instructions; chat's is a message."""
+    field = {"messages": "system", "responses": "instructions"}.get(surface)
+    if field is None or draw(st.booleans()):
+        return {}
+    value = draw(SYSTEMS)
+    if surface == "responses" and isinstance(value, list):
+        value = "Be brief."
+    return {field: value}
+
+
 def _reordered(message: Any) -> Any:
     return dict(reversed(message.items())) if isinstance(message, dict) else message
 
@@ -202,7 +226,7 @@ def test_a_scopes_requests_in_any_sequence_are_told_what_reading_each_afresh_doe
         model, history = conversations[which]
         if data.draw(st.integers(0, 3)) == 0:
             config = data.draw(settings_())
-        body = _body(surface, model, history, data.draw(st.integers(0, 3)), {})
+        body = _body(surface, model, history, data.draw(st.integers(0, 3)), data.draw(heads(surface)))
         said = _said(turn, which, data.draw(st.booleans()))
         afresh = _told_afresh(side, body, config, record, said)
         carried = Request(side, body, (states, b"scope"))
@@ -935,3 +959,104 @@ def test_a_lone_surrogate_escape_between_two_requests_of_a_scope_is_read_as_afre
         assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
         record.entries.update(told[3])
     assert read == [True, False, True]  # the escape keeps the body from being read: it is masked
+
+
+async def _in_flight(surface: str, config: ThinkExtractConfig, model: str, result: str, carried: bool) -> list[bytes]:
+    """An agent's request (its body read, kept, in a worker thread when large) still being answered
+    when the next request of its scope, going on from it, is read; the first's record entries are
+    made after that. The order is set by the handler, not by timing: the first answer waits until the
+    second request reached the handler."""
+    seen: list[bytes] = []
+    second_reached = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.read())
+        turn = int(request.headers["x-turn"])
+        if request.headers["x-order"] == "wait":
+            await second_reached.wait()
+        elif request.headers["x-order"] == "release":
+            second_reached.set()
+        return web.json_response(_upstream_answer(surface, model, "alice", turn, True))
+
+    def history_for(turns: int) -> list[Any]:
+        out: list[Any] = [{"role": "user", "content": "Weather?"}]
+        for turn in range(turns):
+            answer = _sent_back(surface, "alice", turn, True, "dropped")
+            out += answer
+        if surface in ("chat", "ollama"):
+            out = [
+                {**m, "content": result} if m.get("role") == "tool" else m
+                for m in [{"role": "system", "content": "Be brief."}, *out]
+            ]
+        elif surface == "messages":
+            for message in out:
+                if isinstance(message["content"], list) and message["content"][0].get("type") == "tool_result":
+                    message["content"] = [{**message["content"][0], "content": result}]
+        else:
+            out = [{**item, "output": result} if item.get("type") == "function_call_output" else item for item in out]
+        return out
+
+    app = web.Application()
+    setup(app, config)
+    app.router.add_post(PATHS[surface], handler)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def post(turn: int, order: str = "") -> None:
+                if not carried:
+                    _carry_in(CarriedStates())  # no reading to go on from
+                body: dict[str, Any] = {"model": model, _key(surface): history_for(turn)}
+                if surface == "messages":
+                    body.update(max_tokens=64)
+                elif surface == "ollama":
+                    body.update(stream=False)
+                headers = {"Authorization": "Bearer sk-one-key", "x-turn": str(turn), "x-order": order}
+                async with session.post(server.make_url(PATHS[surface]), json=body, headers=headers) as resp:
+                    assert resp.status == 200
+                    await resp.read()
+
+            await post(0)
+            await post(1)  # its answer's entries: the record holds turn 1 for the next requests
+            await incoming.entries_handed_over()
+            await app[THINKEXTRACT_RECORD].drain()
+            first = asyncio.ensure_future(post(2, "wait"))
+            while (
+                len(seen) < 3 and not first.done()
+            ):  # the first is at the handler: its reading kept, its answer not given yet
+                await asyncio.sleep(0)
+            await post(3, "release")
+            await first
+            await incoming.entries_handed_over()
+            await app[THINKEXTRACT_RECORD].drain()
+            await post(4)
+    finally:
+        await server.close()
+    return seen
+
+
+@pytest.mark.parametrize("size", [300 << 10, 2200 << 10], ids=["read-in-a-worker", "all-in-workers"])
+@pytest.mark.parametrize("surface", list(PATHS))
+def test_a_request_read_while_the_one_it_goes_on_from_is_being_answered_reaches_the_handler_as_afresh(
+    surface: str, size: int
+) -> None:
+    config = ThinkExtractConfig(messages_policy="unsigned")
+    result = "18°C, sunny. " * (size // 13)
+    states = CarriedStates()
+    kept = _carry_in(states)
+    try:
+        with_carry = asyncio.run(_in_flight(surface, config, "qwen3-8b", result, carried=True))
+        assert [len(one) for one in states.readings._scopes.values()] == [1]  # each went on from the one before
+        without = asyncio.run(_in_flight(surface, config, "qwen3-8b", result, carried=False))
+    finally:
+        _carry_in(kept)
+    assert with_carry == without
+    restored = [[_thought("alice", turn).encode() in body for turn in range(4)] for body in with_carry]
+    assert restored == [
+        [False] * 4,
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, False, False],  # turn 2 answered after turn 3 was read: its entries came after
+        [True, True, True, True],
+    ]

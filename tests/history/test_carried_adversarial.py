@@ -1060,3 +1060,91 @@ def test_a_request_read_while_the_one_it_goes_on_from_is_being_answered_reaches_
         [True, True, False, False],  # turn 2 answered after turn 3 was read: its entries came after
         [True, True, True, True],
     ]
+
+
+# -- a hostile client's messages: any keys, any values ------------------------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.sampled_from(["", "x", "<think>r</think>a", "assistant", "user", "tool", "rs_1", "🙂"]),
+)
+_FIELDS = st.sampled_from(
+    [
+        "type",
+        "text",
+        "id",
+        "thinking",
+        "signature",
+        "content",
+        "summary",
+        "call_id",
+        "name",
+        "encrypted_content",
+        "data",
+    ]
+)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_FIELDS, inner, max_size=4), max_leaves=8
+)
+_KEYS = st.sampled_from(
+    [
+        "role",
+        "content",
+        "tool_calls",
+        "reasoning_content",
+        "reasoning",
+        "reasoning_details",
+        "thinking",
+        "type",
+        "id",
+        "call_id",
+        "summary",
+        "encrypted_content",
+        "name",
+        "arguments",
+        "output",
+        "cache_control",
+    ]
+)
+_TYPES = st.sampled_from(["message", "reasoning", "function_call", "function_call_output", "item_reference"])
+
+
+@st.composite
+def wild_items(draw: st.DrawFn) -> Any:
+    """A message (or item) as a hostile client writes one: any of the fields a surface reads, any
+    values; now and then no object at all."""
+    if draw(st.integers(0, 5)) == 0:
+        return draw(_VALUES)
+    item = draw(st.dictionaries(_KEYS, _VALUES, max_size=5))
+    if draw(st.integers(0, 3)):
+        item["role"] = draw(st.sampled_from(["assistant", "user", "tool", "system", "developer"]))
+    if draw(st.booleans()):
+        item["type"] = draw(_TYPES)
+    return item
+
+
+@settings(max_examples=60)
+@given(surface=st.sampled_from(list(SURFACES)), data=st.data())
+def test_a_hostile_clients_requests_are_told_what_reading_afresh_does(surface: str, data: st.DataObject) -> None:
+    side = SURFACES[surface]  # type: ignore[index]
+    states, record = CarriedStates(), Record()
+    history = data.draw(st.lists(wild_items(), min_size=1, max_size=6))
+    for turn in range(data.draw(st.integers(2, 4))):
+        if turn:
+            more, at = data.draw(st.lists(wild_items(), max_size=3)), data.draw(st.integers(0, len(history)))
+            history = data.draw(
+                st.sampled_from([history + more, history[:at] + more, history[:at] + more + history[at + 1 :]])
+            )
+        config = data.draw(settings_())
+        body = _body(surface, data.draw(MODELS), history, data.draw(st.integers(0, 3)), {})
+        said = _said(turn, 0, data.draw(st.booleans()))
+        afresh = _told_afresh(side, body, config, record, said)
+        carried = Request(side, body, (states, b"scope"))
+        keys = record_keys(side, carried, config)
+        new = transform_request(side, carried, config, record.recall(keys))
+        carried.keep(new)
+        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        record.entries.update(told[3])

@@ -142,7 +142,7 @@ def _reordered(message: Any) -> Any:
 @st.composite
 def next_history(draw: st.DrawFn, surface: str, history: list[Any]) -> list[Any]:
     """What an agent sends next, from what it sent last."""
-    more = draw(REQUESTS[surface])[_key(surface)]
+    more: list[Any] = draw(REQUESTS[surface])[_key(surface)]
     edit = draw(st.sampled_from(["append", "append", "append", "rewind", "edit", "drop", "reorder", "marker", "same"]))
     at = draw(st.integers(0, max(len(history) - 1, 0)))
     if edit == "append":
@@ -215,7 +215,7 @@ def test_a_scopes_requests_in_any_sequence_are_told_what_reading_each_afresh_doe
         if which == len(conversations):  # a new conversation: a subagent, maybe with the same first message
             first = data.draw(REQUESTS[surface])
             start = first[_key(surface)]
-            if conversations and data.draw(st.booleans()):
+            if data.draw(st.booleans()) and conversations:
                 start = conversations[0][1][:1] + start
             conversations.append((first["model"], start))
         else:

@@ -99,7 +99,9 @@ class Request:
 
     def _adopt(self, states: CarriedStates, scope: bytes) -> object:
         """Take what the scope's earlier request that shares most of this one learned of the messages
-        they share; that request's kept reading (replaced by this one's, :meth:`keep`)."""
+        they share; that request's kept reading when this one goes on from it (all its messages, or
+        all but the last, whose cache marker moved: replaced by this one's, :meth:`keep`). One that
+        shares only its first messages (a subagent begun as its agent was) stays kept beside it."""
         read = self.read
         assert read is not None
         best: tuple[int, tuple[object, Any] | None] = (0, None)
@@ -110,9 +112,10 @@ class Request:
                 if shared > best[0]:
                     best = (shared, kept)
         shared, found = best
-        if found is not None:
-            read.adopt(found[1], shared)
-        return found
+        if found is None:
+            return None
+        read.adopt(found[1], shared)
+        return found if shared >= found[1].count - 1 else None
 
     def keep(self, rewritten: bytes | None = None) -> None:
         """Keep this request's reading for the scope's next request (once the transform is done with

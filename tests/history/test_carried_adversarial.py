@@ -498,11 +498,6 @@ def _subagent(surface: str, task: str, turns: int) -> bytes:
     return json.dumps({"model": "qwen3-8b", _key(surface): history, "max_tokens": 64}).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Request._adopt returns as `replaced` any kept reading that shares a first message, and keep() "
-    "drops it: a subagent whose first message is its agent's drops the agent's reading (and back)",
-)
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_a_subagent_that_shares_its_first_message_with_its_agent_leaves_the_agents_reading_kept(
     surface: str,

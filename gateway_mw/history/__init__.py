@@ -20,7 +20,7 @@ from .. import surrogates
 from ..channels import Said
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from .carry import CARRIED_BYTES, READING_BYTES, REQUEST_BYTES, CarriedStates
+from .carry import CARRIED_BYTES, READING_BYTES, REQUEST_BYTES, CarriedStates, decoded_bytes
 from .plan import Plan, Server, plan_for
 from .recall import MAX_RECALL_KEYS, NOTHING, Recall, Recalled, after_key, answer_key, call_key, item_key
 from .side import Reading, RequestSide
@@ -95,6 +95,7 @@ class Request:
         is not kept, and measuring a long history's values costs a good part of reading it)."""
         assert self.read is not None
         size = len(self.body) + REQUEST_BYTES + READING_BYTES * self.count + extra
+        size += decoded_bytes((self.read.controls.model,)) + self.read.thread().held()
         return size if size > bound else size + self.read.held()
 
     def _adopt(self, states: CarriedStates, scope: bytes) -> object:

@@ -34,10 +34,12 @@ __all__ = [
     "REQUEST_BYTES",
     "ROLE_CHARS",
     "STATES",
+    "UNBOUNDED",
     "ByScope",
     "CarriedStates",
     "Facts",
     "Sizes",
+    "decoded_bytes",
     "held",
     "kept_role",
     "shared_prefix",
@@ -252,6 +254,31 @@ def kept_role(role: Any) -> Any:
     if role is None or (type(role) is str and len(role) <= ROLE_CHARS):
         return role
     return OTHER_ROLE
+
+
+DECODED_ITEMS = 64
+"""The most strings a decoded field (Responses' ``include``) holds in a reading that is kept."""
+
+UNBOUNDED = 1 << 62
+"""What a reading that must not be kept is counted at: more than any bound."""
+
+
+def decoded_bytes(values: Iterable[object]) -> int:
+    """The bytes decoded values of a body's fields hold (its model's name, Responses' ``include``:
+    every other field a raw value, its body's bytes); :data:`UNBOUNDED` when one is no string nor a
+    short list of strings (no client writes one so: such a reading is not kept, nor walked to be
+    measured)."""
+    size = 0
+    for value in values:
+        if value is None:
+            continue
+        if type(value) is str:
+            size += sys.getsizeof(value)
+        elif type(value) is list and len(value) <= DECODED_ITEMS and all(type(one) is str for one in value):
+            size += held((value,))
+        else:
+            return UNBOUNDED
+    return size
 
 
 def held(values: Iterable[object]) -> int:

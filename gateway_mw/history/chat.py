@@ -26,6 +26,12 @@ from .text import inline, split_inline, split_written
 __all__ = ["Chat", "keys", "keys_of", "prefix", "read", "transform", "transform_messages"]
 
 _CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
+
+_COUNTED_KEYS = 4
+"""The members of a message its share of a kept reading (:data:`~.carry.READING_BYTES`) counts."""
+
+_KEY_BYTES = 160
+"""What each member beyond those holds in a kept reading: its key, its raw value, its place in the dict."""
 _decode_any = msgspec.json.Decoder().decode
 
 
@@ -124,9 +130,10 @@ class Chat:
         self.thread().go_on_from(earlier.thread(), shared)
 
     def held(self) -> int:
-        """The bytes what the readings decoded and what the transform made hold, besides the body (a
-        role is kept short, :func:`~.carry.kept_role`)."""
-        return self.readings.held() + self.verdicts.held()
+        """The bytes what the readings decoded and what the transform made hold, and the members of
+        messages with more than a few, besides the body (a role is kept short, :func:`~.carry.kept_role`)."""
+        members = _KEY_BYTES * max(0, sum(map(len, self.fields)) - _COUNTED_KEYS * len(self.fields))
+        return self.readings.held() + self.verdicts.held() + members
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,

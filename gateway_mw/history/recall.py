@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -269,6 +270,10 @@ class Thread:
         self.kept: dict[int, hashlib.blake2b] | None = None
         """The hash states after the last few messages (by their count), once all are hashed (with
         :meth:`keep_states`): only read after, by later requests' threads."""
+
+    def held(self) -> int:
+        """The bytes its head holds (the model's name and the system prompt, spelled again)."""
+        return sys.getsizeof(self._head)
 
     def keep_states(self) -> None:
         """Keep the states at the last few message boundaries, for a later request's thread."""

@@ -16,7 +16,7 @@ import msgspec
 
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE
-from .carry import Facts, Sizes, shared_prefix
+from .carry import Facts, Sizes, decoded_bytes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
 
 __all__ = ["CALLS", "Responses", "Unread", "asks_for_blobs", "kind_of", "read", "written"]
@@ -151,6 +151,7 @@ class Responses:
     whether it asks for blobs."""
 
     __slots__ = (
+        "_include_bytes",
         "_items",
         "_thread",
         "_turns",
@@ -180,6 +181,7 @@ class Responses:
         self._turns: list[tuple[int, int]] | None = None
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
+        self._include_bytes = decoded_bytes((include,))  # kept with the controls
         self.verdicts = Facts()
         """What the transform made of each item it read no record for, under its plan."""
         self.keyed = Facts()
@@ -241,7 +243,7 @@ class Responses:
     def held(self) -> int:
         """The bytes what was decoded of the items holds (the items, what the transform and the keys
         learned), besides the body."""
-        return self._items.held() + self.verdicts.held() + self.keyed.held()
+        return self._items.held() + self.verdicts.held() + self.keyed.held() + self._include_bytes
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes: the model, the instructions, the items of the

@@ -9,19 +9,20 @@ the model's own tags in the content, and the reasoning record.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
 from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
-from ..rawjson import UNREADABLE, Obj, as_str, encode
+from ..rawjson import UNREADABLE, Obj, encode
 from . import splice
 from .carry import Facts, kept_role, shared_prefix
+from .chat_message import Reading, read_message
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
-from .text import inline, split_inline, split_written
+from .text import inline, split_written
 
 __all__ = ["Chat", "keys", "keys_of", "prefix", "read", "transform", "transform_messages"]
 
@@ -85,7 +86,7 @@ class Chat:
     record's entries read of it is kept here, so that nothing is read twice — nor, in a later
     request proven to share its first messages (:meth:`adopt`), read again there."""
 
-    __slots__ = ("_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
+    __slots__ = ("_places", "_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
 
     def __init__(self, body: bytes, model: str | None, fields: list[Obj], controls: ControlFields) -> None:
         self.body = body
@@ -96,8 +97,9 @@ class Chat:
         """Each message's fields, each value as it came."""
         self.roles: list[Any] | None = None
         self._thread: Thread | None = None
+        self._places: splice.Places | None = None
         self.readings = Facts()
-        """What each assistant message carries (:class:`_Reading`), under the settings it was read with."""
+        """What each assistant message carries (:class:`Reading`), under the settings it was read with."""
         self.verdicts = Facts()
         """What the transform made of each assistant message that needed no record, under its plan."""
 
@@ -128,6 +130,14 @@ class Chat:
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
+        if earlier._places is not None:
+            self.places().carried_from(earlier._places, shared, lambda at: self.places().of_object(self.fields[at]))
+
+    def places(self) -> splice.Places:
+        """Where its messages stand in its body, as far as found (:mod:`.splice`)."""
+        if self._places is None:
+            self._places = splice.Places(self.body)
+        return self._places
 
     def held(self) -> int:
         """The bytes what the readings decoded and what the transform made hold, and the members of
@@ -151,12 +161,12 @@ class Chat:
             self._thread = _thread(self.model, self.fields)
         return self._thread
 
-    def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
+    def reading(self, at: int, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> Reading | None:
         """What the assistant message ``at`` carries (``None``: unreadable), read once per request."""
         known = self.readings.under((config, carriers))
         if at not in known:
-            known[at] = _read_message(self.fields[at], config, carriers)
-        reading: _Reading | None = known[at]
+            known[at] = read_message(self.fields[at], config, carriers)
+        reading: Reading | None = known[at]
         return reading
 
 
@@ -279,7 +289,7 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
     return out
 
 
-def _carries_reasoning(reading: _Reading | None) -> bool:
+def _carries_reasoning(reading: Reading | None) -> bool:
     """Whether a message needs nothing of the record: it carries reasoning, or cannot be read."""
     return reading is None or bool(reading.reasoning)
 
@@ -337,79 +347,12 @@ def transform_messages(
     if not changed:
         return None
     # Only the messages that changed are encoded; every other byte is copied as it came.
-    return splice.objects_written(chat.body, "messages", chat.fields, changed)
-
-
-def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:
-    """The reasoning the message carries in its fields: the first that holds text."""
-    for key in carriers:
-        text = as_str(msg.get(key)) if key != "reasoning_details" else None
-        if text:
-            return text
-    details = msg.get("reasoning_details") if "reasoning_details" in carriers else None
-    if details is not None:
-        try:
-            entries = _decode_any(bytes(details))
-        except UNREADABLE:
-            entries = None
-        if isinstance(entries, list):
-            texts = [e["text"] for e in entries if isinstance(e, dict) and isinstance(e.get("text"), str)]
-            if not texts:
-                texts = [e["summary"] for e in entries if isinstance(e, dict) and isinstance(e.get("summary"), str)]
-            return "\n".join(str(t) for t in texts if t)
-    return ""
-
-
-class _Reading(NamedTuple):
-    """What one assistant message carries: the reasoning in its fields, its content (decoded), and
-    the content's reasoning (thinking parts, the model's tags) and answer (no raw value: a reading
-    is carried to later requests, which must not keep this one's body)."""
-
-    fields: str
-    content: Any
-    thinking: str
-    tagged: str
-    answer: Any
-    parted: bool
-
-    @property
-    def reasoning(self) -> str:
-        return self.fields or self.thinking or self.tagged
-
-
-def _read_message(msg: Obj, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> _Reading | None:
-    fields = _reasoning_of(msg, carriers)
-    content_raw = msg.get("content")
-    content: Any = None
-    if content_raw is not None:
-        try:
-            content = _decode_any(bytes(content_raw))
-        except UNREADABLE:
-            return None
-    # The content without the reasoning it carries: thinking parts and the model's tags.
-    thinking, tagged, answer, parted = "", "", content, False
-    if isinstance(content, str):
-        tagged, answer = split_inline(content, config)
-    elif isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "thinking":
-                parted = True
-                text = part.get("thinking")
-                thinking = thinking or (text if isinstance(text, str) else "")
-                continue
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                found_here, text = split_inline(part["text"], config)
-                tagged = tagged or found_here
-                part = {**part, "text": text}
-            parts.append(part)
-        answer = parts
-    return _Reading(fields, content, thinking, tagged, answer, parted)
+    return splice.objects_written(chat.places(), "messages", chat.fields, changed)
 
 
 def _message(
     msg: Obj,
-    reading: _Reading,
+    reading: Reading,
     plan: Plan,
     in_scope: bool,
     tool_turn: bool,

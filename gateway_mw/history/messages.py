@@ -68,6 +68,7 @@ class Messages:
 
     __slots__ = (
         "_content_sizes",
+        "_places",
         "_thread",
         "body",
         "contents",
@@ -99,6 +100,7 @@ class Messages:
         """The content of each assistant message, decoded."""
         self._content_sizes = Sizes()
         self._thread: Thread | None = None
+        self._places: splice.Places | None = None
         self.readings = Facts()
         """What each assistant message carries (:class:`_Reading`), under the server and settings read for."""
         self.verdicts = Facts()
@@ -133,6 +135,14 @@ class Messages:
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
+        if earlier._places is not None:
+            self.places().carried_from(earlier._places, shared, lambda at: self.places().of(self.raws[at]))
+
+    def places(self) -> splice.Places:
+        """Where its messages stand in its body, as far as found (:mod:`.splice`)."""
+        if self._places is None:
+            self._places = splice.Places(self.body)
+        return self._places
 
     @property
     def count(self) -> int:
@@ -296,7 +306,7 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if not changed:
         return None
     # Only the messages that changed are encoded; every other byte is copied as it came.
-    return splice.elements_written(request.body, "messages", request.raws, changed)
+    return splice.elements_written(request.places(), "messages", request.raws, changed)
 
 
 class _Reading(NamedTuple):

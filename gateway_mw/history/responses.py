@@ -257,7 +257,8 @@ def _written(request: Responses, new: list[Any], starts: list[int]) -> bytes:
         made_of = {at: new[start:end] for at, (start, end) in enumerate(zip(starts, ends, strict=True))}
         changed = {at: made for at, made in made_of.items() if len(made) != 1 or made[0] is not items[at]}
     if raws and len(changed) * splice.ITEM_BYTES <= len(request.body):
-        out = splice.replaced(request.body, raws, {at: _spelled(raws[at], items[at], m) for at, m in changed.items()})
+        spelled = {at: _spelled(raws[at], items[at], made) for at, made in changed.items()}
+        out = splice.replaced(request.places(), raws, spelled)
         if out is not None:
             return out
     doc: Obj = _decode_obj(request.body)

@@ -16,6 +16,7 @@ import msgspec
 
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE
+from . import splice
 from .carry import Facts, Sizes, decoded_bytes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
 
@@ -153,6 +154,7 @@ class Responses:
     __slots__ = (
         "_include_bytes",
         "_items",
+        "_places",
         "_thread",
         "_turns",
         "blobs",
@@ -178,6 +180,7 @@ class Responses:
         else:
             self._items = _Items([], [{"role": "user", "content": value}])
         self._thread: Thread | None = None
+        self._places: splice.Places | None = None
         self._turns: list[tuple[int, int]] | None = None
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
@@ -235,6 +238,14 @@ class Responses:
         counted = earlier._items._counted  # worked out when its digest was: else it kept no state
         if counted is not None:
             self.thread().go_on_from(earlier.thread(), counted[0][shared])
+        if earlier._places is not None:
+            self.places().carried_from(earlier._places, shared, lambda at: self.places().of(self.raws[at]))
+
+    def places(self) -> splice.Places:
+        """Where its items stand in its body, as far as found (:mod:`.splice`)."""
+        if self._places is None:
+            self._places = splice.Places(self.body)
+        return self._places
 
     @property
     def count(self) -> int:

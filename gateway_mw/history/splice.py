@@ -10,7 +10,7 @@ no place, and the caller encodes the body whole instead, as it did before this m
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +26,7 @@ __all__ = [
     "objects_written",
     "replaced",
     "spliced",
+    "to_place",
 ]
 
 
@@ -80,15 +81,31 @@ _SPACE = frozenset(b" \t\r\n")
 
 
 class Places:
-    """Where raw values read from ``body`` stand in it (one thread's: it holds one buffer view)."""
+    """Where raw values read from ``body`` stand in it, and the places found of its history's
+    elements, by index (:attr:`known`): a later request's reading takes those of the elements it
+    shares with this one, where its body is proven to hold them in the same places
+    (:meth:`carried_from`). One thread's at a time: it holds one buffer view."""
 
-    __slots__ = ("_at", "_ref", "_view", "body")
+    __slots__ = ("_at", "_ref", "_view", "body", "known")
 
     def __init__(self, body: bytes) -> None:
         self.body = body
+        self.known: dict[int, tuple[int, int]] = {}
         self._view = _Buffer()
         self._ref = ctypes.byref(self._view)
         self._at = self._address(body)
+
+    def carried_from(self, earlier: Places, shared: int, place: Callable[[int], tuple[int, int] | None]) -> None:
+        """Take the places ``earlier`` found of the first ``shared`` elements, where this body holds
+        them too: its bytes up to the last of them are ``earlier``'s (one comparison of memory), and
+        the last of them, placed here (``place``), is where it was there (so that the list read here
+        is the one read there: a body with the list twice is read at its last)."""
+        known = {at: span for at, span in earlier.known.items() if at < shared}
+        if not known:
+            return
+        last = max(known)
+        if self.body.startswith(memoryview(earlier.body)[: known[last][1]]) and place(last) == known[last]:
+            self.known.update(known)
 
     def _address(self, value: object) -> int | None:
         """Where the bytes of ``value`` (a bytes-like object) start in memory."""
@@ -100,6 +117,24 @@ class Places:
         at: int | None = self._view.buf
         release(self._ref)
         return at
+
+    def element(self, at: int, raw: msgspec.Raw) -> tuple[int, int] | None:
+        """The span of element ``at`` of the history, read as ``raw`` (known, or found and kept)."""
+        span = self.known.get(at)
+        if span is None:
+            span = self.of(raw)
+            if span is not None:
+                self.known[at] = span
+        return span
+
+    def element_object(self, at: int, fields: dict[str, msgspec.Raw]) -> tuple[int, int] | None:
+        """The span of element ``at`` of the history, an object read as ``fields`` (:meth:`of_object`)."""
+        span = self.known.get(at)
+        if span is None:
+            span = self.of_object(fields)
+            if span is not None:
+                self.known[at] = span
+        return span
 
     def of(self, raw: msgspec.Raw) -> tuple[int, int] | None:
         """The span ``[start, end)`` of ``raw`` in the body (``None``: it is not a view into it)."""
@@ -190,15 +225,15 @@ def spliced(body: bytes, edits: Iterable[tuple[int, int, bytes]]) -> bytes:
     return b"".join(pieces)
 
 
-def replaced(body: bytes, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes | None]) -> bytes | None:
-    """``body`` with the elements of a list read from it (``raws``, in order) changed: each at an
-    index of ``changed`` replaced by the bytes there, or left out with a separator (``None``);
+def replaced(places: Places, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes | None]) -> bytes | None:
+    """The body of ``places`` with the elements of its history (``raws``, in order) changed: each at
+    an index of ``changed`` replaced by the bytes there, or left out with a separator (``None``);
     ``None`` when one of them has no place in it (see :class:`Places`). The rest of the list keeps
     its spacing."""
-    places = Places(body)
+    body = places.body
     spans = {}
     for at in changed:
-        span = places.of(raws[at])
+        span = places.element(at, raws[at])
         if span is None:
             return None
         spans[at] = span
@@ -216,6 +251,12 @@ def replaced(body: bytes, raws: Sequence[msgspec.Raw], changed: Mapping[int, byt
         edits.append((*cut, b""))
     edits.sort(key=lambda edit: edit[0])
     return spliced(body, edits)
+
+
+def to_place(places: Places, changed: Iterable[int]) -> int:
+    """How many of the ``changed`` elements have no known place yet (each costs a search)."""
+    known = places.known
+    return sum(at not in known for at in changed)
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
@@ -243,27 +284,27 @@ def _separator_before(body: bytes, start: int) -> int:
 
 
 def objects_written(
-    body: bytes, key: str, objects: Sequence[dict[str, msgspec.Raw]], changed: Mapping[int, bytes]
+    places: Places, key: str, objects: Sequence[dict[str, msgspec.Raw]], changed: Mapping[int, bytes]
 ) -> bytes:
-    """``body`` with the objects of its list ``key`` (read as ``objects``, one level) at the indices
-    of ``changed`` replaced by the bytes there: in place (:meth:`Places.of_object`) where that is
-    proven and costs less than encoding the body again (:data:`OBJECT_BYTES`); else encoded again,
-    every value but those as its raw bytes."""
-    if len(changed) * OBJECT_BYTES <= len(body):
-        places = Places(body)
-        edits = [(*span, changed[at]) for at in sorted(changed) if (span := places.of_object(objects[at])) is not None]
+    """The body of ``places`` with the objects of its list ``key`` (read as ``objects``, one level)
+    at the indices of ``changed`` replaced by the bytes there: in place (:meth:`Places.of_object`)
+    where that is proven and costs less than encoding the body again (:data:`OBJECT_BYTES`); else
+    encoded again, every value but those as its raw bytes."""
+    body = places.body
+    if to_place(places, changed) * OBJECT_BYTES <= len(body):
+        edits = [(span, changed[at]) for at in sorted(changed) if (span := places.element_object(at, objects[at]))]
         if len(edits) == len(changed):
-            return spliced(body, edits)
+            return spliced(body, [(*span, new) for span, new in edits])
     return _encoded(body, key, _decode_elements(_decode_top(body)[key]), changed)
 
 
-def elements_written(body: bytes, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:
+def elements_written(places: Places, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:
     """The same for a list read as raw elements (:data:`ELEMENT_BYTES`)."""
-    if len(changed) * ELEMENT_BYTES <= len(body):
-        out = replaced(body, raws, changed)
+    if to_place(places, changed) * ELEMENT_BYTES <= len(places.body):
+        out = replaced(places, raws, changed)
         if out is not None:
             return out
-    return _encoded(body, key, raws, changed)
+    return _encoded(places.body, key, raws, changed)
 
 
 def _encoded(body: bytes, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:

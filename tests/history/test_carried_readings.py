@@ -124,13 +124,13 @@ def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_a
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     read: list[int] = []
-    reading = chat_history._read_message
+    reading = chat_history.read_message
 
     def counted(msg: Any, config: ThinkExtractConfig, carriers: tuple[str, ...]) -> Any:
         read.append(len(read))
         return reading(msg, config, carriers)
 
-    monkeypatch.setattr(chat_history, "_read_message", counted)
+    monkeypatch.setattr(chat_history, "read_message", counted)
     side = SURFACES["chat"]
     states = CarriedStates()
     config = ThinkExtractConfig(upstream_server="vllm")

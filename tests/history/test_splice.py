@@ -8,10 +8,15 @@ import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway_mw import ThinkExtractConfig
+from gateway_mw.history import Request, transform_request
+from gateway_mw.history.carry import CarriedStates
 from gateway_mw.history.splice import Places, replaced
+from gateway_mw.surfaces.registry import SURFACES
 
 SPACES = st.sampled_from(["", " ", "\n  ", "\t", "\r\n"])
 KEYS = st.sampled_from(["role", "content", "type", "id", "na\u00efve", 'quote"d', "tab\t"])
@@ -102,7 +107,7 @@ def test_a_lists_elements_replaced_and_left_out_as_python_would_and_nothing_else
     body, spans, texts = case
     changed = data.draw(edits(len(texts)))
     raws = msgspec.json.decode(body, type=_Listed).items
-    new = replaced(body, raws, {at: _spelled(value) for at, value in changed.items()})
+    new = replaced(Places(body), raws, {at: _spelled(value) for at, value in changed.items()})
     assert new is not None
     expected = json.loads(body)
     expected["items"] = []
@@ -126,7 +131,7 @@ def test_a_value_read_from_other_bytes_has_no_place() -> None:
     body = b'{"items": [1, 2]}'
     copied = msgspec.Raw(bytes(msgspec.json.decode(body, type=_Listed).items[0]))
     assert Places(body).of(copied) is None
-    assert replaced(body, [copied], {0: b"3"}) is None
+    assert replaced(Places(body), [copied], {0: b"3"}) is None
 
 
 def test_an_object_whose_first_key_is_written_with_escapes_has_no_place() -> None:
@@ -138,3 +143,53 @@ def test_an_object_whose_first_key_is_written_with_escapes_has_no_place() -> Non
     assert Places(body).of_object(fields) is None
     plain = '{"items": [{"ab{\u00e9": 1}]}'.encode()
     assert Places(plain).of_object(msgspec.json.decode(plain, type=_Objects).items[0]) == (11, len(plain) - 2)
+
+
+def _agent(surface: str, turns: int, *, twice: bool = False) -> bytes:
+    """An agent's history whose every assistant turn must be rewritten (its reasoning inline, in
+    tags, before a server that reads it in a field); ``twice``: the body names its list twice, the
+    first spelled as this history, the second (the one a JSON reader takes) with another last answer."""
+    long = "result " * 800
+    history: list[Any] = [{"role": "user", "content": "Fix it."}]
+    for n in range(turns):
+        history += [
+            {"role": "assistant", "content": f"<think>Turn {n}.</think>Step {n}."},
+            {"role": "user", "content": long},
+        ]
+    key = "messages"
+    text = json.dumps({"model": "qwen3-8b", key: history})
+    if twice:
+        other = [*history[:-2], {"role": "assistant", "content": "<think>Other.</think>Other."}, history[-1]]
+        text = text[:-1] + ", " + json.dumps({key: other})[1:]
+    return text.encode()
+
+
+@pytest.mark.parametrize("surface", ["chat", "messages"])
+def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages(surface: str) -> None:
+    side = SURFACES[surface]
+    config = ThinkExtractConfig(upstream_server="vllm")
+    states = CarriedStates()
+    first = Request(side, _agent(surface, 10), (states, b"scope"))
+    first.keep(transform_request(side, first, config))
+    body = _agent(surface, 12)
+    later = Request(side, body, (states, b"scope"))
+    carried = dict(later.read.places().known)
+    new = transform_request(side, later, config)
+    assert new == transform_request(side, Request(side, body), config)  # as read afresh
+    assert len(carried) == 10 and set(carried) < set(later.read.places().known)  # found once, in the first
+
+
+@pytest.mark.parametrize("surface", ["chat", "messages"])
+def test_a_body_that_names_its_history_twice_takes_no_place_from_the_earlier_one(surface: str) -> None:
+    side = SURFACES[surface]
+    config = ThinkExtractConfig(upstream_server="vllm")
+    states = CarriedStates()
+    first = Request(side, _agent(surface, 10), (states, b"scope"))
+    first.keep(transform_request(side, first, config))
+    body = _agent(surface, 10, twice=True)  # its first list the earlier body's, byte for byte
+    later = Request(side, body, (states, b"scope"))
+    assert later.read.places().known == {}
+    new = transform_request(side, later, config)
+    assert new == transform_request(side, Request(side, body), config)
+    assert new is not None and json.loads(new)["messages"][-2]["content"] == "Other."
+    assert new.count(b"Step 0.") == 2  # the first list as it came, the second one written

@@ -86,7 +86,18 @@ class Chat:
     record's entries read of it is kept here, so that nothing is read twice — nor, in a later
     request proven to share its first messages (:meth:`adopt`), read again there."""
 
-    __slots__ = ("_places", "_thread", "body", "controls", "fields", "model", "readings", "roles", "verdicts")
+    __slots__ = (
+        "_members",
+        "_places",
+        "_thread",
+        "body",
+        "controls",
+        "fields",
+        "model",
+        "readings",
+        "roles",
+        "verdicts",
+    )
 
     def __init__(self, body: bytes, model: str | None, fields: list[Obj], controls: ControlFields) -> None:
         self.body = body
@@ -98,6 +109,7 @@ class Chat:
         self.roles: list[Any] | None = None
         self._thread: Thread | None = None
         self._places: splice.Places | None = None
+        self._members: int | None = None
         self.readings = Facts()
         """What each assistant message carries (:class:`Reading`), under the settings it was read with."""
         self.verdicts = Facts()
@@ -142,8 +154,9 @@ class Chat:
     def held(self) -> int:
         """The bytes what the readings decoded and what the transform made hold, and the members of
         messages with more than a few, besides the body (a role is kept short, :func:`~.carry.kept_role`)."""
-        members = _KEY_BYTES * max(0, sum(map(len, self.fields)) - _COUNTED_KEYS * len(self.fields))
-        return self.readings.held() + self.verdicts.held() + members
+        if self._members is None:  # counted once: the fields are the body's
+            self._members = _KEY_BYTES * max(0, sum(map(len, self.fields)) - _COUNTED_KEYS * len(self.fields))
+        return self.readings.held() + self.verdicts.held() + self._members
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,

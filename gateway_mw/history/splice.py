@@ -26,7 +26,6 @@ __all__ = [
     "objects_written",
     "replaced",
     "spliced",
-    "to_place",
 ]
 
 
@@ -66,7 +65,9 @@ _CALLS = _buffer_calls()
 ELEMENT_BYTES = 2048
 """A raw element replaced in place (its place asked of the buffer protocol: about 1 µs) costs what
 decoding and encoding about this many bytes of its body whole costs: a body with fewer bytes than
-this per element to replace is encoded whole instead (a history of many short turns)."""
+this per element to replace is encoded whole instead (a history of many short turns). Decided by the
+body alone, whatever places an earlier request's reading gave: a request writes the same bytes
+whether its reading was carried or not."""
 
 OBJECT_BYTES = 4096
 """The same for an object placed from its members' values (two places asked: about 3.5 µs)."""
@@ -253,12 +254,6 @@ def replaced(places: Places, raws: Sequence[msgspec.Raw], changed: Mapping[int, 
     return spliced(body, edits)
 
 
-def to_place(places: Places, changed: Iterable[int]) -> int:
-    """How many of the ``changed`` elements have no known place yet (each costs a search)."""
-    known = places.known
-    return sum(at not in known for at in changed)
-
-
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
     """Runs of consecutive ``indices`` (sorted), each as its first and last."""
     runs: list[tuple[int, int]] = []
@@ -291,7 +286,7 @@ def objects_written(
     where that is proven and costs less than encoding the body again (:data:`OBJECT_BYTES`); else
     encoded again, every value but those as its raw bytes."""
     body = places.body
-    if to_place(places, changed) * OBJECT_BYTES <= len(body):
+    if len(changed) * OBJECT_BYTES <= len(body):
         edits = [(span, changed[at]) for at in sorted(changed) if (span := places.element_object(at, objects[at]))]
         if len(edits) == len(changed):
             return spliced(body, [(*span, new) for span, new in edits])
@@ -300,7 +295,7 @@ def objects_written(
 
 def elements_written(places: Places, key: str, raws: Sequence[msgspec.Raw], changed: Mapping[int, bytes]) -> bytes:
     """The same for a list read as raw elements (:data:`ELEMENT_BYTES`)."""
-    if to_place(places, changed) * ELEMENT_BYTES <= len(places.body):
+    if len(changed) * ELEMENT_BYTES <= len(places.body):
         out = replaced(places, raws, changed)
         if out is not None:
             return out

@@ -189,6 +189,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     found = _recalled(request, recall, plan) if recall else {}
     starts = _starts(request)
     verdicts = request.verdicts.under(plan)
+    spellings = request.spelled.under(plan)
 
     def before(at: int) -> bytes:
         """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
@@ -196,6 +197,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         return request.before(at if start is None else start) if recall else b""
 
     new: list[Any] = []
+    settled: set[int] = set()  # the items that went on as their verdict says
     starts_in_new: list[int] = []  # where what each item goes on as starts (assistant messages put before it included)
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
@@ -224,7 +226,10 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
             new += made
             if own:
                 verdicts[at] = (scopes[at], _kept(made, item), pending)
+                spellings.pop(at, None)  # of an earlier verdict
+                settled.add(at)
             continue
+        settled.add(at)
         made = known[1]
         if made is _AS_IT_CAME:
             new.append(item)
@@ -235,7 +240,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         new.append(_assistant_message(pending, plan))
     if new == items:
         return None
-    return _written(request, new, starts_in_new)
+    return _written(request, new, starts_in_new, dict.fromkeys(settled, spellings))
 
 
 def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
@@ -245,19 +250,28 @@ def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
     return b",".join(bytes(raw) if one is item else encode(written(one)) for one in made)
 
 
-def _written(request: Responses, new: list[Any], starts: list[int]) -> bytes:
+def _written(request: Responses, new: list[Any], starts: list[int], settled: dict[int, dict[int, Any]]) -> bytes:
     """The body with its items as they go on: ``new``, where what each item goes on as ``starts``
     (the last one's up to the end: a message written after it). Only the items that changed are
-    encoded: every other byte is copied as it came."""
+    encoded: every other byte is copied as it came. An item that went on as its verdict says is
+    spelled once (``settled``: where its spelling is kept): a later request that shares it takes
+    its bytes."""
     items, raws = request.items, request.raws
-    if len(new) == len(items) and starts == list(range(len(items))):  # item for item
+    one_for_one = len(new) == len(items) and starts == list(range(len(items)))
+    if one_for_one:
         changed = {at: [one] for at, (one, item) in enumerate(zip(new, items, strict=True)) if one is not item}
     else:
         ends = [*starts[1:], len(new)]
         made_of = {at: new[start:end] for at, (start, end) in enumerate(zip(starts, ends, strict=True))}
         changed = {at: made for at, made in made_of.items() if len(made) != 1 or made[0] is not items[at]}
     if raws and len(changed) * splice.ITEM_BYTES <= len(request.body):
-        spelled = {at: _spelled(raws[at], items[at], made) for at, made in changed.items()}
+        spelled: dict[int, bytes | None] = {}
+        for at, made in changed.items():
+            kept = settled.get(at) if one_for_one else None  # else what it went on as holds more
+            known = None if kept is None else kept.get(at)
+            spelled[at] = known if known is not None else _spelled(raws[at], items[at], made)
+            if kept is not None and known is None:
+                kept[at] = spelled[at]
         out = splice.replaced(request.places(), raws, spelled)
         if out is not None:
             return out

@@ -164,6 +164,7 @@ class Responses:
         "keyed",
         "model",
         "said_as_text",
+        "spelled",
         "verdicts",
     )
 
@@ -186,6 +187,8 @@ class Responses:
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
         self._include_bytes = decoded_bytes((include,))  # kept with the controls
         self.verdicts = Facts()
+        self.spelled = Facts()
+        """Each changed item's bytes as written in place (what the transform made of it, spelled)."""
         """What the transform made of each item it read no record for, under its plan."""
         self.keyed = Facts()
         """What each turn's record keys are made of (its ids, calls and text), by its last item."""
@@ -234,6 +237,7 @@ class Responses:
         assert isinstance(earlier, Responses)
         self._items.take(earlier._items, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        self.spelled.carried_from(earlier.spelled, shared)
         self.keyed.carried_from(earlier.keyed, shared)
         counted = earlier._items._counted  # worked out when its digest was: else it kept no state
         if counted is not None:
@@ -254,7 +258,8 @@ class Responses:
     def held(self) -> int:
         """The bytes what was decoded of the items holds (the items, what the transform and the keys
         learned), besides the body."""
-        return self._items.held() + self.verdicts.held() + self.keyed.held() + self._include_bytes
+        taken = self.verdicts.held() + self.spelled.held() + self.keyed.held()
+        return self._items.held() + taken + self._include_bytes
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes: the model, the instructions, the items of the

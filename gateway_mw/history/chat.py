@@ -142,7 +142,7 @@ class Chat:
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
-        if earlier._places is not None:
+        if earlier._places is not None:  # placing a message from its members costs more than proving it
             self.places().carried_from(earlier._places, shared, lambda at: self.places().of_object(self.fields[at]))
 
     def places(self) -> splice.Places:

@@ -135,8 +135,6 @@ class Messages:
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
-        if earlier._places is not None:
-            self.places().carried_from(earlier._places, shared, lambda at: self.places().of(self.raws[at]))
 
     def places(self) -> splice.Places:
         """Where its messages stand in its body, as far as found (:mod:`.splice`)."""

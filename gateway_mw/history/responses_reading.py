@@ -242,8 +242,6 @@ class Responses:
         counted = earlier._items._counted  # worked out when its digest was: else it kept no state
         if counted is not None:
             self.thread().go_on_from(earlier.thread(), counted[0][shared])
-        if earlier._places is not None:
-            self.places().carried_from(earlier._places, shared, lambda at: self.places().of(self.raws[at]))
 
     def places(self) -> splice.Places:
         """Where its items stand in its body, as far as found (:mod:`.splice`)."""

@@ -84,9 +84,11 @@ _SPACE = frozenset(b" \t\r\n")
 
 class Places:
     """Where raw values read from ``body`` stand in it, and the places found of its history's
-    elements, by index (:attr:`known`): a later request's reading takes those of the elements it
-    shares with this one, where its body is proven to hold them in the same places
-    (:meth:`carried_from`). One thread's at a time: it holds one buffer view."""
+    elements, by index (:attr:`known`): a later chat request's reading takes those of the messages
+    it shares with this one, where its body is proven to hold them in the same places
+    (:meth:`carried_from`: a comparison of memory, which costs less than placing each message from
+    its members again; a raw element is placed in about 1 µs, less than the proof costs it). One
+    thread's at a time: it holds one buffer view."""
 
     __slots__ = ("_at", "_ref", "_view", "body", "known")
 

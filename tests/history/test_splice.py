@@ -164,7 +164,7 @@ def _agent(surface: str, turns: int, *, twice: bool = False) -> bytes:
     return text.encode()
 
 
-@pytest.mark.parametrize("surface", ["chat", "messages"])
+@pytest.mark.parametrize("surface", ["chat", "ollama"])
 def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages(surface: str) -> None:
     side = SURFACES[surface]
     config = ThinkExtractConfig(upstream_server="vllm")
@@ -179,7 +179,7 @@ def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages
     assert len(carried) == 10 and set(carried) < set(later.read.places().known)  # found once, in the first
 
 
-@pytest.mark.parametrize("surface", ["chat", "messages"])
+@pytest.mark.parametrize("surface", ["chat", "ollama"])
 def test_a_body_that_names_its_history_twice_takes_no_place_from_the_earlier_one(surface: str) -> None:
     side = SURFACES[surface]
     config = ThinkExtractConfig(upstream_server="vllm")

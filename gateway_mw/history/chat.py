@@ -13,13 +13,12 @@ from typing import Any
 
 import msgspec
 
-from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, encode
 from . import splice
 from .carry import Facts, kept_role, shared_prefix
-from .chat_message import Reading, read_message
+from .chat_message import Reading, call_ids, call_names, calls_tools, content_of, read_message, text_of
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
 from .text import inline, split_written
@@ -38,7 +37,6 @@ _decode_any = msgspec.json.Decoder().decode
 
 _ASSISTANT = b'"assistant"'
 _SPEAKERS = ("user", "system", "developer")
-_NO_VALUE = msgspec.Raw()
 
 
 def _role_of(fields: Obj) -> Any:
@@ -71,13 +69,6 @@ _ONE_PASS_BYTES = 1 << 20
 """A larger body is read in two passes (its outline, then each message), so that no one decoder call
 holds Python's lock for long: a large body is read in a worker thread, and the event loop runs
 between two calls (one pass over 60 MiB holds it for about 300 ms, the outline for about 75)."""
-
-
-class _Call(msgspec.Struct, gc=False):
-    id: Any = None
-
-
-_decode_calls = msgspec.json.Decoder(list[_Call]).decode
 
 
 class Chat:
@@ -163,9 +154,9 @@ class Chat:
         and the system prompt's, latest first."""
         roles = self.all_roles()
         latest = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] in _SPEAKERS), None)
-        out = [] if latest is None else [_content_of(self.fields[latest])]
+        out = [] if latest is None else [content_of(self.fields[latest])]
         if latest != 0 and roles[0] in ("system", "developer"):
-            out.append(_content_of(self.fields[0]))
+            out.append(content_of(self.fields[0]))
         return out
 
     def thread(self) -> Thread:
@@ -181,16 +172,6 @@ class Chat:
             known[at] = read_message(self.fields[at], config, carriers)
         reading: Reading | None = known[at]
         return reading
-
-
-def _content_of(fields: Obj) -> msgspec.Raw:
-    raw: msgspec.Raw = fields.get("content", _NO_VALUE)
-    return raw
-
-
-def _tool_calls(fields: Obj) -> msgspec.Raw:
-    raw: msgspec.Raw = fields.get("tool_calls", _NO_VALUE)
-    return raw
 
 
 def read(body: bytes) -> Chat | None:
@@ -210,49 +191,6 @@ def read(body: bytes) -> Chat | None:
         return None
     model = head.model
     return Chat(body, model if isinstance(model, str) else None, messages, head)
-
-
-def _call_ids(message: Obj) -> list[str]:
-    raw = bytes(_tool_calls(message))
-    if not raw or raw == b"null":
-        return []
-    try:
-        return [c.id for c in _decode_calls(raw) if isinstance(c.id, str)]
-    except UNREADABLE:
-        return []
-
-
-def _spellings(message: Obj) -> tuple[str, ...]:
-    """The names and arguments of the message's tool calls (a turn whose calls keep no ids is
-    found by them)."""
-    if not _calls(message):
-        return ()
-    try:
-        return call_spellings(_decode_any(bytes(_tool_calls(message))))
-    except UNREADABLE:
-        return ()
-
-
-def _calls(message: Obj) -> bool:
-    """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
-    raw = bytes(_tool_calls(message)).strip()
-    return bool(raw) and raw not in (b"null", b"[]")
-
-
-def _text_of(raw: msgspec.Raw) -> str:
-    """A message's text: its string content, or its text parts joined."""
-    value = bytes(raw)
-    if not value or value == b"null":
-        return ""
-    try:
-        content = _decode_any(value)
-    except UNREADABLE:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
 
 
 _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may not send back (Ollama: thinking)
@@ -296,9 +234,9 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
     ]
     out: list[str] = []
     for i in wanted[-turns:]:
-        calls = _call_ids(messages[i])
-        said = () if calls else _spellings(messages[i])
-        out += turn_keys(chat.thread().upto(i), calls, "" if calls else _text_of(_content_of(messages[i])), said)
+        calls = call_ids(messages[i])
+        said = () if calls else call_names(messages[i])
+        out += turn_keys(chat.thread().upto(i), calls, "" if calls else text_of(content_of(messages[i])), said)
     return out
 
 
@@ -312,7 +250,7 @@ def _in_scope(plan: Plan, message: Obj, current: bool) -> bool:
     if plan.scope == "current_turn":
         return current
     if plan.scope == "tool_turns":
-        return _calls(message)
+        return calls_tools(message)
     return True
 
 
@@ -344,15 +282,15 @@ def transform_messages(
         in_scope = _in_scope(plan, m, i > last_user)
         found = None
         if recall and not reading.reasoning:
-            calls = _call_ids(m)
-            text, said = ("", ()) if calls else (_text_of(_content_of(m)), _spellings(m))
+            calls = call_ids(m)
+            text, said = ("", ()) if calls else (text_of(content_of(m)), call_names(m))
             found = recalled(recall, chat.thread().upto(i), calls, text, plan.config, said)
         if found is not None:
-            new = _message(m, reading, plan, in_scope, _calls(m), found, carriers, fields)
+            new = _message(m, reading, plan, in_scope, calls_tools(m), found, carriers, fields)
         else:  # what it makes depends on the message's bytes and its scope: learned once
             known = verdicts.get(i)
             if known is None or known[0] != in_scope:
-                made = _message(m, reading, plan, in_scope, _calls(m), None, carriers, fields)
+                made = _message(m, reading, plan, in_scope, calls_tools(m), None, carriers, fields)
                 known = verdicts[i] = (in_scope, made)
             new = known[1]
         if new is not None:

@@ -1,6 +1,8 @@
-"""What one chat assistant message carries (chat completions, Ollama's ``/api/chat``): the reasoning
-in its fields, the first of its carriers that holds text (``reasoning_details``: its text or summary
-entries), and its content's reasoning (``thinking`` parts, the model's tags) and answer."""
+"""One chat message read (chat completions, Ollama's ``/api/chat``; its fields, each value raw): what
+an assistant message carries — the reasoning in its fields, the first of its carriers that holds text
+(``reasoning_details``: its text or summary entries), and its content's reasoning (``thinking``
+parts, the model's tags) and answer — and what it said: its text, its tool calls' ids, names and
+arguments."""
 
 from __future__ import annotations
 
@@ -8,13 +10,24 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ..calls import call_spellings
 from ..config import ThinkExtractConfig
 from ..rawjson import UNREADABLE, Obj, as_str
 from .text import split_inline
 
-__all__ = ["Reading", "read_message"]
+__all__ = [
+    "Reading",
+    "call_ids",
+    "call_names",
+    "calls_tools",
+    "content_of",
+    "read_message",
+    "text_of",
+    "tool_calls",
+]
 
 _decode_any = msgspec.json.Decoder().decode
+_NO_VALUE = msgspec.Raw()
 
 
 def _reasoning_of(msg: Obj, carriers: tuple[str, ...]) -> str:
@@ -83,3 +96,63 @@ def read_message(msg: Obj, config: ThinkExtractConfig, carriers: tuple[str, ...]
             parts.append(part)
         answer = parts
     return Reading(fields, content, thinking, tagged, answer, parted)
+
+
+class _Call(msgspec.Struct, gc=False):
+    id: Any = None
+
+
+_decode_calls = msgspec.json.Decoder(list[_Call]).decode
+
+
+def content_of(fields: Obj) -> msgspec.Raw:
+    raw: msgspec.Raw = fields.get("content", _NO_VALUE)
+    return raw
+
+
+def tool_calls(fields: Obj) -> msgspec.Raw:
+    raw: msgspec.Raw = fields.get("tool_calls", _NO_VALUE)
+    return raw
+
+
+def call_ids(message: Obj) -> list[str]:
+    raw = bytes(tool_calls(message))
+    if not raw or raw == b"null":
+        return []
+    try:
+        return [c.id for c in _decode_calls(raw) if isinstance(c.id, str)]
+    except UNREADABLE:
+        return []
+
+
+def call_names(message: Obj) -> tuple[str, ...]:
+    """The names and arguments of the message's tool calls (a turn whose calls keep no ids is
+    found by them)."""
+    if not calls_tools(message):
+        return ()
+    try:
+        return call_spellings(_decode_any(bytes(tool_calls(message))))
+    except UNREADABLE:
+        return ()
+
+
+def calls_tools(message: Obj) -> bool:
+    """Whether the message calls tools, whatever its calls' ids (Ollama's clients keep none)."""
+    raw = bytes(tool_calls(message)).strip()
+    return bool(raw) and raw not in (b"null", b"[]")
+
+
+def text_of(raw: msgspec.Raw) -> str:
+    """A message's text: its string content, or its text parts joined."""
+    value = bytes(raw)
+    if not value or value == b"null":
+        return ""
+    try:
+        content = _decode_any(value)
+    except UNREADABLE:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""

@@ -90,14 +90,24 @@ class Places:
     its members again; a raw element is placed in about 1 µs, less than the proof costs it). One
     thread's at a time: it holds one buffer view."""
 
-    __slots__ = ("_at", "_ref", "_view", "body", "known")
+    __slots__ = ("_at", "_bases", "_ref", "_view", "body", "known", "segments")
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, segments: tuple[tuple[bytes, int, int], ...] = ()) -> None:
         self.body = body
         self.known: dict[int, tuple[int, int]] = {}
+        self.segments = segments
+        """Other buffers its raw values may view (a body this one continues, and what was read of
+        its tail), each with where it stands in this body and how much of it does: ``(buffer,
+        delta, end)``, a value at ``i`` in the buffer (``i < end``) is at ``i + delta`` here."""
         self._view = _Buffer()
         self._ref = ctypes.byref(self._view)
         self._at = self._address(body)
+        self._bases = [(self._address(buffer), delta, end) for buffer, delta, end in segments]
+
+    @property
+    def retained(self) -> int:
+        """The bytes of the other buffers its values view (kept alive by them)."""
+        return sum(len(buffer) for buffer, _, _ in self.segments)
 
     def carried_from(self, earlier: Places, shared: int, place: Callable[[int], tuple[int, int] | None]) -> None:
         """Take the places ``earlier`` found of the first ``shared`` elements, where this body holds
@@ -141,15 +151,20 @@ class Places:
         return span
 
     def of(self, raw: msgspec.Raw) -> tuple[int, int] | None:
-        """The span ``[start, end)`` of ``raw`` in the body (``None``: it is not a view into it)."""
+        """The span ``[start, end)`` of ``raw`` in the body (``None``: it is not a view into it, nor
+        into one of its segments where that stands in it)."""
         if self._at is None:
             return None
         at = self._address(raw)
         if at is None:
             return None
         start = at - self._at
-        end = start + len(raw)
-        return (start, end) if start >= 0 and end <= len(self.body) else None
+        if start >= 0 and start + len(raw) <= len(self.body):
+            return start, start + len(raw)
+        for base, delta, end in self._bases:
+            if base is not None and at - base >= 0 and at - base + len(raw) <= end:
+                return at - base + delta, at - base + delta + len(raw)
+        return None
 
     def of_object(self, fields: dict[str, msgspec.Raw]) -> tuple[int, int] | None:
         """The span of the JSON object ``fields`` was read from (one level, each value raw): from

@@ -169,7 +169,8 @@ class Facts:
         self._sizes = Sizes()
 
     def under(self, how: object) -> dict[int, Any]:
-        """The facts learned under ``how``, by index (for the caller to read and add to)."""
+        """The facts learned under ``how``, by index (for the caller to read and to add or replace
+        a fact in; never to remove one: what was measured of an index is carried with it)."""
         if self._how is not how and self._how != how:
             self._how, self._known, self._sizes = how, {}, Sizes()
         return self._known

@@ -197,7 +197,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         return request.before(at if start is None else start) if recall else b""
 
     new: list[Any] = []
-    settled: set[int] = set()  # the items that went on as their verdict says
+    settled: dict[int, Any] = {}  # the items that went on as their verdict says, and that verdict
     starts_in_new: list[int] = []  # where what each item goes on as starts (assistant messages put before it included)
     pending = ""  # reasoning to write inline into the next assistant message of the turn
     for at, item in enumerate(items):
@@ -225,11 +225,9 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
             made, pending, own = _made(item, kind, plan, scopes[at], "", recall, before, at)
             new += made
             if own:
-                verdicts[at] = (scopes[at], _kept(made, item), pending)
-                spellings.pop(at, None)  # of an earlier verdict
-                settled.add(at)
+                verdicts[at] = settled[at] = (scopes[at], _kept(made, item), pending)
             continue
-        settled.add(at)
+        settled[at] = known
         made = known[1]
         if made is _AS_IT_CAME:
             new.append(item)
@@ -240,7 +238,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         new.append(_assistant_message(pending, plan))
     if new == items:
         return None
-    return _written(request, new, starts_in_new, dict.fromkeys(settled, spellings))
+    return _written(request, new, starts_in_new, settled, spellings)
 
 
 def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
@@ -250,12 +248,14 @@ def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:
     return b",".join(bytes(raw) if one is item else encode(written(one)) for one in made)
 
 
-def _written(request: Responses, new: list[Any], starts: list[int], settled: dict[int, dict[int, Any]]) -> bytes:
+def _written(
+    request: Responses, new: list[Any], starts: list[int], settled: dict[int, Any], spellings: dict[int, Any]
+) -> bytes:
     """The body with its items as they go on: ``new``, where what each item goes on as ``starts``
     (the last one's up to the end: a message written after it). Only the items that changed are
-    encoded: every other byte is copied as it came. An item that went on as its verdict says is
-    spelled once (``settled``: where its spelling is kept): a later request that shares it takes
-    its bytes."""
+    encoded: every other byte is copied as it came. An item that went on as its verdict says
+    (``settled``: by item, that verdict) is spelled once for that verdict (``spellings``), and a
+    later request that shares it takes its bytes."""
     items, raws = request.items, request.raws
     one_for_one = len(new) == len(items) and starts == list(range(len(items)))
     if one_for_one:
@@ -267,11 +267,14 @@ def _written(request: Responses, new: list[Any], starts: list[int], settled: dic
     if raws and len(changed) * splice.ITEM_BYTES <= len(request.body):
         spelled: dict[int, bytes | None] = {}
         for at, made in changed.items():
-            kept = settled.get(at) if one_for_one else None  # else what it went on as holds more
-            known = None if kept is None else kept.get(at)
-            spelled[at] = known if known is not None else _spelled(raws[at], items[at], made)
-            if kept is not None and known is None:
-                kept[at] = spelled[at]
+            verdict = settled.get(at) if one_for_one else None  # else what it went on as holds more
+            known = spellings.get(at) if verdict is not None else None
+            if known is not None and known[0] is verdict:
+                spelled[at] = known[1]
+                continue
+            spelled[at] = _spelled(raws[at], items[at], made)
+            if verdict is not None:
+                spellings[at] = (verdict, spelled[at])
         out = splice.replaced(request.places(), raws, spelled)
         if out is not None:
             return out

@@ -66,6 +66,18 @@ def server_of(config: ThinkExtractConfig) -> Server:
     return "generic" if server == "auto" else server
 
 
+def _continuing(side: RequestSide, body: bytes, states: CarriedStates, scope: bytes) -> tuple[Any, object] | None:
+    """A reading of ``body`` made from the scope's latest kept reading it continues byte for byte
+    (its messages, then more: read without them), with that kept reading; ``None``: none it does."""
+    for kept in reversed(states.readings.of(scope)):
+        earlier_side, earlier = kept
+        if earlier_side is side:
+            read = earlier.continued_by(body)
+            if read is not None:
+                return read, kept
+    return None
+
+
 class Request:
     """One request body, read once (a lean decode: what the request side places, every other value
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
@@ -76,18 +88,21 @@ class Request:
     def __init__(self, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None = None) -> None:
         self.side = side
         self.body = body
-        self.read = side.read_history(body)
-        """``None``: no history in it (not JSON, no messages…): it goes as it came."""
         self._carried: tuple[CarriedStates, bytes, object] | None = None
         self._kept: tuple[CarriedStates, bytes, tuple[object, Any], int] | None = None
         """Where this reading is kept, as what, and the bytes of its rewritten body (:meth:`recount`)."""
+        self._plan: tuple[ThinkExtractConfig, Plan] | None = None
+        continued = None
+        if carry is not None and len(body) >= CARRIED_BYTES:
+            continued = _continuing(side, body, *carry)  # an agent's next request: only its new bytes read
+        self.read = side.read_history(body) if continued is None else continued[0]
+        """``None``: no history in it (not JSON, no messages…): it goes as it came."""
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
             # What the scope's earlier request learned of the messages it shares is taken, and this
             # one's reading (its digest's last states too) kept for the next.
             states, scope = carry
             self.read.thread().keep_states()
-            self._carried = (states, scope, self._adopt(states, scope))
-        self._plan: tuple[ThinkExtractConfig, Plan] | None = None
+            self._carried = (states, scope, self._adopt(states, scope) if continued is None else continued[1])
 
     def _size(self, extra: int, bound: int) -> int:
         """The bytes a kept reading of this request holds: its body, ``extra``, its messages' readings

@@ -58,6 +58,23 @@ class _Request(ControlFields, gc=False):
 _decode_request = msgspec.json.Decoder(_Request).decode
 
 
+class _Part(_Request, gc=False):
+    """What is read of a body before or after the messages it shares with an earlier one (the
+    model unset when absent there, so that the later one named wins)."""
+
+    model: Any = msgspec.UNSET
+
+
+_decode_part = msgspec.json.Decoder(_Part).decode
+_CONTROLS = tuple(name for name in _Request.__struct_fields__ if name != "messages")
+_SEGMENTS = 64
+"""The most buffers a chat reading's values view (a conversation's first body and each later one's
+parts): a longer chain of continued readings is started again by reading a body whole."""
+_TAIL = b'{"messages":[{}'
+"""What the bytes after the shared messages are read after: a list of one empty message, whose
+elements then are the new messages (a body that names its list again after them has another first)."""
+
+
 class _Outline(ControlFields, gc=False):
     messages: list[msgspec.Raw] | None = None
 
@@ -128,13 +145,54 @@ class Chat:
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`)."""
         assert isinstance(earlier, Chat)
+        self._take(earlier, shared)
+        if earlier._places is not None:  # placing a message from its members costs more than proving it
+            self.places().carried_from(earlier._places, shared, lambda at: self.places().of_object(self.fields[at]))
+
+    def _take(self, earlier: Chat, shared: int) -> None:
         roles = earlier.all_roles()[:shared]
         self.roles = roles + [_role_of(f) for f in self.fields[shared:]]
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
-        if earlier._places is not None:  # placing a message from its members costs more than proving it
-            self.places().carried_from(earlier._places, shared, lambda at: self.places().of_object(self.fields[at]))
+
+    def continued_by(self, body: bytes) -> Chat | None:
+        """A reading of ``body`` when it holds this one's messages byte for byte from its start, as
+        an agent's next request does: only the bytes before and after them are decoded, and what this
+        one learned of them is taken; ``None`` when it does not (it is then read whole)."""
+        places, count = self.places(), len(self.fields)
+        first = places.element_object(0, self.fields[0])
+        last = places.element_object(count - 1, self.fields[-1])
+        end = None if last is None else last[1]
+        if first is None or end is None or len(body) <= end or not body.startswith(memoryview(self.body)[:end]):
+            return None
+        opening = splice.before(self.body, first[0])
+        if opening < 0 or self.body[opening] != 0x5B:  # '['
+            return None
+        head_doc, tail_doc = body[:opening] + b"null}", _TAIL + body[end:]
+        # Its values view the buffers this one's do (this body, when it was read whole) and its own
+        # two parts, each where it stands in the new body.
+        own = () if places.segments else ((self.body, 0, end),)
+        segments = (*places.segments, *own, (head_doc, 0, opening), (tail_doc, end - len(_TAIL), len(tail_doc)))
+        if len(segments) > _SEGMENTS or sum(len(one) for one, _, _ in segments) > 2 * len(body):
+            return None  # a long chain of readings, or one that holds a body's worth again: read whole
+        try:
+            head, tail = _decode_part(head_doc), _decode_part(tail_doc)
+        except UNREADABLE:
+            return None
+        if not tail.messages or tail.messages[0]:  # its list named again after it: read whole
+            return None
+        fields = self.fields + tail.messages[1:]
+        controls = _Request(**{name: _later(getattr(head, name), getattr(tail, name)) for name in _CONTROLS})
+        controls.messages = fields
+        model = controls.model if isinstance(controls.model, str) else None
+        if model != self.model:
+            return None
+        chat = Chat(body, model, fields, controls)
+        chat._places = splice.Places(body, segments)
+        chat._places.known.update(places.known)
+        chat._take(self, count)
+        return chat
 
     def places(self) -> splice.Places:
         """Where its messages stand in its body, as far as found (:mod:`.splice`)."""
@@ -147,7 +205,8 @@ class Chat:
         messages with more than a few, besides the body (a role is kept short, :func:`~.carry.kept_role`)."""
         if self._members is None:  # counted once: the fields are the body's
             self._members = _KEY_BYTES * max(0, sum(map(len, self.fields)) - _COUNTED_KEYS * len(self.fields))
-        return self.readings.held() + self.verdicts.held() + self._members
+        retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
+        return self.readings.held() + self.verdicts.held() + self._members + retained
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,
@@ -174,6 +233,13 @@ class Chat:
         return reading
 
 
+def _later(before: Any, after: Any) -> Any:
+    """A control field's value as a reader of the whole body takes it: the later one written."""
+    if after is msgspec.UNSET or (isinstance(after, msgspec.Raw) and not after):
+        return None if before is msgspec.UNSET else before
+    return after
+
+
 def read(body: bytes) -> Chat | None:
     """The request's messages (``None``: none, or not a chat request)."""
     try:
@@ -190,7 +256,9 @@ def read(body: bytes) -> Chat | None:
     if not messages:
         return None
     model = head.model
-    return Chat(body, model if isinstance(model, str) else None, messages, head)
+    # The same fields however the body was read (``messages``: a controls writer asks whether there are any).
+    controls = _Request(**{name: getattr(head, name) for name in _CONTROLS}, messages=messages)
+    return Chat(body, model if isinstance(model, str) else None, messages, controls)
 
 
 _UNSAID = frozenset({*_CARRIERS, "thinking"})  # reasoning a client may or may not send back (Ollama: thinking)

@@ -123,6 +123,11 @@ class Messages:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
+    def continued_by(self, body: bytes) -> None:
+        """Every body is read whole here (:meth:`shared` and :meth:`adopt` then take what this one
+        learned)."""
+        return None
+
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`): decoded
         values and new bytes, none of its body."""

@@ -230,6 +230,11 @@ class Responses:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
+    def continued_by(self, body: bytes) -> None:
+        """Every body is read whole here (:meth:`shared` and :meth:`adopt` then take what this one
+        learned)."""
+        return None
+
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` read of the first ``shared`` items (:meth:`shared`): their decoded
         values and kinds, the transform's verdicts on them and what the keys of the turns among them are

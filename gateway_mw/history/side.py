@@ -49,6 +49,12 @@ class Reading(Protocol):
         earlier request's reading (0: none, or another surface's or model's)."""
         ...
 
+    def continued_by(self, body: bytes) -> Reading | None:
+        """A reading of ``body``, made from this one, when ``body`` holds this one's messages byte for
+        byte from its start (an agent's next request): only the rest of it decoded (``None``: it does
+        not, or the surface reads every body whole)."""
+        ...
+
     def adopt(self, earlier: Any, shared: int) -> None:
         """Take what ``earlier`` learned of the first ``shared`` messages (as :meth:`shared` gave
         it) instead of learning it again: nothing that holds a part of its body."""

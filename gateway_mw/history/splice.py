@@ -22,6 +22,7 @@ __all__ = [
     "ITEM_BYTES",
     "OBJECT_BYTES",
     "Places",
+    "before",
     "elements_written",
     "objects_written",
     "replaced",
@@ -214,6 +215,11 @@ def _spelled(key: str) -> bytes:
         if len(_SPELLED) < 256:
             _SPELLED[key] = spelled
     return spelled
+
+
+def before(body: bytes, start: int) -> int:
+    """Where the last byte before ``start`` that is no JSON space stands (``-1``: none)."""
+    return _back(body, start - 1)
 
 
 def _back(body: bytes, at: int) -> int:

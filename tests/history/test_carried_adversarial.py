@@ -847,8 +847,9 @@ def test_a_chat_body_read_in_two_passes_goes_on_from_one_read_in_one(surface: st
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str, data: st.DataObject) -> None:
     """An agent's requests, going on, rewinding, edited, under changing settings: once a request is
-    done, its body is held only by its reading while that is kept; what later readings took from it
-    holds none of it."""
+    done, its body is held only by its reading while that is kept, and (chat, Ollama) by the reading
+    of a request that continued it while that is kept (the messages taken as they were read: the
+    kept reading names the bodies its values view); what other later readings took holds none of it."""
     side = SURFACES[surface]  # type: ignore[index]
     states, record = CarriedStates(per_scope=2), Record()
     first = data.draw(REQUESTS[surface])
@@ -866,7 +867,9 @@ def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str,
         record.entries.update(record_entries(side, request, _said(turn, 0, data.draw(st.booleans())), config))
         del request
     gc.collect()
-    kept = [reading.body for _, reading in states.readings.of(b"scope")]
+    readings = [reading for _, reading in states.readings.of(b"scope")]
+    kept = [reading.body for reading in readings]
+    kept += [buffer for r in readings if getattr(r, "_places", None) for buffer, _, _ in r._places.segments]
     gone = [at for at in range(len(bodies)) if not any(one is bodies[at] for one in kept)]
     assert [sys.getrefcount(bodies[at]) for at in gone] == [held[at] for at in gone]  # each as it was made
 

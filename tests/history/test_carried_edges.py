@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, transform_request
+from gateway_mw.history import chat as chat_history
 from gateway_mw.history.carry import ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
@@ -174,21 +175,66 @@ def test_a_reading_counted_again_is_held_to_the_bound_and_never_kept_again_once_
 
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection(surface: str) -> None:
-    """No reference cycle holds a body: the one a later request went on from is freed when that
-    request's reading replaces its own, with the cycle collector off (it may not run for long)."""
+    """No reference cycle holds a body, with the cycle collector off (it may not run for long): the
+    one a later request went on from is freed when that request's reading replaces its own, and on
+    chat and Ollama (whose continuing request takes the messages as they were first read) the body
+    they were read from when no kept reading holds them any more (here: one conversation a scope, the
+    next request another model's)."""
     side = SURFACES[surface]  # type: ignore[index]
-    states = CarriedStates()
-    earlier_body = _agent(surface, 10)
-    held = sys.getrefcount(earlier_body)
+    states = CarriedStates(per_scope=1)
+    bodies = [_agent(surface, 10), _agent(surface, 12), _agent(surface, 14).replace(b"qwen3", b"other")]
+    held = [sys.getrefcount(body) for body in bodies[:2]]
     gc.disable()
     try:
-        earlier = Request(side, earlier_body, (states, b"scope"))
-        _told(side, earlier, CONFIG)
-        earlier.keep()
-        later = Request(side, _agent(surface, 12), (states, b"scope"))
-        _told(side, later, CONFIG)
-        later.keep()
-        del earlier
-        assert sys.getrefcount(earlier_body) == held
+        for at in range(len(bodies)):
+            request = Request(side, bodies[at], (states, b"scope"))
+            _told(side, request, CONFIG)
+            request.keep()
+            del request
+        assert [sys.getrefcount(body) for body in bodies[:2]] == held
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("surface", ["chat", "ollama"])
+def test_a_continued_conversation_is_counted_at_no_less_than_it_holds(surface: str) -> None:
+    """An agent's requests each continuing the one before byte for byte: the kept reading holds its
+    body, the body its first messages were read from and what each later request read of its own
+    tail, and is counted at no less."""
+    side = SURFACES[surface]  # type: ignore[index]
+    bodies = [_agent(surface, turns) for turns in (10, 12, 14, 16)]
+
+    def go_on(states: CarriedStates) -> None:
+        for at in range(len(bodies)):
+            request = Request(side, bodies[at], (states, b"scope"))
+            _told(side, request, CONFIG)
+            request.keep()
+            del request
+
+    go_on(CarriedStates())  # what any such conversation makes once in a process (caches)
+    states = CarriedStates()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        go_on(states)
+        gc.collect()
+        held = len(bodies[0]) + len(bodies[-1]) + tracemalloc.get_traced_memory()[0]  # the two bodies kept
+    finally:
+        tracemalloc.stop()
+    assert states.size >= held
+
+
+def test_a_long_chain_of_continued_chat_readings_is_started_again() -> None:
+    """Each continuing request keeps viewing the buffers its messages were read from: after enough of
+    them (or once they hold a body's worth again) a request is read whole, and the chain starts anew."""
+    side = SURFACES["chat"]
+    states = CarriedStates()
+    longest = 0
+    for turns in range(10, 210, 2):
+        request = Request(side, _agent("chat", turns), (states, b"scope"))
+        places = request.read.places()
+        longest = max(longest, len(places.segments))
+        assert places.retained <= 2 * len(request.body)
+        _told(side, request, CONFIG)
+        request.keep()
+    assert 3 <= longest <= chat_history._SEGMENTS  # continued, and started again

@@ -99,25 +99,27 @@ def test_a_reading_never_serves_another_scope(surface: str) -> None:
 
 
 @pytest.mark.parametrize("surface", list(SURFACES))
-def test_a_carried_reading_keeps_no_part_of_the_earlier_body(surface: str) -> None:
+def test_a_carried_reading_keeps_no_earlier_body_but_the_one_its_messages_were_read_from(surface: str) -> None:
     """The reading a request goes on from is replaced by its own once kept; what it took from that
-    reading (roles, reasoning, the transform's verdicts) holds no raw value of the earlier body, which
-    is then held by nothing else: an agent's conversation never keeps every body it sent."""
+    reading (roles, reasoning, the transform's verdicts) holds no raw value of the earlier body.
+    On chat and Ollama a request that continues the earlier one byte for byte takes its messages as
+    they were read: the body they were first read from stays alive with them, counted in what is
+    kept, and no later body does. An agent's conversation never keeps every body it sent."""
     side = SURFACES[surface]  # type: ignore[index]
     states = CarriedStates()
     config = ThinkExtractConfig(upstream_server="vllm")
-    earlier_body = _agent(surface, 10)
-    held = sys.getrefcount(earlier_body)
-    earlier = Request(side, earlier_body, (states, b"scope"))
-    _told(side, earlier, config)
-    earlier.keep()
-    later = Request(side, _agent(surface, 12), (states, b"scope"))
-    assert later._carried is not None and later._carried[2] is not None  # it went on from the earlier one
-    _told(side, later, config)
-    later.keep()
-    del earlier
+    bodies = [_agent(surface, turns) for turns in (10, 12, 14)]
+    held = [sys.getrefcount(body) for body in bodies]
+    for at in range(len(bodies)):
+        request = Request(side, bodies[at], (states, b"scope"))
+        _told(side, request, config)
+        request.keep()
+        del request
     gc.collect()
-    assert sys.getrefcount(earlier_body) == held
+    still = [now > before for now, before in zip([sys.getrefcount(body) for body in bodies], held, strict=True)]
+    continued = surface in ("chat", "ollama")
+    assert still == [continued, False, True]  # the last one's reading is kept, with its body
+    assert states.size >= len(bodies[-1]) + (len(bodies[0]) if continued else 0)
 
 
 def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_again(

@@ -176,7 +176,7 @@ def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages
     carried = dict(later.read.places().known)
     new = transform_request(side, later, config)
     assert new == transform_request(side, Request(side, body), config)  # as read afresh
-    assert len(carried) == 10 and set(carried) < set(later.read.places().known)  # found once, in the first
+    assert set(first.read.places().known) <= set(carried) < set(later.read.places().known)  # found once
 
 
 @pytest.mark.parametrize("surface", ["chat", "ollama"])

@@ -169,6 +169,8 @@ class Chat:
         opening = splice.before(self.body, first[0])
         if opening < 0 or self.body[opening] != 0x5B:  # '['
             return None
+        if len(body) - end > _ONE_PASS_BYTES or opening > _ONE_PASS_BYTES:
+            return None  # parts that long are read in two passes, as a whole body is
         head_doc, tail_doc = body[:opening] + b"null}", _TAIL + body[end:]
         # Its values view the buffers this one's do (this body, when it was read whole) and its own
         # two parts, each where it stands in the new body.

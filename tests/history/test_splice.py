@@ -164,32 +164,34 @@ def _agent(surface: str, turns: int, *, twice: bool = False) -> bytes:
     return text.encode()
 
 
-@pytest.mark.parametrize("surface", ["chat", "ollama"])
-def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages(surface: str) -> None:
+CONFIG = ThinkExtractConfig(upstream_server="vllm")
+
+
+def _after_one(surface: str, body: bytes) -> tuple[Request, Request]:
+    """An agent's request of 10 turns, kept, and ``body`` read after it in the same scope."""
     side = SURFACES[surface]
-    config = ThinkExtractConfig(upstream_server="vllm")
     states = CarriedStates()
     first = Request(side, _agent(surface, 10), (states, b"scope"))
-    first.keep(transform_request(side, first, config))
+    first.keep(transform_request(side, first, CONFIG))
+    return first, Request(side, body, (states, b"scope"))
+
+
+@pytest.mark.parametrize("surface", ["chat", "ollama"])
+def test_a_next_request_writes_in_place_where_the_earlier_one_found_its_messages(surface: str) -> None:
     body = _agent(surface, 12)
-    later = Request(side, body, (states, b"scope"))
+    first, later = _after_one(surface, body)
     carried = dict(later.read.places().known)
-    new = transform_request(side, later, config)
-    assert new == transform_request(side, Request(side, body), config)  # as read afresh
+    new = transform_request(SURFACES[surface], later, CONFIG)
+    assert new == transform_request(SURFACES[surface], Request(SURFACES[surface], body), CONFIG)  # as afresh
     assert set(first.read.places().known) <= set(carried) < set(later.read.places().known)  # found once
 
 
 @pytest.mark.parametrize("surface", ["chat", "ollama"])
 def test_a_body_that_names_its_history_twice_takes_no_place_from_the_earlier_one(surface: str) -> None:
-    side = SURFACES[surface]
-    config = ThinkExtractConfig(upstream_server="vllm")
-    states = CarriedStates()
-    first = Request(side, _agent(surface, 10), (states, b"scope"))
-    first.keep(transform_request(side, first, config))
     body = _agent(surface, 10, twice=True)  # its first list the earlier body's, byte for byte
-    later = Request(side, body, (states, b"scope"))
+    _, later = _after_one(surface, body)
     assert later.read.places().known == {}
-    new = transform_request(side, later, config)
-    assert new == transform_request(side, Request(side, body), config)
+    new = transform_request(SURFACES[surface], later, CONFIG)
+    assert new == transform_request(SURFACES[surface], Request(SURFACES[surface], body), CONFIG)
     assert new is not None and json.loads(new)["messages"][-2]["content"] == "Other."
     assert new.count(b"Step 0.") == 2  # the first list as it came, the second one written

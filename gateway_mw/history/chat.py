@@ -9,6 +9,7 @@ the model's own tags in the content, and the reasoning record.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import msgspec
@@ -70,9 +71,12 @@ _CONTROLS = tuple(name for name in _Request.__struct_fields__ if name != "messag
 _SEGMENTS = 64
 """The most buffers a chat reading's values view (a conversation's first body and each later one's
 parts): a longer chain of continued readings is started again by reading a body whole."""
-_TAIL = b'{"messages":[{}'
-"""What the bytes after the shared messages are read after: a list of one empty message, whose
-elements then are the new messages (a body that names its list again after them has another first)."""
+_FIRST = os.urandom(12).hex()
+"""The one member of the message the bytes after the shared ones are read after (no client can name
+it: a list named again after them has another first message)."""
+_TAIL = b'{"messages":[{"' + _FIRST.encode() + b'":0}'
+"""What the bytes after the shared messages are read after: a list of that one message, whose
+other elements then are the new messages."""
 
 
 class _Outline(ControlFields, gc=False):
@@ -174,15 +178,16 @@ class Chat:
         head_doc, tail_doc = body[:opening] + b"null}", _TAIL + body[end:]
         # Its values view the buffers this one's do (this body, when it was read whole) and its own
         # two parts, each where it stands in the new body.
-        own = () if places.segments else ((self.body, 0, end),)
-        segments = (*places.segments, *own, (head_doc, 0, opening), (tail_doc, end - len(_TAIL), len(tail_doc)))
+        earlier = tuple((one, delta, min(until, end - delta)) for one, delta, until in places.segments)
+        own = earlier or ((self.body, 0, end),)  # up to where this body's messages end: the rest differs
+        segments = (*own, (head_doc, 0, opening), (tail_doc, end - len(_TAIL), len(tail_doc)))
         if len(segments) > _SEGMENTS or sum(len(one) for one, _, _ in segments) > 2 * len(body):
             return None  # a long chain of readings, or one that holds a body's worth again: read whole
         try:
             head, tail = _decode_part(head_doc), _decode_part(tail_doc)
         except UNREADABLE:
             return None
-        if not tail.messages or tail.messages[0]:  # its list named again after it: read whole
+        if not tail.messages or list(tail.messages[0]) != [_FIRST]:  # its list named again after it
             return None
         fields = self.fields + tail.messages[1:]
         controls = _Request(**{name: _later(getattr(head, name), getattr(tail, name)) for name in _CONTROLS})

@@ -75,7 +75,7 @@ OBJECT_BYTES = 4096
 
 ITEM_BYTES = 4096
 """The same for a Responses item placed and spelled on its own (about 4 µs, its encoding included;
-a later request that shares it takes its bytes and its place)."""
+a later request that shares it takes its bytes)."""
 
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode

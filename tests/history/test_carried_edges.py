@@ -238,3 +238,20 @@ def test_a_long_chain_of_continued_chat_readings_is_started_again() -> None:
         _told(side, request, CONFIG)
         request.keep()
     assert 3 <= longest <= chat_history._SEGMENTS  # continued, and started again
+
+
+def test_a_chat_body_that_names_its_list_again_after_the_shared_messages_is_read_whole() -> None:
+    """A body whose bytes begin as the earlier one's, with its list of messages named again after
+    (the second one, which a reader of the whole body takes, beginning with an empty message): it is
+    read whole, and told what reading it afresh tells."""
+    side = SURFACES["chat"]
+    states = CarriedStates()
+    earlier = _agent("chat", 10)
+    first = Request(side, earlier, (states, b"scope"))
+    _told(side, first, CONFIG)
+    first.keep()
+    again = json.dumps({"messages": [{}, {"role": "user", "content": "Now this."}]})
+    body = earlier[:-1] + b", " + again[1:].encode()
+    later = Request(side, body, (states, b"scope"))
+    assert later.read is not None and later.read.count == 2
+    assert _told(side, later, CONFIG) == _told(side, Request(side, body), CONFIG)

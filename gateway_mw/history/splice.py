@@ -63,6 +63,21 @@ def _buffer_calls() -> tuple[Any, Any] | None:
 _CALLS = _buffer_calls()
 
 
+def _address(value: object) -> int | None:
+    """Where the bytes of ``value`` (a bytes-like object) start in memory (a view of its own for
+    each call: readings are read in worker threads, and a kept one by several at once)."""
+    if _CALLS is None:
+        return None
+    get, release = _CALLS
+    view = _Buffer()
+    ref = ctypes.byref(view)
+    if get(value, ref, 0) != 0:  # pragma: no cover - every value asked is bytes-like
+        return None
+    at: int | None = view.buf
+    release(ref)
+    return at
+
+
 ELEMENT_BYTES = 2048
 """A raw element replaced in place (its place asked of the buffer protocol: about 1 µs) costs what
 decoding and encoding about this many bytes of its body whole costs: a body with fewer bytes than
@@ -88,10 +103,9 @@ class Places:
     elements, by index (:attr:`known`): a later chat request's reading takes those of the messages
     it shares with this one, where its body is proven to hold them in the same places
     (:meth:`carried_from`: a comparison of memory, which costs less than placing each message from
-    its members again; a raw element is placed in about 1 µs, less than the proof costs it). One
-    thread's at a time: it holds one buffer view."""
+    its members again; a raw element is placed in about 1 µs, less than the proof costs it)."""
 
-    __slots__ = ("_at", "_bases", "_ref", "_view", "body", "known", "segments")
+    __slots__ = ("_at", "_bases", "body", "known", "segments")
 
     def __init__(self, body: bytes, segments: tuple[tuple[bytes, int, int], ...] = ()) -> None:
         self.body = body
@@ -100,10 +114,8 @@ class Places:
         """Other buffers its raw values may view (a body this one continues, and what was read of
         its tail), each with where it stands in this body and how much of it does: ``(buffer,
         delta, end)``, a value at ``i`` in the buffer (``i < end``) is at ``i + delta`` here."""
-        self._view = _Buffer()
-        self._ref = ctypes.byref(self._view)
-        self._at = self._address(body)
-        self._bases = [(self._address(buffer), delta, end) for buffer, delta, end in segments]
+        self._at = _address(body)
+        self._bases = [(_address(buffer), delta, end) for buffer, delta, end in segments]
 
     @property
     def retained(self) -> int:
@@ -121,17 +133,6 @@ class Places:
         last = max(known)
         if self.body.startswith(memoryview(earlier.body)[: known[last][1]]) and place(last) == known[last]:
             self.known.update(known)
-
-    def _address(self, value: object) -> int | None:
-        """Where the bytes of ``value`` (a bytes-like object) start in memory."""
-        if _CALLS is None:
-            return None
-        get, release = _CALLS
-        if get(value, self._ref, 0) != 0:  # pragma: no cover - every value asked is bytes-like
-            return None
-        at: int | None = self._view.buf
-        release(self._ref)
-        return at
 
     def element(self, at: int, raw: msgspec.Raw) -> tuple[int, int] | None:
         """The span of element ``at`` of the history, read as ``raw`` (known, or found and kept)."""
@@ -156,7 +157,7 @@ class Places:
         into one of its segments where that stands in it)."""
         if self._at is None:
             return None
-        at = self._address(raw)
+        at = _address(raw)
         if at is None:
             return None
         start = at - self._at

@@ -9,7 +9,6 @@ the model's own tags in the content, and the reasoning record.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import msgspec
@@ -17,7 +16,7 @@ import msgspec
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, encode
-from . import splice
+from . import splice, tail
 from .carry import Facts, kept_role, shared_prefix
 from .chat_message import Reading, call_ids, call_names, calls_tools, content_of, read_message, text_of
 from .plan import CHAT_FIELDS, Plan
@@ -68,13 +67,6 @@ class _Part(_Request, gc=False):
 
 _decode_part = msgspec.json.Decoder(_Part).decode
 _CONTROLS = tuple(name for name in _Request.__struct_fields__ if name != "messages")
-_SEGMENTS = 64
-"""The most buffers a chat reading's values view (a conversation's first body and each later one's
-parts): a longer chain of continued readings is started again by reading a body whole."""
-_FIRST = os.urandom(12).hex()
-"""The one member of the message the bytes after the shared ones are read after (no client can name
-it: a list named again after them has another first message)."""
-_TAIL = b'{"messages":[{"' + _FIRST.encode() + b'":0}'
 """What the bytes after the shared messages are read after: a list of that one message, whose
 other elements then are the new messages."""
 
@@ -162,41 +154,27 @@ class Chat:
 
     def continued_by(self, body: bytes) -> Chat | None:
         """A reading of ``body`` when it holds this one's messages byte for byte from its start, as
-        an agent's next request does: only the bytes before and after them are decoded, and what this
-        one learned of them is taken; ``None`` when it does not (it is then read whole)."""
+        an agent's next request does: only the bytes before and after them are decoded (:mod:`.tail`),
+        and what this one learned of them is taken; ``None`` when it does not (it is then read whole)."""
         places, count = self.places(), len(self.fields)
         first = places.element_object(0, self.fields[0])
-        last = places.element_object(count - 1, self.fields[-1])
-        end = None if last is None else last[1]
-        if first is None or end is None or len(body) <= end or not body.startswith(memoryview(self.body)[:end]):
+        found = tail.parts(body, places, first, places.element_object(count - 1, self.fields[-1]), "messages")
+        if found is None:
             return None
-        opening = splice.before(self.body, first[0])
-        if opening < 0 or self.body[opening] != 0x5B:  # '['
-            return None
-        if len(body) - end > _ONE_PASS_BYTES or opening > _ONE_PASS_BYTES:
-            return None  # parts that long are read in two passes, as a whole body is
-        head_doc, tail_doc = body[:opening] + b"null}", _TAIL + body[end:]
-        # Its values view the buffers this one's do (this body, when it was read whole) and its own
-        # two parts, each where it stands in the new body.
-        earlier = tuple((one, delta, min(until, end - delta)) for one, delta, until in places.segments)
-        own = earlier or ((self.body, 0, end),)  # up to where this body's messages end: the rest differs
-        segments = (*own, (head_doc, 0, opening), (tail_doc, end - len(_TAIL), len(tail_doc)))
-        if len(segments) > _SEGMENTS or sum(len(one) for one, _, _ in segments) > 2 * len(body):
-            return None  # a long chain of readings, or one that holds a body's worth again: read whole
         try:
-            head, tail = _decode_part(head_doc), _decode_part(tail_doc)
+            head, after = _decode_part(found.head), _decode_part(found.tail)
         except UNREADABLE:
             return None
-        if not tail.messages or list(tail.messages[0]) != [_FIRST]:  # its list named again after it
+        if not after.messages or list(after.messages[0]) != [tail.MARKER_KEY]:  # its list named again
             return None
-        fields = self.fields + tail.messages[1:]
-        controls = _Request(**{name: _later(getattr(head, name), getattr(tail, name)) for name in _CONTROLS})
+        fields = self.fields + after.messages[1:]
+        controls = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _CONTROLS})
         controls.messages = fields
         model = controls.model if isinstance(controls.model, str) else None
         if model != self.model:
             return None
         chat = Chat(body, model, fields, controls)
-        chat._places = splice.Places(body, segments)
+        chat._places = splice.Places(body, found.segments)
         chat._places.known.update(places.known)
         chat._take(self, count)
         return chat
@@ -238,13 +216,6 @@ class Chat:
             known[at] = read_message(self.fields[at], config, carriers)
         reading: Reading | None = known[at]
         return reading
-
-
-def _later(before: Any, after: Any) -> Any:
-    """A control field's value as a reader of the whole body takes it: the later one written."""
-    if after is msgspec.UNSET or (isinstance(after, msgspec.Raw) and not after):
-        return None if before is msgspec.UNSET else before
-    return after
 
 
 def read(body: bytes) -> Chat | None:

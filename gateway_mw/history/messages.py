@@ -18,7 +18,7 @@ import msgspec
 from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
-from . import splice
+from . import splice, tail
 from .carry import Facts, Sizes, kept_role, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
@@ -56,6 +56,17 @@ class _Request(ControlFields, gc=False):
 
 
 _decode_request = msgspec.json.Decoder(_Request).decode
+
+
+class _Part(_Request, gc=False):
+    """What is read of a body before or after the messages it shares with an earlier one (the
+    model unset when absent there, so that the later one named wins)."""
+
+    model: Any = msgspec.UNSET
+
+
+_decode_part = msgspec.json.Decoder(_Part).decode
+_FIELDS = tuple(name for name in _Request.__struct_fields__ if name != "messages")
 _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_whole = msgspec.json.Decoder(_Whole).decode
 
@@ -123,10 +134,37 @@ class Messages:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
-    def continued_by(self, body: bytes) -> None:
-        """Every body is read whole here (:meth:`shared` and :meth:`adopt` then take what this one
-        learned)."""
-        return None
+    def continued_by(self, body: bytes) -> Messages | None:
+        """A reading of ``body`` when it holds this one's messages byte for byte from its start, or
+        all but the last (Claude Code moves its cache marker from it to the new last one): only the
+        bytes before and after them are decoded (:mod:`.tail`), and what this one learned of them is
+        taken; ``None`` when it does not (it is then read whole)."""
+        places, raws = self.places(), self.raws
+        first = places.element(0, raws[0])
+        for count in range(len(raws), max(len(raws) - 2, 0), -1):
+            found = tail.parts(body, places, first, places.element(count - 1, raws[count - 1]), "messages")
+            if found is not None:
+                break
+        else:
+            return None
+        try:
+            head, after = _decode_part(found.head), _decode_part(found.tail)
+        except UNREADABLE:
+            return None
+        new = after.messages
+        if not new or bytes(new[0]) != tail.MARKER or not all_objects(new):  # its list named again
+            return None
+        taken = raws[:count] + new[1:]
+        controls = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _FIELDS})
+        controls.messages = taken
+        model = controls.model if isinstance(controls.model, str) else None
+        if model != self.model or controls.system != self.system:
+            return None
+        read = Messages(body, model, controls.system, taken, controls)
+        read._places = splice.Places(body, found.segments)
+        read._places.known.update({at: span for at, span in places.known.items() if at < count})
+        read.adopt(self, count)
+        return read
 
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` learned of the first ``shared`` messages (:meth:`shared`): decoded
@@ -155,7 +193,8 @@ class Messages:
         """The bytes what was decoded of the messages holds (each assistant message's content, what
         the readings learned and the transform made), besides the body (a role is kept short,
         :func:`~.carry.kept_role`)."""
-        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held()
+        retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
+        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held() + retained
 
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system

@@ -15,8 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
-from gateway_mw.history import Request, record_entries, record_keys, transform_request
-from gateway_mw.history import chat as chat_history
+from gateway_mw.history import Request, record_entries, record_keys, tail, transform_request
 from gateway_mw.history.carry import ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
@@ -177,7 +176,7 @@ def test_a_reading_counted_again_is_held_to_the_bound_and_never_kept_again_once_
 def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection(surface: str) -> None:
     """No reference cycle holds a body, with the cycle collector off (it may not run for long): the
     one a later request went on from is freed when that request's reading replaces its own, and on
-    chat and Ollama (whose continuing request takes the messages as they were first read) the body
+    chat, Ollama and messages (whose continuing request takes the messages as they were first read) the body
     they were read from when no kept reading holds them any more (here: one conversation a scope, the
     next request another model's)."""
     side = SURFACES[surface]  # type: ignore[index]
@@ -196,7 +195,7 @@ def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection
         gc.enable()
 
 
-@pytest.mark.parametrize("surface", ["chat", "ollama"])
+@pytest.mark.parametrize("surface", ["chat", "ollama", "messages"])
 def test_a_continued_conversation_is_counted_at_no_less_than_it_holds(surface: str) -> None:
     """An agent's requests each continuing the one before byte for byte: the kept reading holds its
     body, the body its first messages were read from and what each later request read of its own
@@ -237,7 +236,7 @@ def test_a_long_chain_of_continued_chat_readings_is_started_again() -> None:
         assert places.retained <= 2 * len(request.body)
         _told(side, request, CONFIG)
         request.keep()
-    assert 3 <= longest <= chat_history._SEGMENTS  # continued, and started again
+    assert 3 <= longest <= tail.SEGMENTS  # continued, and started again
 
 
 def test_a_chat_body_that_names_its_list_again_after_the_shared_messages_is_read_whole() -> None:

@@ -1,0 +1,84 @@
+"""A body that holds an earlier body's first history elements byte for byte (an agent's next
+request), read only where it differs: the bytes before its list, and those after the shared
+elements, each made a small document of its own for the surface's decoder.
+
+```text
+earlier:  {"model": "m", "messages": [m0, m1, … m40], "tools": [...]}
+next:     {"model": "m", "messages": [m0, m1, … m40, m41, m42], "tools": [...]}
+head:     {"model": "m", "messages": null}
+tail:     {"messages":[MARKER, m41, m42], "tools": [...]}   (after the bytes equal up to m40's end)
+```
+
+The tail is read after :data:`MARKER`, a message of one member no client can name (random in each
+process): a body that names its list again after the shared elements has another first element, and
+is read whole. The elements taken from the earlier reading are views into the buffers they were
+first read from; the new reading's :class:`~.splice.Places` knows where each of those buffers stands
+in the new body (its segments), so that a changed element is still written in place.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+import msgspec
+
+from .splice import Places, before
+
+__all__ = ["MARKER", "MARKER_KEY", "Parts", "later", "parts"]
+
+MARKER_KEY = os.urandom(12).hex()
+MARKER = b'{"' + MARKER_KEY.encode() + b'":0}'
+
+PART_BYTES = 1 << 20
+"""A longer part is not read on its own: the body is read whole (in two passes where a surface does),
+so that no one decoder call holds Python's lock for long."""
+
+SEGMENTS = 64
+"""The most buffers a reading's values view (a conversation's first body and each later one's parts):
+a longer chain of continuing readings is started again by reading a body whole."""
+
+
+class Parts(NamedTuple):
+    """The documents to decode of a continuing body, and where its values will stand."""
+
+    head: bytes
+    """The members before the list, the list itself ``null``."""
+    tail: bytes
+    """The list, :data:`MARKER` then the elements after the shared ones, and the members after it."""
+    segments: tuple[tuple[bytes, int, int], ...]
+    """The buffers the new reading's values view, each with where it stands in the new body."""
+
+
+def parts(
+    body: bytes, earlier: Places, first: tuple[int, int] | None, last: tuple[int, int] | None, key: str
+) -> Parts | None:
+    """The parts of ``body`` when it holds the earlier body's elements from the first (``first``: its
+    span there) to ``last`` byte for byte, from its start; ``None`` when it does not, or when it is
+    better read whole (a part over :data:`PART_BYTES`, a chain over :data:`SEGMENTS` or holding a
+    body's worth twice)."""
+    if first is None or last is None:
+        return None
+    end, old = last[1], earlier.body
+    if len(body) <= end or not body.startswith(memoryview(old)[:end]):
+        return None
+    opening = before(old, first[0])
+    if opening < 0 or old[opening] != 0x5B or opening > PART_BYTES or len(body) - end > PART_BYTES:  # '['
+        return None
+    head = body[:opening] + b"null}"
+    start = b'{"' + key.encode() + b'":[' + MARKER
+    tail = start + body[end:]
+    # Up to where the shared elements end, the earlier reading's buffers stand where they did.
+    prior = tuple((one, delta, min(until, end - delta)) for one, delta, until in earlier.segments)
+    segments = (*(prior or ((old, 0, end),)), (head, 0, opening), (tail, end - len(start), len(tail)))
+    if len(segments) > SEGMENTS or sum(len(one) for one, _, _ in segments) > 2 * len(body):
+        return None
+    return Parts(head, tail, segments)
+
+
+def later(first: Any, then: Any) -> Any:
+    """A field's value as a reader of the whole body takes it, read before the list (``first``) and
+    after it (``then``: unset, or an empty raw value, when absent there): the later one written."""
+    if then is msgspec.UNSET or (isinstance(then, msgspec.Raw) and not then):
+        return None if first is msgspec.UNSET else first
+    return then

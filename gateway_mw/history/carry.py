@@ -13,10 +13,11 @@ moved) is read and hashed again, and so is everything after it.
 A kept reading holds its request's body: the readings are bounded by the bytes they hold (least
 recently used first out) and by a few conversations per scope, and never leave their scope (one is
 looked up only by the scope that made it). What a reading takes from another holds no part of that
-one's body, which would keep every body of a conversation alive — but on chat and Ollama, whose next
-request holding the earlier one's messages byte for byte is read only after them (``Chat.continued_by``):
-it takes those messages as they were first read, and the body they were read from stays alive with
-them (one a conversation, counted), until such a request is read whole again.
+one's body, which would keep every body of a conversation alive — but on chat, Ollama and messages,
+whose next request holding the earlier one's messages byte for byte is read only after them
+(``continued_by``, :mod:`.tail`): it takes those messages as they were first read, and the body they
+were read from stays alive with them (one a conversation, counted), until such a request is read
+whole again.
 """
 
 from __future__ import annotations

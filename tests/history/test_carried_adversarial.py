@@ -197,6 +197,19 @@ def _told_afresh(
     )
 
 
+def _told_carried(
+    side: Any, body: bytes, config: ThinkExtractConfig, record: Record, said: list[Said], states: CarriedStates
+) -> tuple[tuple[Any, ...], Request]:
+    """All a request read with the scope's carried readings is told, as the middleware asks it (its
+    reading then kept), in the order of :func:`_told_afresh`; and the request."""
+    carried = Request(side, body, (states, b"scope"))
+    keys = record_keys(side, carried, config)
+    new = transform_request(side, carried, config, record.recall(keys))
+    carried.keep(new)
+    told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
+    return (*told, carried.controls, carried.texts(), carried.model, carried.count), carried
+
+
 @settings(max_examples=60)
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_scopes_requests_in_any_sequence_are_told_what_reading_each_afresh_does(
@@ -229,21 +242,7 @@ def test_a_scopes_requests_in_any_sequence_are_told_what_reading_each_afresh_doe
         body = _body(surface, model, history, data.draw(st.integers(0, 3)), data.draw(heads(surface)))
         said = _said(turn, which, data.draw(st.booleans()))
         afresh = _told_afresh(side, body, config, record, said)
-        carried = Request(side, body, (states, b"scope"))
-        keys = record_keys(side, carried, config)
-        recall = record.recall(keys)
-        new = transform_request(side, carried, config, recall)
-        carried.keep(new)
-        told = (
-            keys,
-            record_keys(side, carried),
-            new,
-            record_entries(side, carried, said, config),
-            carried.controls,
-            carried.texts(),
-            carried.model,
-            carried.count,
-        )
+        told, _ = _told_carried(side, body, config, record, said, states)
         assert told == afresh
         record.entries.update(told[3])
         assert states.size <= states.readings.max_bytes
@@ -804,12 +803,8 @@ def test_the_same_bytes_read_by_other_surfaces_are_each_told_what_reading_afresh
         side = SURFACES[surface]  # type: ignore[index]
         said = _said(turn, 0, turn % 2 == 0)
         afresh = _told_afresh(side, body, config, record, said)
-        carried = Request(side, body, (states, b"scope"))
-        keys = record_keys(side, carried, config)
-        new = transform_request(side, carried, config, record.recall(keys))
-        carried.keep(new)
-        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
-        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        told, _ = _told_carried(side, body, config, record, said, states)
+        assert told == afresh
         record.entries.update(told[3])
 
 
@@ -833,12 +828,8 @@ def test_a_chat_body_read_in_two_passes_goes_on_from_one_read_in_one(surface: st
         body = json.dumps({"model": "qwen3-8b", "messages": history}).encode()
         said = _said(turns, 0, True)
         afresh = _told_afresh(side, body, config, record, said)
-        carried = Request(side, body, (states, b"scope"))
-        keys = record_keys(side, carried, config)
-        new = transform_request(side, carried, config, record.recall(keys))
-        carried.keep(new)
-        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
-        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        told, _ = _told_carried(side, body, config, record, said, states)
+        assert told == afresh
         record.entries.update(told[3])
     assert len(body) > 1 << 20
 
@@ -928,13 +919,9 @@ def test_a_lone_surrogate_escape_between_two_requests_of_a_scope_is_read_as_afre
         body = _body(surface, "qwen3-8b", history, 0, {}).replace(b"LONE", b"\\ud800")
         said = _said(turn, 0, False)
         afresh = _told_afresh(side, body, config, record, said)
-        carried = Request(side, body, (states, b"scope"))
+        told, carried = _told_carried(side, body, config, record, said, states)
         read.append(carried.read is not None)
-        keys = record_keys(side, carried, config)
-        new = transform_request(side, carried, config, record.recall(keys))
-        carried.keep(new)
-        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
-        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        assert told == afresh
         record.entries.update(told[3])
     assert read == [True, False, True]  # the escape keeps the body from being read: it is masked
 
@@ -1119,10 +1106,6 @@ def test_a_hostile_clients_requests_are_told_what_reading_afresh_does(surface: s
         body = _body(surface, data.draw(MODELS), history, data.draw(st.integers(0, 3)), {})
         said = _said(turn, 0, data.draw(st.booleans()))
         afresh = _told_afresh(side, body, config, record, said)
-        carried = Request(side, body, (states, b"scope"))
-        keys = record_keys(side, carried, config)
-        new = transform_request(side, carried, config, record.recall(keys))
-        carried.keep(new)
-        told = (keys, record_keys(side, carried), new, record_entries(side, carried, said, config))
-        assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
+        told, _ = _told_carried(side, body, config, record, said, states)
+        assert told == afresh
         record.entries.update(told[3])

@@ -22,10 +22,9 @@ whole again.
 
 from __future__ import annotations
 
-import itertools
+import operator
 import sys
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -186,8 +185,10 @@ class Facts:
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
         self._how = earlier._how
-        self._known = {at: fact for at, fact in earlier._known.items() if at < shared}
-        self._sizes.carried_from(earlier._sizes, self._known, shared)
+        known = earlier._known.copy()  # in one step: its request may still be adding to it
+        whole = max(known, default=-1) < shared  # an agent's next request: all it learned
+        self._known = known if whole else {at: fact for at, fact in known.items() if at < shared}
+        self._sizes.carried_from(earlier._sizes, self._known, shared, same=whole)
 
 
 class Sizes:
@@ -199,8 +200,8 @@ class Sizes:
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[object, int]] = {}
-        self._last: tuple[list[int] | None, array[int], int] | None = None
-        """The indices and the values' identities last measured, and their total."""
+        self._last: tuple[list[int] | None, list[object], int] | None = None
+        """The indices and the values last measured, and their total."""
 
     def of(self, values: Mapping[int, object] | Sequence[object]) -> int:
         """The bytes ``values`` (by index: a mapping's keys, a sequence's positions) hold: a value not
@@ -209,39 +210,42 @@ class Sizes:
         held here, so that no other object can have taken its identity)."""
         if isinstance(values, Mapping):
             indices: list[int] | None = list(values)
-            items: Iterable[tuple[int, object]] = values.items()
-            identities = array("Q", map(id, values.values()))
+            now = list(values.values())
         else:
-            indices, items, identities = None, enumerate(values), array("Q", map(id, values))
+            indices, now = None, list(values)
         known, total, start = self._known, 0, 0
         last = self._last
         if last is not None:  # the values measured last time, and maybe more after them
             n = len(last[1])
-            if identities[:n] == last[1] and (indices is None or last[0] == indices[:n]):
+            if n <= len(now) and all(map(operator.is_, now, last[1])) and (indices is None or last[0] == indices[:n]):
                 total, start = last[2], n
-        for at, value in itertools.islice(items, start, None):
-            measured = known.get(at)
+        for at in range(start, len(now)):
+            index, value = at if indices is None else indices[at], now[at]
+            measured = known.get(index)
             if measured is None or measured[0] is not value:
-                measured = known[at] = (value, held((value,)))
+                measured = known[index] = (value, held((value,)))
             total += measured[1]
-        self._last = (indices, identities, total)
+        self._last = (indices, now, total)
         return total
 
-    def carried_from(self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int) -> None:
+    def carried_from(
+        self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int, same: bool = False
+    ) -> None:
         """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
-        the same values (or equal ones, read from the same bytes)."""
+        the same values (or equal ones, read from the same bytes; ``same``: its very values, at the
+        same indices, which every measure ``earlier`` made then stands for as it is)."""
         measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
+        last = earlier._last
+        if same and max(measured, default=-1) < shared:
+            self._known, self._last = measured, last  # measured at these very values: known at once
+            return
         self._known = known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
         # Known at once next time, as the first of the values then: by index for a mapping, by
         # position for a sequence (whose measures must then be those of its first positions).
         indices = list(known)
         if isinstance(values, Mapping) or indices == list(range(len(indices))):
             mapped = indices if isinstance(values, Mapping) else None
-            self._last = (
-                mapped,
-                array("Q", [id(value) for value, _ in known.values()]),
-                sum(s for _, s in known.values()),
-            )
+            self._last = (mapped, [value for value, _ in known.values()], sum(s for _, s in known.values()))
         else:
             self._last = None
 

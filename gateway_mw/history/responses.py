@@ -27,7 +27,7 @@ from ..rawjson import Obj, encode
 from . import splice
 from .plan import Plan
 from .recall import Recall, item_key, recalled, turn_keys
-from .responses_reading import CALLS, Responses, asks_for_blobs, kind_of, read, written
+from .responses_reading import CALLS, Responses, asks, asks_for_blobs, kind_of, read, written
 from .serverblobs import decode_server_blob
 from .text import inline, split_inline, split_written
 
@@ -169,9 +169,7 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
     out = [True] * len(items)
     if plan.scope == "all":
         return out
-    last_query = max(
-        (i for i, kind in enumerate(kinds) if kind == "message" and items[i].get("role") == "user"), default=-1
-    )
+    last_query = request.latest(asks)
     current = plan.scope == "current_turn"
     for start, end in request.turns:
         if current:

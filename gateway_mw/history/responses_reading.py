@@ -9,18 +9,19 @@ made of them, from that one's reading (:meth:`Responses.adopt`) and reads only t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import msgspec
 
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE
-from . import splice
+from . import splice, tail
 from .carry import Facts, Sizes, decoded_bytes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
 
-__all__ = ["CALLS", "Responses", "Unread", "asks_for_blobs", "kind_of", "read", "written"]
+__all__ = ["CALLS", "Responses", "Unread", "asks", "asks_for_blobs", "kind_of", "read", "written"]
 
 _decode_any = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "system", "developer")
@@ -42,6 +43,18 @@ class _Include(msgspec.Struct, gc=False):
 
 
 _decode_request = msgspec.json.Decoder(_Request).decode
+
+
+class _Part(_Request, gc=False):
+    """What is read of a body before or after the items it shares with an earlier one (the model
+    unset when absent there, so that the later one named wins)."""
+
+    model: Any = msgspec.UNSET
+    include: Any = msgspec.UNSET
+
+
+_decode_part = msgspec.json.Decoder(_Part).decode
+_FIELDS = tuple(name for name in _Request.__struct_fields__ if name != "input")
 _decode_include = msgspec.json.Decoder(_Include).decode
 
 
@@ -71,16 +84,23 @@ class Unread(dict[str, Any]):
 
 class _Items:
     """The input's items, read when first asked for (by the transform, the keys or the digest), so
-    that a request that shares its first items with an earlier one takes those instead (:meth:`take`)."""
+    that a request that shares its first items with an earlier one takes those instead (:meth:`take`),
+    and what was worked out of them: their kinds, the turns and the items the digest reads."""
 
-    __slots__ = ("_counted", "_items", "_kinds", "_sizes", "raws")
+    __slots__ = ("_counted", "_from", "_items", "_kinds", "_latest", "_latest_from", "_sizes", "_turns", "raws")
 
     def __init__(self, raws: list[msgspec.Raw], items: list[Any] | None) -> None:
         self.raws = raws
         self._items = items
         self._sizes = Sizes()
         self._kinds: list[str] | None = None
+        self._turns: list[tuple[int, int]] | None = None
         self._counted: tuple[list[int], list[Any]] | None = None
+        self._from: tuple[int, list[int], list[Any]] | None = None
+        """What :meth:`counted` goes on from (an earlier reading's, for the items it shares)."""
+        self._latest: dict[Callable[[Any, str], bool], int] = {}
+        self._latest_from: dict[Callable[[Any, str], bool], tuple[int, int]] = {}
+        """What :meth:`latest` goes on from: the shared items' latest, found by an earlier reading."""
 
     def items(self) -> list[Any]:
         if self._items is None:
@@ -94,17 +114,48 @@ class _Items:
 
     def take(self, earlier: _Items, shared: int) -> None:
         """Start from what ``earlier`` read of the first ``shared`` items (proven the same): their
-        decoded values and kinds (a client item's head, over this body's bytes)."""
+        decoded values and kinds (a client item's head, over this body's bytes), the turns among them
+        and, where its very values are taken (a continued reading), the items its digest reads."""
         assert self._items is None
         if earlier._items is None:
             return  # it read none (its plan passed the body on): they are read here when asked for
         raws = self.raws
-        taken = enumerate(earlier._items[:shared])
-        items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
+        same = all(map(operator.is_, raws[:shared], earlier.raws[:shared]))  # a continued reading
+        if same:
+            items = earlier._items[:shared]
+        else:
+            taken = enumerate(earlier._items[:shared])
+            items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
         self._items = items + [_item(raw) for raw in raws[shared:]]
-        self._sizes.carried_from(earlier._sizes, self._items, shared)
-        if earlier._kinds is not None:
-            self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
+        self._sizes.carried_from(earlier._sizes, self._items, shared, same=same)
+        if earlier._kinds is None:
+            return
+        self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
+        if earlier._turns is not None:
+            # The turns that end before the shared items do stand; the one at their end may go on.
+            kept = [turn for turn in earlier._turns if turn[1] < shared]
+            start = earlier._turns[len(kept)][0] if len(kept) < len(earlier._turns) else shared
+            self._turns = kept + _turns(self._items, self._kinds, min(start, shared))
+        if same and earlier._counted is not None:
+            before, counted = earlier._counted
+            self._from = (shared, before[:shared], counted[: before[shared]])
+        self._latest_from = {test: (shared, at) for test, at in earlier._latest.items() if at < shared}
+
+    def latest(self, test: Callable[[Any, str], bool]) -> int:
+        """The index of the latest item that passes ``test`` (given the item and its kind; -1: none)."""
+        found = self._latest.get(test)
+        if found is None:
+            items, kinds = self.items(), self.kinds()
+            start, known = self._latest_from.get(test, (0, -1))
+            found = next((at for at in range(len(items) - 1, start - 1, -1) if test(items[at], kinds[at])), known)
+            self._latest[test] = found
+        return found
+
+    def turns(self) -> list[tuple[int, int]]:
+        """The runs of the assistant side's items: [start, end) of each turn."""
+        if self._turns is None:
+            self._turns = _turns(self.items(), self.kinds(), 0)
+        return self._turns
 
     def held(self) -> int:
         """The bytes the items read hold (the assistant side's decoded, the client's heads), besides
@@ -115,14 +166,14 @@ class _Items:
         """The items the conversation's digest reads (reasoning, which a client may or may not send
         back, left out), and how many of them stand before each item."""
         if self._counted is None:
-            before: list[int] = []
-            items: list[Any] = []
-            for item, kind in zip(self.items(), self.kinds(), strict=True):
-                before.append(len(items))
-                if _in_thread(item, kind):
-                    items.append(item)
-            before.append(len(items))
-            self._counted = (before, items)
+            start, before, counted = self._from if self._from is not None else (0, [], [])
+            items, kinds = self.items(), self.kinds()
+            for at in range(start, len(items)):
+                before.append(len(counted))
+                if _in_thread(items[at], kinds[at]):
+                    counted.append(items[at])
+            before.append(len(counted))
+            self._counted, self._from = (before, counted), None
         return self._counted
 
 
@@ -156,7 +207,6 @@ class Responses:
         "_items",
         "_places",
         "_thread",
-        "_turns",
         "blobs",
         "body",
         "controls",
@@ -182,7 +232,6 @@ class Responses:
             self._items = _Items([], [{"role": "user", "content": value}])
         self._thread: Thread | None = None
         self._places: splice.Places | None = None
-        self._turns: list[tuple[int, int]] | None = None
         include = request.include
         self.blobs = isinstance(include, list) and "reasoning.encrypted_content" in include
         self._include_bytes = decoded_bytes((include,))  # kept with the controls
@@ -211,12 +260,11 @@ class Responses:
     @property
     def turns(self) -> list[tuple[int, int]]:
         """The runs of the assistant side's items: [start, end) of each turn."""
-        if self._turns is None:
-            pairs = zip(self.kinds, self.items, strict=True)
-            self._turns = _turns(
-                [k in _ASSISTANT_SIDE or (k == "message" and it.get("role") == "assistant") for k, it in pairs]
-            )
-        return self._turns
+        return self._items.turns()
+
+    def latest(self, test: Callable[[Any, str], bool]) -> int:
+        """The index of the latest item that passes ``test`` (given the item and its kind; -1: none)."""
+        return self._items.latest(test)
 
     def before(self, at: int) -> bytes:
         """The digest of the items before ``items[at]`` (``at == len(items)``: all of them)."""
@@ -230,10 +278,34 @@ class Responses:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
-    def continued_by(self, body: bytes) -> None:
-        """Every body is read whole here (:meth:`shared` and :meth:`adopt` then take what this one
-        learned)."""
-        return None
+    def continued_by(self, body: bytes) -> Responses | None:
+        """A reading of ``body`` when it holds this one's items byte for byte from its start, as an
+        agent's next request does: only the bytes before and after them are decoded (:mod:`.tail`),
+        and what this one learned of them is taken; ``None`` when it does not (it is then read whole)."""
+        raws = self.raws
+        if self.said_as_text or not raws:
+            return None
+        places = self.places()
+        first, last = places.element(0, raws[0]), places.element(len(raws) - 1, raws[-1])
+        found = tail.parts(body, places, first, last, "input")
+        if found is None:
+            return None
+        try:
+            head, after = _decode_part(found.head), _decode_part(found.tail)
+        except UNREADABLE:
+            return None
+        new = after.input
+        if not isinstance(new, list) or not new or bytes(new[0]) != tail.MARKER:  # its list named again
+            return None
+        request = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _FIELDS})
+        request.input = raws + new[1:]
+        read = Responses(body, request)
+        if read.model != self.model:
+            return None
+        read._places = splice.Places(body, found.segments)
+        read._places.known.update(places.known)
+        read.adopt(self, len(raws))
+        return read
 
     def adopt(self, earlier: object, shared: int) -> None:
         """Take what ``earlier`` read of the first ``shared`` items (:meth:`shared`): their decoded
@@ -262,7 +334,8 @@ class Responses:
         """The bytes what was decoded of the items holds (the items, what the transform and the keys
         learned), besides the body."""
         taken = self.verdicts.held() + self.spelled.held() + self.keyed.held()
-        return self._items.held() + taken + self._include_bytes
+        retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
+        return self._items.held() + taken + self._include_bytes + retained
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes: the model, the instructions, the items of the
@@ -277,10 +350,10 @@ class Responses:
         """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
         developer message (its bytes; its content when the input was a string), a leading system
         or developer message, and the instructions."""
-        items = self.items
-        said = [item for item in items if isinstance(item, dict) and item.get("role") in _SPEAKERS]
-        first = said[:1] if said[:1] and said[0] is items[0] and said[0]["role"] != "user" else []
-        picked = said[-1:] + [item for item in first if item is not said[-1]]
+        items, at = self.items, self._items.latest(_speaks)
+        picked = [] if at < 0 else [items[at]]
+        if at > 0 and _speaks(items[0], "") and items[0]["role"] != "user":
+            picked.append(items[0])
         out = [item.raw if isinstance(item, Unread) else item.get("content") for item in picked]
         return [*out, self.instructions] if self.instructions else out
 
@@ -342,6 +415,16 @@ def kind_of(item: Any) -> str:
     return kind if isinstance(kind, str) else ""
 
 
+def _speaks(item: Any, kind: str) -> bool:
+    """Whether an item (of ``kind``) is said by the user, the system or the developer."""
+    return isinstance(item, dict) and item.get("role") in _SPEAKERS
+
+
+def asks(item: Any, kind: str) -> bool:
+    """Whether an item (of ``kind``) is a message of the user."""
+    return kind == "message" and item.get("role") == "user"
+
+
 def _in_thread(item: Any, kind: str) -> bool:
     """Whether an item (of ``kind``) is part of the conversation's digest: reasoning, which a client
     may or may not send back, is not."""
@@ -358,17 +441,17 @@ def _spelled(item: Any) -> bytes:
     return canonical_decoded({k: v for k, v in item.items() if not (k == "type" and v == "message")})
 
 
-def _turns(sides: list[bool]) -> list[tuple[int, int]]:
-    """The runs of assistant-side items (``sides``: whether each item is): [start, end) of each turn."""
+def _turns(items: list[Any], kinds: list[str], start: int) -> list[tuple[int, int]]:
+    """The runs of assistant-side items from ``items[start]`` on: [start, end) of each turn."""
     out = []
-    i = 0
-    while i < len(sides):
-        if not sides[i]:
-            i += 1
-            continue
-        end = i
-        while end < len(sides) and sides[end]:
-            end += 1
-        out.append((i, end))
-        i = end
+    first = None  # of the turn the items reached are in
+    for at in range(start, len(items)):
+        kind = kinds[at]
+        if kind in _ASSISTANT_SIDE or (kind == "message" and items[at].get("role") == "assistant"):
+            first = at if first is None else first
+        elif first is not None:
+            out.append((first, at))
+            first = None
+    if first is not None:
+        out.append((first, len(items)))
     return out

@@ -838,7 +838,7 @@ def test_a_chat_body_read_in_two_passes_goes_on_from_one_read_in_one(surface: st
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str, data: st.DataObject) -> None:
     """An agent's requests, going on, rewinding, edited, under changing settings: once a request is
-    done, its body is held only by its reading while that is kept, and (chat, Ollama) by the reading
+    done, its body is held only by its reading while that is kept, and by the reading
     of a request that continued it while that is kept (the messages taken as they were read: the
     kept reading names the bodies its values view); what other later readings took holds none of it."""
     side = SURFACES[surface]  # type: ignore[index]

@@ -195,10 +195,10 @@ def test_an_earlier_body_is_freed_once_replaced_without_waiting_for_a_collection
         gc.enable()
 
 
-@pytest.mark.parametrize("surface", ["chat", "ollama", "messages"])
+@pytest.mark.parametrize("surface", list(SURFACES))
 def test_a_continued_conversation_is_counted_at_no_less_than_it_holds(surface: str) -> None:
     """An agent's requests each continuing the one before byte for byte: the kept reading holds its
-    body, the body its first messages were read from and what each later request read of its own
+    body, the body its first messages (or items) were read from and what each later request read of its own
     tail, and is counted at no less."""
     side = SURFACES[surface]  # type: ignore[index]
     bodies = [_agent(surface, turns) for turns in (10, 12, 14, 16)]
@@ -223,14 +223,15 @@ def test_a_continued_conversation_is_counted_at_no_less_than_it_holds(surface: s
     assert states.size >= held
 
 
-def test_a_long_chain_of_continued_chat_readings_is_started_again() -> None:
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_long_chain_of_continued_readings_is_started_again(surface: str) -> None:
     """Each continuing request keeps viewing the buffers its messages were read from: after enough of
     them (or once they hold a body's worth again) a request is read whole, and the chain starts anew."""
-    side = SURFACES["chat"]
+    side = SURFACES[surface]  # type: ignore[index]
     states = CarriedStates()
     longest = 0
     for turns in range(10, 210, 2):
-        request = Request(side, _agent("chat", turns), (states, b"scope"))
+        request = Request(side, _agent(surface, turns), (states, b"scope"))
         places = request.read.places()
         longest = max(longest, len(places.segments))
         assert places.retained <= 2 * len(request.body)
@@ -239,17 +240,19 @@ def test_a_long_chain_of_continued_chat_readings_is_started_again() -> None:
     assert 3 <= longest <= tail.SEGMENTS  # continued, and started again
 
 
-def test_a_chat_body_that_names_its_list_again_after_the_shared_messages_is_read_whole() -> None:
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_body_that_names_its_list_again_after_the_shared_messages_is_read_whole(surface: str) -> None:
     """A body whose bytes begin as the earlier one's, with its list of messages named again after
     (the second one, which a reader of the whole body takes, beginning with an empty message): it is
     read whole, and told what reading it afresh tells."""
-    side = SURFACES["chat"]
+    side = SURFACES[surface]  # type: ignore[index]
     states = CarriedStates()
-    earlier = _agent("chat", 10)
+    earlier = _agent(surface, 10)
     first = Request(side, earlier, (states, b"scope"))
     _told(side, first, CONFIG)
     first.keep()
-    again = json.dumps({"messages": [{}, {"role": "user", "content": "Now this."}]})
+    key = "input" if surface == "responses" else "messages"
+    again = json.dumps({key: [{}, {"role": "user", "content": "Now this."}]})
     body = earlier[:-1] + b", " + again[1:].encode()
     later = Request(side, body, (states, b"scope"))
     assert later.read is not None and later.read.count == 2

@@ -102,8 +102,8 @@ def test_a_reading_never_serves_another_scope(surface: str) -> None:
 def test_a_carried_reading_keeps_no_earlier_body_but_the_one_its_messages_were_read_from(surface: str) -> None:
     """The reading a request goes on from is replaced by its own once kept; what it took from that
     reading (roles, reasoning, the transform's verdicts) holds no raw value of the earlier body.
-    On chat, Ollama and messages a request that continues the earlier one byte for byte takes its messages as
-    they were read: the body they were first read from stays alive with them, counted in what is
+    A request that continues the earlier one byte for byte takes its messages (or items) as they
+    were read: the body they were first read from stays alive with them, counted in what is
     kept, and no later body does. An agent's conversation never keeps every body it sent."""
     side = SURFACES[surface]  # type: ignore[index]
     states = CarriedStates()
@@ -117,9 +117,8 @@ def test_a_carried_reading_keeps_no_earlier_body_but_the_one_its_messages_were_r
         del request
     gc.collect()
     still = [now > before for now, before in zip([sys.getrefcount(body) for body in bodies], held, strict=True)]
-    continued = surface in ("chat", "ollama", "messages")
-    assert still == [continued, False, True]  # the last one's reading is kept, with its body
-    assert states.size >= len(bodies[-1]) + (len(bodies[0]) if continued else 0)
+    assert still == [True, False, True]  # the last one's reading is kept, with its body
+    assert states.size >= len(bodies[-1]) + len(bodies[0])
 
 
 def test_the_chat_messages_an_earlier_request_read_are_neither_read_nor_hashed_again(

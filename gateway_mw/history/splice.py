@@ -63,9 +63,25 @@ def _buffer_calls() -> tuple[Any, Any] | None:
 _CALLS = _buffer_calls()
 
 
+def _bytes_offset() -> int | None:
+    """Where a ``bytes`` object's characters stand from the object itself, in this interpreter
+    (proven on one; ``None``: not where CPython puts them, or no buffer call to prove it with)."""
+    probe = b"where"
+    offset = bytes.__basicsize__ - 1
+    return offset if _CALLS is not None and _viewed(probe) == id(probe) + offset else None
+
+
 def _address(value: object) -> int | None:
-    """Where the bytes of ``value`` (a bytes-like object) start in memory (a view of its own for
-    each call: readings are read in worker threads, and a kept one by several at once)."""
+    """Where the bytes of ``value`` (a bytes-like object) start in memory: a body's from the object
+    itself, a raw value's asked of the buffer protocol."""
+    if type(value) is bytes and _BYTES_OFFSET is not None:
+        return id(value) + _BYTES_OFFSET
+    return _viewed(value)
+
+
+def _viewed(value: object) -> int | None:
+    """Where the buffer of ``value`` starts (a view of its own for each call: readings are read in
+    worker threads, and a kept one by several at once)."""
     if _CALLS is None:
         return None
     get, release = _CALLS
@@ -77,6 +93,8 @@ def _address(value: object) -> int | None:
     release(ref)
     return at
 
+
+_BYTES_OFFSET = _bytes_offset()
 
 ELEMENT_BYTES = 2048
 """A raw element replaced in place (its place asked of the buffer protocol: about 1 µs) costs what

@@ -195,3 +195,14 @@ def test_a_body_that_names_its_history_twice_takes_no_place_from_the_earlier_one
     assert new == transform_request(SURFACES[surface], Request(SURFACES[surface], body), CONFIG)
     assert new is not None and json.loads(new)["messages"][-2]["content"] == "Other."
     assert new.count(b"Step 0.") == 2  # the first list as it came, the second one written
+
+
+@given(st.binary(min_size=1, max_size=4096))
+def test_a_bodys_place_is_where_the_buffer_protocol_puts_it(data: bytes) -> None:
+    """A body's place is taken from the object itself: where the buffer protocol, which places its
+    raw values, says its bytes start."""
+    from gateway_mw.history import splice
+
+    body = bytes(bytearray(data))  # a fresh object, as read from a socket
+    assert splice._BYTES_OFFSET is not None
+    assert splice._address(body) == splice._viewed(body)

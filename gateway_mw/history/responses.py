@@ -27,7 +27,7 @@ from ..rawjson import Obj, encode
 from . import splice
 from .plan import Plan
 from .recall import Recall, item_key, recalled, turn_keys
-from .responses_reading import CALLS, Responses, asks, asks_for_blobs, kind_of, read, written
+from .responses_reading import CALLS, Responses, Unchanged, asks, asks_for_blobs, kind_of, read, written
 from .serverblobs import decode_server_blob
 from .text import inline, split_inline, split_written
 
@@ -173,9 +173,10 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
     current = plan.scope == "current_turn"
     for start, end in request.turns:
         if current:
-            out[start:end] = [at > last_query for at in range(start, end)]
-        else:
-            out[start:end] = [not CALLS.isdisjoint(kinds[start:end])] * (end - start)
+            if start <= last_query:  # a turn before the latest query (all of it, but in a hostile input)
+                out[start:end] = [at > last_query for at in range(start, end)]
+        elif CALLS.isdisjoint(kinds[start:end]):
+            out[start:end] = [False] * (end - start)
     return out
 
 
@@ -194,11 +195,15 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         start = starts[at]
         return request.before(at if start is None else start) if recall else b""
 
-    new: list[Any] = []
+    # An agent's next request under the same: what its earlier request left as it came goes on so.
+    first = _unchanged_before(request, plan, scopes, found)
+    new: list[Any] = items[:first]
     settled: dict[int, Any] = {}  # the items that went on as their verdict says, and that verdict
-    starts_in_new: list[int] = []  # where what each item goes on as starts (assistant messages put before it included)
+    starts_in_new = list(range(first))  # where what each item goes on as starts (messages put before it included)
     pending = ""  # reasoning to write inline into the next assistant message of the turn
-    for at, item in enumerate(items):
+    own_only = True  # nothing read of the record for the items so far
+    for at in range(first, len(items)):
+        item = items[at]
         starts_in_new.append(len(new))
         if pending and starts[at] is None:
             new.append(_assistant_message(pending, plan))  # the turn ended with no message of its own
@@ -213,8 +218,9 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
             new.append(item)  # a client's item, a tool call: as it came
             continue
         if pending:
-            made, pending, _ = _made(item, kind, plan, scopes[at], pending, recall, before, at)
+            made, pending, own = _made(item, kind, plan, scopes[at], pending, recall, before, at)
             new += made
+            own_only = own_only and own
             continue
         # With nothing pending, what an item makes depends on its bytes and its scope alone, unless it
         # reads the record: learned once (an agent's next request takes it, :meth:`Responses.adopt`).
@@ -222,6 +228,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         if known is None or known[0] != scopes[at]:
             made, pending, own = _made(item, kind, plan, scopes[at], "", recall, before, at)
             new += made
+            own_only = own_only and own
             if own:
                 verdicts[at] = settled[at] = (scopes[at], _kept(made, item), pending)
             continue
@@ -235,8 +242,26 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     if pending:
         new.append(_assistant_message(pending, plan))
     if new == items:
+        if own_only:
+            request.unchanged = Unchanged(plan, len(items), scopes, frozenset(found))
         return None
     return _written(request, new, starts_in_new, settled, spellings)
+
+
+def _unchanged_before(request: Responses, plan: Plan, scopes: list[bool], found: dict[int, str]) -> int:
+    """How many first items the transform leaves as they came, known from the earlier request this
+    one goes on from (:attr:`Responses.unchanged`): under the same plan, each item in the same scope,
+    the record giving reasoning for the same turns among them (none of it written: it was not)."""
+    unchanged = request.unchanged
+    if unchanged is None:
+        return 0
+    request.unchanged = None  # until this transform says again
+    n = unchanged.items
+    if unchanged.plan != plan or scopes[:n] != unchanged.scopes[:n]:
+        return 0
+    if frozenset(at for at in found if at < n) != unchanged.recalled:
+        return 0
+    return n
 
 
 def _spelled(raw: msgspec.Raw, item: Any, made: list[Any]) -> bytes | None:

@@ -10,8 +10,9 @@ made of them, from that one's reading (:meth:`Responses.adopt`) and reads only t
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import msgspec
 
@@ -21,7 +22,7 @@ from . import splice, tail
 from .carry import Facts, Sizes, decoded_bytes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
 
-__all__ = ["CALLS", "Responses", "Unread", "asks", "asks_for_blobs", "kind_of", "read", "written"]
+__all__ = ["CALLS", "Responses", "Unchanged", "Unread", "asks", "asks_for_blobs", "kind_of", "read", "written"]
 
 _decode_any = msgspec.json.Decoder().decode
 _SPEAKERS = ("user", "system", "developer")
@@ -68,6 +69,17 @@ class _Head(msgspec.Struct, gc=False):
 _decode_head = msgspec.json.Decoder(_Head).decode
 
 
+class Unchanged(NamedTuple):
+    """The first ``items`` of a reading, which its transform left as they came, nothing pending
+    after them and nothing read of the record for them, under ``plan``, with these ``scopes`` and
+    the record's reasoning for the turns at ``recalled`` (each ignored)."""
+
+    plan: object
+    items: int
+    scopes: list[bool]
+    recalled: frozenset[int]
+
+
 class Unread(dict[str, Any]):
     """An item of the client's side (a message, a tool's output), read only as far as its type and
     role: it goes on as its bytes, ``raw``, and is read whole only for the conversation's digest."""
@@ -112,13 +124,13 @@ class _Items:
             self._kinds = [kind_of(item) for item in self.items()]
         return self._kinds
 
-    def take(self, earlier: _Items, shared: int) -> None:
+    def take(self, earlier: _Items, shared: int) -> bool:
         """Start from what ``earlier`` read of the first ``shared`` items (proven the same): their
         decoded values and kinds (a client item's head, over this body's bytes), the turns among them
         and, where its very values are taken (a continued reading), the items its digest reads."""
         assert self._items is None
         if earlier._items is None:
-            return  # it read none (its plan passed the body on): they are read here when asked for
+            return False  # it read none (its plan passed the body on): they are read here when asked for
         raws = self.raws
         same = all(map(operator.is_, raws[:shared], earlier.raws[:shared]))  # a continued reading
         if same:
@@ -129,7 +141,7 @@ class _Items:
         self._items = items + [_item(raw) for raw in raws[shared:]]
         self._sizes.carried_from(earlier._sizes, self._items, shared, same=same)
         if earlier._kinds is None:
-            return
+            return same
         self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
         if earlier._turns is not None:
             # The turns that end before the shared items do stand; the one at their end may go on.
@@ -140,6 +152,7 @@ class _Items:
             before, counted = earlier._counted
             self._from = (shared, before[:shared], counted[: before[shared]])
         self._latest_from = {test: (shared, at) for test, at in earlier._latest.items() if at < shared}
+        return same
 
     def latest(self, test: Callable[[Any, str], bool]) -> int:
         """The index of the latest item that passes ``test`` (given the item and its kind; -1: none)."""
@@ -215,6 +228,7 @@ class Responses:
         "model",
         "said_as_text",
         "spelled",
+        "unchanged",
         "verdicts",
     )
 
@@ -241,6 +255,10 @@ class Responses:
         """What the transform made of each item it read no record for, under its plan."""
         self.keyed = Facts()
         """What each turn's record keys are made of (its ids, calls and text), by its last item."""
+        self.unchanged: Unchanged | None = None
+        """How far the transform left the items as they came, and under what (its plan, each item's
+        scope, the items the record gave reasoning for): a later request that goes on from them
+        under the same goes on from there."""
 
     @property
     def raws(self) -> list[msgspec.Raw]:
@@ -312,7 +330,10 @@ class Responses:
         values and kinds, the transform's verdicts on them and what the keys of the turns among them are
         made of."""
         assert isinstance(earlier, Responses)
-        self._items.take(earlier._items, shared)
+        same = self._items.take(earlier._items, shared)
+        unchanged = earlier.unchanged
+        if same and unchanged is not None and unchanged.items <= shared:  # its very items, left as they came
+            self.unchanged = unchanged
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.spelled.carried_from(earlier.spelled, shared)
         self.keyed.carried_from(earlier.keyed, shared)
@@ -335,6 +356,9 @@ class Responses:
         learned), besides the body."""
         taken = self.verdicts.held() + self.spelled.held() + self.keyed.held()
         retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
+        unchanged = self.unchanged
+        if unchanged is not None:  # its lists only: the plan is the settings', kept anyway
+            taken += sys.getsizeof(unchanged.scopes) + sys.getsizeof(unchanged.recalled)
         return self._items.held() + taken + self._include_bytes + retained
 
     def thread(self) -> Thread:

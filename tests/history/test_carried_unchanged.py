@@ -1,0 +1,125 @@
+"""An agent's next Responses request whose earlier one the transform left as it came: under the same
+settings the transform goes on from where the earlier request ended, its items not walked again; it
+starts over whenever anything they depend on differs (the plan, an item's scope, the record's
+reasoning for a turn). Either way each request is told what it is told read afresh."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.history import Request, record_keys, responses, transform_request
+from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history.recall import Recalled
+from gateway_mw.history.responses_reading import Responses
+from gateway_mw.surfaces.registry import SURFACES
+
+from .test_carried_digests import _agent
+
+SIDE = SURFACES["responses"]
+CONFIG = ThinkExtractConfig(upstream_server="vllm")
+CALL = {"type": "function_call", "call_id": "c99", "name": "w", "arguments": "{}"}
+RESULT = {"type": "function_call_output", "call_id": "c99", "output": "Rain."}
+QUERY = {"role": "user", "content": "And tomorrow?"}
+
+
+def _as_upstream_reads(config: ThinkExtractConfig) -> bytes:
+    """An agent's history as the gateway gave it to the upstream: nothing left to change."""
+    body = _agent("responses", 10)
+    new = transform_request(SIDE, Request(SIDE, body), config)
+    out = body if new is None else new
+    assert transform_request(SIDE, Request(SIDE, out), config) is None
+    return out
+
+
+def _more(body: bytes, *items: Any) -> bytes:
+    """``body`` with ``items`` added at the end of its input, every earlier byte as it was."""
+    assert body.endswith(b"]}")
+    return body[:-2] + b"".join(b"," + json.dumps(item).encode() for item in items) + b"]}"
+
+
+def _walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Where each transform began walking the items (what the earlier request said of them)."""
+    began: list[int] = []
+    known = responses._unchanged_before
+
+    def spy(request: Responses, *args: Any) -> int:
+        began.append(known(request, *args))
+        return began[-1]
+
+    monkeypatch.setattr(responses, "_unchanged_before", spy)
+    return began
+
+
+def _told(body: bytes, states: CarriedStates, config: ThinkExtractConfig, began: list[int]) -> tuple[bytes | None, int]:
+    request = Request(SIDE, body, (states, b"scope"))
+    new = transform_request(SIDE, request, config)
+    request.keep(new)
+    assert new == transform_request(SIDE, Request(SIDE, body), config)  # as read afresh
+    assert began.pop() == 0  # which walks every item
+    assert request.read is not None
+    return new, request.read.count
+
+
+def test_the_next_request_goes_on_from_where_the_earlier_one_was_left_as_it_came(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    states = CarriedStates()
+    first = _as_upstream_reads(CONFIG)
+    began = _walked(monkeypatch)
+    told = [_told(body, states, CONFIG, began) for body in (first, _more(first, CALL), _more(first, CALL, RESULT))]
+    counts = [count for _, count in told]
+    assert [new for new, _ in told] == [None, None, None]
+    assert began == [0, counts[0], counts[1]]  # afresh, then each from the one before's end
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        pytest.param(CONFIG.replace(history_reasoning="strip"), id="another plan"),
+        pytest.param(CONFIG.replace(history_scope="all"), id="another scope"),
+    ],
+)
+def test_other_settings_walk_every_item_again(monkeypatch: pytest.MonkeyPatch, later: ThinkExtractConfig) -> None:
+    states = CarriedStates()
+    first = _as_upstream_reads(CONFIG)
+    began = _walked(monkeypatch)
+    _told(first, states, CONFIG, began)
+    _told(_more(first, CALL), states, later, began)
+    assert began == [0, 0]
+
+
+def test_a_new_query_that_takes_earlier_turns_out_of_scope_walks_every_item_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = CONFIG.replace(history_scope="current_turn")
+    states = CarriedStates()
+    first = _as_upstream_reads(config)
+    began = _walked(monkeypatch)
+    assert _told(first, states, config, began)[0] is None
+    new, _ = _told(_more(first, QUERY), states, config, began)  # the earlier turns' reasoning is dropped now
+    assert new is not None
+    assert began == [0, 0]
+
+
+def test_reasoning_the_record_holds_for_a_turn_walks_every_item_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The earlier request's turns carried their reasoning; the next one's record gives reasoning for
+    one of them, in the same scope: the earlier verdict on them says nothing of that."""
+    states = CarriedStates()
+    bare = json.loads(_as_upstream_reads(CONFIG))
+    bare["input"] = [item for item in bare["input"] if item.get("type") != "reasoning"]
+    first = json.dumps(bare).encode()
+    began = _walked(monkeypatch)
+    request = Request(SIDE, first, (states, b"scope"))
+    assert transform_request(SIDE, request, CONFIG) is None  # nothing in the record yet
+    request.keep()
+    body = _more(first, CALL)
+    later = Request(SIDE, body, (states, b"scope"))
+    keys = record_keys(SIDE, later, CONFIG)
+    recall = {keys[0]: Recalled(reasoning="Look it up.")}
+    new = transform_request(SIDE, later, CONFIG, recall)
+    assert new is not None and new == transform_request(SIDE, Request(SIDE, body), CONFIG, recall)
+    assert began == [0, 0, 0]  # the earlier request, this one, this one afresh

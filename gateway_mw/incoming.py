@@ -100,10 +100,17 @@ MESSAGE_WORK = 2048
 """What one message (or item) counts for in a history's work, in bytes: a history of many short
 turns costs about 7.5 µs per message to read and rewrite, as much as 2 KiB of long tool results."""
 
+CARRIED_WORK = 256
+"""What a message (or item) an agent's next request shares with the request before counts for, in
+bytes: read and learned already, it costs about a microsecond in the keys, the transform and the count
+of what is kept."""
+
 _READ_ON_LOOP_BYTES = 256 << 10
 """A larger body is read in a worker thread (its messages' count, which says where the rest of the
 work runs, is known only once it is read): a quarter of a megabyte of the shortest turns takes about
-2 ms to read, an agent's megabyte 0.5–1 ms, which the trip to the worker costs too."""
+2 ms to read, an agent's megabyte 0.5–1 ms, which the trip to the worker costs too. An agent's next
+request is read on the loop when it leaves about this many bytes of its own to read: the rest is
+one comparison of memory with the request before (a megabyte in about 35 µs)."""
 
 CLIENT_GONE = 499
 """The status logged for a request whose client left before its body's end (nginx's "client closed
@@ -167,10 +174,14 @@ async def rewrite_request(
     try:
         if history:
             carry = None if record is None else (STATES, scope)  # the scope's digest states: its own
-            if len(body) > _READ_ON_LOOP_BYTES:  # its reading alone may be many messages' work
-                reading = await _in_worker(Request, SURFACES[surface], body, carry)
-            else:
-                reading = Request(SURFACES[surface], body, carry)
+            side, large = SURFACES[surface], len(body) > _READ_ON_LOOP_BYTES
+            reading: Request | None = None
+            if large and carry is not None:  # an agent's next request is read on the loop after what it shares
+                reading = Request.continuing(side, body, carry, _READ_ON_LOOP_BYTES)
+            if reading is None and large:  # any other in a worker thread: its reading may be many messages' work
+                reading = await _in_worker(Request, side, body, carry)
+            elif reading is None:
+                reading = Request(side, body, carry)
             keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
             if keys:
                 recall = await _recall(record, scope, keys) if record is not None else NOTHING
@@ -249,8 +260,10 @@ async def _model_info(source: ModelInfoSource, model: str) -> ModelInfo | None:
 
 
 def _work(request: Request) -> int:
-    """How much work the history of ``request`` is (see :data:`OFF_LOOP_BYTES`)."""
-    return len(request.body) + MESSAGE_WORK * request.count
+    """How much work the history of ``request`` is (see :data:`OFF_LOOP_BYTES`): of an agent's next
+    request, what it read of its own, and what it learned already of the rest (:data:`CARRIED_WORK`)."""
+    fresh_bytes, fresh_count = request.fresh
+    return fresh_bytes + MESSAGE_WORK * fresh_count + CARRIED_WORK * (request.count - fresh_count)
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:

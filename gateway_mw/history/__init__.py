@@ -66,12 +66,15 @@ def server_of(config: ThinkExtractConfig) -> Server:
     return "generic" if server == "auto" else server
 
 
-def _continuing(side: RequestSide, body: bytes, states: CarriedStates, scope: bytes) -> tuple[Any, object] | None:
+def _continuing(
+    side: RequestSide, body: bytes, states: CarriedStates, scope: bytes, most: int | None = None
+) -> tuple[Any, tuple[object, Any]] | None:
     """A reading of ``body`` made from the scope's latest kept reading it continues byte for byte
-    (its messages, then more: read without them), with that kept reading; ``None``: none it does."""
+    (its messages, then more: read without them), with that kept reading; ``None``: none it does
+    (``most``: none that leaves more than about this many bytes of it to read)."""
     for kept in reversed(states.readings.of(scope)):
         earlier_side, earlier = kept
-        if earlier_side is side:
+        if earlier_side is side and (most is None or len(body) - len(earlier.body) <= most):
             read = earlier.continued_by(body)
             if read is not None:
                 return read, kept
@@ -83,26 +86,52 @@ class Request:
     left as its raw bytes) for all it is asked: the plan for its model, the record's keys, the
     transform and, after the response, the record's entries."""
 
-    __slots__ = ("_carried", "_kept", "_plan", "body", "read", "side")
+    __slots__ = ("_carried", "_kept", "_plan", "body", "fresh", "read", "side")
 
-    def __init__(self, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        side: RequestSide,
+        body: bytes,
+        carry: tuple[CarriedStates, bytes] | None = None,
+        *,
+        continued: tuple[Any, tuple[object, Any]] | None = None,
+    ) -> None:
+        """``body`` read; with ``carry``, from the scope's kept reading it continues, if any
+        (``continued``: that reading, made already, :meth:`continuing`)."""
         self.side = side
         self.body = body
         self._carried: tuple[CarriedStates, bytes, object] | None = None
         self._kept: tuple[CarriedStates, bytes, tuple[object, Any], int] | None = None
         """Where this reading is kept, as what, and the bytes of its rewritten body (:meth:`recount`)."""
         self._plan: tuple[ThinkExtractConfig, Plan] | None = None
-        continued = None
-        if carry is not None and len(body) >= CARRIED_BYTES:
+        if continued is None and carry is not None and len(body) >= CARRIED_BYTES:
             continued = _continuing(side, body, *carry)  # an agent's next request: only its new bytes read
         self.read = side.read_history(body) if continued is None else continued[0]
         """``None``: no history in it (not JSON, no messages…): it goes as it came."""
+        self.fresh = (len(body), 0 if self.read is None else self.read.count)
+        """The bytes and the messages (or items) read of this body's own: all of them, but in an
+        agent's next request (it continues a kept reading) only those after the ones it shares."""
+        if continued is not None and self.read is not None:
+            earlier = continued[1][1]
+            self.fresh = (max(0, len(body) - len(earlier.body)), max(0, self.read.count - earlier.count))
         if carry is not None and self.read is not None and len(body) >= CARRIED_BYTES:
             # What the scope's earlier request learned of the messages it shares is taken, and this
             # one's reading (its digest's last states too) kept for the next.
             states, scope = carry
             self.read.thread().keep_states()
             self._carried = (states, scope, self._adopt(states, scope) if continued is None else continued[1])
+
+    @classmethod
+    def continuing(
+        cls, side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes], most: int
+    ) -> Request | None:
+        """``body`` read from the scope's kept reading it continues (an agent's next request: only
+        the bytes before and after the messages they share read, about ``most`` of them at most);
+        ``None``: it continues none (then read it whole)."""
+        if len(body) < CARRIED_BYTES:
+            return None
+        continued = _continuing(side, body, *carry, most)
+        return None if continued is None else cls(side, body, carry, continued=continued)
 
     def _size(self, extra: int, bound: int) -> int:
         """The bytes a kept reading of this request holds: its body, ``extra``, its messages' readings

@@ -203,6 +203,39 @@ async def test_a_smaller_history_of_many_short_turns_is_rewritten_in_a_worker_th
     assert upstream_body(up) != body
 
 
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_an_agents_next_request_of_many_short_turns_is_read_and_rewritten_on_the_loop(
+    surface: Surface, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same history and one turn more, from the same client: what the request before learned of
+    the turns they share is taken (``CARRIED_WORK`` each), and only the new turn is read, so the work
+    is a small part of reading it afresh, which went to a worker thread."""
+    on_loop = _threads_of_transform(surface, monkeypatch)
+    sent_to_worker: list[str] = []
+    in_worker = incoming._in_worker
+
+    async def noted(work: Any, *args: Any) -> Any:
+        sent_to_worker.append(getattr(work, "__name__", ""))
+        return await in_worker(work, *args)
+
+    monkeypatch.setattr(incoming, "_in_worker", noted)
+    doc = turn(surface, "sunny")
+    key = "input" if surface == "responses" else "messages"
+    asked = {"role": "user", "content": "And then?"}
+    doc[key] = [*doc[key], *(dict(asked, content=f"And next {i}?") for i in range(6_000))]
+    first = encoded(doc)
+    assert first.endswith(b"]}") and len(first) > 256 << 10  # read in a worker thread, afresh
+    more = first[:-2] + b',{"role": "user", "content": "And now?"}]}'
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        assert await post(base, path_of(surface), first) == (200, b"ok")
+        afresh = list(sent_to_worker)
+        assert await post(base, path_of(surface), more) == (200, b"ok")
+    (_, _, sent_first), (_, _, sent_more) = up.requests
+    assert on_loop == [False, True]
+    assert afresh[:2] == ["Request", "_planned"] and sent_to_worker == afresh  # nothing of the next request
+    assert sent_more == sent_first[:-2] + b',{"role": "user", "content": "And now?"}]}'  # rewritten as before
+
+
 # -- 2. a body that stops arriving -----------------------------------------------------------------------
 
 

@@ -396,10 +396,11 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
     return body
 
 
-_JOIN_OFF_LOOP_BYTES = 1 << 20
-"""A body at least this large is joined in a worker thread: ``bytes.join`` lets the loop run while
-it copies only from this size up (CPython's ``GIL_THRESHOLD``); below it, the copy holds the GIL in
-any thread, and a trip to one would only add its hand-offs to the request."""
+_JOIN_OFF_LOOP_BYTES = 8 << 20
+"""A body at least this large is joined in a worker thread, where ``bytes.join`` lets the loop run
+while it copies (it lets go of Python's lock from 1 MiB up). Below it the copy is joined on the loop:
+8 MiB take under a millisecond, and end to end the trip to a thread and back cost a 1 MiB request
+about 0.35 ms of CPU, more than copying it eight times over."""
 
 
 async def _read_all(payload: StreamReader, length: int) -> bytes:

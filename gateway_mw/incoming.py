@@ -176,7 +176,7 @@ async def rewrite_request(
         return Incoming("pass")
     server = request.get(THINKEXTRACT_SERVER)
     if server is not None and server != config.upstream_server:
-        config = config.replace(upstream_server=server)
+        config = config.replaced(upstream_server=server)
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):  # unread: the history's outcome says why, unless it reads none
         return Incoming(body if history or body == "client_gone" else "pass")

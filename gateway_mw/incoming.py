@@ -367,9 +367,22 @@ def _kept_off_loop(record: ReasoningRecord, scope: Scope, done: asyncio.Future[d
     _keep(record, scope, done.result())
 
 
+_encode_entry = msgspec.json.Encoder().encode
+
+
 def _keep(record: ReasoningRecord, scope: Scope, entries: dict[str, Recalled]) -> None:
-    if entries:
-        record.put_soon(scope.value, {key: msgspec.json.encode(entry) for key, entry in entries.items()})
+    """Hand ``entries`` to the record, each answer's entry encoded once for all the keys it is kept
+    under (its calls' ids, its items' ids, what it said, the conversation before it)."""
+    if not entries:
+        return
+    encoded: dict[int, bytes] = {}  # by the entry's identity: the entries hold them meanwhile
+    values = {}
+    for key, entry in entries.items():
+        value = encoded.get(id(entry))
+        if value is None:
+            value = encoded[id(entry)] = _encode_entry(entry)
+        values[key] = value
+    record.put_soon(scope.value, values)
 
 
 def reads_history(config: ThinkExtractConfig) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import msgspec
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -87,10 +88,19 @@ async def test_a_request_that_neither_reads_nor_writes_the_record_digests_no_key
 
 
 async def test_a_request_that_reads_and_writes_the_record_digests_its_key_once(
-    aiohttp_server: ServerFactory, digests: list[bytes]
+    aiohttp_server: ServerFactory, digests: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each request's key is digested once, however often its scope is used (the record read for its
-    history, written with its answer); the answer's reasoning is kept under that scope alone."""
+    history, written with its answer), and each answer's entry encoded once, however many keys it is
+    kept under; the answer's reasoning is kept under that scope alone."""
+    encoded: list[bytes] = []
+    encode = incoming_module._encode_entry
+
+    def counted(entry: Any) -> bytes:
+        encoded.append(encode(entry))
+        return encoded[-1]
+
+    monkeypatch.setattr(incoming_module, "_encode_entry", counted)
     written = "<think>I need the weather first.</think>Let me look."
     url, up, app = await _gateway(aiohttp_server, [written, "<think>Sunny.</think>It is sunny.", "It is sunny."])
     record = app[THINKEXTRACT_RECORD]
@@ -98,7 +108,10 @@ async def test_a_request_that_reads_and_writes_the_record_digests_its_key_once(
     first = await _post(url, question, "key-a")
     await record.drain()
     assert digests == [scope_for(["key-a"])]  # written: the first answer moved reasoning
-    assert record.counts.written == 3
+    assert record.counts.written == 3  # under its call's id, what it said and the conversation before it
+    assert [msgspec.json.decode(e) for e in encoded] == [
+        {"reasoning": "I need the weather first.", "original": written, "calls": ["call_1"]}
+    ]
     turn = {"role": "assistant", "content": first["choices"][0]["message"]["content"], "tool_calls": [CALL]}
     history = [*question, turn, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
     await _post(url, history, "key-a")
@@ -107,6 +120,7 @@ async def test_a_request_that_reads_and_writes_the_record_digests_its_key_once(
     # The reasoning the client dropped came back from the record, in the model's own text.
     assert up.bodies[1]["messages"][1] == {"role": "assistant", "content": written, "tool_calls": [CALL]}
     assert (record.counts.written, record.counts.hits) == (6, 1)
+    assert len(encoded) == 2
     await _post(url, history, "key-b")  # another key: its own scope, where nothing was kept
     assert up.bodies[2]["messages"][1] == turn
     assert digests[-1] == scope_for(["key-b"]) != scope_for(["key-a"])

@@ -37,6 +37,7 @@ from .controls import (
     read_with_texts,
     write_controls,
 )
+from .controls.read import Texts
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .history.carry import CARRIED_BYTES, STATES
@@ -232,8 +233,9 @@ def _read_controls(surface: Surface, body: bytes, read: Request | None, config: 
     if not config.reasoning_controls:
         return None
     fields = None if read is None else read.controls
-    if fields is not None:  # read in the history's pass, with the texts
-        texts = read.texts() if read is not None else None
+    texts: Texts
+    if fields is not None and read is not None:  # read in the history's pass; the texts when asked
+        texts = read.texts
     else:
         both = read_with_texts(body)
         if both is None:

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from gateway_mw import THINKEXTRACT_IDS, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, ThinkExtractConfig, setup
 from gateway_mw import incoming as incoming_module
 from gateway_mw.credentials import scope_for
-from gateway_mw.history import transform_request
+from gateway_mw.history import Request, transform_request
 from gateway_mw.surfaces.registry import SURFACES
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -231,3 +231,37 @@ async def test_clients_that_keep_encrypted_reasoning_share_their_settings(
     }
     assert [answer["output"][0] for answer in answers] == [reasoning] * 3
     assert answers == [answers[0]] * 3
+
+
+@pytest.fixture
+def texts_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every time a request's texts were read for a text switch (``/no_think``)."""
+    read: list[int] = []
+    texts = Request.texts
+
+    def counted(self: Request) -> list[Any] | None:
+        read.append(self.count)
+        return texts(self)
+
+    monkeypatch.setattr(Request, "texts", counted)
+    return read
+
+
+async def test_the_texts_are_read_for_a_switch_only_when_no_field_says_anything(
+    aiohttp_server: ServerFactory, texts_read: list[int]
+) -> None:
+    """A request whose field says what it wants of the thinking is not searched for a text switch
+    (the field wins); one that says nothing in its fields is, and its switch is written as before."""
+    up = Upstream(["It is sunny."] * 2)
+    app = web.Application()
+    setup(app, ThinkExtractConfig(upstream_server="vllm", reasoning_store="off"))
+    app.router.add_post("/v1/chat/completions", up.chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    async with aiohttp.ClientSession() as session:
+        said = {"model": "qwen3-8b", "messages": [{"role": "user", "content": "Weather? /no_think"}]}
+        for body in ({**said, "reasoning_effort": "high"}, said):
+            async with session.post(url, json=body) as resp:
+                assert resp.status == 200
+    assert texts_read == [1]  # the second request only
+    on = {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True}}  # the field's
+    assert up.bodies == [{**said, **on}, {**said, "chat_template_kwargs": {"enable_thinking": False}}]

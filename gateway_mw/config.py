@@ -196,6 +196,20 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     def replace(self, **changes: Any) -> ThinkExtractConfig:
         return msgspec.structs.replace(self, **changes)
 
+    def replaced(self, **changes: Any) -> ThinkExtractConfig:
+        """:meth:`replace`, made once per configuration and changes (kept with its :attr:`derived`
+        values): the requests that change a setting alike (the server an outer middleware names, a
+        client that wants no reasoning back) share one configuration and what is worked out from it
+        (the settings per model, a scanner's tables), which a copy made per request works out again."""
+        key = f"replaced {sorted(changes.items())!r}"
+        derived = self.derived
+        made: ThinkExtractConfig | None = derived.get(key)
+        if made is None:
+            made = self.replace(**changes)
+            if len(derived) < _DERIVED_VALUES_MAX:  # the values an outer middleware names: bounded all the same
+                derived[key] = made
+        return made
+
     @property
     def derived(self) -> dict[str, Any]:
         """Values worked out from these settings by the modules that read them (a scanner's tag
@@ -282,6 +296,7 @@ _CHECKED = twin(ThinkExtractConfig)
 _AUTO = ("auto", "auto")
 _RESOLVED_MAX = 1024
 _DERIVED_MAX = 256
+_DERIVED_VALUES_MAX = 64
 
 
 class _Derived:

@@ -37,9 +37,10 @@ from .controls import (
     read_with_texts,
     write_controls,
 )
+from .controls.read import Texts
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
-from .history.carry import STATES
+from .history.carry import CARRIED_BYTES, STATES
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -54,6 +55,7 @@ __all__ = [
     "THINKEXTRACT_SERVER",
     "Incoming",
     "RequestBodyTimeout",
+    "Scope",
     "entries_handed_over",
     "reads_history",
     "remember",
@@ -133,7 +135,8 @@ class Incoming(NamedTuple):
     """The body as the client sent it (for the record's keys of the answer)."""
     blobs: bool = False
     """Whether the client asked for reasoning it can send back in ``encrypted_content``."""
-    scope: bytes = b""
+    scope: Scope | None = None
+    """The request's scope of the reasoning record (``None``: the record is not read)."""
     request: Request | None = None
     """The body as it was read (its model, its conversation's digests): the record's entries of the
     answer take that reading, so that the body is never read twice."""
@@ -143,10 +146,27 @@ class Incoming(NamedTuple):
 
 def scope_of(request: web.Request) -> bytes:
     """The reasoning record's scope of ``request`` (see :data:`THINKEXTRACT_SCOPE`)."""
-    scope = request.get(THINKEXTRACT_SCOPE)
-    if scope is not None:
-        return bytes(scope)
-    return scope_for(credentials(request.headers))
+    return Scope(request).value
+
+
+class Scope:
+    """The reasoning record's scope of one request (:func:`scope_of`), its keyed digest made the
+    first time the record is read or written: a request that does neither (a short history with no
+    turn to recall, whose answer moved no reasoning) costs none. The digest is of the request's
+    headers, which do not change; an outer middleware's scope is taken when the request comes in."""
+
+    __slots__ = ("_headers", "_value")
+
+    def __init__(self, request: web.Request) -> None:
+        given = request.get(THINKEXTRACT_SCOPE)
+        self._value: bytes | None = None if given is None else bytes(given)
+        self._headers = request.headers
+
+    @property
+    def value(self) -> bytes:
+        if self._value is None:
+            self._value = scope_for(credentials(self._headers))
+        return self._value
 
 
 async def rewrite_request(
@@ -164,16 +184,19 @@ async def rewrite_request(
         return Incoming("pass")
     server = request.get(THINKEXTRACT_SERVER)
     if server is not None and server != config.upstream_server:
-        config = config.replace(upstream_server=server)
+        config = config.replaced(upstream_server=server)
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):  # unread: the history's outcome says why, unless it reads none
         return Incoming(body if history or body == "client_gone" else "pass")
-    scope = scope_of(request) if record is not None and history else b""
+    scope = Scope(request) if record is not None and history else None
     read: Request | None = None
     new: bytes | None = None
     try:
         if history:
-            carry = None if record is None else (STATES, scope)  # the scope's digest states: its own
+            keyed = scope is not None
+            # The scope's digest states, its own: only a body large enough to have its reading kept
+            # takes them (a smaller one is read afresh), and only that one needs its scope now.
+            carry = (STATES, scope.value) if scope is not None and len(body) >= CARRIED_BYTES else None
             side, large = SURFACES[surface], len(body) > _READ_ON_LOOP_BYTES
             reading: Request | None = None
             if large and carry is not None:  # an agent's next request is read on the loop after what it shares
@@ -182,9 +205,9 @@ async def rewrite_request(
                 reading = await _in_worker(Request, side, body, carry)
             elif reading is None:
                 reading = Request(side, body, carry)
-            keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, carry is not None)
-            if keys:
-                recall = await _recall(record, scope, keys) if record is not None else NOTHING
+            keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, keyed)
+            if keys:  # asked for only with a record (keyed)
+                recall = NOTHING if record is None or scope is None else await _recall(record, scope.value, keys)
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
             reading.keep(new)  # for the scope's next request, which takes what it learned
             read = reading
@@ -221,8 +244,9 @@ def _read_controls(surface: Surface, body: bytes, read: Request | None, config: 
     if not config.reasoning_controls:
         return None
     fields = None if read is None else read.controls
-    if fields is not None:  # read in the history's pass, with the texts
-        texts = read.texts() if read is not None else None
+    texts: Texts
+    if fields is not None and read is not None:  # read in the history's pass; the texts when asked
+        texts = read.texts
     else:
         both = read_with_texts(body)
         if both is None:
@@ -319,19 +343,19 @@ def remember(
 ) -> None:
     """Keep what the answers to a request said, after the response (written in the background; the
     keys of a large request, when an answer moved reasoning, worked out in a worker thread)."""
-    body = incoming.body
-    if body is None or not said:
+    body, scope = incoming.body, incoming.scope
+    if body is None or scope is None or not said:  # no body read, or no record read for it
         return
     # The request side's reading when there is one: the body is not read again.
     request = body if incoming.request is None else incoming.request
     if (len(body) if isinstance(request, bytes) else _work(request)) <= OFF_LOOP_BYTES:
-        _keep(record, incoming.scope, record_entries(SURFACES[surface], request, said, config))
+        _keep(record, scope, record_entries(SURFACES[surface], request, said, config))
         return
     task = asyncio.get_running_loop().run_in_executor(
         _workers(), record_entries, SURFACES[surface], request, said, config
     )
     _reading.add(task)
-    task.add_done_callback(lambda done: _kept_off_loop(record, incoming.scope, done))
+    task.add_done_callback(lambda done: _kept_off_loop(record, scope, done))
 
 
 _reading: set[asyncio.Future[dict[str, Recalled]]] = set()
@@ -345,7 +369,7 @@ async def entries_handed_over() -> None:
         await asyncio.gather(*_reading, return_exceptions=True)
 
 
-def _kept_off_loop(record: ReasoningRecord, scope: bytes, done: asyncio.Future[dict[str, Recalled]]) -> None:
+def _kept_off_loop(record: ReasoningRecord, scope: Scope, done: asyncio.Future[dict[str, Recalled]]) -> None:
     _reading.discard(done)
     if done.cancelled():
         return
@@ -358,9 +382,22 @@ def _kept_off_loop(record: ReasoningRecord, scope: bytes, done: asyncio.Future[d
     _keep(record, scope, done.result())
 
 
-def _keep(record: ReasoningRecord, scope: bytes, entries: dict[str, Recalled]) -> None:
-    if entries:
-        record.put_soon(scope, {key: msgspec.json.encode(entry) for key, entry in entries.items()})
+_encode_entry = msgspec.json.Encoder().encode
+
+
+def _keep(record: ReasoningRecord, scope: Scope, entries: dict[str, Recalled]) -> None:
+    """Hand ``entries`` to the record, each answer's entry encoded once for all the keys it is kept
+    under (its calls' ids, its items' ids, what it said, the conversation before it)."""
+    if not entries:
+        return
+    encoded: dict[int, bytes] = {}  # by the entry's identity: the entries hold them meanwhile
+    values = {}
+    for key, entry in entries.items():
+        value = encoded.get(id(entry))
+        if value is None:
+            value = encoded[id(entry)] = _encode_entry(entry)
+        values[key] = value
+    record.put_soon(scope.value, values)
 
 
 def reads_history(config: ThinkExtractConfig) -> bool:

@@ -180,13 +180,13 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     if incoming.outcome == "client_gone":
         return web.Response(status=CLIENT_GONE)  # no one to answer: what the access log shows
     if incoming.blobs:  # the client keeps reasoning it can send back only as encrypted_content
-        session.config = config.replace(responses_encrypted_content=True)
+        session.config = config.replaced(responses_encrypted_content=True)
     controlled = incoming.controls
     if controlled is not None:
         if session.stats is not None:
             session.stats.controlled(surface, controlled.intent.kind, controlled.outcome)
         if controlled.intent.exclude:  # the client wants no reasoning back
-            session.config = session.config.replace(reasoning_exclude=True)
+            session.config = session.config.replaced(reasoning_exclude=True)
     budget = None
     side = session.definition.budget
     if side is not None and controlled is not None and controlled.by_gateway and controlled.intent.budget is not None:

@@ -5,7 +5,7 @@ stays ``default``, and the body goes on as it came, for the server to answer as 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -16,7 +16,7 @@ from .intent import Intent
 from .side import ControlSide
 from .text import read_with_texts, text_switch
 
-__all__ = ["read_intent"]
+__all__ = ["Texts", "read_intent"]
 
 
 _DEFAULT = Intent()
@@ -27,14 +27,16 @@ def _excluded(fields: ControlFields) -> bool:
     return isinstance(value, dict) and value.get("exclude") is True
 
 
-def read_intent(
-    body: bytes, surface: ControlSide, fields: ControlFields | None = None, texts: Iterable[Any] | None = None
-) -> Intent:
+Texts = Iterable[Any] | Callable[[], Iterable[Any] | None] | None
+"""The texts a text switch may end, or what gives them when asked (only when no field says anything)."""
+
+
+def read_intent(body: bytes, surface: ControlSide, fields: ControlFields | None = None, texts: Texts = None) -> Intent:
     """What the client of ``body`` (a request on ``surface``) asks of the model's thinking.
 
     ``fields``: the body's control fields, and ``texts``: the latest user message and the system
-    prompt (raw or read, latest first), when a reader of the body has them already; what is not
-    handed in is read here, in one pass."""
+    prompt (raw or read, latest first), or what gives them, when a reader of the body has them
+    already; what is not handed in is read here, in one pass."""
     if fields is None:
         both = read_with_texts(body)
         if both is None:
@@ -42,6 +44,8 @@ def read_intent(
         fields, texts = both[0], both[1] if texts is None else texts
     intent = next((said for read in surface.controls.forms if (said := read(fields)) is not None), None)
     if intent is None:
+        if callable(texts):
+            texts = texts()
         if texts is None:  # read only when no field said anything
             both = read_with_texts(body)
             texts = () if both is None else both[1]

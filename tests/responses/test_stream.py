@@ -19,6 +19,7 @@ from gateway_mw import ModelProfile, ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder, SSEEvent
 from gateway_mw.surfaces.responses import ResponsesStream, transform_body, translate_stream
+from gateway_mw.surfaces.responses import items as items_module
 
 from ..responseswire import (
     USAGE,
@@ -266,6 +267,25 @@ def test_body_transform_counts_and_keeps_unknown_fields() -> None:
         x_extra={"k": 1},
     )
     assert (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed) == (1, 2, 0)
+
+
+def test_a_body_replayed_writes_only_the_events_its_items_are_read_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay of a body's output reads its items back from their ``output_item.done`` events:
+    those are the only events it encodes (the upstream message's own done event among them, whose
+    type is read raw), the others only numbered."""
+    written: list[str] = []
+    encode = items_module.event_of
+
+    def counted(body: dict[str, Any], fields: bytes | None, name: str | None) -> SSEEvent:
+        written.append(msgspec.json.decode(body["type"]) if isinstance(body["type"], msgspec.Raw) else body["type"])
+        return encode(body, fields, name)
+
+    monkeypatch.setattr(items_module, "event_of", counted)
+    doc = response("completed", [message("msg_1", ["<think>ab</think>c"])])
+    new, _ = transform_body(json.dumps(doc).encode(), CFG)
+    assert new is not None
+    assert normalize(json.loads(new)) == response("completed", [reasoning("rs_1", "ab"), message("msg_1", ["c"])])
+    assert written == ["response.output_item.done"] * 2
 
 
 def test_body_with_only_reasoning_has_no_message_item() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...config import ThinkExtractConfig
 from ...marks import encode_blob
-from ...rawjson import Obj, obj
+from ...rawjson import Obj, as_str, obj
 from ...scanner import CONTENT, Segment, merge_segments
 from ...sse import SSEEvent
 from ..base import NewId
@@ -29,6 +29,7 @@ __all__ = ["Channel", "ClientItem", "Record", "Source", "Writer", "formats", "po
 Source = tuple[Obj, bytes]  # an upstream event to rewrite: its data, and its non-data lines
 # Event types that name a content part, and so must carry content_index for a strict client.
 _PART_SCOPED = ("response.content_part.", "response.output_text.", "response.reasoning_text.", "response.refusal.")
+_ITEM_DONE = "response.output_item.done"
 _DEFAULT_PART: Obj = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
 
 
@@ -168,6 +169,9 @@ class Writer:
         self.numbering = numbering
         self.new_id = new_id
         self.named = False  # the upstream names its events: new ones are named too
+        self.items_only = False
+        """A replay (``rebuild``), which reads only the items of the ``output_item.done`` events: the
+        others are numbered all the same, and left unwritten (an event of no bytes and no data)."""
         self.use(config)
 
     def use(self, config: ThinkExtractConfig) -> None:
@@ -179,6 +183,8 @@ class Writer:
 
     def send(self, body: Obj, fields: bytes | None = None) -> SSEEvent:
         body["sequence_number"] = self.numbering.take_seq()
+        if self.items_only and as_str(body["type"]) != _ITEM_DONE:  # (an upstream body's type is raw)
+            return SSEEvent(raw=b"")
         name = body["type"] if self.named and fields is None else None
         return event_of(body, fields, name)
 

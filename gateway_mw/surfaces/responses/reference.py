@@ -75,10 +75,12 @@ class ResponsesReference(Translator):
         return [Said(joined(t), tuple(t.calls.get(0, ())), ids)]
 
     def replaying(self, config: ThinkExtractConfig) -> None:
-        """Settings already resolved for the response's model (a replay of its output)."""
+        """Settings already resolved for the response's model (a replay of its output, which reads
+        the items back from their done events: no other event is written)."""
         self._resolved = True
         self.channels.resolve(None)
         self.writer.use(config)
+        self.writer.items_only = True
         self.passing = not config.enabled
 
     def _new_id(self, prefix: str) -> str:

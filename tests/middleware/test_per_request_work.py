@@ -1,0 +1,267 @@
+"""What one request costs the middleware besides its history: work done only when the request needs
+it, and done once. Each test counts the calls of a step a request of that kind did not need (or
+needed once) and checks that the request comes out as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import msgspec
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway_mw import THINKEXTRACT_IDS, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, ThinkExtractConfig, setup
+from gateway_mw import incoming as incoming_module
+from gateway_mw.credentials import scope_for
+from gateway_mw.history import Request, transform_request
+from gateway_mw.surfaces.registry import SURFACES
+
+ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Paris"}'}}
+
+
+class Upstream:
+    """Answers each chat request with the next of ``answers`` (a tool call with it)."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.bodies: list[dict[str, Any]] = []
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.bodies.append(body)
+        message = {"role": "assistant", "content": self.answers[len(self.bodies) - 1], "tool_calls": [CALL]}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        answer = {"id": "c", "object": "chat.completion", "created": 1, "model": body["model"], "choices": [choice]}
+        return web.json_response(answer)
+
+
+async def _gateway(aiohttp_server: ServerFactory, answers: list[str]) -> tuple[str, Upstream, web.Application]:
+    up = Upstream(answers)
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/v1/chat/completions", up.chat)
+    server = await aiohttp_server(app)
+    return str(server.make_url("/v1/chat/completions")), up, app
+
+
+async def _post(url: str, messages: list[dict[str, Any]], key: str, model: str = "llama-3.1-8b") -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session:
+        body = {"model": model, "messages": messages}
+        async with session.post(url, json=body, headers={"Authorization": f"Bearer {key}"}) as resp:
+            assert resp.status == 200
+            answer: dict[str, Any] = json.loads(await resp.read())
+            return answer
+
+
+@pytest.fixture
+def digests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every record scope digested from a request's keys."""
+    made: list[bytes] = []
+
+    def counted(keys: list[str]) -> bytes:
+        made.append(scope_for(keys))
+        return made[-1]
+
+    monkeypatch.setattr(incoming_module, "scope_for", counted)
+    return made
+
+
+async def test_a_request_that_neither_reads_nor_writes_the_record_digests_no_key(
+    aiohttp_server: ServerFactory, digests: list[bytes]
+) -> None:
+    """A first turn (nothing to recall) whose answer moved no reasoning: the record is not touched,
+    and the client's key is not digested into a scope."""
+    url, up, app = await _gateway(aiohttp_server, ["It is sunny."])
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    answer = await _post(url, question, "key-a")
+    await app[THINKEXTRACT_RECORD].drain()
+    assert answer["choices"][0]["message"] == {"role": "assistant", "content": "It is sunny.", "tool_calls": [CALL]}
+    assert up.bodies == [{"model": "llama-3.1-8b", "messages": question}]
+    assert digests == []
+    assert app[THINKEXTRACT_RECORD].counts.written == 0
+
+
+async def test_a_request_that_reads_and_writes_the_record_digests_its_key_once(
+    aiohttp_server: ServerFactory, digests: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request's key is digested once, however often its scope is used (the record read for its
+    history, written with its answer), and each answer's entry encoded once, however many keys it is
+    kept under; the answer's reasoning is kept under that scope alone."""
+    encoded: list[bytes] = []
+    encode = incoming_module._encode_entry
+
+    def counted(entry: Any) -> bytes:
+        encoded.append(encode(entry))
+        return encoded[-1]
+
+    monkeypatch.setattr(incoming_module, "_encode_entry", counted)
+    written = "<think>I need the weather first.</think>Let me look."
+    url, up, app = await _gateway(aiohttp_server, [written, "<think>Sunny.</think>It is sunny.", "It is sunny."])
+    record = app[THINKEXTRACT_RECORD]
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    first = await _post(url, question, "key-a")
+    await record.drain()
+    assert digests == [scope_for(["key-a"])]  # written: the first answer moved reasoning
+    assert record.counts.written == 3  # under its call's id, what it said and the conversation before it
+    assert [msgspec.json.decode(e) for e in encoded] == [
+        {"reasoning": "I need the weather first.", "original": written, "calls": ["call_1"]}
+    ]
+    turn = {"role": "assistant", "content": first["choices"][0]["message"]["content"], "tool_calls": [CALL]}
+    history = [*question, turn, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+    await _post(url, history, "key-a")
+    await record.drain()
+    assert digests == [scope_for(["key-a"])] * 2  # read (its turn's reasoning) and written: once
+    # The reasoning the client dropped came back from the record, in the model's own text.
+    assert up.bodies[1]["messages"][1] == {"role": "assistant", "content": written, "tool_calls": [CALL]}
+    assert (record.counts.written, record.counts.hits) == (6, 1)
+    assert len(encoded) == 2
+    await _post(url, history, "key-b")  # another key: its own scope, where nothing was kept
+    assert up.bodies[2]["messages"][1] == turn
+    assert digests[-1] == scope_for(["key-b"]) != scope_for(["key-a"])
+
+
+def test_a_setting_replaced_alike_is_one_configuration() -> None:
+    """What two requests change alike is one configuration, equal to a fresh copy; other changes
+    (another value, another setting, another base) are their own."""
+    base = ThinkExtractConfig(upstream_server="auto")
+    vllm = base.replaced(upstream_server="vllm")
+    assert vllm is base.replaced(upstream_server="vllm")
+    assert vllm == base.replace(upstream_server="vllm")
+    assert base.replaced(upstream_server="sglang") == base.replace(upstream_server="sglang") != vllm
+    assert base.replaced(reasoning_exclude=True) == base.replace(reasoning_exclude=True)
+    assert vllm.replaced(reasoning_exclude=True) == base.replace(upstream_server="vllm", reasoning_exclude=True)
+    assert base.upstream_server == "auto" and not base.reasoning_exclude  # the base is left as it was
+
+
+@pytest.fixture
+def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every model's settings worked out (server, model): once per configuration and model."""
+    made: list[tuple[str, str]] = []
+    resolve = ThinkExtractConfig._resolve
+
+    def counted(self: ThinkExtractConfig, model: str) -> ThinkExtractConfig:
+        made.append((self.upstream_server, model))
+        return resolve(self, model)
+
+    monkeypatch.setattr(ThinkExtractConfig, "_resolve", counted)
+    return made
+
+
+@web.middleware
+async def _names_vllm(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    request[THINKEXTRACT_SERVER] = "vllm"  # as a gateway that knows the server behind each upstream
+    return await handler(request)
+
+
+async def test_requests_whose_server_an_outer_middleware_names_share_its_settings(
+    aiohttp_server: ServerFactory, resolved: list[tuple[str, str]]
+) -> None:
+    """A configuration for the server an outer middleware names is made once, not per request: the
+    model's settings under it are worked out once, and every request is rewritten for that server."""
+    up = Upstream(["It is sunny."] * 3)
+    app = web.Application(middlewares=[_names_vllm])
+    setup(app, ThinkExtractConfig(upstream_server="auto", reasoning_store="off"))
+    app.router.add_post("/v1/chat/completions", up.chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    turn = {
+        "role": "assistant",
+        "content": "<think>I need the weather first.</think>Let me look.",
+        "tool_calls": [CALL],
+    }
+    history = [
+        {"role": "user", "content": "Weather?"},
+        turn,
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    ]
+    body = {"model": "qwen3-8b", "messages": history}
+    await _post(url, history, "key-a", model="qwen3-8b")
+    first = list(resolved)  # what the first request worked out, for the server named and the base
+    assert {server for server, _ in first} == {"auto", "vllm"}
+    await _post(url, history, "key-a", model="qwen3-8b")
+    await _post(url, history, "key-b", model="qwen3-8b")
+    assert resolved == first  # the next requests work out nothing again
+    expected = transform_request(
+        SURFACES["chat"], json.dumps(body).encode(), ThinkExtractConfig(upstream_server="vllm")
+    )
+    assert expected is not None  # the vLLM form: the reasoning in its own field
+    assert up.bodies == [json.loads(expected)] * 3
+
+
+async def test_clients_that_keep_encrypted_reasoning_share_their_settings(
+    aiohttp_server: ServerFactory, resolved: list[tuple[str, str]]
+) -> None:
+    """Responses clients that ask for ``reasoning.encrypted_content`` (Codex) get their answers
+    translated under one configuration, not one per request: the model's settings are worked out
+    once, and each answer's reasoning comes back as the first did."""
+
+    async def responses(request: web.Request) -> web.Response:
+        body = await request.json()
+        text = {"type": "output_text", "text": "<think>Sunny.</think>It is sunny.", "annotations": []}
+        item = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [text]}
+        answer = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed"}
+        return web.json_response({**answer, "model": body["model"], "output": [item]})
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig(reasoning_store="off"))
+    app[THINKEXTRACT_IDS] = lambda prefix: f"{prefix}1"  # each answer's ids alike
+    app.router.add_post("/v1/responses", responses)
+    url = str((await aiohttp_server(app)).make_url("/v1/responses"))
+    request = {"model": "qwen3-8b", "input": "Weather?", "include": ["reasoning.encrypted_content"], "store": False}
+    answers = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(3):
+            async with session.post(url, json=request) as resp:
+                answers.append(await resp.json())
+            if len(answers) == 1:
+                first = list(resolved)
+    assert resolved == first
+    reasoning = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Sunny."}],
+        "content": [{"type": "reasoning_text", "text": "Sunny."}],
+        "encrypted_content": "gw1:U3Vubnku",  # the client's to send back
+        "status": "completed",
+    }
+    assert [answer["output"][0] for answer in answers] == [reasoning] * 3
+    assert answers == [answers[0]] * 3
+
+
+@pytest.fixture
+def texts_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every time a request's texts were read for a text switch (``/no_think``)."""
+    read: list[int] = []
+    texts = Request.texts
+
+    def counted(self: Request) -> list[Any] | None:
+        read.append(self.count)
+        return texts(self)
+
+    monkeypatch.setattr(Request, "texts", counted)
+    return read
+
+
+async def test_the_texts_are_read_for_a_switch_only_when_no_field_says_anything(
+    aiohttp_server: ServerFactory, texts_read: list[int]
+) -> None:
+    """A request whose field says what it wants of the thinking is not searched for a text switch
+    (the field wins); one that says nothing in its fields is, and its switch is written as before."""
+    up = Upstream(["It is sunny."] * 2)
+    app = web.Application()
+    setup(app, ThinkExtractConfig(upstream_server="vllm", reasoning_store="off"))
+    app.router.add_post("/v1/chat/completions", up.chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    async with aiohttp.ClientSession() as session:
+        said = {"model": "qwen3-8b", "messages": [{"role": "user", "content": "Weather? /no_think"}]}
+        for body in ({**said, "reasoning_effort": "high"}, said):
+            async with session.post(url, json=body) as resp:
+                assert resp.status == 200
+    assert texts_read == [1]  # the second request only
+    on = {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True}}  # the field's
+    assert up.bodies == [{**said, **on}, {**said, "chat_template_kwargs": {"enable_thinking": False}}]

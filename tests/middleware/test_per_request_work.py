@@ -4,7 +4,9 @@ needed once) and checks that the request comes out as before."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -265,3 +267,51 @@ async def test_the_texts_are_read_for_a_switch_only_when_no_field_says_anything(
     assert texts_read == [1]  # the second request only
     on = {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True}}  # the field's
     assert up.bodies == [{**said, **on}, {**said, "chat_template_kwargs": {"enable_thinking": False}}]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+async def test_a_request_is_freed_when_its_response_is_over(aiohttp_server: ServerFactory, stream: bool) -> None:
+    """Once its response is over, nothing the middleware made holds a request (its body, what was read
+    of it) in a cycle: it goes as soon as aiohttp lets it go, not at the garbage collector's next pass,
+    as without the middleware."""
+    requests: list[weakref.ref[web.Request]] = []
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        requests.append(weakref.ref(request))
+        await request.read()
+        if not stream:
+            message = {"role": "assistant", "content": "<think>Sunny.</think>It is sunny."}
+            return web.json_response({"id": "c", "object": "chat.completion", "choices": [{"message": message}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices":[{"index":0,"delta":{"content":"<think>Sunny.</think>It is"}}]}\n\n')
+        await resp.write_eof(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/v1/chat/completions", chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    bodies = []
+    gc.collect()
+    gc.disable()
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(2):  # the connection's handler may hold its latest request: the first is asked of
+                body = {"model": "m", "messages": [{"role": "user", "content": "Weather?"}]}
+                async with session.post(url, json=body) as resp:
+                    bodies.append(await resp.read())
+        first = requests[0]()
+    finally:
+        gc.enable()
+    assert first is None
+    if stream:  # translated all the same
+        assert bodies[0] == (
+            b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"Sunny.","reasoning":"Sunny."}}]}\n\n'
+            b'data: {"choices":[{"index":0,"delta":{"content":"It is"},"logprobs":null,"finish_reason":null}]}\n\n'
+            b"data: [DONE]\n\n"
+        )
+    else:
+        message = {"role": "assistant", "content": "It is sunny.", "reasoning_content": "Sunny.", "reasoning": "Sunny."}
+        assert json.loads(bodies[0])["choices"] == [{"message": message}]
+    assert bodies[1] == bodies[0]

@@ -18,8 +18,11 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_IDS, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, ThinkExtractConfig, setup
 from gateway_mw import incoming as incoming_module
+from gateway_mw.channels import Said
+from gateway_mw.config import Surface
 from gateway_mw.credentials import scope_for
 from gateway_mw.history import Request, transform_request
+from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.registry import SURFACES
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -315,3 +318,44 @@ async def test_a_request_is_freed_when_its_response_is_over(aiohttp_server: Serv
         message = {"role": "assistant", "content": "It is sunny.", "reasoning_content": "Sunny.", "reasoning": "Sunny."}
         assert json.loads(bodies[0])["choices"] == [{"message": message}]
     assert bodies[1] == bodies[0]
+
+
+_STREAMS: dict[Surface, tuple[bytes, bytes]] = {
+    "chat": (
+        b'data: {"choices":[{"index":0,"delta":{"content":"<think>Sunny.</think>It is sunny."}}]}\n\ndata: [DONE]\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"Sunny.","reasoning":"Sunny."}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"It is sunny."},"logprobs":null,"finish_reason":null}]}\n\n'
+        b"data: [DONE]\n\n",
+    ),
+    "ollama": (
+        b'{"model":"m","message":{"role":"assistant","content":"<think>Sunny.</think>It is sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":""},"done":true}\n',
+        b'{"model":"m","message":{"role":"assistant","content":"","thinking":"Sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":"It is sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":""},"done":true}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["no record", "record"])
+@pytest.mark.parametrize("surface", list(_STREAMS))
+def test_a_stream_s_pipeline_leaves_nothing_for_the_garbage_collector(surface: Surface, keep: bool) -> None:
+    """What translates a stream (the pipeline, its translator, the transcripts the record keeps) makes
+    no cycle: it goes when the response is done with it, not at the collector's next pass."""
+    stream, translated = _STREAMS[surface]
+    gc.collect()
+    gc.disable()
+    try:
+        outs, said = [], []
+        for _ in range(3):
+            pipeline = StreamPipeline(surface, ThinkExtractConfig(), keep=keep)
+            outs.append(pipeline.feed(stream) + pipeline.finish())
+            said.append(pipeline.said())
+        del pipeline
+        left = gc.collect()
+    finally:
+        gc.enable()
+    assert left == 0
+    assert outs == [translated] * 3
+    kept = [Said(original="<think>Sunny.</think>It is sunny.")]
+    assert said == [kept if keep else []] * 3

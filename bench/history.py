@@ -27,9 +27,13 @@ reasoning).
 3. The fixed cost of a small request: a one-turn chat request streamed back in 20 events, CPU time of
    the whole process (client, proxy, upstream) per request with and without the middleware.
 
+With ``--server-named``, the proxy with the middleware is set up as the gateway is: an outer
+middleware names the server behind the upstream on each request (``THINKEXTRACT_SERVER``), the
+settings' ``upstream_server`` left to ``auto``.
+
 Only the package's public API is used, so that the same script measures an earlier version.
 
-    python bench/history.py [--rounds 7] [--quick]
+    python bench/history.py [--rounds 7] [--quick] [--end-to-end [--server-named]]
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import aiohttp
 from aiohttp import web
 from common import Spread, free_port, interleaved, no_collection
 
-from gateway_mw import ThinkExtractConfig, setup
+from gateway_mw import THINKEXTRACT_SERVER, ThinkExtractConfig, setup
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
 from gateway_mw.history import Request, record_entries, record_keys, transform_request
@@ -340,7 +344,14 @@ def _upstream() -> web.Application:
     return app
 
 
-def _gateway(upstream: int, with_middleware: bool) -> web.Application:
+@web.middleware
+async def _names_the_server(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    request[THINKEXTRACT_SERVER] = CONFIG.upstream_server  # as the gateway names the server it found
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
+def _gateway(upstream: int, with_middleware: bool, server_named: bool = False) -> web.Application:
     async def forward(request: web.Request) -> web.StreamResponse:
         session: aiohttp.ClientSession = request.app["session"]
         body = await request.read()
@@ -362,7 +373,10 @@ def _gateway(upstream: int, with_middleware: bool) -> web.Application:
         await app["session"].close()
 
     app = web.Application(client_max_size=8 << 20)
-    if with_middleware:
+    if with_middleware and server_named:
+        app.middlewares.append(_names_the_server)
+        setup(app, CONFIG.replace(upstream_server="auto"))
+    elif with_middleware:
         setup(app, CONFIG)
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
@@ -374,7 +388,7 @@ def _gateway(upstream: int, with_middleware: bool) -> web.Application:
 Runs = dict[str, dict[str, list[tuple[float, float]]]]
 
 
-async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) -> Runs:
+async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int, server_named: bool) -> Runs:
     """For each named request (route, body, requests per batch): (wall, CPU) seconds per request of
     each batch, plain and with the middleware, the two in alternating order round by round."""
     runners = []
@@ -382,7 +396,7 @@ async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) 
     runners.append(runner)
     ports = {}
     for name, on in (("plain", False), ("middleware", True)):
-        runner, ports[name] = await _serve(_gateway(up_port, on))
+        runner, ports[name] = await _serve(_gateway(up_port, on, server_named))
         runners.append(runner)
     times: Runs = {name: {"plain": [], "middleware": []} for name in requests}
     async with aiohttp.ClientSession() as session:
@@ -409,13 +423,15 @@ async def _end_to_end(requests: dict[str, tuple[str, bytes, int]], rounds: int) 
     return times
 
 
-def end_to_end(bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick: bool) -> str:
+def end_to_end(
+    bodies: dict[tuple[Surface, str, str], bytes], rounds: int, quick: bool, server_named: bool = False
+) -> str:
     requests = {
         f"{surface}|{size}|{state}": (ROUTES[surface], body, max(2, (4 if quick else 20) * 200_000 // len(body)))
         for (surface, size, state), body in bodies.items()
     }
     requests["small"] = (_SMALL_ROUTE, _SMALL.encode(), 20 if quick else 200)
-    times = asyncio.run(_end_to_end(requests, rounds))
+    times = asyncio.run(_end_to_end(requests, rounds, server_named))
     out = [
         "End to end through a proxy on loopback, one request at a time; wall ms per request, median"
         f" (min–max) of {rounds} rounds alternating the proxy without and with the middleware (request side,"
@@ -522,10 +538,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--end-to-end", action="store_true", help="only the end-to-end tables")
+    parser.add_argument(
+        "--server-named", action="store_true", help="end to end, an outer middleware naming the server (as the gateway)"
+    )
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     if args.end_to_end:
-        print(end_to_end(histories(), rounds, args.quick))
+        print(end_to_end(histories(), rounds, args.quick, args.server_named))
     else:
         print(tables(rounds, args.quick))
 

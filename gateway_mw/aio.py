@@ -17,7 +17,15 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.streams import StreamReader
 
-__all__ = ["PRIVATE_ATTRIBUTES", "clone_with", "hand_over", "raw_payload", "read_already", "swap_writer"]
+__all__ = [
+    "PRIVATE_ATTRIBUTES",
+    "clone_with",
+    "hand_over",
+    "raw_payload",
+    "read_already",
+    "restore_writer",
+    "swap_writer",
+]
 
 PRIVATE_ATTRIBUTES = ("_payload_writer", "_read_bytes", "_payload", "_cache")
 """The attributes of :class:`aiohttp.web.BaseRequest` this module reads or sets."""
@@ -31,6 +39,15 @@ def swap_writer(request: web.BaseRequest, writer: AbstractStreamWriter) -> Abstr
     replaced = request.writer
     request._payload_writer = writer
     return replaced
+
+
+def restore_writer(request: web.BaseRequest, writer: AbstractStreamWriter, own: AbstractStreamWriter) -> None:
+    """Put the request's ``own`` writer back where ``writer`` stands in for it, once its response is
+    over: a writer that holds what holds the request (the middleware's session) no longer makes a
+    cycle with it, which kept the request, its body and the reading of it alive until the garbage
+    collector's next pass."""
+    if request._payload_writer is writer:
+        request._payload_writer = own
 
 
 def read_already(request: web.BaseRequest) -> bytes | None:

@@ -16,6 +16,7 @@ from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
+from .aio import restore_writer
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -341,6 +342,14 @@ class TranslatingWriter(AbstractStreamWriter):
         if self._eof:
             return
         self._eof = True
+        try:
+            await self._end(chunk)
+        finally:
+            if not self.cut:  # (a cut answer goes on in its continuation, which ends it)
+                restore_writer(self._session.request, self, self._inner)
+
+    async def _end(self, chunk: bytes) -> None:
+        """:meth:`write_eof`: the rest of the response, as its kind ends."""
         if self._mode == _SSE:
             assert self._pipeline is not None
             out = self._pipeline.feed(bytes(chunk)) if chunk else b""

@@ -38,6 +38,19 @@ _WINDOW = 8192  # events are offered to the fast path this many bytes at a time
 class StreamPipeline:
     """Translate an SSE byte stream. ``feed`` what arrives, then ``finish`` once."""
 
+    def __new__(
+        cls,
+        surface: Surface,
+        config: ThinkExtractConfig,
+        new_id: NewId = random_id,
+        *,
+        keep: bool = False,
+        keep_limit: int = DEFAULT_MAX_ENTRY_BYTES,
+    ) -> StreamPipeline:
+        if cls is StreamPipeline and SURFACES[surface].framing != "sse":
+            return super().__new__(_LinesPipeline)
+        return super().__new__(cls)
+
     def __init__(
         self,
         surface: Surface,
@@ -59,9 +72,8 @@ class StreamPipeline:
         self._decoder: SSEDecoder | NDJSONDecoder
         if definition.framing == "sse":
             self._decoder = SSEDecoder(config.max_event_bytes, large, config.max_body_bytes)
-        else:  # newline-delimited JSON: only the general path (no fast path reads its lines)
+        else:  # newline-delimited JSON (_LinesPipeline)
             self._decoder = NDJSONDecoder(config.max_event_bytes)
-            self.feed = self._feed_lines  # type: ignore[method-assign]
         self._in_oversized = False  # pieces of an oversized event are going through
         self._surface = surface
         self._max_span = config.max_event_bytes
@@ -90,19 +102,10 @@ class StreamPipeline:
         counts.oversized_events = self._decoder.oversized_events
         return counts
 
-    def _feed_lines(self, chunk: bytes) -> bytes:
-        """:meth:`feed` for a newline-delimited JSON stream."""
-        if self._raw:
-            return chunk
-        try:
-            return self._translate(self._decoder.feed(chunk))
-        except Exception as exc:  # a fault in the framing: give up on this response
-            return self._give_up(exc, chunk)
-
     def feed(self, chunk: bytes) -> bytes:
         if self._raw:
             return chunk
-        decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # SSE: _feed_lines serves the other
+        decoder: SSEDecoder = self._decoder  # type: ignore[assignment]  # SSE: _LinesPipeline serves the other
         try:
             n = len(chunk)
             if n <= self._max_one and decoder.one_event(chunk):
@@ -288,6 +291,20 @@ class StreamPipeline:
         pending = self._decoder.take_pending()
         # The decoder may or may not have taken the chunk in before failing: never lose it.
         return held + pending + (chunk if len(pending) < before + len(chunk) else b"")
+
+
+class _LinesPipeline(StreamPipeline):
+    """A newline-delimited JSON stream (Ollama's): only the general path, no fast path reads its lines.
+    A class of its own, where an instance's own ``feed`` (a bound method of it) made a cycle that only
+    the garbage collector frees."""
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self._raw:
+            return chunk
+        try:
+            return self._translate(self._decoder.feed(chunk))
+        except Exception as exc:  # a fault in the framing: give up on this response
+            return self._give_up(exc, chunk)
 
 
 def transform_body(

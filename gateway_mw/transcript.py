@@ -13,18 +13,19 @@ class Budget:
     """The characters the transcripts of one response may keep together (each is at least a byte
     of an entry); once over, every transcript of it is dropped."""
 
-    __slots__ = ("limit", "over", "size", "transcripts")
+    __slots__ = ("kept", "limit", "over", "size")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
         self.over = False
-        self.transcripts: list[Transcript] = []
+        self.kept: list[list[str]] = []
+        """The parts of each transcript (not the transcripts, which hold this budget: no cycle)."""
 
     def drop(self) -> None:
         self.over = True
-        for transcript in self.transcripts:
-            transcript.parts.clear()
+        for parts in self.kept:
+            parts.clear()
 
 
 class Transcript:
@@ -35,7 +36,7 @@ class Transcript:
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         self.parts: list[str] = []
-        budget.transcripts.append(self)
+        budget.kept.append(self.parts)
 
     def append(self, text: str) -> None:
         budget = self.budget

@@ -4,7 +4,9 @@ needed once) and checks that the request comes out as before."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,8 +18,11 @@ from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_IDS, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, ThinkExtractConfig, setup
 from gateway_mw import incoming as incoming_module
+from gateway_mw.channels import Said
+from gateway_mw.config import Surface
 from gateway_mw.credentials import scope_for
 from gateway_mw.history import Request, transform_request
+from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.registry import SURFACES
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -265,3 +270,92 @@ async def test_the_texts_are_read_for_a_switch_only_when_no_field_says_anything(
     assert texts_read == [1]  # the second request only
     on = {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True}}  # the field's
     assert up.bodies == [{**said, **on}, {**said, "chat_template_kwargs": {"enable_thinking": False}}]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+async def test_a_request_is_freed_when_its_response_is_over(aiohttp_server: ServerFactory, stream: bool) -> None:
+    """Once its response is over, nothing the middleware made holds a request (its body, what was read
+    of it) in a cycle: it goes as soon as aiohttp lets it go, not at the garbage collector's next pass,
+    as without the middleware."""
+    requests: list[weakref.ref[web.Request]] = []
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        requests.append(weakref.ref(request))
+        await request.read()
+        if not stream:
+            message = {"role": "assistant", "content": "<think>Sunny.</think>It is sunny."}
+            return web.json_response({"id": "c", "object": "chat.completion", "choices": [{"message": message}]})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices":[{"index":0,"delta":{"content":"<think>Sunny.</think>It is"}}]}\n\n')
+        await resp.write_eof(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    setup(app, ThinkExtractConfig())
+    app.router.add_post("/v1/chat/completions", chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    bodies = []
+    gc.collect()
+    gc.disable()
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(2):  # the connection's handler may hold its latest request: the first is asked of
+                body = {"model": "m", "messages": [{"role": "user", "content": "Weather?"}]}
+                async with session.post(url, json=body) as resp:
+                    bodies.append(await resp.read())
+        first = requests[0]()
+    finally:
+        gc.enable()
+    assert first is None
+    if stream:  # translated all the same
+        assert bodies[0] == (
+            b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"Sunny.","reasoning":"Sunny."}}]}\n\n'
+            b'data: {"choices":[{"index":0,"delta":{"content":"It is"},"logprobs":null,"finish_reason":null}]}\n\n'
+            b"data: [DONE]\n\n"
+        )
+    else:
+        message = {"role": "assistant", "content": "It is sunny.", "reasoning_content": "Sunny.", "reasoning": "Sunny."}
+        assert json.loads(bodies[0])["choices"] == [{"message": message}]
+    assert bodies[1] == bodies[0]
+
+
+_STREAMS: dict[Surface, tuple[bytes, bytes]] = {
+    "chat": (
+        b'data: {"choices":[{"index":0,"delta":{"content":"<think>Sunny.</think>It is sunny."}}]}\n\ndata: [DONE]\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"Sunny.","reasoning":"Sunny."}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"It is sunny."},"logprobs":null,"finish_reason":null}]}\n\n'
+        b"data: [DONE]\n\n",
+    ),
+    "ollama": (
+        b'{"model":"m","message":{"role":"assistant","content":"<think>Sunny.</think>It is sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":""},"done":true}\n',
+        b'{"model":"m","message":{"role":"assistant","content":"","thinking":"Sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":"It is sunny."},"done":false}\n'
+        b'{"model":"m","message":{"role":"assistant","content":""},"done":true}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["no record", "record"])
+@pytest.mark.parametrize("surface", list(_STREAMS))
+def test_a_stream_s_pipeline_leaves_nothing_for_the_garbage_collector(surface: Surface, keep: bool) -> None:
+    """What translates a stream (the pipeline, its translator, the transcripts the record keeps) makes
+    no cycle: it goes when the response is done with it, not at the collector's next pass."""
+    stream, translated = _STREAMS[surface]
+    gc.collect()
+    gc.disable()
+    try:
+        outs, said = [], []
+        for _ in range(3):
+            pipeline = StreamPipeline(surface, ThinkExtractConfig(), keep=keep)
+            outs.append(pipeline.feed(stream) + pipeline.finish())
+            said.append(pipeline.said())
+        del pipeline
+        left = gc.collect()
+    finally:
+        gc.enable()
+    assert left == 0
+    assert outs == [translated] * 3
+    kept = [Said(original="<think>Sunny.</think>It is sunny.")]
+    assert said == [kept if keep else []] * 3

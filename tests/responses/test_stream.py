@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 from typing import Any
@@ -286,6 +287,24 @@ def test_a_body_replayed_writes_only_the_events_its_items_are_read_from(monkeypa
     assert new is not None
     assert normalize(json.loads(new)) == response("completed", [reasoning("rs_1", "ab"), message("msg_1", ["c"])])
     assert written == ["response.output_item.done"] * 2
+
+
+def test_a_body_replayed_leaves_nothing_for_the_garbage_collector() -> None:
+    """The replay's translator and its writer make no cycle: what a body's translation made goes as
+    soon as it returns (a cycle kept it, and whatever it held, until the collector's next pass)."""
+    doc = response("completed", [message("msg_1", ["<think>ab</think>c"])])
+    body = json.dumps(doc).encode()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            new, _ = transform_body(body, CFG)
+        left = gc.collect()
+    finally:
+        gc.enable()
+    assert left == 0
+    assert new is not None
+    assert normalize(json.loads(new)) == response("completed", [reasoning("rs_1", "ab"), message("msg_1", ["c"])])
 
 
 def test_body_with_only_reasoning_has_no_message_item() -> None:

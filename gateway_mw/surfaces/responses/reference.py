@@ -47,9 +47,10 @@ class ResponsesReference(Translator):
     def __init__(self, config: ThinkExtractConfig, *, new_id: NewId = random_id) -> None:
         self.large_events = LARGE
         self._source_id = new_id
-        self.given_ids: list[str] = []  # every id made up, in order: the terminal rebuild reuses them
+        self._made = _Made(new_id)
+        self.given_ids = self._made.ids  # every id made up, in order: the terminal rebuild reuses them
         self.numbering = Numbering()
-        self.writer = Writer(self.numbering, self._new_id, config)
+        self.writer = Writer(self.numbering, self._made, config)
         self.messages = MessageChannels(config, self.writer)
         super().__init__(self.messages.core)  # one channel per message item, by its ordinal
         self._oversized = OversizedEvents(self.messages, self.numbering)
@@ -84,9 +85,7 @@ class ResponsesReference(Translator):
         self.passing = not config.enabled
 
     def _new_id(self, prefix: str) -> str:
-        new = self._source_id(prefix)
-        self.given_ids.append(new)
-        return new
+        return self._made(prefix)
 
     # -- the translator protocol ----------------------------------------------------------------
 
@@ -247,6 +246,23 @@ def _complete_response(body: Obj) -> tuple[Obj | None, bool]:
         return None, False
     missing = {k: v for k, v in _RESPONSE_DEFAULTS.items() if k not in response}
     return ({**response, **missing}, True) if missing else (response, False)
+
+
+class _Made:
+    """Makes up ids, and keeps them in order: a callable of its own, so that the writer that calls
+    it holds nothing that holds it (a bound method of the translator would make a cycle of the two,
+    which only the garbage collector frees)."""
+
+    __slots__ = ("ids", "source")
+
+    def __init__(self, source: NewId) -> None:
+        self.source = source
+        self.ids: list[str] = []
+
+    def __call__(self, prefix: str) -> str:
+        new = self.source(prefix)
+        self.ids.append(new)
+        return new
 
 
 def replayer(config: ThinkExtractConfig, new_id: NewId) -> ResponsesReference:

@@ -245,9 +245,10 @@ class Thread:
     history costs linear time.
 
     An agent's next request repeats the conversation and adds a turn: a thread that keeps its states
-    (:meth:`keep_states`) keeps those at the last few message boundaries once it has hashed it all
-    (:attr:`kept`), and the thread of a later request proven to share its first messages goes on from
-    the latest of them it shares (:meth:`go_on_from`) instead of hashing them again."""
+    (:meth:`keep_states`) keeps those at the last few message boundaries as it hashes them
+    (:attr:`kept`: its record keys hash as far as its latest turn, its answer's entries all of it),
+    and the thread of a later request proven to share its first messages goes on from the latest of
+    them it shares (:meth:`go_on_from`) instead of hashing them again."""
 
     __slots__ = ("_at", "_behind", "_done", "_head", "_known", "_messages", "_spell", "_states", "kept")
 
@@ -268,8 +269,8 @@ class Thread:
         self._known: dict[int, bytes] = {}
         self._states: dict[int, hashlib.blake2b] | None = None  # by message count, kept (keep_states)
         self.kept: dict[int, hashlib.blake2b] | None = None
-        """The hash states after the last few messages (by their count), once all are hashed (with
-        :meth:`keep_states`): only read after, by later requests' threads."""
+        """The hash states after the last few messages (by their count) hashed so far (with
+        :meth:`keep_states`): read by later requests' threads, never changed once given."""
 
     def held(self) -> int:
         """The bytes its head holds (the model's name and the system prompt, spelled again)."""
@@ -313,8 +314,8 @@ class Thread:
             at = self._at
             self._feed(at, self._done, n, self._states)
             self._done = n
-            if n == len(self._messages) and self._states is not None and self.kept is None:
-                self.kept = {at: state for at, state in self._states.items() if at > n - CHECKPOINTS}
+            if self._states:  # hashed as far as the last few boundaries: a later request goes on from there
+                self.kept = dict(self._states)  # a new one each time: a later request's thread may be reading it
         digest = self._known[n] = at.digest()
         return digest
 

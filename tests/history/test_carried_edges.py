@@ -257,3 +257,33 @@ def test_a_body_that_names_its_list_again_after_the_shared_messages_is_read_whol
     later = Request(side, body, (states, b"scope"))
     assert later.read is not None and later.read.count == 2
     assert _told(side, later, CONFIG) == _told(side, Request(side, body), CONFIG)
+
+
+def _with_tools(body: bytes, tools: int) -> bytes:
+    """``body`` with a ``tools`` member after its history, about ``tools`` bytes long."""
+    listed = json.dumps([{"type": "function", "name": f"t{n}", "parameters": {}} for n in range(tools // 60)])
+    return body[:-1] + b', "tools": ' + listed.encode() + b"}"
+
+
+@pytest.mark.parametrize("tools", [0, 80 << 10])
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_request_is_read_on_from_the_earlier_one_within_a_bound_only_when_all_it_decodes_is(
+    surface: str, tools: int
+) -> None:
+    """An agent's next request read on from its earlier one within a bound of bytes to read (as the
+    middleware reads one on its event loop): what is decoded is all that stands outside the shared
+    messages, those it adds and the members before and after the list (here a long ``tools``), not
+    only the bytes it adds. Beyond the bound it is read without one, as afresh tells."""
+    side = SURFACES[surface]  # type: ignore[index]
+    most = 64 << 10
+    states = CarriedStates()
+    earlier, body = (_with_tools(_agent(surface, turns), tools) for turns in (10, 11))
+    first = Request(side, earlier, (states, b"scope"))
+    _told(side, first, CONFIG)
+    first.keep()
+    assert len(body) - len(earlier) < most
+    within = Request.continuing(side, body, (states, b"scope"), most)
+    assert (within is None) == (tools > most)
+    later = Request(side, body, (states, b"scope"))  # no bound: read on from the earlier one
+    assert later.fresh[1] == later.count - first.count
+    assert _told(side, later, CONFIG) == _told(side, Request(side, body), CONFIG)

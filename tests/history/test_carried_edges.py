@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, tail, transform_request
-from gateway_mw.history.carry import ByScope, CarriedStates
+from gateway_mw.history.carry import CARRIED_BYTES, ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
@@ -287,3 +287,32 @@ def test_a_request_is_read_on_from_the_earlier_one_within_a_bound_only_when_all_
     later = Request(side, body, (states, b"scope"))  # no bound: read on from the earlier one
     assert later.fresh[1] == later.count - first.count
     assert _told(side, later, CONFIG) == _told(side, Request(side, body), CONFIG)
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surface: str) -> None:
+    """A client that sends the same request again (its retries): each is read on from the one before
+    and adds nothing to it but the buffers its reading views, one more pair each time, which the kept
+    reading holds, with what places them, until the chain is started again; it is counted at no less."""
+    side = SURFACES[surface]  # type: ignore[index]
+    body = _long_answer(surface, "a" * 2 * CARRIED_BYTES)  # two of them: more than the chain holds
+
+    def again(states: CarriedStates) -> None:
+        for _ in range(tail.SEGMENTS // 2):
+            request = Request(side, bytes(bytearray(body)), (states, b"scope"))  # each its own bytes, as read
+            request.keep(_told(side, request, CONFIG)[1])  # with the body it was rewritten to, as the middleware
+            del request
+
+    again(CarriedStates())  # what any such conversation makes once in a process (caches)
+    states = CarriedStates()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        again(states)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]  # the first body and the last, made while traced
+    finally:
+        tracemalloc.stop()
+    [(_, kept)] = states.readings.of(b"scope")
+    assert len(kept.places().segments) == tail.SEGMENTS - 1  # read on from each one before
+    assert states.size >= held

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway_mw import incoming
+from gateway_mw.channels import Said
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, tail, transform_request
 from gateway_mw.history.carry import CARRIED_BYTES, ByScope, CarriedStates
@@ -316,3 +318,40 @@ def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surf
     [(_, kept)] = states.readings.of(b"scope")
     assert len(kept.places().segments) == tail.SEGMENTS - 1  # read on from each one before
     assert states.size >= held
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="incoming counts each message an agent's next request shares as read and digested already "
+    "(CARRIED_WORK), but an earlier request whose answer moved no reasoning kept no digest states "
+    "(Thread.kept is set only once a whole conversation is hashed): the next one's keys hash every message "
+    "again, on the event loop",
+)
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_an_agents_next_request_counts_as_its_own_work_every_message_its_keys_hash_again(
+    surface: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The work a request is counted at says whether its keys, transform and record entries run on
+    the event loop: of an agent's next request read on from the earlier one, a message it shares
+    counts as read and learned already (``CARRIED_WORK``). One its keys hash again (the earlier
+    request's answer moved no reasoning: nothing digested its whole conversation, and no state was
+    kept to go on from) is work of its own, as much as reading it afresh (``MESSAGE_WORK``)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    states = CarriedStates()
+    earlier, body = _bare_agent(surface, 40), _bare_agent(surface, 41)
+    first = Request(side, earlier, (states, b"scope"))
+    record_keys(side, first, CONFIG)
+    first.keep(transform_request(side, first, CONFIG))
+    assert record_entries(side, first, [Said(original="It is sunny.")], CONFIG) == {}  # moved no reasoning
+    spelled: list[int] = []
+    feed = Thread._feed
+
+    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
+        spelled.append(end - start)
+        feed(thread, at, start, end, states)
+
+    monkeypatch.setattr(Thread, "_feed", counted)
+    later = Request(side, body, (states, b"scope"))
+    assert later.read is not None and later.read.places().segments  # read on from the earlier one
+    record_keys(side, later, CONFIG)
+    assert incoming._work(later) >= incoming.MESSAGE_WORK * sum(spelled)

@@ -71,11 +71,12 @@ def _continuing(
 ) -> tuple[Any, tuple[object, Any]] | None:
     """A reading of ``body`` made from the scope's latest kept reading it continues byte for byte
     (its messages, then more: read without them), with that kept reading; ``None``: none it does
-    (``most``: none that leaves more than about this many bytes of it to read)."""
+    (``most``: none that leaves more than about this many bytes of it to read, those it adds and
+    those before and after its list)."""
     for kept in reversed(states.readings.of(scope)):
         earlier_side, earlier = kept
         if earlier_side is side and (most is None or len(body) - len(earlier.body) <= most):
-            read = earlier.continued_by(body)
+            read = earlier.continued_by(body, most)
             if read is not None:
                 return read, kept
     return None

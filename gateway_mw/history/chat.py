@@ -152,13 +152,15 @@ class Chat:
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
 
-    def continued_by(self, body: bytes) -> Chat | None:
+    def continued_by(self, body: bytes, most: int | None = None) -> Chat | None:
         """A reading of ``body`` when it holds this one's messages byte for byte from its start, as
         an agent's next request does: only the bytes before and after them are decoded (:mod:`.tail`),
-        and what this one learned of them is taken; ``None`` when it does not (it is then read whole)."""
+        and what this one learned of them is taken; ``None`` when it does not, or those bytes are over
+        ``most`` (it is then read whole)."""
         places, count = self.places(), len(self.fields)
         first = places.element_object(0, self.fields[0])
-        found = tail.parts(body, places, first, places.element_object(count - 1, self.fields[-1]), "messages")
+        last = places.element_object(count - 1, self.fields[-1])
+        found = tail.parts(body, places, first, last, "messages", most)
         if found is None:
             return None
         try:

@@ -134,15 +134,15 @@ class Messages:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
-    def continued_by(self, body: bytes) -> Messages | None:
+    def continued_by(self, body: bytes, most: int | None = None) -> Messages | None:
         """A reading of ``body`` when it holds this one's messages byte for byte from its start, or
         all but the last (Claude Code moves its cache marker from it to the new last one): only the
         bytes before and after them are decoded (:mod:`.tail`), and what this one learned of them is
-        taken; ``None`` when it does not (it is then read whole)."""
+        taken; ``None`` when it does not, or those bytes are over ``most`` (it is then read whole)."""
         places, raws = self.places(), self.raws
         first = places.element(0, raws[0])
         for count in range(len(raws), max(len(raws) - 2, 0), -1):
-            found = tail.parts(body, places, first, places.element(count - 1, raws[count - 1]), "messages")
+            found = tail.parts(body, places, first, places.element(count - 1, raws[count - 1]), "messages", most)
             if found is not None:
                 break
         else:

@@ -17,6 +17,7 @@ dropped: no server issued that id. A reference to a message goes on as it came w
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -219,7 +220,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
             continue
         if pending:
             made, pending, own = _made(item, kind, plan, scopes[at], pending, recall, before, at)
-            new += made
+            new += _as_it_came(made, item)
             own_only = own_only and own
             continue
         # With nothing pending, what an item makes depends on its bytes and its scope alone, unless it
@@ -227,6 +228,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         known = verdicts.get(at)
         if known is None or known[0] != scopes[at]:
             made, pending, own = _made(item, kind, plan, scopes[at], "", recall, before, at)
+            made = _as_it_came(made, item)
             new += made
             own_only = own_only and own
             if own:
@@ -242,7 +244,7 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     if pending:
         new.append(_assistant_message(pending, plan))
     if new == items:
-        if own_only:
+        if own_only and all(map(operator.is_, new, items)):  # each item itself: its bytes go on
             request.unchanged = Unchanged(plan, len(items), scopes, frozenset(found))
         return None
     return _written(request, new, starts_in_new, settled, spellings)
@@ -305,6 +307,13 @@ def _written(
     doc["input"] = [written(item) for item in new]
     whole: bytes = encode(doc)
     return whole
+
+
+def _as_it_came(made: list[Any], item: Any) -> list[Any]:
+    """What an item made, the item itself where that is one item equal to it (a reasoning item
+    already in the shape the server reads): it goes on in the bytes it came in, however the client
+    spelled it, as it does in a request read on from one that left it so (:class:`Unchanged`)."""
+    return [item] if len(made) == 1 and made[0] is not item and made[0] == item else made
 
 
 def _kept(made: list[Any], item: Any) -> list[Any]:

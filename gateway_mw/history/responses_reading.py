@@ -296,16 +296,17 @@ class Responses:
             return 0
         return shared_prefix(earlier.raws, self.raws)
 
-    def continued_by(self, body: bytes) -> Responses | None:
+    def continued_by(self, body: bytes, most: int | None = None) -> Responses | None:
         """A reading of ``body`` when it holds this one's items byte for byte from its start, as an
         agent's next request does: only the bytes before and after them are decoded (:mod:`.tail`),
-        and what this one learned of them is taken; ``None`` when it does not (it is then read whole)."""
+        and what this one learned of them is taken; ``None`` when it does not, or those bytes are over
+        ``most`` (it is then read whole)."""
         raws = self.raws
         if self.said_as_text or not raws:
             return None
         places = self.places()
         first, last = places.element(0, raws[0]), places.element(len(raws) - 1, raws[-1])
-        found = tail.parts(body, places, first, last, "input")
+        found = tail.parts(body, places, first, last, "input", most)
         if found is None:
             return None
         try:

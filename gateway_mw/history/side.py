@@ -49,10 +49,10 @@ class Reading(Protocol):
         earlier request's reading (0: none, or another surface's or model's)."""
         ...
 
-    def continued_by(self, body: bytes) -> Reading | None:
+    def continued_by(self, body: bytes, most: int | None = None) -> Reading | None:
         """A reading of ``body``, made from this one, when ``body`` holds this one's messages byte for
         byte from its start (an agent's next request): only the rest of it decoded (``None``: it does
-        not, or the surface reads every body whole)."""
+        not, the rest is over ``most`` bytes, or the surface reads every body whole)."""
         ...
 
     def adopt(self, earlier: Any, shared: int) -> None:

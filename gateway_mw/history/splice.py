@@ -10,6 +10,7 @@ no place, and the caller encodes the body whole instead, as it did before this m
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = [
     "ELEMENT_BYTES",
     "ITEM_BYTES",
     "OBJECT_BYTES",
+    "SEGMENT_BYTES",
     "Places",
     "before",
     "elements_written",
@@ -115,6 +117,11 @@ _decode_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode
 
 _SPACE = frozenset(b" \t\r\n")
 
+SEGMENT_BYTES = 512
+"""What one more buffer a reading's values view holds besides that buffer, as a kept reading is
+counted: its entry among the segments and its base (a few tuples and integers: about 250 bytes on
+Python 3.11)."""
+
 
 class Places:
     """Where raw values read from ``body`` stand in it, and the places found of its history's
@@ -137,8 +144,9 @@ class Places:
 
     @property
     def retained(self) -> int:
-        """The bytes of the other buffers its values view (kept alive by them)."""
-        return sum(len(buffer) for buffer, _, _ in self.segments)
+        """The bytes the other buffers its values view hold (kept alive by them), and what places
+        them (:data:`SEGMENT_BYTES` each)."""
+        return sum(sys.getsizeof(buffer) + SEGMENT_BYTES for buffer, _, _ in self.segments)
 
     def carried_from(self, earlier: Places, shared: int, place: Callable[[int], tuple[int, int] | None]) -> None:
         """Take the places ``earlier`` found of the first ``shared`` elements, where this body holds

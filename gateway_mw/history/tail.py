@@ -51,19 +51,26 @@ class Parts(NamedTuple):
 
 
 def parts(
-    body: bytes, earlier: Places, first: tuple[int, int] | None, last: tuple[int, int] | None, key: str
+    body: bytes,
+    earlier: Places,
+    first: tuple[int, int] | None,
+    last: tuple[int, int] | None,
+    key: str,
+    most: int | None = None,
 ) -> Parts | None:
     """The parts of ``body`` when it holds the earlier body's elements from the first (``first``: its
     span there) to ``last`` byte for byte, from its start; ``None`` when it does not, or when it is
-    better read whole (a part over :data:`PART_BYTES`, a chain over :data:`SEGMENTS` or holding a
-    body's worth twice)."""
+    better read whole (a part over :data:`PART_BYTES`, both over ``most`` bytes, a chain over
+    :data:`SEGMENTS` or holding a body's worth twice)."""
     if first is None or last is None:
         return None
     end, old = last[1], earlier.body
-    if len(body) <= end or not body.startswith(memoryview(old)[:end]):
-        return None
     opening = before(old, first[0])
     if opening < 0 or old[opening] != 0x5B or opening > PART_BYTES or len(body) - end > PART_BYTES:  # '['
+        return None
+    if most is not None and opening + len(body) - end > most:  # what is decoded: all but the shared elements
+        return None
+    if len(body) <= end or not body.startswith(memoryview(old)[:end]):  # the comparison last: the costliest
         return None
     head = body[:opening] + b"null}"
     start = b'{"' + key.encode() + b'":[' + MARKER

@@ -9,14 +9,17 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_keys, responses, transform_request
-from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
 from gateway_mw.history.recall import Recalled
 from gateway_mw.history.responses_reading import Responses
 from gateway_mw.surfaces.registry import SURFACES
 
+from .strategies import configs, responses_requests
 from .test_carried_digests import _agent
 
 SIDE = SURFACES["responses"]
@@ -24,6 +27,7 @@ CONFIG = ThinkExtractConfig(upstream_server="vllm")
 CALL = {"type": "function_call", "call_id": "c99", "name": "w", "arguments": "{}"}
 RESULT = {"type": "function_call_output", "call_id": "c99", "output": "Rain."}
 QUERY = {"role": "user", "content": "And tomorrow?"}
+PAD = "." * CARRIED_BYTES  # a body this large carries its reading
 
 
 def _as_upstream_reads(config: ThinkExtractConfig) -> bytes:
@@ -123,3 +127,65 @@ def test_reasoning_the_record_holds_for_a_turn_walks_every_item_again(monkeypatc
     new = transform_request(SIDE, later, CONFIG, recall)
     assert new is not None and new == transform_request(SIDE, Request(SIDE, body), CONFIG, recall)
     assert began == [0, 0, 0]  # the earlier request, this one, this one afresh
+
+
+def _respelled(items: list[Any], reordered: bool) -> list[Any]:
+    """``items`` as a client spells them again: each object's keys in another order."""
+    if not reordered:
+        return items
+    return [dict(reversed(item.items())) if isinstance(item, dict) else item for item in items]
+
+
+@settings(max_examples=80)
+@given(
+    earlier=responses_requests(),
+    more=responses_requests(),
+    config=configs(),
+    reordered=st.booleans(),
+    indent=st.sampled_from([None, 1]),
+)
+def test_items_the_transform_makes_again_equal_go_on_as_they_came_wherever_a_request_is_read_from(
+    earlier: dict[str, Any], more: dict[str, Any], config: ThinkExtractConfig, reordered: bool, indent: int | None
+) -> None:
+    """A history the transform makes again item for item equal (as the upstream reads it, sent back
+    by a client that spells it its own way: other spacing, its keys in another order) is left as it
+    came; the next request that adds items to it, read on from it, writes what it writes afresh."""
+    upstream = Request(SIDE, json.dumps({**earlier, "x_pad": PAD}).encode())
+    new = transform_request(SIDE, upstream, config)
+    history = json.loads(upstream.body if new is None else new)["input"]
+    doc = {"model": earlier["model"], "x_pad": PAD, "input": _respelled(history, reordered)}
+    first = json.dumps(doc, indent=indent).encode()
+    later = json.dumps({**doc, "input": doc["input"] + more["input"]}, indent=indent).encode()
+    states = CarriedStates()
+    for body in (first, later):
+        carried = Request(SIDE, body, (states, b"scope"))
+        told = transform_request(SIDE, carried, config)
+        carried.keep(told)
+        assert told == transform_request(SIDE, Request(SIDE, body), config)
+
+
+def test_a_reasoning_item_spelled_otherwise_than_the_gateway_would_goes_on_in_its_own_bytes() -> None:
+    """A client's reasoning item already in the shape the server reads, spelled with spaces: the
+    transform makes it again equal, so it goes on in the bytes it came in, in the request that ends
+    with it (nothing to change) and in the next, which adds an answer whose tags are moved."""
+    config = CONFIG.replace(history_scope="all")
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_0",
+        "summary": [{"type": "summary_text", "text": "Look it up."}],
+        "content": [{"type": "reasoning_text", "text": "Look it up."}],
+    }
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]}
+    tagged = {**answer, "content": [{"type": "output_text", "text": "<think>Again.</think>Rain."}]}
+    doc = {"model": "qwen3-8b", "x_pad": PAD, "input": [{"role": "user", "content": "Weather?"}, reasoning, answer]}
+    first = json.dumps(doc).encode()
+    later = _more(first, QUERY, tagged, QUERY)
+    states = CarriedStates()
+    told = []
+    for body in (first, later):
+        carried = Request(SIDE, body, (states, b"scope"))
+        told.append(transform_request(SIDE, carried, config))
+        carried.keep(told[-1])
+        assert told[-1] == transform_request(SIDE, Request(SIDE, body), config)
+    assert told[0] is None and told[1] is not None
+    assert json.dumps(reasoning).encode() in told[1]

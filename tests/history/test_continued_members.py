@@ -1,0 +1,104 @@
+"""A body that holds the earlier one's history byte for byte, then more, is read only before and
+after the shared elements: whatever a client writes there — its members named again (the history
+too), other values of the model, the instructions, ``include`` or the reasoning, spacing, escaped
+keys, elements that are no objects, a lone surrogate escape, bytes after the end — each request is
+told what the same request read afresh is told."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway_mw.history import Request
+from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
+from gateway_mw.surfaces.registry import SURFACES
+
+from .strategies import chat_requests, messages_requests, responses_requests
+from .test_carried_adversarial import Record, _said, _told_afresh, _told_carried, settings_
+
+REQUESTS = {
+    "chat": chat_requests(),
+    "ollama": chat_requests(),
+    "messages": messages_requests(),
+    "responses": responses_requests(),
+}
+PAD = "." * CARRIED_BYTES  # a body this large carries its reading
+SPACES = st.sampled_from(["", " ", "\n", "\t ", "\r\n  "])
+NAMES = st.sampled_from(
+    ["model", "instructions", "include", "reasoning", "system", "stream", "x", "\\u006dodel", "HISTORY", "\\u0069nput"]
+)
+VALUES = st.sampled_from(
+    [
+        '"qwen3-8b"',
+        '"llama-3.1-8b"',
+        "null",
+        '"Be brief."',
+        '["reasoning.encrypted_content"]',
+        '"reasoning.encrypted_content"',
+        '{"effort":"low"}',
+        "[]",
+        '[{"role":"user","content":"hi"}]',
+        '"hi"',
+        "5",
+        '"\\ud800"',
+        "true",
+    ]
+)
+ELEMENTS = st.sampled_from(
+    [
+        '{"role":"user","content":"more"}',
+        '{"type":"message","role":"assistant","content":[{"type":"output_text","text":"<think>t</think>a"}]}',
+        '{"role":"assistant","content":"<think>t</think>a"}',
+        '{"type":"function_call_output","call_id":"c","output":"5"}',
+        '{"role":"user","content":"\\ud800"}',
+        '{"type":"item_reference","id":"msg_1"}',
+        "5",
+        "null",
+        "{}",
+    ]
+)
+
+
+@st.composite
+def members(draw: st.DrawFn, key: str) -> str:
+    """Members as a client writes them, each followed by a comma."""
+    out = ""
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        name = draw(NAMES).replace("HISTORY", key)
+        out += f'"{name}"{draw(SPACES)}:{draw(SPACES)}{draw(VALUES)}{draw(SPACES)},{draw(SPACES)}'
+    return out
+
+
+@st.composite
+def ends(draw: st.DrawFn, key: str) -> str:
+    """What a body writes after the elements it shares: more of them, the list's end, members."""
+    out = "".join(f"{draw(SPACES)},{draw(SPACES)}{draw(ELEMENTS)}" for _ in range(draw(st.integers(0, 2))))
+    out += f"{draw(SPACES)}]"
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2]))):
+        name = draw(NAMES).replace("HISTORY", key)
+        out += f'{draw(SPACES)},{draw(SPACES)}"{name}"{draw(SPACES)}:{draw(SPACES)}{draw(VALUES)}'
+    return out + draw(SPACES) + "}" + draw(st.sampled_from(["", "", "", "", "", "", " ", "x"]))
+
+
+@settings(max_examples=150)
+@given(surface=st.sampled_from(list(SURFACES)), data=st.data())
+def test_what_a_body_writes_around_the_history_it_shares_is_read_as_afresh(surface: str, data: st.DataObject) -> None:
+    side = SURFACES[surface]  # type: ignore[index]
+    key = "input" if surface == "responses" else "messages"
+    first: dict[str, Any] = data.draw(REQUESTS[surface])
+    config = data.draw(settings_())
+    head = f'{{{data.draw(members(key))}"model":{json.dumps(first["model"])},"max_tokens":9,"x_pad":"{PAD}",'
+    head += f'{data.draw(members(key))}"{key}"{data.draw(SPACES)}:{data.draw(SPACES)}[{data.draw(SPACES)}'
+    written = f"{data.draw(SPACES)},{data.draw(SPACES)}".join(json.dumps(one) for one in first[key])
+    states, record = CarriedStates(), Record()
+    for turn in range(data.draw(st.integers(2, 4))):
+        body = (head + written + data.draw(ends(key))).encode()
+        said = _said(turn, 0, data.draw(st.booleans()))
+        afresh = _told_afresh(side, body, config, record, said)
+        told, carried = _told_carried(side, body, config, record, said, states)
+        assert (told, carried.blobs) == (afresh, Request(side, body).blobs)
+        record.entries.update(told[3])
+        written += "".join(f",{data.draw(ELEMENTS)}" for _ in range(data.draw(st.integers(0, 2))))

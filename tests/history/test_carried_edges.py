@@ -320,22 +320,16 @@ def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surf
     assert states.size >= held
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="incoming counts each message an agent's next request shares as read and digested already "
-    "(CARRIED_WORK), but an earlier request whose answer moved no reasoning kept no digest states "
-    "(Thread.kept is set only once a whole conversation is hashed): the next one's keys hash every message "
-    "again, on the event loop",
-)
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_an_agents_next_request_counts_as_its_own_work_every_message_its_keys_hash_again(
     surface: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The work a request is counted at says whether its keys, transform and record entries run on
     the event loop: of an agent's next request read on from the earlier one, a message it shares
-    counts as read and learned already (``CARRIED_WORK``). One its keys hash again (the earlier
-    request's answer moved no reasoning: nothing digested its whole conversation, and no state was
-    kept to go on from) is work of its own, as much as reading it afresh (``MESSAGE_WORK``)."""
+    counts as read and learned already (``CARRIED_WORK``). One its keys hash again would be work of
+    its own, as much as reading it afresh (``MESSAGE_WORK``): the earlier request's answer moved no
+    reasoning, so nothing digested its whole conversation, but its keys kept the digest's states
+    where they stopped, and the next one's keys go on from there."""
     side = SURFACES[surface]  # type: ignore[index]
     states = CarriedStates()
     earlier, body = _bare_agent(surface, 40), _bare_agent(surface, 41)

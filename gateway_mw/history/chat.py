@@ -163,14 +163,14 @@ class Chat:
         found = tail.parts(body, places, first, last, "messages", most)
         if found is None:
             return None
-        try:
-            head, after = _decode_part(found.head), _decode_part(found.tail)
-        except UNREADABLE:
+        parts = tail.read(found, _decode_part)
+        if parts is None:
             return None
+        head, after = parts
         if not after.messages or list(after.messages[0]) != [tail.MARKER_KEY]:  # its list named again
             return None
         fields = self.fields + after.messages[1:]
-        controls = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _CONTROLS})
+        controls = _Request(**tail.fields(head, after, _CONTROLS))
         controls.messages = fields
         model = controls.model if isinstance(controls.model, str) else None
         if model != self.model:

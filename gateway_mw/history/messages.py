@@ -147,15 +147,15 @@ class Messages:
                 break
         else:
             return None
-        try:
-            head, after = _decode_part(found.head), _decode_part(found.tail)
-        except UNREADABLE:
+        parts = tail.read(found, _decode_part)
+        if parts is None:
             return None
+        head, after = parts
         new = after.messages
         if not new or bytes(new[0]) != tail.MARKER or not all_objects(new):  # its list named again
             return None
         taken = raws[:count] + new[1:]
-        controls = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _FIELDS})
+        controls = _Request(**tail.fields(head, after, _FIELDS))
         controls.messages = taken
         model = controls.model if isinstance(controls.model, str) else None
         if model != self.model or controls.system != self.system:

@@ -309,14 +309,14 @@ class Responses:
         found = tail.parts(body, places, first, last, "input", most)
         if found is None:
             return None
-        try:
-            head, after = _decode_part(found.head), _decode_part(found.tail)
-        except UNREADABLE:
+        parts = tail.read(found, _decode_part)
+        if parts is None:
             return None
+        head, after = parts
         new = after.input
         if not isinstance(new, list) or not new or bytes(new[0]) != tail.MARKER:  # its list named again
             return None
-        request = _Request(**{name: tail.later(getattr(head, name), getattr(after, name)) for name in _FIELDS})
+        request = _Request(**tail.fields(head, after, _FIELDS))
         request.input = raws + new[1:]
         read = Responses(body, request)
         if read.model != self.model:

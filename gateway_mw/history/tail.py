@@ -19,13 +19,17 @@ in the new body (its segments), so that a changed element is still written in pl
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
+from ..rawjson import UNREADABLE
 from .splice import Places, before
 
-__all__ = ["MARKER", "MARKER_KEY", "Parts", "later", "parts"]
+_T = TypeVar("_T")
+
+__all__ = ["MARKER", "MARKER_KEY", "Parts", "fields", "parts", "read"]
 
 MARKER_KEY = os.urandom(12).hex()
 MARKER = b'{"' + MARKER_KEY.encode() + b'":0}'
@@ -83,7 +87,21 @@ def parts(
     return Parts(head, tail, segments)
 
 
-def later(first: Any, then: Any) -> Any:
+def read(found: Parts, decode: Callable[[bytes], _T]) -> tuple[_T, _T] | None:
+    """The head and the tail of ``found``, each decoded (``None``: one is not what ``decode`` reads)."""
+    try:
+        return decode(found.head), decode(found.tail)
+    except UNREADABLE:
+        return None
+
+
+def fields(head: object, tail: object, names: Iterable[str]) -> dict[str, Any]:
+    """The fields ``names`` as a reader of the whole body takes them, read from the head and the
+    tail (:func:`_later`)."""
+    return {name: _later(getattr(head, name), getattr(tail, name)) for name in names}
+
+
+def _later(first: Any, then: Any) -> Any:
     """A field's value as a reader of the whole body takes it, read before the list (``first``) and
     after it (``then``: unset, or an empty raw value, when absent there): the later one written."""
     if then is msgspec.UNSET or (isinstance(then, msgspec.Raw) and not then):

@@ -160,13 +160,10 @@ class Chat:
         places, count = self.places(), len(self.fields)
         first = places.element_object(0, self.fields[0])
         last = places.element_object(count - 1, self.fields[-1])
-        found = tail.parts(body, places, first, last, "messages", most)
-        if found is None:
+        decoded = tail.decoded(body, places, first, last, "messages", most, _decode_part)
+        if decoded is None:
             return None
-        parts = tail.read(found, _decode_part)
-        if parts is None:
-            return None
-        head, after = parts
+        found, head, after = decoded
         if not after.messages or list(after.messages[0]) != [tail.MARKER_KEY]:  # its list named again
             return None
         fields = self.fields + after.messages[1:]

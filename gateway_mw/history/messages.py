@@ -142,15 +142,13 @@ class Messages:
         places, raws = self.places(), self.raws
         first = places.element(0, raws[0])
         for count in range(len(raws), max(len(raws) - 2, 0), -1):
-            found = tail.parts(body, places, first, places.element(count - 1, raws[count - 1]), "messages", most)
-            if found is not None:
+            last = places.element(count - 1, raws[count - 1])
+            decoded = tail.decoded(body, places, first, last, "messages", most, _decode_part)
+            if decoded is not None:
                 break
         else:
             return None
-        parts = tail.read(found, _decode_part)
-        if parts is None:
-            return None
-        head, after = parts
+        found, head, after = decoded
         new = after.messages
         if not new or bytes(new[0]) != tail.MARKER or not all_objects(new):  # its list named again
             return None

@@ -306,13 +306,10 @@ class Responses:
             return None
         places = self.places()
         first, last = places.element(0, raws[0]), places.element(len(raws) - 1, raws[-1])
-        found = tail.parts(body, places, first, last, "input", most)
-        if found is None:
+        decoded = tail.decoded(body, places, first, last, "input", most, _decode_part)
+        if decoded is None:
             return None
-        parts = tail.read(found, _decode_part)
-        if parts is None:
-            return None
-        head, after = parts
+        found, head, after = decoded
         new = after.input
         if not isinstance(new, list) or not new or bytes(new[0]) != tail.MARKER:  # its list named again
             return None

@@ -29,7 +29,7 @@ from .splice import Places, before
 
 _T = TypeVar("_T")
 
-__all__ = ["MARKER", "MARKER_KEY", "Parts", "fields", "parts", "read"]
+__all__ = ["MARKER", "MARKER_KEY", "Parts", "decoded", "fields", "parts"]
 
 MARKER_KEY = os.urandom(12).hex()
 MARKER = b'{"' + MARKER_KEY.encode() + b'":0}'
@@ -87,10 +87,22 @@ def parts(
     return Parts(head, tail, segments)
 
 
-def read(found: Parts, decode: Callable[[bytes], _T]) -> tuple[_T, _T] | None:
-    """The head and the tail of ``found``, each decoded (``None``: one is not what ``decode`` reads)."""
+def decoded(
+    body: bytes,
+    earlier: Places,
+    first: tuple[int, int] | None,
+    last: tuple[int, int] | None,
+    key: str,
+    most: int | None,
+    decode: Callable[[bytes], _T],
+) -> tuple[Parts, _T, _T] | None:
+    """The :func:`parts` of ``body``, with its head and its tail decoded (``None``: no parts, or one
+    is not what ``decode`` reads)."""
+    found = parts(body, earlier, first, last, key, most)
+    if found is None:
+        return None
     try:
-        return decode(found.head), decode(found.tail)
+        return found, decode(found.head), decode(found.tail)
     except UNREADABLE:
         return None
 

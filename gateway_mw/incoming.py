@@ -285,9 +285,12 @@ async def _model_info(source: ModelInfoSource, model: str) -> ModelInfo | None:
 
 def _work(request: Request) -> int:
     """How much work the history of ``request`` is (see :data:`OFF_LOOP_BYTES`): of an agent's next
-    request, what it read of its own, and what it learned already of the rest (:data:`CARRIED_WORK`)."""
+    request, what it read of its own and the messages its digest hashes again, and what it learned
+    already of the rest (:data:`CARRIED_WORK`)."""
     fresh_bytes, fresh_count = request.fresh
-    return fresh_bytes + MESSAGE_WORK * fresh_count + CARRIED_WORK * (request.count - fresh_count)
+    unhashed = request.unhashed  # shared, but digested again: as much work as reading them afresh
+    learned = request.count - fresh_count - unhashed
+    return fresh_bytes + MESSAGE_WORK * (fresh_count + unhashed) + CARRIED_WORK * learned
 
 
 async def _off_loop(size: int, work: Callable[..., _T], *args: Any) -> _T:

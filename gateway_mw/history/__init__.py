@@ -193,6 +193,16 @@ class Request:
         return 0 if self.read is None else self.read.count
 
     @property
+    def unhashed(self) -> int:
+        """How many of the messages it shares with a kept reading its conversation's digest still
+        hashes: those past the last state that reading kept (an answer that moved no reasoning left
+        the conversation undigested; its keys, as far as its latest turn)."""
+        fresh = self.fresh[1]
+        if self.read is None or fresh == self.count:
+            return 0
+        return min(self.count - fresh, max(0, self.read.thread().unhashed - fresh))
+
+    @property
     def controls(self) -> ControlFields | None:
         """The body's reasoning control fields, read in the same pass (``None``: not read)."""
         return None if self.read is None else self.read.controls

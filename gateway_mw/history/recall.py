@@ -276,6 +276,11 @@ class Thread:
         """The bytes its head holds (the model's name and the system prompt, spelled again)."""
         return sys.getsizeof(self._head)
 
+    @property
+    def unhashed(self) -> int:
+        """How many messages a digest of the whole conversation still hashes (none carried past)."""
+        return len(self._messages) - self._done
+
     def keep_states(self) -> None:
         """Keep the states at the last few message boundaries, for a later request's thread."""
         if self._states is None:

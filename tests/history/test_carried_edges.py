@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import incoming
 from gateway_mw.channels import Said
-from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.config import ModelProfile, ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, tail, transform_request
 from gateway_mw.history.carry import CARRIED_BYTES, ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
@@ -349,3 +349,34 @@ def test_an_agents_next_request_counts_as_its_own_work_every_message_its_keys_ha
     assert later.read is not None and later.read.places().segments  # read on from the earlier one
     record_keys(side, later, CONFIG)
     assert incoming._work(later) >= incoming.MESSAGE_WORK * sum(spelled)
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_an_agents_next_request_counts_as_its_own_work_every_message_its_record_entries_hash_again(
+    surface: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose history goes on as it came (its plan ``pass``: no keys asked) and whose earlier
+    answer moved no reasoning: nothing digested the conversation, so the next answer's record entries
+    hash every message. Those count as its own work (a large history's then go to a worker thread),
+    not as messages learned already."""
+    side = SURFACES[surface]  # type: ignore[index]
+    config = CONFIG.replace(profiles=(ModelProfile(match=("qwen3-8b",), history_reasoning="pass"),))
+    states = CarriedStates()
+    earlier, body = _bare_agent(surface, 40), _bare_agent(surface, 41)
+    first = Request(side, earlier, (states, b"scope"))
+    assert record_keys(side, first, config) == []
+    first.keep(transform_request(side, first, config))
+    assert record_entries(side, first, [Said(original="It is sunny.")], config) == {}  # moved no reasoning
+    spelled: list[int] = []
+    feed = Thread._feed
+
+    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
+        spelled.append(end - start)
+        feed(thread, at, start, end, states)
+
+    monkeypatch.setattr(Thread, "_feed", counted)
+    later = Request(side, body, (states, b"scope"))
+    assert later.read is not None and later.read.places().segments  # read on from the earlier one
+    work = incoming._work(later)
+    assert record_entries(side, later, [Said(original="<think>Look.</think>It is sunny.")], config)
+    assert sum(spelled) > 40 and work >= incoming.MESSAGE_WORK * sum(spelled)

@@ -208,8 +208,9 @@ async def test_an_agents_next_request_of_many_short_turns_is_read_and_rewritten_
     surface: Surface, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same history and one turn more, from the same client: what the request before learned of
-    the turns they share is taken (``CARRIED_WORK`` each), and only the new turn is read, so the work
-    is a small part of reading it afresh, which went to a worker thread."""
+    the turns they share is taken (``CARRIED_WORK`` each: its keys digested the conversation as far
+    as its latest turn, and the digest goes on from there), and only the new turn is read, so the
+    work is a small part of reading it afresh, which went to a worker thread."""
     on_loop = _threads_of_transform(surface, monkeypatch)
     sent_to_worker: list[str] = []
     in_worker = incoming._in_worker
@@ -222,7 +223,8 @@ async def test_an_agents_next_request_of_many_short_turns_is_read_and_rewritten_
     doc = turn(surface, "sunny")
     key = "input" if surface == "responses" else "messages"
     asked = {"role": "user", "content": "And then?"}
-    doc[key] = [*doc[key], *(dict(asked, content=f"And next {i}?") for i in range(6_000))]
+    said = {"role": "assistant", "content": "Sure."}  # its turn's keys: the digest of all before it
+    doc[key] = [*doc[key], *(dict(asked, content=f"And next {i}?") for i in range(6_000)), said]
     first = encoded(doc)
     assert first.endswith(b"]}") and len(first) > 256 << 10  # read in a worker thread, afresh
     more = first[:-2] + b',{"role": "user", "content": "And now?"}]}'

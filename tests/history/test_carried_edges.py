@@ -330,41 +330,21 @@ def test_an_agents_next_request_counts_as_its_own_work_every_message_its_keys_ha
     its own, as much as reading it afresh (``MESSAGE_WORK``): the earlier request's answer moved no
     reasoning, so nothing digested its whole conversation, but its keys kept the digest's states
     where they stopped, and the next one's keys go on from there."""
-    side = SURFACES[surface]  # type: ignore[index]
-    states = CarriedStates()
-    earlier, body = _bare_agent(surface, 40), _bare_agent(surface, 41)
-    first = Request(side, earlier, (states, b"scope"))
-    record_keys(side, first, CONFIG)
-    first.keep(transform_request(side, first, CONFIG))
-    assert record_entries(side, first, [Said(original="It is sunny.")], CONFIG) == {}  # moved no reasoning
-    spelled: list[int] = []
-    feed = Thread._feed
-
-    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
-        spelled.append(end - start)
-        feed(thread, at, start, end, states)
-
-    monkeypatch.setattr(Thread, "_feed", counted)
-    later = Request(side, body, (states, b"scope"))
-    assert later.read is not None and later.read.places().segments  # read on from the earlier one
-    record_keys(side, later, CONFIG)
+    later, spelled = _after_an_answer_that_moved_no_reasoning(surface, CONFIG, monkeypatch)
+    record_keys(later.side, later, CONFIG)
     assert incoming._work(later) >= incoming.MESSAGE_WORK * sum(spelled)
 
 
-@pytest.mark.parametrize("surface", list(SURFACES))
-def test_an_agents_next_request_counts_as_its_own_work_every_message_its_record_entries_hash_again(
-    surface: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A model whose history goes on as it came (its plan ``pass``: no keys asked) and whose earlier
-    answer moved no reasoning: nothing digested the conversation, so the next answer's record entries
-    hash every message. Those count as its own work (a large history's then go to a worker thread),
-    not as messages learned already."""
+def _after_an_answer_that_moved_no_reasoning(
+    surface: str, config: ThinkExtractConfig, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Request, list[int]]:
+    """An agent's next request (a bare agent's, one turn more), read on from the earlier one, whose
+    answer moved no reasoning; and the count of messages each digest step hashes from then on."""
     side = SURFACES[surface]  # type: ignore[index]
-    config = CONFIG.replace(profiles=(ModelProfile(match=("qwen3-8b",), history_reasoning="pass"),))
     states = CarriedStates()
     earlier, body = _bare_agent(surface, 40), _bare_agent(surface, 41)
     first = Request(side, earlier, (states, b"scope"))
-    assert record_keys(side, first, config) == []
+    record_keys(side, first, config)
     first.keep(transform_request(side, first, config))
     assert record_entries(side, first, [Said(original="It is sunny.")], config) == {}  # moved no reasoning
     spelled: list[int] = []
@@ -377,6 +357,20 @@ def test_an_agents_next_request_counts_as_its_own_work_every_message_its_record_
     monkeypatch.setattr(Thread, "_feed", counted)
     later = Request(side, body, (states, b"scope"))
     assert later.read is not None and later.read.places().segments  # read on from the earlier one
+    return later, spelled
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_an_agents_next_request_counts_as_its_own_work_every_message_its_record_entries_hash_again(
+    surface: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose history goes on as it came (its plan ``pass``: no keys asked) and whose earlier
+    answer moved no reasoning: nothing digested the conversation, so the next answer's record entries
+    hash every message. Those count as its own work (a large history's then go to a worker thread),
+    not as messages learned already."""
+    config = CONFIG.replace(profiles=(ModelProfile(match=("qwen3-8b",), history_reasoning="pass"),))
+    assert record_keys(SURFACES[surface], _bare_agent(surface, 40), config) == []  # type: ignore[index]
+    later, spelled = _after_an_answer_that_moved_no_reasoning(surface, config, monkeypatch)
     work = incoming._work(later)
-    assert record_entries(side, later, [Said(original="<think>Look.</think>It is sunny.")], config)
+    assert record_entries(later.side, later, [Said(original="<think>Look.</think>It is sunny.")], config)
     assert sum(spelled) > 40 and work >= incoming.MESSAGE_WORK * sum(spelled)

@@ -13,19 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw.history import Request
-from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
+from gateway_mw.history.carry import CarriedStates
 from gateway_mw.surfaces.registry import SURFACES
 
-from .strategies import chat_requests, messages_requests, responses_requests
-from .test_carried_adversarial import Record, _said, _told_afresh, _told_carried, settings_
+from .test_carried_adversarial import PAD, REQUESTS, Record, _said, _told_afresh, _told_carried, settings_
 
-REQUESTS = {
-    "chat": chat_requests(),
-    "ollama": chat_requests(),
-    "messages": messages_requests(),
-    "responses": responses_requests(),
-}
-PAD = "." * CARRIED_BYTES  # a body this large carries its reading
 SPACES = st.sampled_from(["", " ", "\n", "\t ", "\r\n  "])
 NAMES = st.sampled_from(
     ["model", "instructions", "include", "reasoning", "system", "stream", "x", "\\u006dodel", "HISTORY", "\\u0069nput"]

@@ -263,7 +263,7 @@ class Thread:
         self._spell = spell
         named = b"" if model is None else b"m" + model.encode("utf-8", "surrogatepass")
         self._head = _LENGTHS.pack(len(named), len(head)) + named + head
-        self._at = hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
+        self._at: hashlib.blake2b | None = None  # hashed when first asked for: a thread that goes on needs none
         self._done = 0  # the messages in _at
         self._behind: tuple[int, hashlib.blake2b] | None = None  # a prefix asked below _done, and its state
         self._known: dict[int, bytes] = {}
@@ -311,11 +311,13 @@ class Thread:
         if n < self._done:  # below where it went on from (or asked out of order): from the start again,
             behind = self._behind  # once for prefixes asked in growing order, as a request's turns are
             if behind is None or behind[0] > n:
-                behind = (0, hashlib.blake2b(self._head, digest_size=32, person=_PERSON))
+                behind = (0, self._started())
             at = behind[1]
             self._feed(at, behind[0], n)
             self._behind = (n, at)
         else:
+            if self._at is None:
+                self._at = self._started()
             at = self._at
             self._feed(at, self._done, n, self._states)
             self._done = n
@@ -323,6 +325,9 @@ class Thread:
                 self.kept = dict(self._states)  # a new one each time: a later request's thread may be reading it
         digest = self._known[n] = at.digest()
         return digest
+
+    def _started(self) -> hashlib.blake2b:
+        return hashlib.blake2b(self._head, digest_size=32, person=_PERSON)
 
     def _feed(
         self, at: hashlib.blake2b, start: int, end: int, states: dict[int, hashlib.blake2b] | None = None

@@ -19,8 +19,10 @@ from pydantic import TypeAdapter
 from gateway_mw import ModelProfile, ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder, SSEEvent
-from gateway_mw.surfaces.responses import ResponsesStream, transform_body, translate_stream
+from gateway_mw.surfaces.base import Counts
+from gateway_mw.surfaces.responses import ResponsesStream, rebuild, transform_body, translate_stream
 from gateway_mw.surfaces.responses import items as items_module
+from gateway_mw.surfaces.responses.reference import replayer
 
 from ..responseswire import (
     USAGE,
@@ -270,6 +272,11 @@ def test_body_transform_counts_and_keeps_unknown_fields() -> None:
     assert (counts.reasoning_blocks, counts.reasoning_chars, counts.unclosed) == (1, 2, 0)
 
 
+def replayed(body: bytes, config: ThinkExtractConfig) -> tuple[bytes | None, Counts]:
+    """The body's output replayed through the stream translator, however plain (the reference)."""
+    return rebuild.transform_body(body, config, replayer, direct=False)
+
+
 def test_a_body_replayed_writes_only_the_events_its_items_are_read_from(monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay of a body's output reads its items back from their ``output_item.done`` events:
     those are the only events it encodes (the upstream message's own done event among them, whose
@@ -283,7 +290,7 @@ def test_a_body_replayed_writes_only_the_events_its_items_are_read_from(monkeypa
 
     monkeypatch.setattr(items_module, "event_of", counted)
     doc = response("completed", [message("msg_1", ["<think>ab</think>c"])])
-    new, _ = transform_body(json.dumps(doc).encode(), CFG)
+    new, _ = replayed(json.dumps(doc).encode(), CFG)
     assert new is not None
     assert normalize(json.loads(new)) == response("completed", [reasoning("rs_1", "ab"), message("msg_1", ["c"])])
     assert written == ["response.output_item.done"] * 2
@@ -298,7 +305,8 @@ def test_a_body_replayed_leaves_nothing_for_the_garbage_collector() -> None:
     gc.disable()
     try:
         for _ in range(3):
-            new, _ = transform_body(body, CFG)
+            new, _ = replayed(body, CFG)
+            transform_body(body, CFG)  # written directly
         left = gc.collect()
     finally:
         gc.enable()

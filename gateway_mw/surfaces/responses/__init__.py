@@ -14,6 +14,7 @@ One idea per module, each above the ones it uses:
 * ``items`` — the client items of a message item and the events that write them;
 * ``messages`` — the open message items on the channel core, and what each event does to one;
 * ``oversized`` — events too large to hold, renumbered on their bytes as they go by;
+* ``body`` — a non-stream body's plain output, its items written directly (``rebuild`` its reference);
 * ``rebuild`` — whole ``output`` lists through the same step logic: the non-stream body, and the
   output ``response.completed`` repeats;
 * ``reference`` — the translator: which upstream event touches which item (the whole behaviour);

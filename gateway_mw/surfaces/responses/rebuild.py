@@ -7,6 +7,9 @@ sent are read back from the ``output_item.done`` events it writes. So stream and
 by construction. For the terminal event of a stream, the replay is given the ids the stream made up,
 in order, and flushes its held text where the stream did (an unreadable event cut a tag there):
 its items are the streamed ones, without the stream having kept their text.
+
+A non-stream body's plain output (message items of one text part each, as servers answer) is
+written directly (``body``), without the events; this replay is its reference.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ...config import ThinkExtractConfig
 from ...rawjson import Obj, as_str, encode, obj, raw_list
 from ...sse import SSEEvent, encode_event
 from ..base import Counts, NewId, random_id
+from .body import SLICE, plain_output
 from .items import Record
 
 
@@ -44,7 +48,6 @@ NewReplayer = Callable[[ThinkExtractConfig, NewId], Replayer]
 __all__ = ["output", "output_text", "transform_body"]
 
 _decode = msgspec.json.Decoder().decode
-_SLICE = 64 * 1024  # characters of a message's text replayed per delta
 
 
 def output(
@@ -73,28 +76,49 @@ def output(
 
 
 def transform_body(
-    body: bytes | bytearray, config: ThinkExtractConfig, replayer: NewReplayer, *, new_id: NewId = random_id
+    body: bytes | bytearray,
+    config: ThinkExtractConfig,
+    replayer: NewReplayer,
+    *,
+    new_id: NewId = random_id,
+    direct: bool = True,
 ) -> tuple[bytes | None, Counts]:
-    """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items.
+    """A non-stream ``response`` body with reasoning moved into ``reasoning`` output items: a plain
+    output written directly (``body``), any other replayed (``direct=False``: every one, the
+    reference the direct writing is held to).
 
     Returns ``None`` for the body when nothing changed (the caller then sends the original bytes).
     Every value the translator does not own keeps its bytes.
     """
-    doc = obj(bytes(body))
+    doc = obj(bytes(body)) if _utf8(body) else None  # (msgspec does not check the values it leaves raw)
     items = raw_list(doc.get("output")) if doc is not None else None
     if doc is None or items is None:
         return None, Counts()
     cfg = config.for_model(as_str(doc.get("model")))
     if not cfg.enabled:
         return None, Counts()
-    placed, counts = _replay(items, cfg, [], [], False, new_id, lambda _: None, replayer)
-    new = [item for _, item in placed]
+    written = plain_output(items, cfg, new_id) if direct else None
+    if written is None:
+        placed, counts = _replay(items, cfg, [], [], False, new_id, lambda _: None, replayer)
+        written = [item for _, item in placed], counts
+    new, counts = written
     if len(new) == len(items) and all(a is b for a, b in zip(new, items, strict=True)):
         return None, counts
     doc["output"] = new
     if "output_text" in doc:
         doc["output_text"] = output_text(new)
     return encode(doc), counts
+
+
+def _utf8(body: bytes | bytearray) -> bool:
+    """Whether ``body`` is UTF-8, as JSON is: a body that is not goes on as it came."""
+    if body.isascii():
+        return True
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def output_text(items: list[Any]) -> str:
@@ -211,8 +235,8 @@ def _message_events(item: Obj, ordinal: int, record: Record | None) -> Iterator[
         start = 0
         for cut in [*cuts, len(text)]:
             # In slices: the runs written for a slice are no larger than it (chunking changes nothing).
-            for piece in range(start, cut, _SLICE):
-                delta = text[piece : min(piece + _SLICE, cut)]
+            for piece in range(start, cut, SLICE):
+                delta = text[piece : min(piece + SLICE, cut)]
                 yield _event({"type": "response.output_text.delta", **at, "delta": delta, "logprobs": []})
             start = max(start, cut)
             if cut < len(text) or cut in cuts:

@@ -173,7 +173,7 @@ class Chat:
         if model != self.model:
             return None
         chat = Chat(body, model, fields, controls)
-        chat._places = splice.Places(body, found.segments)
+        chat._places = found.places
         chat._places.known.update(places.known)
         chat._take(self, count)
         return chat

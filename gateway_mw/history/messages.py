@@ -159,7 +159,7 @@ class Messages:
         if model != self.model or controls.system != self.system:
             return None
         read = Messages(body, model, controls.system, taken, controls)
-        read._places = splice.Places(body, found.segments)
+        read._places = found.places
         read._places.known.update({at: span for at, span in places.known.items() if at < count})
         read.adopt(self, count)
         return read

@@ -318,7 +318,7 @@ class Responses:
         read = Responses(body, request)
         if read.model != self.model:
             return None
-        read._places = splice.Places(body, found.segments)
+        read._places = found.places
         read._places.known.update(places.known)
         read.adopt(self, len(raws))
         return read

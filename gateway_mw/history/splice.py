@@ -117,6 +117,12 @@ _decode_elements = msgspec.json.Decoder(list[msgspec.Raw]).decode
 
 _SPACE = frozenset(b" \t\r\n")
 
+SEGMENTS = 64
+"""The most buffers a reading's values view (a conversation's first body and each later one's tail):
+a longer chain of continuing readings is started again by reading a body whole."""
+
+_EMPTY_BYTES = sys.getsizeof(b"")  # what a bytes object holds besides its characters
+
 SEGMENT_BYTES = 512
 """What one more buffer a reading's values view holds besides that buffer, as a kept reading is
 counted: its entry among the segments and its base (a few tuples and integers: about 250 bytes on
@@ -130,23 +136,56 @@ class Places:
     (:meth:`carried_from`: a comparison of memory, which costs less than placing each message from
     its members again; a raw element is placed in about 1 µs, less than the proof costs it)."""
 
-    __slots__ = ("_at", "_bases", "body", "known", "segments")
+    __slots__ = ("_at", "_bases", "_buffers", "body", "known", "segments")
 
-    def __init__(self, body: bytes, segments: tuple[tuple[bytes, int, int], ...] = ()) -> None:
+    def __init__(self, body: bytes) -> None:
         self.body = body
         self.known: dict[int, tuple[int, int]] = {}
-        self.segments = segments
+        self.segments: tuple[tuple[bytes, int, int], ...] = ()
         """Other buffers its raw values may view (a body this one continues, and what was read of
         its tail), each with where it stands in this body and how much of it does: ``(buffer,
         delta, end)``, a value at ``i`` in the buffer (``i < end``) is at ``i + delta`` here."""
         self._at = _address(body)
-        self._bases = [(_address(buffer), delta, end) for buffer, delta, end in segments]
+        self._bases: tuple[tuple[int | None, int, int], ...] = ()  # the segments' buffers, by address
+        self._buffers = 0  # the bytes of the segments' buffers
+
+    @classmethod
+    def continuing(
+        cls, body: bytes, earlier: Places, end: int, head: bytes, opening: int, tail: bytes, delta: int
+    ) -> Places | None:
+        """The places of ``body``, which holds ``earlier``'s bytes up to ``end`` (the end of its last
+        element) and is read as ``head`` (the bytes before its list, up to ``opening``) and ``tail``
+        (the rest, the element at ``i`` there at ``i + delta`` here); ``None`` when its values would
+        view more than :data:`SEGMENTS` buffers, or hold a body's worth twice.
+
+        Its segments are ``earlier``'s, the last clipped at ``end``, then ``head`` and ``tail``.
+        ``earlier``'s own head is left out: this body's values are read from its own, and none of
+        the elements it shares views one. Each is taken as it was, its place included: an earlier
+        segment was clipped where the request it came with ended, which a later request holds whole.
+        """
+        if earlier.segments:  # the first body, the tails read since, its head, its tail
+            *kept, (old_head, _, _), (last, last_delta, until) = earlier.segments
+            *kept_bases, _, (last_base, _, _) = earlier._bases
+            buffers = earlier._buffers - len(old_head)
+        else:
+            kept, kept_bases, buffers = [], [], len(earlier.body)
+            last, last_delta, until, last_base = earlier.body, 0, end, earlier._at
+        buffers += len(head) + len(tail)
+        if len(kept) + 3 > SEGMENTS or buffers > 2 * len(body):
+            return None
+        clipped = min(until, end - last_delta)
+        places = cls(body)
+        places.segments = (*kept, (last, last_delta, clipped), (head, 0, opening), (tail, delta, len(tail)))
+        new = ((last_base, last_delta, clipped), (_address(head), 0, opening), (_address(tail), delta, len(tail)))
+        places._bases = (*kept_bases, *new)
+        places._buffers = buffers
+        return places
 
     @property
     def retained(self) -> int:
         """The bytes the other buffers its values view hold (kept alive by them), and what places
         them (:data:`SEGMENT_BYTES` each)."""
-        return sum(sys.getsizeof(buffer) + SEGMENT_BYTES for buffer, _, _ in self.segments)
+        return self._buffers + len(self.segments) * (_EMPTY_BYTES + SEGMENT_BYTES)
 
     def carried_from(self, earlier: Places, shared: int, place: Callable[[int], tuple[int, int] | None]) -> None:
         """Take the places ``earlier`` found of the first ``shared`` elements, where this body holds

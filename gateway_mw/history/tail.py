@@ -38,10 +38,6 @@ PART_BYTES = 1 << 20
 """A longer part is not read on its own: the body is read whole (in two passes where a surface does),
 so that no one decoder call holds Python's lock for long."""
 
-SEGMENTS = 64
-"""The most buffers a reading's values view (a conversation's first body and each later one's parts):
-a longer chain of continuing readings is started again by reading a body whole."""
-
 
 class Parts(NamedTuple):
     """The documents to decode of a continuing body, and where its values will stand."""
@@ -50,8 +46,8 @@ class Parts(NamedTuple):
     """The members before the list, the list itself ``null``."""
     tail: bytes
     """The list, :data:`MARKER` then the elements after the shared ones, and the members after it."""
-    segments: tuple[tuple[bytes, int, int], ...]
-    """The buffers the new reading's values view, each with where it stands in the new body."""
+    places: Places
+    """Where the new reading's values stand in the new body, whichever buffer they view."""
 
 
 def parts(
@@ -65,7 +61,7 @@ def parts(
     """The parts of ``body`` when it holds the earlier body's elements from the first (``first``: its
     span there) to ``last`` byte for byte, from its start; ``None`` when it does not, or when it is
     better read whole (a part over :data:`PART_BYTES`, both over ``most`` bytes, a chain over
-    :data:`SEGMENTS` or holding a body's worth twice)."""
+    :data:`~.splice.SEGMENTS` or holding a body's worth twice)."""
     if first is None or last is None:
         return None
     end, old = last[1], earlier.body
@@ -80,11 +76,8 @@ def parts(
     start = b'{"' + key.encode() + b'":[' + MARKER
     tail = start + body[end:]
     # Up to where the shared elements end, the earlier reading's buffers stand where they did.
-    prior = tuple((one, delta, min(until, end - delta)) for one, delta, until in earlier.segments)
-    segments = (*(prior or ((old, 0, end),)), (head, 0, opening), (tail, end - len(start), len(tail)))
-    if len(segments) > SEGMENTS or sum(len(one) for one, _, _ in segments) > 2 * len(body):
-        return None
-    return Parts(head, tail, segments)
+    places = Places.continuing(body, earlier, end, head, opening, tail, end - len(start))
+    return None if places is None else Parts(head, tail, places)
 
 
 def decoded(

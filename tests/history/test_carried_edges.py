@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_mw import incoming
 from gateway_mw.channels import Said
 from gateway_mw.config import ModelProfile, ThinkExtractConfig
-from gateway_mw.history import Request, record_entries, record_keys, tail, transform_request
+from gateway_mw.history import Request, record_entries, record_keys, splice, transform_request
 from gateway_mw.history.carry import CARRIED_BYTES, ByScope, CarriedStates
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
@@ -239,7 +239,7 @@ def test_a_long_chain_of_continued_readings_is_started_again(surface: str) -> No
         assert places.retained <= 2 * len(request.body)
         _told(side, request, CONFIG)
         request.keep()
-    assert 3 <= longest <= tail.SEGMENTS  # continued, and started again
+    assert 3 <= longest <= splice.SEGMENTS  # continued, and started again
 
 
 @pytest.mark.parametrize("surface", list(SURFACES))
@@ -294,13 +294,14 @@ def test_a_request_is_read_on_from_the_earlier_one_within_a_bound_only_when_all_
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surface: str) -> None:
     """A client that sends the same request again (its retries): each is read on from the one before
-    and adds nothing to it but the buffers its reading views, one more pair each time, which the kept
-    reading holds, with what places them, until the chain is started again; it is counted at no less."""
+    and adds nothing to it but the buffer its tail was read from (its head replaces the one before),
+    which the kept reading holds, with what places them, as far as the longest chain; it is counted
+    at no less."""
     side = SURFACES[surface]  # type: ignore[index]
     body = _long_answer(surface, "a" * 2 * CARRIED_BYTES)  # two of them: more than the chain holds
 
     def again(states: CarriedStates) -> None:
-        for _ in range(tail.SEGMENTS // 2):
+        for _ in range(splice.SEGMENTS - 1):
             request = Request(side, bytes(bytearray(body)), (states, b"scope"))  # each its own bytes, as read
             request.keep(_told(side, request, CONFIG)[1])  # with the body it was rewritten to, as the middleware
             del request
@@ -316,7 +317,7 @@ def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surf
     finally:
         tracemalloc.stop()
     [(_, kept)] = states.readings.of(b"scope")
-    assert len(kept.places().segments) == tail.SEGMENTS - 1  # read on from each one before
+    assert len(kept.places().segments) == splice.SEGMENTS  # the first body, each tail since, the last head
     assert states.size >= held
 
 

@@ -175,6 +175,8 @@ class Messages:
         self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        if self._thread is None:  # the same model and system prompt (:meth:`shared`): its head
+            self._thread = earlier.thread().following(self.raws)
         self.thread().go_on_from(earlier.thread(), shared)
 
     def places(self) -> splice.Places:

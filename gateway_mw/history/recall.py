@@ -272,6 +272,14 @@ class Thread:
         """The hash states after the last few messages (by their count) hashed so far (with
         :meth:`keep_states`): read by later requests' threads, never changed once given."""
 
+    def following(self, messages: Sequence[Any]) -> Thread:
+        """The thread of a later request with the same model and head (proven by the caller): its
+        head taken as it is, not spelled again (a system prompt, or instructions, of many kilobytes)."""
+        spell: Callable[[Any], bytes] = self._spell
+        thread = Thread(None, b"", messages, spell)
+        thread._head = self._head
+        return thread
+
     def held(self) -> int:
         """The bytes its head holds (the model's name and the system prompt, spelled again)."""
         return sys.getsizeof(self._head)

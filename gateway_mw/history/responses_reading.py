@@ -337,6 +337,8 @@ class Responses:
         self.keyed.carried_from(earlier.keyed, shared)
         counted = earlier._items._counted  # worked out when its digest was: else it kept no state
         if counted is not None:
+            if self._thread is None and self.instructions == earlier.instructions:  # (and the model: shared)
+                self._thread = earlier.thread().following(_Counted(self._items))
             self.thread().go_on_from(earlier.thread(), counted[0][shared])
 
     def places(self) -> splice.Places:

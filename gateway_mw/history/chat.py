@@ -9,6 +9,7 @@ the model's own tags in the content, and the reasoning record.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -94,12 +95,14 @@ class Chat:
         "_members",
         "_places",
         "_thread",
+        "asked",
         "body",
         "controls",
         "fields",
         "model",
         "readings",
         "roles",
+        "unchanged",
         "verdicts",
     )
 
@@ -118,6 +121,12 @@ class Chat:
         """What each assistant message carries (:class:`Reading`), under the settings it was read with."""
         self.verdicts = Facts()
         """What the transform made of each assistant message that needed no record, under its plan."""
+        self.asked: tuple[object, int, list[int]] | None = None
+        """Of the first ``n`` messages, the assistant ones that carry no reasoning (the record is asked
+        for theirs), under the settings they were read with: ``(how, n, indices)``."""
+        self.unchanged: tuple[object, int, int] | None = None
+        """The transform left the first ``n`` messages as they came, nothing read of the record, under
+        its plan, carriers and fields, the last user message at ``last_user``: ``(how, n, last_user)``."""
 
     @property
     def count(self) -> int:
@@ -148,6 +157,11 @@ class Chat:
     def _take(self, earlier: Chat, shared: int) -> None:
         roles = earlier.all_roles()[:shared]
         self.roles = roles + [_role_of(f) for f in self.fields[shared:]]
+        # What was worked out of its first messages, where this one shares them all: only the rest is read.
+        if earlier.asked is not None and earlier.asked[1] <= shared:
+            self.asked = earlier.asked
+        if earlier.unchanged is not None and earlier.unchanged[1] <= shared:
+            self.unchanged = earlier.unchanged
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)
@@ -190,7 +204,8 @@ class Chat:
         if self._members is None:  # counted once: the fields are the body's
             self._members = _KEY_BYTES * max(0, sum(map(len, self.fields)) - _COUNTED_KEYS * len(self.fields))
         retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
-        return self.readings.held() + self.verdicts.held() + self._members + retained
+        asked = 0 if self.asked is None else sys.getsizeof(self.asked[2])  # (small integers: shared)
+        return self.readings.held() + self.verdicts.held() + self._members + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,
@@ -271,18 +286,48 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
     """:func:`keys` for messages whose reasoning comes in ``carriers``."""
     if plan is not None and plan.form == "pass":
         return []  # nothing is rewritten: nothing to restore
-    messages = chat.fields
-    wanted = [
-        i
-        for i, role in enumerate(chat.all_roles())
-        if role == "assistant" and (plan is None or not _carries_reasoning(chat.reading(i, plan.config, carriers)))
-    ]
+    messages, roles = chat.fields, chat.all_roles()
+    if plan is None:
+        wanted = [i for i, role in enumerate(roles) if role == "assistant"]
+    else:
+        how = (plan.config, carriers)
+        start, wanted = _asked_before(chat, how)
+        wanted += [
+            i
+            for i in range(start, len(roles))
+            if roles[i] == "assistant" and not _carries_reasoning(chat.reading(i, plan.config, carriers))
+        ]
+        chat.asked = (how, len(roles), wanted)
     out: list[str] = []
     for i in wanted[-turns:]:
         calls = call_ids(messages[i])
         said = () if calls else call_names(messages[i])
         out += turn_keys(chat.thread().upto(i), calls, "" if calls else text_of(content_of(messages[i])), said)
     return out
+
+
+def _asked_before(chat: Chat, how: object) -> tuple[int, list[int]]:
+    """How many first messages the record's keys were worked out of already, and which of those
+    carry no reasoning: known from the earlier request this one goes on from, read under ``how``."""
+    asked = chat.asked
+    if asked is None or asked[0] != how:
+        return 0, []
+    return asked[1], list(asked[2])
+
+
+def _unchanged_before(
+    chat: Chat, how: tuple[Plan, tuple[str, ...], tuple[str, ...]], recall: Recall, last_user: int
+) -> int:
+    """How many first messages the transform leaves as they came, known from the earlier request
+    this one goes on from (:attr:`Chat.unchanged`): under the same plan, carriers and fields, nothing
+    read of the record, each message in the same scope (a later user message moves the current turn)."""
+    unchanged = chat.unchanged
+    chat.unchanged = None  # until this transform says again
+    if unchanged is None or recall or unchanged[0] != how:
+        return 0
+    if how[0].scope == "current_turn" and unchanged[2] != last_user:
+        return 0
+    return unchanged[1]
 
 
 def _carries_reasoning(reading: Reading | None) -> bool:
@@ -314,11 +359,12 @@ def transform_messages(
     if plan.form == "pass":
         return None
     roles = chat.all_roles()
-    last_user = max((i for i, role in enumerate(roles) if role == "user"), default=-1)
-    verdicts = chat.verdicts.under((plan, carriers, fields))
+    last_user = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else -1
+    how = (plan, carriers, fields)
+    verdicts = chat.verdicts.under(how)
     changed: dict[int, bytes] = {}
-    for i, role in enumerate(roles):
-        if role != "assistant":
+    for i in range(_unchanged_before(chat, how, recall, last_user), len(roles)):
+        if roles[i] != "assistant":
             continue
         reading = chat.reading(i, plan.config, carriers)
         if reading is None:
@@ -341,6 +387,8 @@ def transform_messages(
         if new is not None:
             changed[i] = new
     if not changed:
+        if not recall:
+            chat.unchanged = (how, len(roles), last_user)
         return None
     # Only the messages that changed are encoded; every other byte is copied as it came.
     return splice.objects_written(chat.places(), "messages", chat.fields, changed)

@@ -1,0 +1,145 @@
+"""An agent's next chat (or Ollama) request whose earlier one the transform left as it came: under
+the same settings its keys and its transform go on from where the earlier request ended, the shared
+messages not walked again; each starts over whenever anything they depend on differs (the plan, the
+current turn a new query moves, the record's reasoning). Either way each request is told what it is
+told read afresh."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway_mw.config import ThinkExtractConfig
+from gateway_mw.history import Request, chat, record_keys, transform_request
+from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history.recall import Recalled
+from gateway_mw.surfaces.registry import SURFACES
+
+from .test_carried_digests import _agent
+
+CONFIG = ThinkExtractConfig(upstream_server="vllm")
+QUERY = {"role": "user", "content": "And tomorrow?"}
+SURFACE_NAMES = ["chat", "ollama"]
+
+
+def _as_upstream_reads(surface: str, turns: int, config: ThinkExtractConfig) -> bytes:
+    """An agent's history as the gateway gave it to the upstream: nothing left to change."""
+    side = SURFACES[surface]  # type: ignore[index]
+    body = _agent(surface, turns)
+    new = transform_request(side, Request(side, body), config)
+    out = body if new is None else new
+    assert transform_request(side, Request(side, out), config) is None
+    return out
+
+
+def _more(body: bytes, *messages: Any) -> bytes:
+    """``body`` with ``messages`` added at the end of its list, every earlier byte as it was."""
+    assert body.endswith(b"]}")
+    return body[:-2] + b"".join(b"," + json.dumps(m).encode() for m in messages) + b"]}"
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Where each call of ``chat.<name>`` said the walk begins."""
+    began: list[int] = []
+    known = getattr(chat, name)
+
+    def spy(*args: Any) -> Any:
+        out = known(*args)
+        began.append(out if isinstance(out, int) else out[0])
+        return out
+
+    monkeypatch.setattr(chat, name, spy)
+    return began
+
+
+def _told(
+    surface: str, body: bytes, states: CarriedStates, config: ThinkExtractConfig, spies: list[list[int]]
+) -> tuple[list[str], bytes | None, int]:
+    """The keys and the transform of ``body``, read on from the scope's kept reading, each as read
+    afresh (which walks every message)."""
+    side = SURFACES[surface]  # type: ignore[index]
+    request = Request(side, body, (states, b"scope"))
+    keys = record_keys(side, request, config)
+    new = transform_request(side, request, config)
+    request.keep(new)
+    afresh = Request(side, body)
+    assert (keys, new) == (record_keys(side, afresh, config), transform_request(side, afresh, config))
+    assert [spy.pop() for spy in spies] == [0, 0]
+    assert request.read is not None
+    return keys, new, request.read.count
+
+
+@pytest.mark.parametrize("surface", SURFACE_NAMES)
+def test_the_next_request_goes_on_from_where_the_earlier_one_was_left_as_it_came(
+    monkeypatch: pytest.MonkeyPatch, surface: str
+) -> None:
+    states = CarriedStates()
+    bodies = [_as_upstream_reads(surface, turns, CONFIG) for turns in (10, 11, 12)]
+    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    told = [_told(surface, body, states, CONFIG, spies) for body in bodies]
+    counts = [count for _, _, count in told]
+    assert [(keys, new) for keys, new, _ in told] == [([], None)] * 3
+    assert spies == [[0, counts[0], counts[1]]] * 2  # afresh, then each from the one before's end
+
+
+@pytest.mark.parametrize("surface", SURFACE_NAMES)
+@pytest.mark.parametrize(
+    "later",
+    [
+        pytest.param(CONFIG.replace(history_reasoning="strip"), id="another plan"),
+        pytest.param(CONFIG.replace(upstream_server="sglang"), id="another server"),
+    ],
+)
+def test_other_settings_walk_every_message_again(
+    monkeypatch: pytest.MonkeyPatch, surface: str, later: ThinkExtractConfig
+) -> None:
+    states = CarriedStates()
+    first, second = (_as_upstream_reads(surface, turns, CONFIG) for turns in (10, 11))
+    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    _told(surface, first, states, CONFIG, spies)
+    _told(surface, second, states, later, spies)
+    assert spies == [[0, 0]] * 2
+
+
+@pytest.mark.parametrize("surface", SURFACE_NAMES)
+def test_a_new_query_that_takes_earlier_turns_out_of_scope_walks_every_message_again(
+    monkeypatch: pytest.MonkeyPatch, surface: str
+) -> None:
+    config = CONFIG.replace(history_scope="current_turn")
+    states = CarriedStates()
+    first = _as_upstream_reads(surface, 10, config)
+    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    assert _told(surface, first, states, config, spies)[1] is None
+    _, new, count = _told(surface, _more(first, QUERY), states, config, spies)  # earlier reasoning dropped now
+    assert new is not None
+    assert spies == [[0, count - 1], [0, 0]]  # the keys go on: which messages carry reasoning is the same
+
+
+@pytest.mark.parametrize("surface", SURFACE_NAMES)
+def test_reasoning_the_record_holds_walks_every_message_again(monkeypatch: pytest.MonkeyPatch, surface: str) -> None:
+    """The earlier request left its messages as they came with nothing from the record; the next one
+    is given the record's reasoning for a turn: the earlier verdict on them says nothing of that."""
+    side = SURFACES[surface]  # type: ignore[index]
+
+    def bare(turns: int) -> bytes:  # as a client that does not send reasoning back sends the history
+        doc = json.loads(_as_upstream_reads(surface, turns, CONFIG))
+        for message in doc["messages"]:
+            for field in ("reasoning", "reasoning_content", "thinking"):
+                message.pop(field, None)
+        return json.dumps(doc).encode()
+
+    first, body = bare(10), bare(11)
+    states = CarriedStates()
+    began = _spied(monkeypatch, "_unchanged_before")
+    request = Request(side, first, (states, b"scope"))
+    assert transform_request(side, request, CONFIG) is None  # nothing in the record yet
+    request.keep()
+    later = Request(side, body, (states, b"scope"))
+    keys = record_keys(side, later, CONFIG)
+    recall = {keys[-1]: Recalled(reasoning="Look it up.")}
+    new = transform_request(side, later, CONFIG, recall)
+    assert new is not None and new == transform_request(side, Request(side, body), CONFIG, recall)
+    assert b"Look it up." in new
+    assert began == [0, 0, 0]  # the earlier request, this one, this one afresh

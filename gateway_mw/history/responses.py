@@ -77,19 +77,28 @@ def keys(request: Responses, turns: int, plan: Plan | None = None) -> list[str]:
     reasoning only for the items that name the record)."""
     if request.said_as_text or (plan is not None and plan.form == "pass"):
         return []
-    items, kinds, known = request.items, request.kinds, request.keyed.under(None)
+    items, kinds, known, every = request.items, request.kinds, request.keyed.under(None), request.turns
+    # The first turns that name nothing for the record are known so from the earlier request (the
+    # last of them read again: this request's items may go on in it).
+    skip = max(len(every) - turns, request.quiet - 1, 0)
+    quiet = skip if skip <= request.quiet else None
     out = []
-    for start, end in request.turns[-turns:]:
+    for t in range(skip, len(every)):
+        start, end = every[t]
         said = known.get(end - 1)  # by its last item: a turn an earlier request shared whole
         if said is None or said[0] != start:
             said = known[end - 1] = _said(items[start:end], kinds[start:end], start)
         _, named, bare, calls, text = said
+        if quiet == t and not named and not bare:
+            quiet = t + 1
         # The conversation's digest only for a key that holds it: a gateway-made id is a key alone,
         # and a turn that carries its own reasoning and names no other has none to ask for.
         before = request.before(start) if bare or not all(map(is_gateway_id, named)) else b""
         out += [item_key(item_id, before) for item_id in named]
         if bare:
             out += turn_keys(before, calls, text)
+    if quiet is not None:
+        request.quiet = quiet
     return out
 
 

@@ -226,6 +226,7 @@ class Responses:
         "instructions",
         "keyed",
         "model",
+        "quiet",
         "said_as_text",
         "spelled",
         "unchanged",
@@ -255,6 +256,9 @@ class Responses:
         """What the transform made of each item it read no record for, under its plan."""
         self.keyed = Facts()
         """What each turn's record keys are made of (its ids, calls and text), by its last item."""
+        self.quiet = 0
+        """How many first turns name nothing the record is asked for (each carries its reasoning, and
+        no id the gateway made): a later request's keys read on after them."""
         self.unchanged: Unchanged | None = None
         """How far the transform left the items as they came, and under what (its plan, each item's
         scope, the items the record gave reasoning for): a later request that goes on from them
@@ -335,6 +339,8 @@ class Responses:
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.spelled.carried_from(earlier.spelled, shared)
         self.keyed.carried_from(earlier.keyed, shared)
+        if earlier.quiet and earlier.turns[earlier.quiet - 1][1] <= shared:
+            self.quiet = earlier.quiet
         counted = earlier._items._counted  # worked out when its digest was: else it kept no state
         if counted is not None:
             if self._thread is None and self.instructions == earlier.instructions:  # (and the model: shared)

@@ -189,3 +189,26 @@ def test_a_reasoning_item_spelled_otherwise_than_the_gateway_would_goes_on_in_it
         assert told[-1] == transform_request(SIDE, Request(SIDE, body), config)
     assert told[0] is None and told[1] is not None
     assert json.dumps(reasoning).encode() in told[1]
+
+
+def test_the_next_requests_keys_read_on_after_the_turns_that_name_nothing_for_the_record() -> None:
+    """Turns that carry their reasoning and name no id the gateway made ask nothing of the record: an
+    agent's next request reads its keys on after them (the last of them read again), and a turn that
+    asks (one without its reasoning) ends the run; each request's keys are those read afresh."""
+    thought = {"type": "reasoning", "id": "rs_new", "summary": [{"type": "summary_text", "text": "Again."}]}
+    thought["content"] = [{"type": "reasoning_text", "text": "Again."}]
+    states = CarriedStates()
+    first = _as_upstream_reads(CONFIG)
+    second = _more(first, thought, CALL)  # a turn that carries its reasoning
+    third = _more(second, RESULT, {**CALL, "call_id": "c100"})  # one that does not
+    readings = []
+    for body in (first, second, third):
+        request = Request(SIDE, body, (states, b"scope"))
+        keys = record_keys(SIDE, request, CONFIG)
+        assert keys == record_keys(SIDE, Request(SIDE, body), CONFIG)
+        request.keep(transform_request(SIDE, request, CONFIG))
+        assert isinstance(request.read, Responses)
+        readings.append((request.read.quiet, len(request.read.turns), len(keys)))
+    turns = readings[0][1]
+    assert readings[:2] == [(turns, turns, 0), (turns + 1, turns + 1, 0)]
+    assert readings[2][:2] == (turns + 1, turns + 2) and readings[2][2] > 0

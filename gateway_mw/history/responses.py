@@ -196,17 +196,17 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     items, kinds = request.items, request.kinds
     scopes = _scopes(request, plan)
     found = _recalled(request, recall, plan) if recall else {}
-    starts = _starts(request)
     verdicts = request.verdicts.under(plan)
     spellings = request.spelled.under(plan)
+    # An agent's next request under the same: what its earlier request left as it came goes on so.
+    first = _unchanged_before(request, plan, scopes, found)
+    starts = _starts(request, first)
 
     def before(at: int) -> bytes:
         """The digest of the conversation before the turn of ``items[at]``: only the record reads it."""
         start = starts[at]
         return request.before(at if start is None else start) if recall else b""
 
-    # An agent's next request under the same: what its earlier request left as it came goes on so.
-    first = _unchanged_before(request, plan, scopes, found)
     new: list[Any] = items[:first]
     settled: dict[int, Any] = {}  # the items that went on as their verdict says, and that verdict
     starts_in_new = list(range(first))  # where what each item goes on as starts (messages put before it included)
@@ -378,10 +378,13 @@ def _made(
     return out, pending, own
 
 
-def _starts(request: Responses) -> list[int | None]:
-    """The first item of the turn each item is in (``None``: in none, not of the assistant's side)."""
+def _starts(request: Responses, first: int) -> list[int | None]:
+    """The first item of the turn each item from ``first`` on is in (``None``: in none, not of the
+    assistant's side; and for each item before ``first``, which the transform does not read)."""
     out: list[int | None] = [None] * len(request.items)
-    for start, end in request.turns:
+    for start, end in reversed(request.turns):
+        if end <= first:
+            break
         out[start:end] = [start] * (end - start)
     return out
 

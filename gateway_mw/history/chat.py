@@ -160,8 +160,9 @@ class Chat:
         # What was worked out of its first messages, where this one shares them all: only the rest is read.
         if earlier.asked is not None and earlier.asked[1] <= shared:
             self.asked = earlier.asked
-        if earlier.unchanged is not None and earlier.unchanged[1] <= shared:
-            self.unchanged = earlier.unchanged
+        if earlier.unchanged is not None:  # each message was left as it came: as far as they share
+            how, left, last_user = earlier.unchanged
+            self.unchanged = (how, min(left, shared), last_user)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         self.thread().go_on_from(earlier.thread(), shared)

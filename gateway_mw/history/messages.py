@@ -90,6 +90,7 @@ class Messages:
         "readings",
         "roles",
         "system",
+        "unchanged",
         "verdicts",
     )
 
@@ -116,6 +117,9 @@ class Messages:
         """What each assistant message carries (:class:`_Reading`), under the server and settings read for."""
         self.verdicts = Facts()
         """What the transform made of each assistant message that needed no record, under its plan."""
+        self.unchanged: tuple[Plan, int, int] | None = None
+        """The transform left the first ``n`` messages as they came, nothing read of the record, under
+        its plan, the latest query at ``last_query``: ``(plan, n, last_query)``."""
 
     def outlined(self) -> Messages:
         """This reading, each message's role (and an assistant's content) read: those not read yet."""
@@ -175,6 +179,9 @@ class Messages:
         self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
+        if earlier.unchanged is not None:  # as far as they share (Claude Code moves its cache marker)
+            plan, left, last_query = earlier.unchanged
+            self.unchanged = (plan, min(left, shared), last_query)
         if self._thread is None:  # the same model and system prompt (:meth:`shared`): its head
             self._thread = earlier.thread().following(self.raws)
         self.thread().go_on_from(earlier.thread(), shared)
@@ -321,9 +328,10 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
     verdicts = request.verdicts.under(plan)
     changed: dict[int, bytes] = {}
+    first = _unchanged_before(request, plan, recall, last_query)
     for i, content in request.contents.items():
         reading = readings[i]
-        if reading is None:
+        if reading is None or i < first:
             continue
         asks = bool(recall) and not reading.reasoning  # the record holds reasoning for a turn that carries none
         ids = _tool_ids(content) if asks or plan.scope == "tool_turns" else []
@@ -346,9 +354,24 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
         if new is not None:
             changed[i] = new
     if not changed:
+        if not recall:
+            request.unchanged = (plan, len(request.raws), last_query)
         return None
     # Only the messages that changed are encoded; every other byte is copied as it came.
     return splice.elements_written(request.places(), "messages", request.raws, changed)
+
+
+def _unchanged_before(request: Messages, plan: Plan, recall: Recall, last_query: int) -> int:
+    """How many first messages the transform leaves as they came, known from the earlier request
+    this one goes on from (:attr:`Messages.unchanged`): under the same plan, nothing read of the
+    record, each message in the same scope (a later query moves the current turn)."""
+    unchanged = request.unchanged
+    request.unchanged = None  # until this transform says again
+    if unchanged is None or recall or unchanged[0] != plan:
+        return 0
+    if plan.scope == "current_turn" and unchanged[2] != last_query:
+        return 0
+    return unchanged[1]
 
 
 class _Reading(NamedTuple):

@@ -1,5 +1,6 @@
-"""An agent's next chat (or Ollama) request whose earlier one the transform left as it came: under
-the same settings its keys and its transform go on from where the earlier request ended, the shared
+"""An agent's next request of role messages (chat, Ollama, Anthropic messages) whose earlier one the
+transform left as it came: under the same settings its transform (and on chat and Ollama its keys)
+goes on from where the earlier request ended, or from the last message they share, the shared
 messages not walked again; each starts over whenever anything they depend on differs (the plan, the
 current turn a new query moves, the record's reasoning). Either way each request is told what it is
 told read afresh."""
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway_mw.config import ThinkExtractConfig
-from gateway_mw.history import Request, chat, record_keys, transform_request
+from gateway_mw.history import Request, chat, messages, record_keys, transform_request
 from gateway_mw.history.carry import CarriedStates
 from gateway_mw.history.recall import Recalled
 from gateway_mw.surfaces.registry import SURFACES
@@ -40,17 +41,17 @@ def _more(body: bytes, *messages: Any) -> bytes:
     return body[:-2] + b"".join(b"," + json.dumps(m).encode() for m in messages) + b"]}"
 
 
-def _spied(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Where each call of ``chat.<name>`` said the walk begins."""
+def _spied(monkeypatch: pytest.MonkeyPatch, name: str, module: Any = chat) -> list[int]:
+    """Where each call of ``module.<name>`` said the walk begins."""
     began: list[int] = []
-    known = getattr(chat, name)
+    known = getattr(module, name)
 
     def spy(*args: Any) -> Any:
         out = known(*args)
         began.append(out if isinstance(out, int) else out[0])
         return out
 
-    monkeypatch.setattr(chat, name, spy)
+    monkeypatch.setattr(module, name, spy)
     return began
 
 
@@ -143,3 +144,51 @@ def test_reasoning_the_record_holds_walks_every_message_again(monkeypatch: pytes
     assert new is not None and new == transform_request(side, Request(side, body), CONFIG, recall)
     assert b"Look it up." in new
     assert began == [0, 0, 0]  # the earlier request, this one, this one afresh
+
+
+def _claude_code(turns: int) -> bytes:
+    """Claude Code's next request: its cache marker on the latest message only (moved from the one
+    before, whose bytes change), each turn's thinking sent back as the upstream reads it."""
+    side = SURFACES["messages"]
+    doc = json.loads(_agent("messages", turns))
+    doc["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    body = json.dumps(doc).encode()
+    new = transform_request(side, Request(side, body), CONFIG)
+    return body if new is None else new
+
+
+def test_the_next_messages_request_goes_on_from_the_last_message_it_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code moves its cache marker to the newest message: the next request shares all but the
+    last of the earlier one's messages, and its transform goes on from there."""
+    side = SURFACES["messages"]
+    bodies = [_claude_code(turns) for turns in (10, 11, 12)]
+    began = _spied(monkeypatch, "_unchanged_before", messages)
+    states = CarriedStates()
+    counts = []
+    for body in bodies:
+        request = Request(side, body, (states, b"scope"))
+        new = transform_request(side, request, CONFIG)
+        request.keep(new)
+        assert new == transform_request(side, Request(side, body), CONFIG)
+        assert request.read is not None
+        counts.append(request.read.count)
+    assert began == [0, 0, counts[0] - 1, 0, counts[1] - 1, 0]  # each also read afresh, from its start
+
+
+def test_a_new_query_on_messages_walks_every_message_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the current turn's reasoning kept only, a new query takes the earlier turns out of scope:
+    the transform walks every message again and drops their reasoning, as afresh."""
+    side = SURFACES["messages"]
+    config = CONFIG.replace(history_scope="current_turn")
+    first = _claude_code(10)
+    later = _more(first, {"role": "user", "content": [{"type": "text", "text": "And tomorrow?"}]})
+    began = _spied(monkeypatch, "_unchanged_before", messages)
+    states = CarriedStates()
+    told = []
+    for body in (first, later):
+        request = Request(side, body, (states, b"scope"))
+        told.append(transform_request(side, request, config))
+        request.keep(told[-1])
+        assert told[-1] == transform_request(side, Request(side, body), config)
+    assert told[0] is None and told[1] is not None
+    assert began == [0, 0, 0, 0]

@@ -136,7 +136,7 @@ class Places:
     (:meth:`carried_from`: a comparison of memory, which costs less than placing each message from
     its members again; a raw element is placed in about 1 µs, less than the proof costs it)."""
 
-    __slots__ = ("_at", "_bases", "_buffers", "body", "known", "segments")
+    __slots__ = ("_at", "_bases", "_buffers", "_reach", "body", "known", "segments")
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -148,6 +148,7 @@ class Places:
         self._at = _address(body)
         self._bases: tuple[tuple[int | None, int, int], ...] = ()  # the segments' buffers, by address
         self._buffers = 0  # the bytes of the segments' buffers
+        self._reach = 0  # how far this body holds the one it continues byte for byte
 
     @classmethod
     def continuing(
@@ -158,10 +159,11 @@ class Places:
         (the rest, the element at ``i`` there at ``i + delta`` here); ``None`` when its values would
         view more than :data:`SEGMENTS` buffers, or hold a body's worth twice.
 
-        Its segments are ``earlier``'s, the last clipped at ``end``, then ``head`` and ``tail``.
+        Its segments are ``earlier``'s, each clipped at ``end``, then ``head`` and ``tail``.
         ``earlier``'s own head is left out: this body's values are read from its own, and none of
-        the elements it shares views one. Each is taken as it was, its place included: an earlier
-        segment was clipped where the request it came with ended, which a later request holds whole.
+        the elements it shares views one. Only the last needs clipping where the shared bytes reach
+        as far as ``earlier``'s did (an agent's next request): each one before was clipped where
+        the request it came with ended.
         """
         if earlier.segments:  # the first body, the tails read since, its head, its tail
             *kept, (old_head, _, _), (last, last_delta, until) = earlier.segments
@@ -173,12 +175,16 @@ class Places:
         buffers += len(head) + len(tail)
         if len(kept) + 3 > SEGMENTS or buffers > 2 * len(body):
             return None
+        if end < earlier._reach:  # fewer elements shared than the earlier request shared (a rewind)
+            kept = [(one, at, min(until_one, end - at)) for one, at, until_one in kept]
+            kept_bases = [(base, at, min(until_one, end - at)) for base, at, until_one in kept_bases]
         clipped = min(until, end - last_delta)
         places = cls(body)
         places.segments = (*kept, (last, last_delta, clipped), (head, 0, opening), (tail, delta, len(tail)))
         new = ((last_base, last_delta, clipped), (_address(head), 0, opening), (_address(tail), delta, len(tail)))
         places._bases = (*kept_bases, *new)
         places._buffers = buffers
+        places._reach = end
         return places
 
     @property

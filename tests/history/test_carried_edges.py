@@ -375,3 +375,32 @@ def test_an_agents_next_request_counts_as_its_own_work_every_message_its_record_
     work = incoming._work(later)
     assert record_entries(later.side, later, [Said(original="<think>Look.</think>It is sunny.")], config)
     assert sum(spelled) > 40 and work >= incoming.MESSAGE_WORK * sum(spelled)
+
+
+def test_a_request_that_shares_less_than_the_one_before_clips_every_buffer_it_views_there() -> None:
+    """A client sends a request again, then moves its cache marker (Claude Code): the next request
+    shares all but the last message of the one before, fewer bytes than that one shared with its own
+    earlier one. Every buffer the new reading's values may view is placed only as far as the bytes
+    it shares, and each request is told what it is told read afresh."""
+    side = SURFACES["messages"]
+    marker = {"type": "ephemeral"}
+
+    def body(turns: int) -> bytes:
+        messages: list[Any] = [{"role": "user", "content": "Write."}]
+        for n in range(turns):
+            answer = {"type": "text", "text": f"<think>Why {n}.</think>" + "a" * CARRIED_BYTES}
+            messages += [
+                {"role": "assistant", "content": [answer]},
+                {"role": "user", "content": [{"type": "text", "text": f"Go on {n}."}]},
+            ]
+        messages[-1]["content"][-1]["cache_control"] = marker
+        return json.dumps({"model": "llama-3.1-8b", "max_tokens": 9, "messages": messages}).encode()
+
+    states = CarriedStates()
+    for sent in (body(2), body(2), body(3)):
+        request = Request(side, sent, (states, b"scope"))
+        assert _told(side, request, CONFIG) == _told(side, Request(side, sent), CONFIG)
+        places = request.read.places()
+        assert all(at + until <= places._reach for _, at, until in places.segments[:-2])
+        request.keep()
+    assert len(places.segments) == 4  # read on from each one before: the first body, a tail, its head and tail

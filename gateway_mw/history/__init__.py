@@ -178,8 +178,9 @@ class Request:
 
     def recount(self) -> None:
         """Count the kept reading again, once the record's entries of its answer read more of it (a
-        Responses history whose plan passed it on is read only then)."""
-        if self._kept is not None:
+        Responses history whose plan passed it on is read only then; a surface whose entries read
+        nothing more says so, :attr:`~.side.Reading.reads_late`)."""
+        if self._kept is not None and self.read is not None and self.read.reads_late:
             states, scope, kept, extra = self._kept
             states.readings.recount(scope, kept, self._size(extra, states.readings.max_bytes))
 

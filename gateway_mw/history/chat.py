@@ -10,7 +10,7 @@ the model's own tags in the content, and the reasoning record.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -90,6 +90,8 @@ class Chat:
     as they came (one decoder pass over the body); what the record's keys, the transform and the
     record's entries read of it is kept here, so that nothing is read twice — nor, in a later
     request proven to share its first messages (:meth:`adopt`), read again there."""
+
+    reads_late: ClassVar[bool] = False  # the record's entries read nothing the transform did not
 
     __slots__ = (
         "_members",

@@ -11,7 +11,7 @@ SGLang refuses the block).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
@@ -76,6 +76,8 @@ class Messages:
     as far as it is read (an assistant message whole, another one's role and blocks' types); what
     the record's keys and the transform read of it is kept here, so that nothing is read twice —
     nor, in a later request proven to share its first messages (:meth:`adopt`), read again there."""
+
+    reads_late: ClassVar[bool] = False  # the record's entries read nothing the transform did not
 
     __slots__ = (
         "_content_sizes",

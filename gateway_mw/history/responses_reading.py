@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, ClassVar, NamedTuple, overload
 
 import msgspec
 
@@ -214,6 +214,8 @@ class Responses:
     """A Responses request read once: its input's items (read when first asked for), the digests
     of the conversation before each, whether the input was a string (one user message), and
     whether it asks for blobs."""
+
+    reads_late: ClassVar[bool] = True  # the items a plan passed on are read for the digest only
 
     __slots__ = (
         "_include_bytes",

@@ -234,11 +234,20 @@ def test_an_upstream_reasoning_item_the_stream_cannot_read_is_replayed() -> None
     assert replayed[0] is not None and replayed[1]["unreadable_events"] == 1
 
 
-@pytest.mark.parametrize("member", ["id", "call_id"])
-def test_a_message_item_the_stream_cannot_read_is_not_plain(member: str) -> None:
+@pytest.mark.parametrize(
+    "members",
+    [
+        {"id": "HUGE"},
+        {"call_id": "HUGE"},
+        # msgspec cannot read the id (out of its range): the standard library reads the event, whole,
+        # and fails on a member msgspec skips
+        {"id": "OUT_OF_RANGE", "x": "HUGE"},
+    ],
+)
+def test_a_message_item_the_stream_cannot_read_is_not_plain(members: dict[str, str]) -> None:
     """The replay's events of it are unread: not plain, declined before any id is made up."""
-    item = {**message("msg_1", ["<think>a</think>b"]), member: "HUGE"}
-    body = _with_huge(response("completed", [item]))
+    item = {**message("msg_1", ["<think>a</think>b"]), **members}
+    body = _with_huge(response("completed", [item])).replace(b'"OUT_OF_RANGE"', b"1e999999")
     raw = raw_list(msgspec.json.decode(body, type=dict[str, msgspec.Raw])["output"])
     assert raw is not None
     made = counter()

@@ -31,8 +31,9 @@ SLICE = 64 * 1024
 """Characters of a message's text replayed per delta (each counts once if any of it is reasoning)."""
 
 _READ = frozenset(("id", "call_id"))
-"""A message item's members the stream's head decoder decodes (any JSON: a number of more digits
-than a decoder takes leaves the events that carry them unread)."""
+"""A message item's members the stream's head decoder decodes (any JSON): one msgspec cannot decode
+(a number out of its range) leaves the events that carry them unread, or read by the standard
+library, whole, which a member it skipped may fail."""
 
 _Scanned = tuple[Obj, Obj, list[Segment]] | None
 """A message item, its one part and its runs; ``None``: an item that goes on as it came."""
@@ -56,8 +57,9 @@ def plain_output(
             native = native or kind == "reasoning"
             scanned.append(None)
             continue
-        if decode_head(encode({"item": {k: v for k, v in item.items() if k in _READ}})) is None:
-            return None  # its events unread in the replay
+        head = decode_head(encode({"item": {k: v for k, v in item.items() if k in _READ}}))
+        if head is None or not head[1]:  # its events unread in the replay, or read there otherwise
+            return None
         read = _scan(core, ordinal, item)
         if read is None:
             return None

@@ -58,6 +58,10 @@ CONFIGS = [
 ]
 MODELS = ["m", *sorted({c.model for c in CASES})]
 
+HUGE = b"1" + b"0" * 5000
+"""A number of more digits than a decoder turns into one (Python's limit is 4300): msgspec reads it
+as a raw value, the stream's head decoder (which decodes an item's ``id`` and ``call_id``) cannot."""
+
 
 @st.composite
 def message_items(draw: st.DrawFn) -> dict[str, Any]:
@@ -87,7 +91,15 @@ def message_items(draw: st.DrawFn) -> dict[str, Any]:
 
 ITEMS = st.lists(
     message_items()
-    | st.sampled_from([function_call(), reasoning("rs_up", "their own"), {"type": "web_search_call"}, 5]),
+    | st.sampled_from(
+        [
+            function_call(),
+            reasoning("rs_up", "their own"),
+            {**reasoning("rs_up", "their own"), "id": "HUGE"},  # one the stream cannot read (see HUGE)
+            {"type": "web_search_call"},
+            5,
+        ]
+    ),
     min_size=1,
     max_size=4,
 )
@@ -119,6 +131,7 @@ def test_written_directly_as_replayed(
     output: list[Any], config: ThinkExtractConfig, model: str, text: str | None
 ) -> None:
     body = json.dumps(response("completed", output, model=model, output_text=text), ensure_ascii=False).encode()
+    body = body.replace(b'"HUGE"', HUGE)
     direct, replayed = both(body, config)
     assert direct == replayed
 
@@ -197,3 +210,46 @@ def test_a_body_of_invalid_utf8_goes_on_as_it_came() -> None:
     """No JSON is invalid UTF-8: such a body is passed on as it came, where the replay failed on it."""
     body = json.dumps(response("completed", [message("msg_1", ["<think>a</think>b"])])).encode()
     assert both(body.replace(b"a<", b"\xff<"), ThinkExtractConfig()) == ((None, counted(Counts())),) * 2
+
+
+def _with_huge(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc).encode().replace(b'"HUGE"', HUGE)
+
+
+def test_an_upstream_reasoning_item_the_stream_cannot_read_is_replayed() -> None:
+    """Its event is unread in the replay (counted so), so it does not win: the message after it is
+    translated. Not plain: written as replayed."""
+    body = _with_huge(
+        response(
+            "completed", [{**reasoning("rs_up", "their own"), "id": "HUGE"}, message("msg_1", ["<think>a</think>b"])]
+        )
+    )
+    raw = raw_list(msgspec.json.decode(body, type=dict[str, msgspec.Raw])["output"])
+    assert raw is not None
+    made = counter()
+    assert plain_output(raw, ThinkExtractConfig(), made) is None
+    assert made("x_") == "x_1"  # no id made up before it declined
+    direct, replayed = both(body, ThinkExtractConfig())
+    assert direct == replayed
+    assert replayed[0] is not None and replayed[1]["unreadable_events"] == 1
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        {"id": "HUGE"},
+        {"call_id": "HUGE"},
+        # msgspec cannot read the id (out of its range): the standard library reads the event, whole,
+        # and fails on a member msgspec skips
+        {"id": "OUT_OF_RANGE", "x": "HUGE"},
+    ],
+)
+def test_a_message_item_the_stream_cannot_read_is_not_plain(members: dict[str, str]) -> None:
+    """The replay's events of it are unread: not plain, declined before any id is made up."""
+    item = {**message("msg_1", ["<think>a</think>b"]), **members}
+    body = _with_huge(response("completed", [item])).replace(b'"OUT_OF_RANGE"', b"1e999999")
+    raw = raw_list(msgspec.json.decode(body, type=dict[str, msgspec.Raw])["output"])
+    assert raw is not None
+    made = counter()
+    assert plain_output(raw, ThinkExtractConfig(), made) is None
+    assert made("x_") == "x_1"

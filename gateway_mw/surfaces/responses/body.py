@@ -6,8 +6,8 @@ each. Each message's text goes through the same
 channel core, in the same slices and with the same flush and end, as in the replay; its runs become
 the same items (a reasoning item for each reasoning run, a message for the answer text around them),
 with the ids made up in the same order. The replay is this module's reference: anything else (more
-parts, a part of another kind, held text that comes out only at the text's end) it declines, before
-making up an id, and the body is replayed.
+parts, a part of another kind, held text that comes out only at the text's end, an item whose events
+the stream's head decoder would not read) it declines, before making up an id, and the body is replayed.
 """
 
 from __future__ import annotations
@@ -19,15 +19,21 @@ import msgspec
 from ...channels import Channels, Counts
 from ...config import ThinkExtractConfig
 from ...marks import encode_blob
-from ...rawjson import Obj, as_str, obj, raw_list
+from ...rawjson import Obj, as_str, encode, obj, raw_list
 from ...scanner import CONTENT, Segment, merge_segments
 from ..base import NewId
+from .heads import decode_head
 from .items import formats
 
 __all__ = ["SLICE", "plain_output"]
 
 SLICE = 64 * 1024
 """Characters of a message's text replayed per delta (each counts once if any of it is reasoning)."""
+
+_READ = frozenset(("id", "call_id"))
+"""A message item's members the stream's head decoder decodes (any JSON): one msgspec cannot decode
+(a number out of its range) leaves the events that carry them unread, or read by the standard
+library, whole, which a member it skipped may fail."""
 
 _Scanned = tuple[Obj, Obj, list[Segment]] | None
 """A message item, its one part and its runs; ``None``: an item that goes on as it came."""
@@ -45,10 +51,15 @@ def plain_output(
     for ordinal, raw in enumerate(items):
         item = obj(raw)
         kind = as_str(item.get("type")) if item is not None else None
+        if kind == "reasoning" and decode_head(b'{"item":' + raw + b"}") is None:
+            return None  # its event unread in the replay: it does not win there
         if item is None or kind != "message" or native:
             native = native or kind == "reasoning"
             scanned.append(None)
             continue
+        head = decode_head(encode({"item": {k: v for k, v in item.items() if k in _READ}}))
+        if head is None or not head[1]:  # its events unread in the replay, or read there otherwise
+            return None
         read = _scan(core, ordinal, item)
         if read is None:
             return None

@@ -7,6 +7,7 @@ import asyncio
 import doctest
 import gc
 import hashlib
+import hmac
 import logging
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import gateway_mw.record
+from gateway_mw.credentials import scope_for
 from gateway_mw.record import (
     DEFAULT_MAX_ENTRY_BYTES,
     SPEC_FORMS,
@@ -48,6 +50,15 @@ def test_storage_keys_are_digests_of_scope_and_key() -> None:
     # Stored keys outlive a process (SQLite, Redis): the formula is fixed.
     spelled = (5).to_bytes(8, "big") + b"scope" + b"call_1"
     assert key == hashlib.blake2b(spelled, digest_size=32, person=b"gateway_mw.rec1").digest()
+
+
+def test_a_clients_scope_is_a_fixed_keyed_digest_of_its_distinct_keys() -> None:
+    """A record outlives a process (SQLite, Redis), so a client's scope does too: the formula is
+    fixed (HMAC-SHA256 of its distinct keys, sorted, one per line), each scope made alike however
+    often, in any order."""
+    expected = hmac.new(b"gateway_mw reasoning record scope", b"key-a\nkey-b", hashlib.sha256).digest()
+    assert [scope_for(keys) for keys in (["key-b", "key-a"], ["key-a", "key-b", "key-a"])] == [expected] * 2
+    assert scope_for(["key-a"]) != expected and scope_for([]) == b""
 
 
 async def test_a_failing_backend_reads_as_empty_and_warns_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:

@@ -30,19 +30,34 @@ QUERY = {"role": "user", "content": "And tomorrow?"}
 PAD = "." * CARRIED_BYTES  # a body this large carries its reading
 
 
-def _as_upstream_reads(config: ThinkExtractConfig) -> bytes:
+def _as_upstream_reads(config: ThinkExtractConfig, surface: str = "responses", turns: int = 10) -> bytes:
     """An agent's history as the gateway gave it to the upstream: nothing left to change."""
-    body = _agent("responses", 10)
-    new = transform_request(SIDE, Request(SIDE, body), config)
+    side = SURFACES[surface]  # type: ignore[index]
+    body = _agent(surface, turns)
+    new = transform_request(side, Request(side, body), config)
     out = body if new is None else new
-    assert transform_request(SIDE, Request(SIDE, out), config) is None
+    assert transform_request(side, Request(side, out), config) is None
     return out
 
 
 def _more(body: bytes, *items: Any) -> bytes:
-    """``body`` with ``items`` added at the end of its input, every earlier byte as it was."""
+    """``body`` with ``items`` (or messages) added at the end of its list, every earlier byte as it was."""
     assert body.endswith(b"]}")
     return body[:-2] + b"".join(b"," + json.dumps(item).encode() for item in items) + b"]}"
+
+
+def told_in_turn(side: Any, bodies: list[bytes], config: ThinkExtractConfig) -> list[tuple[bytes | None, int]]:
+    """Each body's transform, each read on from the one before (one client's requests, one scope),
+    each what it is read afresh; with the count of its messages or items."""
+    states = CarriedStates()
+    told = []
+    for body in bodies:
+        carried = Request(side, body, (states, b"scope"))
+        new = transform_request(side, carried, config)
+        carried.keep(new)
+        assert new == transform_request(side, Request(side, body), config)
+        told.append((new, carried.count))
+    return told
 
 
 def _walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -179,16 +194,9 @@ def test_a_reasoning_item_spelled_otherwise_than_the_gateway_would_goes_on_in_it
     tagged = {**answer, "content": [{"type": "output_text", "text": "<think>Again.</think>Rain."}]}
     doc = {"model": "qwen3-8b", "x_pad": PAD, "input": [{"role": "user", "content": "Weather?"}, reasoning, answer]}
     first = json.dumps(doc).encode()
-    later = _more(first, QUERY, tagged, QUERY)
-    states = CarriedStates()
-    told = []
-    for body in (first, later):
-        carried = Request(SIDE, body, (states, b"scope"))
-        told.append(transform_request(SIDE, carried, config))
-        carried.keep(told[-1])
-        assert told[-1] == transform_request(SIDE, Request(SIDE, body), config)
-    assert told[0] is None and told[1] is not None
-    assert json.dumps(reasoning).encode() in told[1]
+    (told, _), (told_later, _) = told_in_turn(SIDE, [first, _more(first, QUERY, tagged, QUERY)], config)
+    assert told is None and told_later is not None
+    assert json.dumps(reasoning).encode() in told_later
 
 
 def test_the_next_requests_keys_read_on_after_the_turns_that_name_nothing_for_the_record() -> None:

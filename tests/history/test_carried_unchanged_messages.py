@@ -19,26 +19,11 @@ from gateway_mw.history.recall import Recalled
 from gateway_mw.surfaces.registry import SURFACES
 
 from .test_carried_digests import _agent
+from .test_carried_unchanged import _as_upstream_reads, _more, told_in_turn
 
 CONFIG = ThinkExtractConfig(upstream_server="vllm")
 QUERY = {"role": "user", "content": "And tomorrow?"}
 SURFACE_NAMES = ["chat", "ollama"]
-
-
-def _as_upstream_reads(surface: str, turns: int, config: ThinkExtractConfig) -> bytes:
-    """An agent's history as the gateway gave it to the upstream: nothing left to change."""
-    side = SURFACES[surface]  # type: ignore[index]
-    body = _agent(surface, turns)
-    new = transform_request(side, Request(side, body), config)
-    out = body if new is None else new
-    assert transform_request(side, Request(side, out), config) is None
-    return out
-
-
-def _more(body: bytes, *messages: Any) -> bytes:
-    """``body`` with ``messages`` added at the end of its list, every earlier byte as it was."""
-    assert body.endswith(b"]}")
-    return body[:-2] + b"".join(b"," + json.dumps(m).encode() for m in messages) + b"]}"
 
 
 def _spied(monkeypatch: pytest.MonkeyPatch, name: str, module: Any = chat) -> list[int]:
@@ -77,7 +62,7 @@ def test_the_next_request_goes_on_from_where_the_earlier_one_was_left_as_it_came
     monkeypatch: pytest.MonkeyPatch, surface: str
 ) -> None:
     states = CarriedStates()
-    bodies = [_as_upstream_reads(surface, turns, CONFIG) for turns in (10, 11, 12)]
+    bodies = [_as_upstream_reads(CONFIG, surface, turns) for turns in (10, 11, 12)]
     spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
     told = [_told(surface, body, states, CONFIG, spies) for body in bodies]
     counts = [count for _, _, count in told]
@@ -97,7 +82,7 @@ def test_other_settings_walk_every_message_again(
     monkeypatch: pytest.MonkeyPatch, surface: str, later: ThinkExtractConfig
 ) -> None:
     states = CarriedStates()
-    first, second = (_as_upstream_reads(surface, turns, CONFIG) for turns in (10, 11))
+    first, second = (_as_upstream_reads(CONFIG, surface, turns) for turns in (10, 11))
     spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
     _told(surface, first, states, CONFIG, spies)
     _told(surface, second, states, later, spies)
@@ -110,7 +95,7 @@ def test_a_new_query_that_takes_earlier_turns_out_of_scope_walks_every_message_a
 ) -> None:
     config = CONFIG.replace(history_scope="current_turn")
     states = CarriedStates()
-    first = _as_upstream_reads(surface, 10, config)
+    first = _as_upstream_reads(config, surface, 10)
     spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
     assert _told(surface, first, states, config, spies)[1] is None
     _, new, count = _told(surface, _more(first, QUERY), states, config, spies)  # earlier reasoning dropped now
@@ -125,7 +110,7 @@ def test_reasoning_the_record_holds_walks_every_message_again(monkeypatch: pytes
     side = SURFACES[surface]  # type: ignore[index]
 
     def bare(turns: int) -> bytes:  # as a client that does not send reasoning back sends the history
-        doc = json.loads(_as_upstream_reads(surface, turns, CONFIG))
+        doc = json.loads(_as_upstream_reads(CONFIG, surface, turns))
         for message in doc["messages"]:
             for field in ("reasoning", "reasoning_content", "thinking"):
                 message.pop(field, None)
@@ -163,15 +148,7 @@ def test_the_next_messages_request_goes_on_from_the_last_message_it_shares(monke
     side = SURFACES["messages"]
     bodies = [_claude_code(turns) for turns in (10, 11, 12)]
     began = _spied(monkeypatch, "_unchanged_before", messages)
-    states = CarriedStates()
-    counts = []
-    for body in bodies:
-        request = Request(side, body, (states, b"scope"))
-        new = transform_request(side, request, CONFIG)
-        request.keep(new)
-        assert new == transform_request(side, Request(side, body), CONFIG)
-        assert request.read is not None
-        counts.append(request.read.count)
+    counts = [count for _, count in told_in_turn(side, bodies, CONFIG)]
     assert began == [0, 0, counts[0] - 1, 0, counts[1] - 1, 0]  # each also read afresh, from its start
 
 
@@ -183,12 +160,6 @@ def test_a_new_query_on_messages_walks_every_message_again(monkeypatch: pytest.M
     first = _claude_code(10)
     later = _more(first, {"role": "user", "content": [{"type": "text", "text": "And tomorrow?"}]})
     began = _spied(monkeypatch, "_unchanged_before", messages)
-    states = CarriedStates()
-    told = []
-    for body in (first, later):
-        request = Request(side, body, (states, b"scope"))
-        told.append(transform_request(side, request, config))
-        request.keep(told[-1])
-        assert told[-1] == transform_request(side, Request(side, body), config)
-    assert told[0] is None and told[1] is not None
+    (told, _), (told_later, _) = told_in_turn(side, [first, later], config)
+    assert told is None and told_later is not None
     assert began == [0, 0, 0, 0]

@@ -38,6 +38,7 @@ from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import MODELS, chat_requests, configs, messages_requests, responses_requests
 from .test_carried_agents_http import _carry_in
+from .tracing import traced
 
 REQUESTS = {
     "chat": chat_requests(),
@@ -342,17 +343,8 @@ def _counted_and_held(surface: str, body: bytes) -> tuple[int, int]:
         request.keep(transform_request(side, request, config))
         record_entries(side, request, _said(0, 0, False), config)
 
-    kept(CarriedStates())  # what any such request makes once in a process (the settings' tables, caches)
-    states = CarriedStates()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        kept(states)
-        gc.collect()
-        held = (len(body) if states.size else 0) + tracemalloc.get_traced_memory()[0]  # the body, when kept
-    finally:
-        tracemalloc.stop()
-    return states.size, held
+    states, made = traced(kept)
+    return states.size, (len(body) if states.size else 0) + made  # the body, when kept
 
 
 def _short_history(surface: str) -> list[Any]:

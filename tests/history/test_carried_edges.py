@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import tracemalloc
 from typing import Any
 
 import pytest
@@ -25,6 +24,7 @@ from gateway_mw.surfaces.registry import SURFACES
 from .strategies import chat_requests, configs
 from .test_carried_digests import CONFIG, _agent
 from .test_carried_readings import SAID, _body, _told
+from .tracing import traced
 
 
 def _reordered(message: Any, order: list[int]) -> Any:
@@ -93,17 +93,8 @@ def test_a_kept_reading_is_counted_at_no_less_than_it_holds(surface: str, text: 
         request.keep(transform_request(side, request, config))
         assert record_entries(side, request, SAID, config)  # after the response, as the middleware asks
 
-    kept(CarriedStates())  # what any such request makes once in a process (the settings' tables, caches)
-    states = CarriedStates()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        kept(states)
-        gc.collect()
-        held = len(body) + tracemalloc.get_traced_memory()[0]  # the body, made before, and all made since
-    finally:
-        tracemalloc.stop()
-    assert states.size >= held
+    states, made = traced(kept)
+    assert states.size >= len(body) + made  # the body, made before, and all made since
 
 
 def _bare_agent(surface: str, turns: int) -> bytes:
@@ -132,12 +123,8 @@ def _bare_agent(surface: str, turns: int) -> bytes:
     return json.dumps({"model": "qwen3-8b", key: history}).encode()
 
 
-@pytest.mark.parametrize("surface", list(SURFACES))
-def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A request whose every turn asks the record (its keys hold the digest before each turn, asked
-    in growing order) hashes each message at most once, as afresh: the digests of the prefixes shorter
-    than the one it went on from are not each hashed again from the conversation's start."""
-    side = SURFACES[surface]  # type: ignore[index]
+def _hashed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages each digest hashes from here on, one count per run of them."""
     spelled: list[int] = []
     feed = Thread._feed
 
@@ -146,6 +133,16 @@ def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, m
         feed(thread, at, start, end, states)
 
     monkeypatch.setattr(Thread, "_feed", counted)
+    return spelled
+
+
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_a_carried_request_hashes_no_more_than_reading_it_afresh(surface: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request whose every turn asks the record (its keys hold the digest before each turn, asked
+    in growing order) hashes each message at most once, as afresh: the digests of the prefixes shorter
+    than the one it went on from are not each hashed again from the conversation's start."""
+    side = SURFACES[surface]  # type: ignore[index]
+    spelled = _hashed(monkeypatch)
     states = CarriedStates()
     earlier = Request(side, _bare_agent(surface, 40), (states, b"scope"))
     _told(side, earlier, CONFIG)
@@ -212,17 +209,8 @@ def test_a_continued_conversation_is_counted_at_no_less_than_it_holds(surface: s
             request.keep()
             del request
 
-    go_on(CarriedStates())  # what any such conversation makes once in a process (caches)
-    states = CarriedStates()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        go_on(states)
-        gc.collect()
-        held = len(bodies[0]) + len(bodies[-1]) + tracemalloc.get_traced_memory()[0]  # the two bodies kept
-    finally:
-        tracemalloc.stop()
-    assert states.size >= held
+    states, made = traced(go_on)
+    assert states.size >= len(bodies[0]) + len(bodies[-1]) + made  # the two bodies kept, made before
 
 
 @pytest.mark.parametrize("surface", list(SURFACES))
@@ -306,16 +294,7 @@ def test_a_request_sent_again_and_again_is_counted_at_no_less_than_it_holds(surf
             request.keep(_told(side, request, CONFIG)[1])  # with the body it was rewritten to, as the middleware
             del request
 
-    again(CarriedStates())  # what any such conversation makes once in a process (caches)
-    states = CarriedStates()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        again(states)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]  # the first body and the last, made while traced
-    finally:
-        tracemalloc.stop()
+    states, held = traced(again)  # the first body and the last among what the traced run made
     [(_, kept)] = states.readings.of(b"scope")
     assert len(kept.places().segments) == splice.SEGMENTS  # the first body, each tail since, the last head
     assert states.size >= held
@@ -348,14 +327,7 @@ def _after_an_answer_that_moved_no_reasoning(
     record_keys(side, first, config)
     first.keep(transform_request(side, first, config))
     assert record_entries(side, first, [Said(original="It is sunny.")], config) == {}  # moved no reasoning
-    spelled: list[int] = []
-    feed = Thread._feed
-
-    def counted(thread: Thread, at: Any, start: int, end: int, states: Any = None) -> None:
-        spelled.append(end - start)
-        feed(thread, at, start, end, states)
-
-    monkeypatch.setattr(Thread, "_feed", counted)
+    spelled = _hashed(monkeypatch)
     later = Request(side, body, (states, b"scope"))
     assert later.read is not None and later.read.places().segments  # read on from the earlier one
     return later, spelled

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from .config import ThinkExtractConfig
 from .record.base import DEFAULT_MAX_ENTRY_BYTES
-from .scanner import Scanner, Segment
+from .scanner import CONTENT, Scanner, Segment, at_once
 from .transcript import Budget, Transcript
 
 __all__ = [
@@ -221,6 +221,29 @@ class Channels:
         if not text or channel in self._native:
             return []
         return self.scan(channel, self.whole(channel, text))
+
+    def at_once(self, channel: Hashable, text: str) -> list[Segment] | None:
+        """``text`` as the whole of a new ``channel``: the merged segments :meth:`text` and
+        :meth:`end` give, and the same counts and transcript, when :func:`~.scanner.at_once` knows
+        them without a scanner; ``None`` (nothing done) when it does not, or the channel has had text."""
+        if not text:
+            return []
+        if channel in self._scanners or channel in self._native or channel in self._high:
+            return None
+        if not text.isascii() and _SURROGATE.search(text) is not None:
+            return None
+        config = self.resolve(None)
+        first = self._injected and (self._parallel or not self._started)
+        segments = at_once(text, config if first else after_first_channel(config))
+        if segments is None:
+            return None
+        self._started += 1
+        if segments and segments[0].kind != CONTENT:
+            self.counts.reasoning_blocks += 1
+            self.counts.reasoning_chars += len(segments[0].text)
+        if self.transcripts is not None:
+            self.transcripts.channel(channel).append(text)
+        return segments
 
     def scan(self, channel: Hashable, text: str) -> list[Segment]:
         """:meth:`text` for a text already made of whole characters (see :meth:`whole`)."""

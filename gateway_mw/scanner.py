@@ -21,7 +21,7 @@ from .segments import CONTENT, REASONING, Kind, Segment, merge_segments, utf8_le
 from .tagreader import TagReader
 from .transcript import Transcript
 
-__all__ = ["CONTENT", "PROTOCOLS", "REASONING", "Kind", "Scanner", "Segment", "extract", "merge_segments"]
+__all__ = ["CONTENT", "PROTOCOLS", "REASONING", "Kind", "Scanner", "Segment", "at_once", "extract", "merge_segments"]
 
 _DEFAULT_CONFIG = ThinkExtractConfig()
 
@@ -271,5 +271,67 @@ class Scanner(TagReader):
 
 def extract(text: str, config: ThinkExtractConfig | None = None) -> list[Segment]:
     """The non-stream form: the merged blocks of ``text`` fed in one piece, then finished."""
+    known = at_once(text, _DEFAULT_CONFIG if config is None else config)
+    if known is not None:
+        return known
     scanner = Scanner(config)
     return merge_segments(scanner.feed(text) + scanner.finish())
+
+
+def at_once(text: str, config: ThinkExtractConfig) -> list[Segment] | None:
+    """What :func:`extract` gives for ``text``, when its shape shows it without the scan; ``None``
+    when the scan must read it.
+
+    The shapes of nearly every whole answer: text in which no tag string can start (content), and a
+    reasoning block that opens at the first character (or, with ``start_with_reasoning``, is open
+    from it), closes before any other tag character, and is followed by such text. The edges are
+    trimmed as the scan trims them; anything that would make the scan hold, cap, mark or separate
+    text (buffered mode, ``strip_whitespace``, a whitespace-only part, a tool-call marker at the
+    close) is left to it. The scan is the oracle (``tests/core/test_scanner_at_once.py``): a whole
+    answer then costs a few searches instead of a scanner's objects, once in the translation and
+    again in the reasoning record.
+    """
+    if config.protocol != "tags":
+        return None
+    settings = scan_settings(config)
+    if settings.buffered or settings.strip:
+        return None
+    tags = settings.tags
+    first = tags.first_re.search(text)
+    if settings.start_with_reasoning:  # open from the first character, unless a tag may start it (rule 3)
+        if (first is not None and first.start() == 0) or text[:1].isspace():
+            return None
+        pair, start = tags.default, 0
+    elif first is None:  # no tag string starts anywhere: content, byte for byte
+        if text.isspace():
+            return None  # held whitespace emits nothing (rule 4)
+        return [Segment(CONTENT, text)] if text else []
+    else:
+        if first.start() != 0:
+            return None
+        opened = next((string for string in tags.by_first[text[0]] if text.startswith(string)), "")  # rule 1
+        found = tags.action.get(opened)
+        if found is None:  # a wrapper or a marker, not an open tag
+            return None
+        pair, start = found, len(opened)
+    close = pair.close
+    end = text.find(close, start)
+    if end < 0:
+        return None
+    reasoning = text[start:end]
+    if close[0] in reasoning or any(c in reasoning for c in settings.marker_firsts):
+        return None  # something in it may end the block before that close
+    if any(m.startswith(text[end : end + len(m)]) for m in settings.markers):
+        return None  # a tool-call marker at the close (or that may still be one) ends it instead
+    answer = text[end + len(close) :]
+    if tags.first_re.search(answer) is not None:
+        return None
+    if settings.trim:  # the whitespace touching the tags (but the reasoning's own tail, by default)
+        reasoning = reasoning.lstrip()
+        answer = answer.lstrip()
+        if settings.trim_tail and reasoning[-1:].isspace():
+            return None  # held until the close: the scan knows how much it holds
+    elif reasoning.isspace() or answer.isspace():
+        return None
+    segments = [Segment(REASONING, reasoning)] if reasoning else []
+    return [*segments, Segment(CONTENT, answer)] if answer else segments

@@ -232,7 +232,9 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
     if not text:
         return None, counts
     channels = Channels(cfg, injected=False)
-    segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
+    segments = channels.at_once(_ANSWER, text)
+    if segments is None:
+        segments = channels.text(_ANSWER, text) + channels.end(_ANSWER)
     counts = channels.counts
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     answer = "".join(s.text for s in segments if s.kind == CONTENT)

@@ -14,60 +14,11 @@ from __future__ import annotations
 import gc
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from gateway_mw import Scanner, Segment, TagPair, ThinkExtractConfig, extract
+from gateway_mw import Scanner, Segment, ThinkExtractConfig, extract
 from gateway_mw.scanner import merge_segments
 
-NAMES = [
-    "qwq-32b",
-    "qwen3-235b-a22b-thinking-2507",
-    "qwen3-8b",
-    "kimi-k2",
-    "hunyuan-a13b",
-    "ernie-4.5-21b-thinking",
-    "granite-3.2-8b",
-    "command-a-reasoning",
-    "seed-oss-36b",
-    "gemma-4-27b",
-    "minimax-m2",
-    "magistral-small",
-    "deepseek-r1",
-]
-HANDMADE = [
-    ThinkExtractConfig(tag_pairs=(TagPair("<think>", "</think>"), TagPair("<thinking>", "</thinking>"))),
-    ThinkExtractConfig(tag_pairs=(TagPair("<t>", "</t>"), TagPair("<think>", "</think>")), tool_call_markers=("<t>x",)),
-    ThinkExtractConfig(tool_call_markers=("</th", "<think>x", "</think><tool")),
-    ThinkExtractConfig(content_wrappers=(TagPair("<think", "k>"), TagPair("<thinking>", "</t>"))),
-]
-BASES = [ThinkExtractConfig().for_model(name) for name in NAMES] + HANDMADE
-
-
-def strings(config: ThinkExtractConfig) -> set[str]:
-    out = {t for p in config.tag_pairs for t in (p.open, p.close)} | set(config.tool_call_markers)
-    return out | {t for w in config.content_wrappers for t in (w.open, w.close)}
-
-
-STRINGS = sorted(set().union(*(strings(c) for c in BASES)))
-FRAGMENTS = sorted({s for t in STRINGS for s in (t, t[:3], t[3:], t[:-1], t[1:])} - {""})
-PIECES = st.lists(
-    st.one_of(
-        st.sampled_from(FRAGMENTS),
-        st.sampled_from([" ", "\n", "  ", "x", "`", "```", "ab c", " \n", "Here", "thought\n"]),
-    ),
-    max_size=30,
-)
-CONFIGS = st.builds(
-    lambda base, **changes: base.replace(**changes),
-    st.sampled_from(BASES),
-    stream_mode=st.sampled_from(["live", "buffered"]),
-    separator=st.sampled_from(["", "\n"]),
-    placement=st.sampled_from(["anywhere", "leading"]),
-    code_aware=st.booleans(),
-    trim_tag_edges=st.booleans(),
-    trim_reasoning_tail=st.booleans(),
-    max_buffer_bytes=st.sampled_from([5, 16, 65536]),
-)
+from .scanning import CONFIGS, PIECES
 
 
 class Scanning(Scanner):

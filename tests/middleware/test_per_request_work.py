@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from gateway_mw import THINKEXTRACT_IDS, THINKEXTRACT_RECORD, THINKEXTRACT_SERVER, ThinkExtractConfig, setup
+from gateway_mw import config as config_module
 from gateway_mw import incoming as incoming_module
 from gateway_mw.channels import Said
 from gateway_mw.config import Surface
@@ -146,7 +147,10 @@ def test_a_setting_replaced_alike_is_one_configuration() -> None:
 
 @pytest.fixture
 def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Every model's settings worked out (server, model): once per configuration and model."""
+    """Every model's settings worked out (server, model): once per configuration and model. The
+    values worked out start empty: the configurations earlier tests made may have filled them to
+    their bound, which clears them on the way (when that happens is not what is tested here)."""
+    monkeypatch.setattr(config_module, "_DERIVED", {})
     made: list[tuple[str, str]] = []
     resolve = ThinkExtractConfig._resolve
 

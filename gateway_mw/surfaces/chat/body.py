@@ -72,7 +72,9 @@ def _split_message(choice: Obj, channels: Channels, at: int) -> bool:
             message.update(dict.fromkeys(NAMES[cfg.chat_reasoning_field], reasoning))
         choice["message"] = message
         return True
-    segments = merge_segments(channels.text(at, original) + channels.end(at))
+    segments = channels.at_once(at, original)
+    if segments is None:
+        segments = merge_segments(channels.text(at, original) + channels.end(at))
     content = "".join(s.text for s in segments if s.kind == CONTENT)
     reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
     if content == original and not reasoning:

@@ -64,7 +64,9 @@ def transform_body(body: bytes | bytearray, config: ThinkExtractConfig) -> tuple
         if block is None or text is None:
             new_content.append(raw)
             continue
-        segments = merge_segments(channels.text(position, text) + channels.end(position))
+        segments = channels.at_once(position, text)
+        if segments is None:
+            segments = merge_segments(channels.text(position, text) + channels.end(position))
         if (not segments and not text) or (len(segments) == 1 and segments[0] == Segment(CONTENT, text)):
             new_content.append(raw)
             continue

@@ -79,6 +79,10 @@ def _scan(core: Channels, ordinal: int, item: Obj) -> _Scanned | None:
     text = as_str(part.get("text")) if part is not None and as_str(part.get("type")) == "output_text" else None
     if part is None or text is None:
         return None
+    if len(text) <= SLICE and (known := core.at_once(ordinal, text)) is not None:  # one delta
+        if any(run.kind != CONTENT for run in known):
+            core.counts.reasoning_events += 1
+        return item, part, known
     segments: list[Segment] = []
     for start in range(0, len(text), SLICE):  # its deltas
         runs = core.text(ordinal, text[start : start + SLICE])

@@ -309,20 +309,24 @@ def at_once(text: str, config: ThinkExtractConfig) -> list[Segment] | None:
     else:
         if first.start() != 0:
             return None
-        opened = next((string for string in tags.by_first[text[0]] if text.startswith(string)), "")  # rule 1
-        found = tags.action.get(opened)
+        string = tags.strings_re.match(text)  # the longest that starts it (rule 1)
+        found = tags.action.get(string.group()) if string is not None else None
         if found is None:  # a wrapper or a marker, not an open tag
             return None
-        pair, start = found, len(opened)
+        pair, start = found, len(found.open)
     close = pair.close
     end = text.find(close, start)
     if end < 0:
         return None
     reasoning = text[start:end]
-    if close[0] in reasoning or any(c in reasoning for c in settings.marker_firsts):
+    if close[0] in reasoning:
         return None  # something in it may end the block before that close
-    if any(m.startswith(text[end : end + len(m)]) for m in settings.markers):
-        return None  # a tool-call marker at the close (or that may still be one) ends it instead
+    for stop in settings.marker_firsts:  # loops, not generators: this runs cold, once per answer
+        if stop in reasoning:
+            return None
+    for marker in settings.markers:
+        if marker.startswith(text[end : end + len(marker)]):
+            return None  # a tool-call marker at the close (or that may still be one) ends it instead
     answer = text[end + len(close) :]
     if tags.first_re.search(answer) is not None:
         return None

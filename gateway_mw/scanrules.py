@@ -60,6 +60,8 @@ class TagTable:
         self.by_first = by_first
         self.first_chars = frozenset(by_first)
         self.first_re = re.compile("[" + "".join(re.escape(c) for c in sorted(by_first)) + "]")
+        # Every string, longest first: a match at a position is the one rule 1 picks there.
+        self.strings_re = re.compile("|".join(re.escape(t) for t in sorted(action, key=lambda t: -len(t))))
         self.opens_by_length = sorted({p.open for p in pairs}, key=lambda t: -len(t))
         self.default = pairs[0]
         # Open tags that no longer string starts with: a text that is exactly one opens its block

@@ -38,6 +38,19 @@ class ControlFields(msgspec.Struct, gc=False):
     n: msgspec.Raw = ABSENT
     """Whether the answer streams, and how many: the gateway enforces a budget on one streamed answer."""
 
+    @property
+    def speaks(self) -> bool:
+        """Whether a field in which a client says something of thinking is there: without one every
+        form says nothing, and none need be asked (most bodies)."""
+        return bool(
+            self.reasoning_effort
+            or self.reasoning
+            or self.thinking
+            or self.output_config
+            or self.think
+            or self.chat_template_kwargs
+        )
+
 
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
 

@@ -42,7 +42,9 @@ def read_intent(body: bytes, surface: ControlSide, fields: ControlFields | None 
         if both is None:
             return _DEFAULT
         fields, texts = both[0], both[1] if texts is None else texts
-    intent = next((said for read in surface.controls.forms if (said := read(fields)) is not None), None)
+    intent = None
+    if fields.speaks:
+        intent = next((said for read in surface.controls.forms if (said := read(fields)) is not None), None)
     if intent is None:
         if callable(texts):
             texts = texts()
@@ -50,6 +52,6 @@ def read_intent(body: bytes, surface: ControlSide, fields: ControlFields | None 
             both = read_with_texts(body)
             texts = () if both is None else both[1]
         intent = text_switch(texts) or _DEFAULT
-    if _excluded(fields):
+    if fields.reasoning and _excluded(fields):
         intent = msgspec.structs.replace(intent, exclude=True)
     return intent

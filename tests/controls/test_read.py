@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gateway_mw.config import Surface
-from gateway_mw.controls import Intent, read_fields, read_intent
+from gateway_mw.controls import ControlFields, Intent, read_fields, read_intent
+from gateway_mw.controls.forms import FORMS as ALL_FORMS
 from gateway_mw.surfaces.registry import SURFACES
 
 
@@ -197,3 +198,35 @@ def test_a_role_spelled_after_the_content_is_read_all_the_same() -> None:
 
 def test_a_switch_spelled_with_escapes_is_the_text_the_model_reads() -> None:
     assert read(b'{"messages":[{"role":"user","content":"q \\u002fno_think"}]}') == Intent(OFF, form="text")
+
+
+# Values some form takes somewhere: a field no form reads must make none of them say anything.
+_SAYINGS: list[Any] = [
+    True,
+    False,
+    "none",
+    "high",
+    1000,
+    {"type": "disabled"},
+    {"type": "enabled", "budget_tokens": 1000},
+    {"enabled": False},
+    {"effort": "low"},
+    {"enable_thinking": False},
+    {"thinking": False},
+]
+
+
+def test_a_body_speaks_exactly_when_some_form_may_say_something() -> None:
+    """A body none of whose fields ``ControlFields.speaks`` names is not asked of each form (most
+    bodies): the fields some form hears are exactly those, whatever the other fields hold."""
+
+    def fields_of(name: str, value: Any) -> ControlFields:
+        fields = read_fields(json.dumps({name: value}).encode())
+        assert fields is not None
+        return fields
+
+    names = [n for n in ControlFields.__struct_fields__ if n != "model"]
+    heard = {n for n in names for v in _SAYINGS if any(form(fields_of(n, v)) is not None for form in ALL_FORMS)}
+    speaking = {n for n in names if any(fields_of(n, v).speaks for v in _SAYINGS)}
+    forms_fields = {"reasoning_effort", "reasoning", "thinking", "output_config", "think", "chat_template_kwargs"}
+    assert heard == speaking == forms_fields

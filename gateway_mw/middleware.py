@@ -233,7 +233,7 @@ def _not_translated(request: web.Request, surface: Surface, config: ThinkExtract
     """Why this request is not translated at all, or ``None``."""
     if not (config.enabled and SURFACES[surface].enabled(config)):
         return "disabled"
-    if _client_opted_out(request.headers.getall(THINK_EXTRACT_HEADER, ())):
+    if THINK_EXTRACT_HEADER in request.headers and _client_opted_out(request.headers.getall(THINK_EXTRACT_HEADER)):
         return "client_off"
     return None
 

@@ -47,9 +47,11 @@ _HARMONY = TagPair("<|channel|>analysis<|message|>", "<|end|><|start|>assistant<
 def split_written(text: str, config: ThinkExtractConfig) -> tuple[str, str]:
     """What the model wrote, as (reasoning, answer), read as the response side read it (a template's
     injected open tag included): what the client was given of it."""
-    segments = extract(text, config)
-    reasoning = "".join(s.text for s in segments if s.kind != CONTENT)
-    return reasoning, "".join(s.text for s in segments if s.kind == CONTENT)
+    reasoning: list[str] = []
+    answer: list[str] = []
+    for segment in extract(text, config):
+        (answer if segment.kind == CONTENT else reasoning).append(segment.text)
+    return "".join(reasoning), "".join(answer)
 
 
 def inline(reasoning: str, answer: str, config: ThinkExtractConfig) -> str:

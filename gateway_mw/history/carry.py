@@ -38,10 +38,12 @@ __all__ = [
     "ROLE_CHARS",
     "STATES",
     "UNBOUNDED",
+    "Asked",
     "ByScope",
     "CarriedStates",
     "Facts",
     "Sizes",
+    "asked_before",
     "decoded_bytes",
     "held",
     "kept_role",
@@ -321,3 +323,16 @@ def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:
         if before != now:
             return at
     return n
+
+
+Asked = tuple[object, int, list[int]]
+"""Of a reading's first ``n`` messages, the assistant ones that carry no reasoning (the record is asked
+for them), read under ``how`` (the settings that decide it): ``(how, n, indices)``."""
+
+
+def asked_before(asked: Asked | None, how: object) -> tuple[int, list[int]]:
+    """How many first messages the record's keys were worked out of already, and which of those carry
+    no reasoning: known from the earlier request a reading goes on from (``asked``), read under ``how``."""
+    if asked is None or asked[0] != how:
+        return 0, []
+    return asked[1], list(asked[2])

@@ -18,7 +18,7 @@ from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, encode
 from . import splice, tail
-from .carry import Facts, kept_role, shared_prefix
+from .carry import Asked, Facts, asked_before, kept_role, shared_prefix
 from .chat_message import Reading, call_ids, call_names, calls_tools, content_of, read_message, text_of
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
@@ -123,9 +123,8 @@ class Chat:
         """What each assistant message carries (:class:`Reading`), under the settings it was read with."""
         self.verdicts = Facts()
         """What the transform made of each assistant message that needed no record, under its plan."""
-        self.asked: tuple[object, int, list[int]] | None = None
-        """Of the first ``n`` messages, the assistant ones that carry no reasoning (the record is asked
-        for theirs), under the settings they were read with: ``(how, n, indices)``."""
+        self.asked: Asked | None = None
+        """Which assistant messages need the record (:data:`~.carry.Asked`)."""
         self.unchanged: tuple[object, int, int] | None = None
         """The transform left the first ``n`` messages as they came, nothing read of the record, under
         its plan, carriers and fields, the last user message at ``last_user``: ``(how, n, last_user)``."""
@@ -294,7 +293,7 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
         wanted = [i for i, role in enumerate(roles) if role == "assistant"]
     else:
         how = (plan.config, carriers)
-        start, wanted = _asked_before(chat, how)
+        start, wanted = asked_before(chat.asked, how)
         wanted += [
             i
             for i in range(start, len(roles))
@@ -307,15 +306,6 @@ def keys_of(chat: Chat, turns: int, plan: Plan | None, carriers: tuple[str, ...]
         said = () if calls else call_names(messages[i])
         out += turn_keys(chat.thread().upto(i), calls, "" if calls else text_of(content_of(messages[i])), said)
     return out
-
-
-def _asked_before(chat: Chat, how: object) -> tuple[int, list[int]]:
-    """How many first messages the record's keys were worked out of already, and which of those
-    carry no reasoning: known from the earlier request this one goes on from, read under ``how``."""
-    asked = chat.asked
-    if asked is None or asked[0] != how:
-        return 0, []
-    return asked[1], list(asked[2])
 
 
 def _unchanged_before(

@@ -11,6 +11,7 @@ SGLang refuses the block).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar, NamedTuple
 
 import msgspec
@@ -19,7 +20,7 @@ from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
 from . import splice, tail
-from .carry import Facts, Sizes, kept_role, shared_prefix
+from .carry import Asked, Facts, Sizes, asked_before, kept_role, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -83,6 +84,7 @@ class Messages:
         "_content_sizes",
         "_places",
         "_thread",
+        "asked",
         "body",
         "contents",
         "controls",
@@ -122,6 +124,8 @@ class Messages:
         self.unchanged: tuple[Plan, int, int] | None = None
         """The transform left the first ``n`` messages as they came, nothing read of the record, under
         its plan, the latest query at ``last_query``: ``(plan, n, last_query)``."""
+        self.asked: Asked | None = None
+        """Which assistant messages need the record (:data:`~.carry.Asked`)."""
 
     def outlined(self) -> Messages:
         """This reading, each message's role (and an assistant's content) read: those not read yet."""
@@ -177,13 +181,18 @@ class Messages:
         taken = min(shared, len(earlier.roles))
         self.roles = earlier.roles[:taken]
         self.queries = earlier.queries[:taken]
-        self.contents = {i: content for i, content in earlier.contents.items() if i < taken}
-        self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken)
+        contents = earlier.contents.copy()  # in index order: all of it, in an agent's next request
+        whole = next(reversed(contents), -1) < taken
+        self.contents = contents if whole else {i: content for i, content in contents.items() if i < taken}
+        self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken, same=whole)
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         if earlier.unchanged is not None:  # as far as they share (Claude Code moves its cache marker)
             plan, left, last_query = earlier.unchanged
             self.unchanged = (plan, min(left, shared), last_query)
+        if earlier.asked is not None:
+            how, asked, wanted = earlier.asked
+            self.asked = (how, min(asked, shared), wanted if asked <= shared else [i for i in wanted if i < shared])
         if self._thread is None:  # the same model and system prompt (:meth:`shared`): its head
             self._thread = earlier.thread().following(self.raws)
         self.thread().go_on_from(earlier.thread(), shared)
@@ -203,7 +212,8 @@ class Messages:
         the readings learned and the transform made), besides the body (a role is kept short,
         :func:`~.carry.kept_role`)."""
         retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
-        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held() + retained
+        asked = 0 if self.asked is None else sys.getsizeof(self.asked[2])  # (small integers: shared)
+        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held() + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system
@@ -310,7 +320,10 @@ def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
         wanted = list(contents)
     else:
         readings = request.assistant_readings(plan)
-        wanted = [i for i in contents if not _carries_reasoning(readings[i])]
+        how = (plan.server, plan.config)  # what the readings are read under
+        start, wanted = asked_before(request.asked, how)
+        wanted += [i for i in contents if i >= start and not _carries_reasoning(readings[i])]
+        request.asked = (how, len(request.raws), wanted)
     out: list[str] = []
     for i in wanted[-turns:]:
         content = contents[i]

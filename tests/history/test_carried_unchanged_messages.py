@@ -63,7 +63,7 @@ def test_the_next_request_goes_on_from_where_the_earlier_one_was_left_as_it_came
 ) -> None:
     states = CarriedStates()
     bodies = [_as_upstream_reads(CONFIG, surface, turns) for turns in (10, 11, 12)]
-    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    spies = [_spied(monkeypatch, "asked_before"), _spied(monkeypatch, "_unchanged_before")]
     told = [_told(surface, body, states, CONFIG, spies) for body in bodies]
     counts = [count for _, _, count in told]
     assert [(keys, new) for keys, new, _ in told] == [([], None)] * 3
@@ -83,7 +83,7 @@ def test_other_settings_walk_every_message_again(
 ) -> None:
     states = CarriedStates()
     first, second = (_as_upstream_reads(CONFIG, surface, turns) for turns in (10, 11))
-    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    spies = [_spied(monkeypatch, "asked_before"), _spied(monkeypatch, "_unchanged_before")]
     _told(surface, first, states, CONFIG, spies)
     _told(surface, second, states, later, spies)
     assert spies == [[0, 0]] * 2
@@ -96,7 +96,7 @@ def test_a_new_query_that_takes_earlier_turns_out_of_scope_walks_every_message_a
     config = CONFIG.replace(history_scope="current_turn")
     states = CarriedStates()
     first = _as_upstream_reads(config, surface, 10)
-    spies = [_spied(monkeypatch, "_asked_before"), _spied(monkeypatch, "_unchanged_before")]
+    spies = [_spied(monkeypatch, "asked_before"), _spied(monkeypatch, "_unchanged_before")]
     assert _told(surface, first, states, config, spies)[1] is None
     _, new, count = _told(surface, _more(first, QUERY), states, config, spies)  # earlier reasoning dropped now
     assert new is not None
@@ -163,3 +163,36 @@ def test_a_new_query_on_messages_walks_every_message_again(monkeypatch: pytest.M
     (told, _), (told_later, _) = told_in_turn(side, [first, later], config)
     assert told is None and told_later is not None
     assert began == [0, 0, 0, 0]
+
+
+def _bare(body: bytes) -> bytes:
+    """The same messages without their thinking blocks: as a client that sends no reasoning back."""
+    doc = json.loads(body)
+    for message in doc["messages"]:
+        if isinstance(message["content"], list):
+            blocks = message["content"]
+            message["content"] = [b for b in blocks if b.get("type") not in ("thinking", "redacted_thinking")]
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["thinking sent back", "no thinking sent back"])
+def test_the_next_messages_request_s_keys_go_on_from_the_last_message_it_shares(
+    monkeypatch: pytest.MonkeyPatch, bare: bool
+) -> None:
+    """Which assistant messages need the record is carried as far as two requests share (all but the
+    last: the cache marker moved); another server's readings start over. The keys are those read afresh."""
+    side = SURFACES["messages"]
+    bodies = [_claude_code(turns) for turns in (10, 11, 12)]
+    bodies = [_bare(body) for body in bodies] if bare else bodies
+    began = _spied(monkeypatch, "asked_before", messages)
+    states = CarriedStates()
+    counts, told = [], []
+    for body, config in zip(bodies, [CONFIG, CONFIG, CONFIG.replace(upstream_server="sglang")], strict=True):
+        request = Request(side, body, (states, b"scope"))
+        keys = record_keys(side, request, config)
+        assert keys == record_keys(side, Request(side, body), config)
+        request.keep(transform_request(side, request, config))
+        counts.append(request.count)
+        told.append(keys)
+    assert began == [0, 0, counts[0] - 1, 0, 0, 0]  # each also read afresh; the last under another server
+    assert all(told) == bare  # a message whose thinking came back needs no record

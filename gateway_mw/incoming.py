@@ -185,9 +185,27 @@ async def rewrite_request(
     server = request.get(THINKEXTRACT_SERVER)
     if server is not None and server != config.upstream_server:
         config = config.replaced(upstream_server=server)
+    unread = read_already(request) is None
     body = await _read_bounded(request, config.max_body_bytes)
     if isinstance(body, str):  # unread: the history's outcome says why, unless it reads none
         return Incoming(body if history or body == "client_gone" else "pass")
+    incoming, new = await _rewritten(request, surface, config, record, body, history)
+    if new is not None:
+        request[THINKEXTRACT_REQUEST_BODY] = new
+    if new is not None or unread:  # what the handler reads, handed over once: as rewritten, or as it came
+        hand_over(request, body if new is None else new)
+    return incoming
+
+
+async def _rewritten(
+    request: web.Request,
+    surface: Surface,
+    config: ThinkExtractConfig,
+    record: ReasoningRecord | None,
+    body: bytes,
+    history: bool,
+) -> tuple[Incoming, bytes | None]:
+    """:func:`rewrite_request` of the body read, and the body rewritten (``None``: it goes as it came)."""
     scope = Scope(request) if record is not None and history else None
     read: Request | None = None
     new: bytes | None = None
@@ -221,18 +239,15 @@ async def rewrite_request(
             )
             new = edited if edited is not None else new
     except RecursionError:  # nested deeper than a parser goes: no history to read in it
-        return Incoming("too_deep" if history else "pass")
+        return Incoming("too_deep" if history else "pass"), None
     except Exception:  # a bug must not fail the request: it goes as it came
         log.exception("gateway_mw: %s request transform failed; the request goes as it came", surface)
-        return Incoming("error", body, False, scope) if history else Incoming("pass")
+        return (Incoming("error", body, False, scope) if history else Incoming("pass")), None
     if controlled is not None:
         request[THINKEXTRACT_CONTROLS] = controlled
-    if new is not None:
-        hand_over(request, new)
-        request[THINKEXTRACT_REQUEST_BODY] = new
     if read is None:  # the history is not read: its outcome is ``pass``, whatever the controls did
-        return Incoming("pass", controls=controlled)
-    return Incoming("rewritten" if rewritten else "unchanged", body, read.blobs, scope, read, controlled)
+        return Incoming("pass", controls=controlled), new
+    return Incoming("rewritten" if rewritten else "unchanged", body, read.blobs, scope, read, controlled), new
 
 
 _Said = tuple[Intent, ControlFields, "str | None"] | None
@@ -411,7 +426,7 @@ def reads_history(config: ThinkExtractConfig) -> bool:
 
 
 async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
-    """The request body, read once and handed back to the handler; or why it is left unread."""
+    """The request body, read once; or why it is left unread."""
     if request.method != hdrs.METH_POST or not request.body_exists:
         return "no_body"
     cached = read_already(request)  # an outer middleware read it already
@@ -432,8 +447,7 @@ async def _read_bounded(request: web.Request, cap: int) -> bytes | str:
         raise refused from None
     except ConnectionError:  # the client left before its body's end: nothing to answer
         return "client_gone"
-    hand_over(request, body)
-    return body
+    return body  # (handed back by the caller, once it knows which body the handler reads)
 
 
 _JOIN_OFF_LOOP_BYTES = 8 << 20

@@ -363,3 +363,33 @@ def test_a_stream_s_pipeline_leaves_nothing_for_the_garbage_collector(surface: S
     assert outs == [translated] * 3
     kept = [Said(original="<think>Sunny.</think>It is sunny.")]
     assert said == [kept if keep else []] * 3
+
+
+async def test_the_handler_is_handed_the_body_it_reads_once(
+    aiohttp_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The body the middleware read is handed back to the handler once, as the upstream is to read
+    it: as it came when nothing changes it, rewritten when the history or a reasoning control does
+    (never first as it came, then again rewritten)."""
+    handed: list[bytes] = []
+    hand_over = incoming_module.hand_over
+
+    def counted(request: web.BaseRequest, body: bytes) -> None:
+        handed.append(body)
+        hand_over(request, body)
+
+    monkeypatch.setattr(incoming_module, "hand_over", counted)
+    up = Upstream(["It is sunny."] * 2)
+    app = web.Application()
+    setup(app, ThinkExtractConfig(upstream_server="vllm"))
+    app.router.add_post("/v1/chat/completions", up.chat)
+    url = str((await aiohttp_server(app)).make_url("/v1/chat/completions"))
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    await _post(url, question, "key-a")
+    async with aiohttp.ClientSession() as session:  # a control the upstream reads otherwise: rewritten
+        body = {"model": "qwen3-8b", "messages": question, "reasoning_effort": "none"}
+        async with session.post(url, json=body) as resp:
+            assert resp.status == 200
+    assert [json.loads(b) for b in handed] == up.bodies
+    assert up.bodies[0] == {"model": "llama-3.1-8b", "messages": question}
+    assert up.bodies[1] == {**body, "chat_template_kwargs": {"enable_thinking": False}}  # as vLLM reads "off"

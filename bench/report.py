@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import chat_stream
+import cold
 import deployment
 import fastpaths
 import faults
@@ -85,6 +86,7 @@ def _sections(rounds: int, quick: bool) -> dict[str, tuple[str, Callable[[], str
         ),
         "fastpaths": ("What the fast paths earn", lambda: fastpaths.table(rounds, quick)),
         "history": ("The request side: agent histories", lambda: history.tables(rounds, quick)),
+        "cold": ("What a request touches, in a loop and after other work", lambda: cold.table(rounds, quick)),
         "memory": (
             "Peak memory: Responses next to messages",
             lambda: (

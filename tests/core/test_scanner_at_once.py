@@ -184,7 +184,8 @@ def test_what_the_scan_must_read_is_left_to_it() -> None:
 
 
 def test_only_the_first_channel_starts_inside_the_injected_tag_however_it_was_read() -> None:
-    """A first channel known at once counts as opened: the next reads from outside reasoning."""
+    """A first channel known at once counts as opened: the next reads from outside reasoning; and
+    without an injected tag, the first does too."""
     for first in ("I add.</think>It is 4.", "I add.</think>It is <4."):  # known at once, then scanned
         channels = Channels(R1)
         head = channels.at_once(0, first)
@@ -194,6 +195,8 @@ def test_only_the_first_channel_starts_inside_the_injected_tag_however_it_was_re
         assert channels.at_once(1, "r</think>a") is None  # not a block: the scan reads the tag as text
         assert merge_segments(channels.text(1, "r</think>a") + channels.end(1)) == [Segment("content", "r</think>a")]
         assert (channels.counts.reasoning_blocks, channels.counts.reasoning_chars) == (1, 6)
+    # A server that never leaves its text inside an injected tag (Ollama): no channel starts inside one.
+    assert Channels(R1, injected=False).at_once(0, "r</think>a") is None
 
 
 def _body(surface: str, texts: list[str], model: str) -> bytes:

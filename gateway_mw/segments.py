@@ -21,7 +21,9 @@ class Segment(msgspec.Struct, frozen=True, gc=False):
 
 
 def utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode())
+    """The UTF-8 bytes of ``text`` (a lone surrogate, which JSON can spell, counted as the three a
+    UTF-8 writer gives its replacement)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def merge_segments(segments: list[Segment]) -> list[Segment]:

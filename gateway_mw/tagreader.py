@@ -222,7 +222,7 @@ class TagReader(BlockWriter):
             self._body.append(piece)
             self._body_bytes += size
             return end
-        fitting = piece[:room] if piece.isascii() else piece.encode()[:room].decode("utf-8", "ignore")
+        fitting = piece[:room] if piece.isascii() else piece[: _fitting(piece, room)]
         self._body.append(fitting)
         return pos + len(fitting)
 
@@ -269,3 +269,16 @@ class TagReader(BlockWriter):
     def _observe_leading(self, text: str) -> None:
         if self._tags_live and text and not text.isspace():
             self._tags_live = False
+
+
+def _fitting(text: str, room: int) -> int:
+    """How many first characters of ``text`` take at most ``room`` UTF-8 bytes (:func:`utf8_len`:
+    half a character counted too), found by halving: a block cut at the cap, once."""
+    low, high = 0, min(len(text), room)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if utf8_len(text[:mid]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low

@@ -78,3 +78,17 @@ def test_template_injected_open_tag() -> None:
     cfg = ThinkExtractConfig(start_with_reasoning=True)
     for pieces in (["I reason</think>The answer"], list("I reason</think>The answer")):
         assert scan(pieces, cfg) == [("reasoning", "I reason"), ("content", "The answer")]
+
+
+def test_a_lone_surrogate_in_a_held_block_is_measured_not_refused() -> None:
+    """Buffered mode measures the block it holds in UTF-8 bytes: half a character (JSON can spell
+    one; a surface joins or replaces them, the scanner itself takes any text) is measured as the
+    three bytes its replacement takes, and the block goes out as in live mode."""
+    text = "<think>a\ud800b</think>c"
+    expected = [Segment("reasoning", "a\ud800b"), Segment("content", "c")]
+    assert extract(text, ThinkExtractConfig(stream_mode="buffered")) == expected == extract(text)
+    capped = ThinkExtractConfig(stream_mode="buffered", max_buffer_bytes=4)  # "a", the half, "b": 5 bytes
+    assert extract(text, capped) == [Segment("content", "<think>a\ud800b</think>c")]  # released verbatim (rule 7)
+    assert extract("<think>é\ud800é</think>", capped.replace(max_buffer_bytes=5)) == [
+        Segment("content", "<think>é\ud800é</think>")
+    ]

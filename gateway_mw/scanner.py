@@ -321,7 +321,7 @@ def at_once(text: str, config: ThinkExtractConfig) -> list[Segment] | None:
     reasoning = text[start:end]
     if close[0] in reasoning:
         return None  # something in it may end the block before that close
-    for stop in settings.marker_firsts:  # loops, not generators: this runs cold, once per answer
+    for stop in settings.marker_firsts:
         if stop in reasoning:
             return None
     for marker in settings.markers:

@@ -26,7 +26,7 @@ import operator
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "ByScope",
     "CarriedStates",
     "Facts",
+    "Known",
     "Sizes",
     "asked_before",
     "decoded_bytes",
@@ -159,6 +160,63 @@ STATES = CarriedStates()
 """The process's conversations' readings (each scope's its own)."""
 
 
+class Known(dict[int, Any]):
+    """Facts by index (what a reading learned of its messages) that know what they hold
+    (:meth:`held`): each fact is measured (:func:`held`) when the total is first asked for after it
+    was put in, so that a reading kept for the next request, counted on every request, walks only what
+    it learned anew. A fact is added or replaced (``known[at] = fact``), never removed."""
+
+    __slots__ = ("_measured", "_new", "_total")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._measured: dict[int, tuple[object, int]] = {}
+        """Each index's fact as it was measured, and its measure (the fact held: no other object can
+        take its identity)."""
+        self._new: list[int] = []
+        """The indices put in since the total was last asked for."""
+        self._total = 0
+
+    def __setitem__(self, at: int, fact: Any) -> None:
+        self._new.append(at)  # first: a copy made meanwhile (:meth:`upto`) finds the fact measured or new
+        super().__setitem__(at, fact)
+
+    def held(self) -> int:
+        """The bytes the facts hold: the sum of their measures."""
+        new = self._new
+        if new:
+            self._new = []
+            measured, total = self._measured, self._total
+            for at in new:
+                fact = self[at]
+                before = measured.get(at)
+                if before is None or before[0] is not fact:
+                    size = held((fact,))
+                    total += size - (0 if before is None else before[1])
+                    measured[at] = (fact, size)
+            self._total = total
+        return self._total
+
+    def upto(self, shared: int) -> Known:
+        """The facts at the indices below ``shared`` (all of them, in an agent's next request), with
+        the measures made of those very facts."""
+        pending = bool(self._new)
+        facts = dict(self)  # in one step: the request that learned them may still be adding to them
+        measured, total = self._measured.copy(), self._total
+        copy = Known()
+        if max(facts, default=-1) < shared and not pending and not self._new and len(measured) == len(facts):
+            # An agent's next request: all of them, each measured, none put in meanwhile.
+            dict.update(copy, facts)
+            copy._measured, copy._total = measured, total
+            return copy
+        facts = {at: fact for at, fact in facts.items() if at < shared}
+        dict.update(copy, facts)
+        copy._measured = {at: one for at, one in measured.items() if at in facts}
+        copy._total = sum(size for _, size in copy._measured.values())
+        copy._new = list(facts)  # measured again where the measure is not of the fact copied
+        return copy
+
+
 class Facts:
     """What a reading learned of its messages (or items), by index, all under one set of settings
     (``how``: the plan and the fields read; learned again under others). A later request's reading
@@ -166,88 +224,75 @@ class Facts:
     them (:meth:`carried_from`). What is kept here holds no part of its body (no raw value: that
     would keep every earlier body of a conversation alive)."""
 
-    __slots__ = ("_how", "_known", "_sizes")
+    __slots__ = ("_how", "_known")
 
     def __init__(self) -> None:
         self._how: object = None
-        self._known: dict[int, Any] = {}
-        self._sizes = Sizes()
+        self._known = Known()
 
-    def under(self, how: object) -> dict[int, Any]:
+    def under(self, how: object) -> Known:
         """The facts learned under ``how``, by index (for the caller to read and to add or replace
-        a fact in; never to remove one: what was measured of an index is carried with it)."""
+        a fact in; never to remove one)."""
         if self._how is not how and self._how != how:
-            self._how, self._known, self._sizes = how, {}, Sizes()
+            self._how, self._known = how, Known()
         return self._known
 
     def held(self) -> int:
-        """The bytes what was learned holds (:func:`held`)."""
-        return self._sizes.of(self._known)
+        """The bytes what was learned holds (:meth:`Known.held`)."""
+        return self._known.held()
 
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
         self._how = earlier._how
-        known = earlier._known.copy()  # in one step: its request may still be adding to it
-        whole = max(known, default=-1) < shared  # an agent's next request: all it learned
-        self._known = known if whole else {at: fact for at, fact in known.items() if at < shared}
-        self._sizes.carried_from(earlier._sizes, self._known, shared, same=whole)
+        self._known = earlier._known.upto(shared)
 
 
 class Sizes:
-    """What decoded values hold (:func:`held`), by index, each value measured once: a later request's
-    reading takes the measures of the values it takes from an earlier one, and measures only the
-    values it read itself (an agent's long history is not walked again on every request)."""
+    """What a list's decoded values hold (:func:`held`), by position, each value measured once: a later
+    request's reading takes the measures of the values it takes from an earlier one, and measures only
+    the values it read itself (an agent's long history is not walked again on every request)."""
 
     __slots__ = ("_known", "_last")
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[object, int]] = {}
-        self._last: tuple[list[int] | None, list[object], int] | None = None
-        """The indices and the values last measured, and their total."""
+        self._last: tuple[list[object], int] | None = None
+        """The values last measured, and their total."""
 
-    def of(self, values: Mapping[int, object] | Sequence[object]) -> int:
-        """The bytes ``values`` (by index: a mapping's keys, a sequence's positions) hold: a value not
-        measured yet at its index (or put there in place of the one measured) is measured now. The
-        same values as last time are known at once: their identities compared in one step (each is
-        held here, so that no other object can have taken its identity)."""
-        if isinstance(values, Mapping):
-            indices: list[int] | None = list(values)
-            now = list(values.values())
-        else:
-            indices, now = None, list(values)
+    def of(self, values: Sequence[object]) -> int:
+        """The bytes ``values`` hold: a value not measured yet at its position (or put there in place
+        of the one measured) is measured now. The same values as last time are known at once: their
+        identities compared in one step (each is held here, so that no other object can have taken
+        its identity)."""
+        now = list(values)
         known, total, start = self._known, 0, 0
         last = self._last
         if last is not None:  # the values measured last time, and maybe more after them
-            n = len(last[1])
-            if n <= len(now) and all(map(operator.is_, now, last[1])) and (indices is None or last[0] == indices[:n]):
-                total, start = last[2], n
+            n = len(last[0])
+            if n <= len(now) and all(map(operator.is_, now, last[0])):
+                total, start = last[1], n
         for at in range(start, len(now)):
-            index, value = at if indices is None else indices[at], now[at]
-            measured = known.get(index)
+            value = now[at]
+            measured = known.get(at)
             if measured is None or measured[0] is not value:
-                measured = known[index] = (value, held((value,)))
+                measured = known[at] = (value, held((value,)))
             total += measured[1]
-        self._last = (indices, now, total)
+        self._last = (now, total)
         return total
 
-    def carried_from(
-        self, earlier: Sizes, values: Mapping[int, object] | Sequence[object], shared: int, same: bool = False
-    ) -> None:
-        """Take the measures ``earlier`` made at the first ``shared`` indices, where ``values`` holds
-        the same values (or equal ones, read from the same bytes; ``same``: its very values, at the
-        same indices, which every measure ``earlier`` made then stands for as it is)."""
+    def carried_from(self, earlier: Sizes, values: Sequence[object], shared: int, same: bool = False) -> None:
+        """Take the measures ``earlier`` made at the first ``shared`` positions, where ``values`` holds
+        the same values (or equal ones, read from the same bytes; ``same``: its very values, which
+        every measure ``earlier`` made then stands for as it is)."""
         measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
         last = earlier._last
         if same and max(measured, default=-1) < shared:
             self._known, self._last = measured, last  # measured at these very values: known at once
             return
         self._known = known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
-        # Known at once next time, as the first of the values then: by index for a mapping, by
-        # position for a sequence (whose measures must then be those of its first positions).
-        indices = list(known)
-        if isinstance(values, Mapping) or indices == list(range(len(indices))):
-            mapped = indices if isinstance(values, Mapping) else None
-            self._last = (mapped, [value for value, _ in known.values()], sum(s for _, s in known.values()))
+        # Known at once next time, as the first of the values then (its first positions' measures).
+        if list(known) == list(range(len(known))):
+            self._last = ([value for value, _ in known.values()], sum(s for _, s in known.values()))
         else:
             self._last = None
 

@@ -20,7 +20,7 @@ from ..controls.fields import ControlFields
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
 from . import splice, tail
-from .carry import Asked, Facts, Sizes, asked_before, kept_role, shared_prefix
+from .carry import Asked, Facts, Known, asked_before, kept_role, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -81,7 +81,6 @@ class Messages:
     reads_late: ClassVar[bool] = False  # the record's entries read nothing the transform did not
 
     __slots__ = (
-        "_content_sizes",
         "_places",
         "_thread",
         "asked",
@@ -112,9 +111,8 @@ class Messages:
         self.roles: list[Any] = []
         self.queries: list[bool] = []
         """Whether each message is a user message that asks something (not only tool results)."""
-        self.contents: dict[int, Any] = {}
+        self.contents = Known()
         """The content of each assistant message, decoded."""
-        self._content_sizes = Sizes()
         self._thread: Thread | None = None
         self._places: splice.Places | None = None
         self.readings = Facts()
@@ -181,10 +179,7 @@ class Messages:
         taken = min(shared, len(earlier.roles))
         self.roles = earlier.roles[:taken]
         self.queries = earlier.queries[:taken]
-        contents = earlier.contents.copy()  # in index order: all of it, in an agent's next request
-        whole = next(reversed(contents), -1) < taken
-        self.contents = contents if whole else {i: content for i, content in contents.items() if i < taken}
-        self._content_sizes.carried_from(earlier._content_sizes, self.contents, taken, same=whole)
+        self.contents = earlier.contents.upto(taken)  # all of it, in an agent's next request
         self.readings.carried_from(earlier.readings, shared)
         self.verdicts.carried_from(earlier.verdicts, shared)
         if earlier.unchanged is not None:  # as far as they share (Claude Code moves its cache marker)
@@ -213,7 +208,7 @@ class Messages:
         :func:`~.carry.kept_role`)."""
         retained = 0 if self._places is None else self._places.retained  # an earlier body its values view
         asked = 0 if self.asked is None else sys.getsizeof(self.asked[2])  # (small integers: shared)
-        return self._content_sizes.of(self.contents) + self.readings.held() + self.verdicts.held() + retained + asked
+        return self.contents.held() + self.readings.held() + self.verdicts.held() + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end (``/no_think``): the latest user message, and the system

@@ -1,6 +1,7 @@
-"""What a reading's decoded values hold, measured once per value (``carry.Sizes``), held to the plain
-sum over the values (``carry.held`` of each) whatever was measured before: values replaced, added,
-taken from an earlier reading as they are or as equal values at the same indices."""
+"""What a reading's decoded values hold, measured once per value (``carry.Sizes`` of a list,
+``carry.Known`` of facts by index), held to the plain sum over the values (``carry.held`` of each)
+whatever was measured before: values replaced, added, taken from an earlier reading as they are or as
+equal values at the same indices."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_mw.history.carry import Sizes, held
+from gateway_mw.history.carry import Known, Sizes, held
 
 _VALUES = st.recursive(
     st.none() | st.integers() | st.text(max_size=40),
@@ -48,12 +49,26 @@ def _edit(values: list[Any] | dict[int, Any], step: tuple[str, int, Any]) -> Non
 def test_what_values_hold_is_their_plain_sum_after_any_edits(
     first: list[Any], steps: list[tuple[str, int, Any]], mapping: bool
 ) -> None:
-    values: list[Any] | dict[int, Any] = dict(enumerate(first)) if mapping else list(first)
+    """A list measured by :class:`Sizes`; facts by index put in a :class:`Known` (added or replaced,
+    its total asked for after any of the steps, or only at the end)."""
+    values: list[Any] | dict[int, Any] = _known(enumerate(first)) if mapping else list(first)
     sizes = Sizes()
-    assert sizes.of(values) == _plain(values)
+    assert _measured(sizes, values) == _plain(values)
     for step in steps:
         _edit(values, step)
-        assert sizes.of(values) == _plain(values)
+        if step[0] == "measure" or step is steps[-1]:
+            assert _measured(sizes, values) == _plain(values)
+
+
+def _known(facts: Any) -> Known:
+    known = Known()
+    for at, fact in facts:
+        known[at] = fact
+    return known
+
+
+def _measured(sizes: Sizes, values: list[Any] | dict[int, Any]) -> int:
+    return values.held() if isinstance(values, Known) else sizes.of(values)
 
 
 @settings(max_examples=200)
@@ -70,17 +85,52 @@ def test_measures_taken_from_an_earlier_reading_sum_to_the_plain_sum(
     """A later reading takes the measures of its first ``shared`` values: the earlier reading's very
     values (a continued reading), or values equal to them read again; then adds its own."""
     shared = min(shared, len(first))
-    earlier: list[Any] | dict[int, Any] = dict(enumerate(first)) if mapping else list(first)
+    if mapping:  # the very facts, as many as are shared (Known.upto)
+        facts = _known(enumerate(first))
+        facts.held()
+        copied = facts.upto(shared)
+        assert dict(copied) == dict(enumerate(first[:shared]))
+        assert copied.held() == _plain(copied)
+        for value in more:
+            copied[len(copied)] = value
+            assert copied.held() == _plain(copied)
+        assert facts.held() == _plain(facts)  # the earlier facts as they were
+        return
     measured = Sizes()
-    measured.of(earlier)
-    taken = first[:shared] if same else [_copy(value) for value in first[:shared]]
-    later: list[Any] | dict[int, Any] = dict(enumerate(taken)) if mapping else list(taken)
+    measured.of(first)
+    later = first[:shared] if same else [_copy(value) for value in first[:shared]]
     sizes = Sizes()
     sizes.carried_from(measured, later, shared, same=same and shared == len(first))
     assert sizes.of(later) == _plain(later)
     for value in more:
         _edit(later, ("append", len(later), value))
         assert sizes.of(later) == _plain(later)
+
+
+@settings(max_examples=200)
+@given(
+    first=st.lists(_VALUES, min_size=1, max_size=8),
+    shared=st.integers(0, 8),
+    steps=_steps(),
+    measured=st.booleans(),
+)
+def test_facts_copied_from_facts_being_added_to_sum_to_the_plain_sum(
+    first: list[Any], shared: int, steps: list[tuple[str, int, Any]], measured: bool
+) -> None:
+    """A copy (:meth:`Known.upto`) made while facts put in since the last total wait to be measured,
+    or after the earlier facts were replaced: each side's total is its own facts' plain sum."""
+    facts = _known(enumerate(first))
+    if measured:
+        facts.held()
+    for step in steps[: len(steps) // 2]:
+        _edit(facts, step)
+    copied = facts.upto(shared)
+    assert dict(copied) == {at: fact for at, fact in facts.items() if at < shared}
+    for step in steps[len(steps) // 2 :]:
+        _edit(facts, step)
+        _edit(copied, step)
+    assert copied.held() == _plain(copied)
+    assert facts.held() == _plain(facts)
 
 
 def _copy(value: Any) -> Any:

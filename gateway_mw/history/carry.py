@@ -164,7 +164,8 @@ class Known(dict[int, Any]):
     """Facts by index (what a reading learned of its messages) that know what they hold
     (:meth:`held`): each fact is measured (:func:`held`) when the total is first asked for after it
     was put in, so that a reading kept for the next request, counted on every request, walks only what
-    it learned anew. A fact is added or replaced (``known[at] = fact``), never removed."""
+    it learned anew. A fact is added or replaced (``known[at] = fact``), never removed, and the total
+    asked for, by the request whose reading learned it; any request may copy them (:meth:`upto`)."""
 
     __slots__ = ("_measured", "_new", "_total")
 
@@ -185,9 +186,9 @@ class Known(dict[int, Any]):
         """The bytes the facts hold: the sum of their measures."""
         new = self._new
         if new:
-            self._new = []
+            count = len(new)  # those put in until now; any put in meanwhile wait for the next total
             measured, total = self._measured, self._total
-            for at in new:
+            for at in new[:count]:
                 fact = self[at]
                 before = measured.get(at)
                 if before is None or before[0] is not fact:
@@ -195,6 +196,7 @@ class Known(dict[int, Any]):
                     total += size - (0 if before is None else before[1])
                     measured[at] = (fact, size)
             self._total = total
+            del new[:count]  # last: until then a copy (:meth:`upto`) finds them pending, and measures them
         return self._total
 
     def upto(self, shared: int) -> Known:

@@ -67,13 +67,18 @@ class _Responses:
         doc = document(body)
         if doc is None:
             return []
-        output = [i for i in items_of(doc, "output") if isinstance(i, dict)]
-        text = "".join(text_of(i.get("content"), "output_text") for i in output if i.get("type") == "message")
-        calls = tuple(
-            i["call_id"] for i in output if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
-        )
-        messages = tuple(i["id"] for i in output if i.get("type") == "message" and isinstance(i.get("id"), str))
-        return [Said(text, calls, (*item_ids, *(m for m in messages if m not in item_ids)))]
+        texts: list[str] = []
+        calls: list[str] = []
+        messages: list[str] = []
+        for item in items_of(doc, "output"):  # one pass over the items
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "message":
+                texts.append(text_of(item.get("content"), "output_text"))
+                if isinstance(message_id := item.get("id"), str) and message_id not in item_ids:
+                    messages.append(message_id)
+            elif kind == "function_call" and isinstance(call_id := item.get("call_id"), str):
+                calls.append(call_id)
+        return [Said("".join(texts), tuple(calls), (*item_ids, *messages))]
 
     def enabled(self, config: ThinkExtractConfig) -> bool:
         return config.responses_enabled

@@ -12,6 +12,7 @@ SGLang refuses the block).
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from typing import Any, ClassVar, NamedTuple
 
 import msgspec
@@ -317,7 +318,8 @@ def keys(request: Messages, turns: int, plan: Plan | None = None) -> list[str]:
         readings = request.assistant_readings(plan)
         how = (plan.server, plan.config)  # what the readings are read under
         start, wanted = asked_before(request.asked, how)
-        wanted += [i for i in contents if i >= start and not _carries_reasoning(readings[i])]
+        indices = list(contents)  # in index order: those from ``start`` on read, the rest known
+        wanted += [i for i in indices[bisect_left(indices, start) :] if not _carries_reasoning(readings[i])]
         request.asked = (how, len(request.raws), wanted)
     out: list[str] = []
     for i in wanted[-turns:]:
@@ -335,7 +337,8 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     if plan.form == "pass":
         return None
     readings = request.assistant_readings(plan)
-    last_query = max((i for i, query in enumerate(request.queries) if query), default=-1)
+    queries = request.queries  # the latest that asks something, looked for from the end in C
+    last_query = len(queries) - 1 - queries[::-1].index(True) if True in queries else -1
     verdicts = request.verdicts.under(plan)
     changed: dict[int, bytes] = {}
     first = _unchanged_before(request, plan, recall, last_query)

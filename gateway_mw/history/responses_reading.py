@@ -145,8 +145,11 @@ class _Items:
         self._kinds = earlier._kinds[:shared] + [kind_of(item) for item in self._items[shared:]]
         if earlier._turns is not None:
             # The turns that end before the shared items do stand; the one at their end may go on.
-            kept = [turn for turn in earlier._turns if turn[1] < shared]
-            start = earlier._turns[len(kept)][0] if len(kept) < len(earlier._turns) else shared
+            turns, ended = earlier._turns, len(earlier._turns)
+            while ended and turns[ended - 1][1] >= shared:  # (in order: all but the last few, looked at from the end)
+                ended -= 1
+            kept = turns[:ended]
+            start = turns[ended][0] if ended < len(turns) else shared
             self._turns = kept + _turns(self._items, self._kinds, min(start, shared))
         if same and earlier._counted is not None:
             before, counted = earlier._counted

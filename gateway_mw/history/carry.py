@@ -207,7 +207,8 @@ class Known(dict[int, Any]):
         measured, total = self._measured.copy(), self._total
         copy = Known()
         if max(facts, default=-1) < shared and not pending and not self._new and len(measured) == len(facts):
-            # An agent's next request: all of them, each measured, none put in meanwhile.
+            # An agent's next request: all of them, each measured, none put in meanwhile (a fact replaced
+            # and measured again between the two copies keeps its new measure: one fact's difference).
             dict.update(copy, facts)
             copy._measured, copy._total = measured, total
             return copy

@@ -8,11 +8,16 @@ start and the same five warming requests in both, then ``--requests`` more in on
 the second run counted more, divided by ``--requests``, is what one request costs. Hash
 randomisation is off (``PYTHONHASHSEED=0``): a run counts the same to a few thousandths each time.
 
+The C library's memcpy, memmove and memset are counted apart: for a large block they move bytes
+with ``rep movsb``/``rep stosb``, which valgrind counts once per byte, so that their counts say how
+many bytes were moved rather than how much work the processor did (plain forwarding's copies of a
+200 KB body count more than all of its Python code). The figures compared are the instructions
+outside them; the bytes the two runs moved stand beside them.
+
 Instructions are not time: they leave out the kernel's copies of the body (most of what plain
 forwarding costs) and the cache misses a request's work meets after the body went through, which
-make each of the middleware's operations dearer end to end than in a loop (``cold.py``). The
-ratios here are lower than those of CPU time; what they show is where a change adds or removes
-work, and how much, on any machine.
+make each of the middleware's operations dearer end to end than in a loop (``cold.py``). What they
+show is where a change adds or removes work, and how much, on any machine.
 
     python bench/instructions.py [--requests 40] [--surfaces responses,messages] [--against DIR]
 
@@ -29,8 +34,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 _HERE = Path(__file__).resolve().parent
 _WARM = 5
@@ -65,30 +72,56 @@ def _child(surface: str, state: str, which: str, requests: int) -> None:
     asyncio.run(run())
 
 
-_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+_MOVES = re.compile(r"__(?:memcpy|memmove|mempcpy|memset)\w*")
+"""The C library's routines that move (or set) bytes, counted per byte by valgrind (``rep movsb``)."""
 
 
-def _count(tree: Path, surface: str, state: str, which: str, requests: int) -> int:
+class Count(NamedTuple):
+    work: float
+    """Instructions outside :data:`_MOVES`."""
+    moved: float
+    """Instructions inside them: about one per byte moved or set."""
+
+
+def _count(tree: Path, surface: str, state: str, which: str, requests: int) -> Count:
     """The instructions of one child process, the package imported from ``tree``."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": f"{tree}{os.pathsep}{_HERE}"}
-    command = [
-        "valgrind",
-        "--tool=cachegrind",
-        "--cache-sim=no",
-        "--cachegrind-out-file=/dev/null",
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        surface,
-        state,
-        which,
-        str(requests),
-    ]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    found = _REFS.search(done.stderr)
-    if found is None:
-        raise RuntimeError(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "counts"
+        command = [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            f"--cachegrind-out-file={out}",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            surface,
+            state,
+            which,
+            str(requests),
+        ]
+        subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        return _read_counts(out)
+
+
+def _read_counts(path: Path) -> Count:
+    """The totals of a cachegrind output file (its only event: ``Ir``), the moving routines apart."""
+    work = moved = 0
+    moving = False  # the counts after a ``fn=`` line are that function's
+    with path.open() as lines:
+        for line in lines:
+            if line[0].isdigit():
+                count = int(line.split()[1])
+                if moving:
+                    moved += count
+                else:
+                    work += count
+            elif line.startswith("fn="):
+                moving = _MOVES.fullmatch(line[3:].strip()) is not None
+    if work == 0:
+        raise RuntimeError(f"valgrind counted no instructions in {path}")
+    return Count(work, moved)
 
 
 def table(requests: int, surfaces: list[str], against: Path | None) -> str:
@@ -103,14 +136,15 @@ def table(requests: int, surfaces: list[str], against: Path | None) -> str:
             for n in (0, requests)
         }
         per_request = {
-            (run, row): (counts[run, row, requests].result() - counts[run, row, 0].result()) / requests
+            (run, row): _less(counts[run, row, requests].result(), counts[run, row, 0].result(), requests)
             for run, _, _ in runs
             for row in rows
         }
     head = " | ".join(f"with the middleware of {name} | ratio" for name in trees)
     out = [
-        f"Instructions per request end to end (client, proxy and upstream in one process), thousands; the"
-        f" difference of a run of {_WARM} and one of {_WARM + requests} requests (`python bench/instructions.py"
+        f"Instructions per request end to end (client, proxy and upstream in one process), thousands, outside"
+        f" the C library's byte moves (memcpy, memmove, memset: beside them, in brackets, counted once per byte);"
+        f" the difference of a run of {_WARM} and one of {_WARM + requests} requests (`python bench/instructions.py"
         f" --requests {requests}`):",
         "",
         f"| request | plain forwarding | {head} |",
@@ -120,12 +154,21 @@ def table(requests: int, surfaces: list[str], against: Path | None) -> str:
         surface, state = row
         name = "small request, 20 events streamed" if surface == _SMALL else f"{surface}, 200 KB, {state}"
         plain = per_request["plain forwarding", row]
-        cells = [f"{plain / 1e3:,.0f}"]
+        cells = [_cell(plain)]
         for tree_name in trees:
             count = per_request[tree_name, row]
-            cells += [f"{count / 1e3:,.0f}", f"{count / plain:.3f}"]
+            cells += [_cell(count), f"{count.work / plain.work:.3f}"]
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _less(more: Count, fewer: Count, requests: int) -> Count:
+    """What the run of ``requests`` more counted more, per request."""
+    return Count((more.work - fewer.work) / requests, (more.moved - fewer.moved) / requests)
+
+
+def _cell(count: Count) -> str:
+    return f"{count.work / 1e3:,.0f} ({count.moved / 1e3:,.0f})"
 
 
 def main() -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "decoded_bytes",
     "held",
     "kept_role",
+    "latest_index",
     "shared_prefix",
 ]
 
@@ -231,23 +232,23 @@ class Facts:
 
     def __init__(self) -> None:
         self._how: object = None
-        self._known = Known()
+        self._known: Known | None = None  # (none learned yet: most readings take an earlier one's)
 
     def under(self, how: object) -> Known:
         """The facts learned under ``how``, by index (for the caller to read and to add or replace
         a fact in; never to remove one)."""
-        if self._how is not how and self._how != how:
+        if self._known is None or (self._how is not how and self._how != how):
             self._how, self._known = how, Known()
         return self._known
 
     def held(self) -> int:
         """The bytes what was learned holds (:meth:`Known.held`)."""
-        return self._known.held()
+        return 0 if self._known is None else self._known.held()
 
     def carried_from(self, earlier: Facts, shared: int) -> None:
         """Start from what ``earlier`` learned of the first ``shared`` messages (proven the same)."""
         self._how = earlier._how
-        self._known = earlier._known.upto(shared)
+        self._known = None if earlier._known is None else earlier._known.upto(shared)
 
 
 class Sizes:
@@ -255,12 +256,23 @@ class Sizes:
     request's reading takes the measures of the values it takes from an earlier one, and measures only
     the values it read itself (an agent's long history is not walked again on every request)."""
 
-    __slots__ = ("_known", "_last")
+    __slots__ = ("_known", "_last", "_whole")
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[object, int]] = {}
         self._last: tuple[list[object], int] | None = None
         """The values last measured, and their total."""
+        self._whole: tuple[Sequence[object], int] | None = None
+        """The list last measured by :meth:`of_whole`, and its total."""
+
+    def of_whole(self, values: Sequence[object]) -> int:
+        """:meth:`of` a list made whole, never changed in place (a reading's items): the same list
+        again holds what it held, known at once (a request's reading is counted when kept, and again
+        once the record's entries have read more of it)."""
+        whole = self._whole
+        if whole is None or whole[0] is not values:
+            whole = self._whole = (values, self.of(values))
+        return whole[1]
 
     def of(self, values: Sequence[object]) -> int:
         """The bytes ``values`` hold: a value not measured yet at its position (or put there in place
@@ -358,6 +370,18 @@ def held(values: Iterable[object]) -> int:
             elif isinstance(value, list | tuple):
                 stack.append(value)
     return size
+
+
+def latest_index(values: Sequence[object], wanted: tuple[object, ...]) -> int:
+    """The index of the last of ``values`` equal to one of ``wanted`` (-1: none), looked for from the
+    end in C: in an agent's chat history the latest user message may stand before every other."""
+    backwards, nearest = values[::-1], len(values)
+    for one in wanted:
+        try:
+            nearest = backwards.index(one, 0, nearest)
+        except ValueError:  # none, or none nearer the end than one found already
+            continue
+    return len(values) - 1 - nearest
 
 
 def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:

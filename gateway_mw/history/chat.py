@@ -18,7 +18,7 @@ from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
 from ..rawjson import UNREADABLE, Obj, encode
 from . import splice, tail
-from .carry import Asked, Facts, asked_before, kept_role, shared_prefix
+from .carry import Asked, Facts, asked_before, kept_role, latest_index, shared_prefix
 from .chat_message import Reading, call_ids, call_names, calls_tools, content_of, read_message, text_of
 from .plan import CHAT_FIELDS, Plan
 from .recall import Recall, Recalled, Thread, canonical, recalled, turn_keys
@@ -213,9 +213,9 @@ class Chat:
         """The contents a text switch may end (``/no_think``): the latest user or system message's,
         and the system prompt's, latest first."""
         roles = self.all_roles()
-        latest = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] in _SPEAKERS), None)
-        out = [] if latest is None else [content_of(self.fields[latest])]
-        if latest != 0 and roles[0] in ("system", "developer"):
+        latest = latest_index(roles, _SPEAKERS)
+        out = [] if latest < 0 else [content_of(self.fields[latest])]
+        if latest != 0 and roles and roles[0] in ("system", "developer"):
             out.append(content_of(self.fields[0]))
         return out
 

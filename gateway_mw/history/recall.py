@@ -302,13 +302,15 @@ class Thread:
             return
         known = earlier._known.copy()  # in one step: its request may still be asking for its answers' keys
         # Below ``shared``: the digest of all a rewound conversation shares is hashed here, keeping its states.
-        self._known = {at: digest for at, digest in known.items() if at < shared}
+        # (An agent's next request shares all the earlier one's messages: every digest and state, as it is.)
+        self._known = known if max(known, default=-1) < shared else {at: d for at, d in known.items() if at < shared}
         kept = earlier.kept
         if kept is None:
             return
-        n = max((at for at in kept if at <= shared), default=0)
+        latest = max(kept, default=0)
+        n = latest if latest <= shared else max((at for at in kept if at <= shared), default=0)
         if n:
-            self._states = {at: state for at, state in kept.items() if at <= n}
+            self._states = dict(kept) if n == latest else {at: state for at, state in kept.items() if at <= n}
             self._done, self._at = n, kept[n].copy()
 
     def upto(self, n: int) -> bytes:

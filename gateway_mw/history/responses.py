@@ -183,8 +183,9 @@ def _scopes(request: Responses, plan: Plan) -> list[bool]:
     current = plan.scope == "current_turn"
     for start, end in request.turns:
         if current:
-            if start <= last_query:  # a turn before the latest query (all of it, but in a hostile input)
-                out[start:end] = [at > last_query for at in range(start, end)]
+            if start > last_query:
+                break  # (in order) this turn and every later one answer the latest query
+            out[start:end] = [at > last_query for at in range(start, end)]  # all of it, but in a hostile input
         elif CALLS.isdisjoint(kinds[start:end]):
             out[start:end] = [False] * (end - start)
     return out

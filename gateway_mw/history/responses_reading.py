@@ -176,7 +176,7 @@ class _Items:
     def held(self) -> int:
         """The bytes the items read hold (the assistant side's decoded, the client's heads), besides
         the body (their kinds and digest's lists are the items' own values)."""
-        return self._sizes.of(self._items or [])
+        return 0 if self._items is None else self._sizes.of_whole(self._items)
 
     def counted(self) -> tuple[list[int], list[Any]]:
         """The items the conversation's digest reads (reasoning, which a client may or may not send

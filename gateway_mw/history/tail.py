@@ -101,14 +101,15 @@ def decoded(
 
 
 def fields(head: object, tail: object, names: Iterable[str]) -> dict[str, Any]:
-    """The fields ``names`` as a reader of the whole body takes them, read from the head and the
-    tail (:func:`_later`)."""
-    return {name: _later(getattr(head, name), getattr(tail, name)) for name in names}
-
-
-def _later(first: Any, then: Any) -> Any:
-    """A field's value as a reader of the whole body takes it, read before the list (``first``) and
-    after it (``then``: unset, or an empty raw value, when absent there): the later one written."""
-    if then is msgspec.UNSET or (isinstance(then, msgspec.Raw) and not then):
-        return None if first is msgspec.UNSET else first
-    return then
+    """The fields ``names`` as a reader of the whole body takes them, read from the head (before the
+    list) and the tail (after it): the later one written. A field absent from the tail is unset
+    there, or an empty raw value."""
+    unset = msgspec.UNSET
+    out = {}
+    for name in names:
+        then = getattr(tail, name)
+        if then is unset or (isinstance(then, msgspec.Raw) and not then):
+            first = getattr(head, name)
+            then = None if first is unset else first
+        out[name] = then
+    return out

@@ -21,7 +21,7 @@ from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import Request, record_entries, record_keys, transform_request
 from gateway_mw.history import chat as chat_history
 from gateway_mw.history import messages as messages_history
-from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates, shared_prefix
+from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates, latest_index, shared_prefix
 from gateway_mw.surfaces.registry import SURFACES
 
 from .strategies import chat_requests, configs, messages_requests, responses_requests
@@ -152,6 +152,15 @@ def test_the_shared_prefix_is_the_longest_equal_one(old: list[int], new: list[in
     while plain < min(len(old), len(new)) and old[plain] == new[plain]:
         plain += 1
     assert shared_prefix(old, new) == plain
+
+
+_ROLES = st.sampled_from(["user", "assistant", "tool", "system", "developer", "other", None])
+
+
+@given(values=st.lists(_ROLES, max_size=12), wanted=st.lists(_ROLES, max_size=3).map(tuple))
+def test_the_latest_index_is_the_last_one_wanted(values: list[Any], wanted: tuple[Any, ...]) -> None:
+    plain = next((at for at in range(len(values) - 1, -1, -1) if values[at] in wanted), -1)
+    assert latest_index(values, wanted) == plain
 
 
 def test_the_messages_an_earlier_messages_request_read_are_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -139,3 +139,27 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+@settings(max_examples=200)
+@given(first=st.lists(_VALUES, max_size=8), steps=_steps(), shared=st.integers(0, 8))
+def test_lists_made_whole_sum_to_the_plain_sum(
+    first: list[Any], steps: list[tuple[str, int, Any]], shared: int
+) -> None:
+    """A reading's items are a list made whole, never changed in place (:meth:`Sizes.of_whole`): each
+    step makes a new list (an edit of the last one), measured once or twice; a later reading takes
+    the measures of the first ``shared`` of its earlier one's very values, then measures its own list."""
+    values = list(first)
+    sizes = Sizes()
+    assert sizes.of_whole(values) == sizes.of_whole(values) == _plain(values)
+    for step in steps:
+        values = list(values)
+        _edit(values, step)
+        assert sizes.of_whole(values) == _plain(values)
+        if step[0] == "measure":
+            assert sizes.of_whole(values) == _plain(values)
+    shared = min(shared, len(values))
+    later = Sizes()
+    later.carried_from(sizes, values, shared, same=shared == len(values))
+    more = values[:shared] + [_copy(value) for value in first]
+    assert later.of_whole(more) == later.of_whole(more) == _plain(more)

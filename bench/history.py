@@ -351,7 +351,9 @@ async def _names_the_server(request: web.Request, handler: Callable[[web.Request
     return response
 
 
-def _gateway(upstream: int, with_middleware: bool, server_named: bool = False) -> web.Application:
+def _gateway(
+    upstream: int, with_middleware: bool, server_named: bool = False, history_passed: bool = False
+) -> web.Application:
     async def forward(request: web.Request) -> web.StreamResponse:
         session: aiohttp.ClientSession = request.app["session"]
         body = await request.read()
@@ -376,8 +378,8 @@ def _gateway(upstream: int, with_middleware: bool, server_named: bool = False) -
     if with_middleware and server_named:
         app.middlewares.append(_names_the_server)
         setup(app, CONFIG.replace(upstream_server="auto"))
-    elif with_middleware:
-        setup(app, CONFIG)
+    elif with_middleware:  # (``history_passed``: the history goes on as it came, the controls alone read)
+        setup(app, CONFIG.replace(history_reasoning="pass") if history_passed else CONFIG)
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     for route in (*ROUTES.values(), _SMALL_ROUTE):

@@ -1,7 +1,8 @@
 """The request side end to end, counted in machine instructions: the same proxies and histories as
 ``history.py --end-to-end``, each run under valgrind's instruction counter, so that a change is
 measured without the spread of a shared machine (whose timings of one build move by more than a
-tenth from run to run, more than most changes are worth).
+tenth from run to run, more than most changes are worth); and the history with nothing to change
+through a middleware that passes histories on (``history_reasoning="pass"``: the controls read alone).
 
 Each figure is a difference of two runs of one process (client, proxy and upstream): the same
 start and the same five warming requests in both, then ``--requests`` more in one of them; what
@@ -42,6 +43,8 @@ from typing import NamedTuple
 _HERE = Path(__file__).resolve().parent
 _WARM = 5
 _SMALL = "small"
+_PASSED = "passed"
+_STATES = {"unchanged": "nothing to change", "rewrite": "to rewrite", _PASSED: "history passed on, controls read"}
 
 
 def _child(surface: str, state: str, which: str, requests: int) -> None:
@@ -55,11 +58,13 @@ def _child(surface: str, state: str, which: str, requests: int) -> None:
     else:
         rewrite = history.to_rewrite(surface, history.SIZES["200 KB"])  # type: ignore[arg-type]
         body = rewrite if state == "rewrite" else history._states(surface, rewrite)  # type: ignore[arg-type]
+        # ``passed``: the same history, nothing to change, through a middleware that passes histories on
         route = history.ROUTES[surface]  # type: ignore[index]
 
     async def run() -> None:
         up_runner, up_port = await history._serve(history._upstream())
-        runner, port = await history._serve(history._gateway(up_port, which == "middleware"))
+        gateway = history._gateway(up_port, which == "middleware", history_passed=state == _PASSED)
+        runner, port = await history._serve(gateway)
         headers = {"Authorization": "Bearer bench"}
         async with aiohttp.ClientSession() as session:
             for _ in range(_WARM + requests):
@@ -126,7 +131,7 @@ def _read_counts(path: Path) -> Count:
 
 def table(requests: int, surfaces: list[str], against: Path | None) -> str:
     trees = {"this checkout": _HERE.parent} | ({f"`{against}`": against} if against is not None else {})
-    rows = [(surface, state) for surface in surfaces for state in ("unchanged", "rewrite")] + [(_SMALL, "")]
+    rows = [(surface, state) for surface in surfaces for state in _STATES] + [(_SMALL, "")]
     runs = [("plain forwarding", _HERE.parent, "plain")] + [(name, tree, "middleware") for name, tree in trees.items()]
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # each child process is one thread's
         counts = {
@@ -152,7 +157,7 @@ def table(requests: int, surfaces: list[str], against: Path | None) -> str:
     ]
     for row in rows:
         surface, state = row
-        name = "small request, 20 events streamed" if surface == _SMALL else f"{surface}, 200 KB, {state}"
+        name = "small request, 20 events streamed" if surface == _SMALL else f"{surface}, 200 KB, {_STATES[state]}"
         plain = per_request["plain forwarding", row]
         cells = [_cell(plain)]
         for tree_name in trees:

@@ -223,6 +223,27 @@ async def test_controls_are_read_when_history_is_pass(start: Callable[..., Await
     assert gateway.stats.surface("chat").history == {"pass": 1}
 
 
+async def test_an_agent_s_long_history_passed_on_has_each_request_s_control_read(
+    start: Callable[..., Awaitable[Gateway]],
+) -> None:
+    """With the history passed on, a long agent history's controls are read on from the request before
+    (only what the next request adds is decoded): each request's own control reaches the upstream,
+    the body otherwise as it came, whatever the one before said."""
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    tool = {"role": "tool", "tool_call_id": "c0", "content": "x" * (40 << 10)}  # over CARRIED_BYTES
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function"}]}
+    messages = [*USER, call, tool]
+    said = [("none", {"enable_thinking": False}), (None, None), ("high", {"enable_thinking": True})]
+    expected = []
+    for effort, kwargs in said:
+        messages = [*messages, call, tool]
+        sent = {"messages": messages, "model": "glm-4.6"} | ({"reasoning_effort": effort} if effort else {})
+        assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+        expected.append(compact(sent if kwargs is None else {**sent, "chat_template_kwargs": kwargs}))
+    assert gateway.upstream == expected
+    assert gateway.stats.surface("chat").history == {"pass": 3}
+
+
 async def test_a_body_left_unread_is_history_pass_when_history_reads_none(
     start: Callable[..., Awaitable[Gateway]],
 ) -> None:

@@ -8,12 +8,13 @@ import json
 from typing import Any
 
 import msgspec
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_mw.config import Surface, ThinkExtractConfig
 from gateway_mw.controls import ModelInfo, apply_edits, read_fields, read_intent, write_controls
 from gateway_mw.history import Request
+from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
 from gateway_mw.surfaces.registry import SURFACES as SURFACES_BY_NAME
 
 from .writing import MODELS
@@ -342,3 +343,35 @@ def test_the_history_s_reading_gives_the_intent_the_controls_read(data: st.DataO
     assert request.controls is not None
     side = SURFACES_BY_NAME[surface]
     assert read_intent(body, side, request.controls, request.texts()) == read_intent(body, side)
+
+
+@settings(max_examples=100)
+@given(st.data(), st.sampled_from(SURFACES))
+def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_read_alone(
+    data: st.DataObject, surface: Surface
+) -> None:
+    """A long history's next request is read on from the scope's reading of the one before (what they
+    share taken, not decoded again), the history passed on or not: the same intent as the body's own
+    read, whatever either request says before or after the messages, in whichever order."""
+    key = "input" if surface == "responses" else "messages"
+    first, later = data.draw(conversations(surface)), data.draw(conversations(surface))
+    long = {"role": "user", "content": "x" * CARRIED_BYTES}
+    if surface == "responses":
+        long = {"type": "message", **long}
+    shared = [long, *(first[key] if isinstance(first[key], list) else [])]
+    first[key] = shared
+    later[key] = shared + (later[key] if isinstance(later[key], list) else [])
+    if data.draw(st.booleans()):  # the same members around the list: the next request goes on from it
+        later = {**first, key: later[key]}
+    elif data.draw(st.booleans()):  # the list first, as the OpenAI SDK writes a body: read whole, or adopted
+        later = {key: later.pop(key), **later}
+    continues = list(later) == list(first) and all(later[k] == first[k] for k in first if k != key)
+    side, states = SURFACES_BY_NAME[surface], CarriedStates()
+    Request(side, encoded(first), (states, b"scope")).keep()
+    body = encoded(later)
+    request = Request(side, body, (states, b"scope"))
+    if request.read is not None and continues:
+        assert request.fresh[0] < len(body) - CARRIED_BYTES  # read on from the one before
+    fields = request.controls
+    said = read_intent(body, side) if fields is None else read_intent(body, side, fields, request.texts())
+    assert said == read_intent(body, side)

@@ -183,7 +183,7 @@ class Chat:
         if not after.messages or list(after.messages[0]) != [tail.MARKER_KEY]:  # its list named again
             return None
         fields = self.fields + after.messages[1:]
-        controls = _Request(**tail.fields(head, after, _CONTROLS))
+        controls = _Request(*tail.fields(head, after))
         controls.messages = fields
         model = controls.model if isinstance(controls.model, str) else None
         if model != self.model:

@@ -68,7 +68,6 @@ class _Part(_Request, gc=False):
 
 
 _decode_part = msgspec.json.Decoder(_Part).decode
-_FIELDS = tuple(name for name in _Request.__struct_fields__ if name != "messages")
 _decode_message = msgspec.json.Decoder(_Message).decode
 _decode_whole = msgspec.json.Decoder(_Whole).decode
 
@@ -162,7 +161,7 @@ class Messages:
         if not new or bytes(new[0]) != tail.MARKER or not all_objects(new):  # its list named again
             return None
         taken = raws[:count] + new[1:]
-        controls = _Request(**tail.fields(head, after, _FIELDS))
+        controls = _Request(*tail.fields(head, after))
         controls.messages = taken
         model = controls.model if isinstance(controls.model, str) else None
         if model != self.model or controls.system != self.system:

@@ -55,7 +55,6 @@ class _Part(_Request, gc=False):
 
 
 _decode_part = msgspec.json.Decoder(_Part).decode
-_FIELDS = tuple(name for name in _Request.__struct_fields__ if name != "input")
 _decode_include = msgspec.json.Decoder(_Include).decode
 
 
@@ -322,7 +321,7 @@ class Responses:
         new = after.input
         if not isinstance(new, list) or not new or bytes(new[0]) != tail.MARKER:  # its list named again
             return None
-        request = _Request(**tail.fields(head, after, _FIELDS))
+        request = _Request(*tail.fields(head, after))
         request.input = raws + new[1:]
         read = Responses(body, request)
         if read.model != self.model:

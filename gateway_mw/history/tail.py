@@ -19,7 +19,7 @@ in the new body (its segments), so that a changed element is still written in pl
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 import msgspec
@@ -100,16 +100,12 @@ def decoded(
         return None
 
 
-def fields(head: object, tail: object, names: Iterable[str]) -> dict[str, Any]:
-    """The fields ``names`` as a reader of the whole body takes them, read from the head (before the
-    list) and the tail (after it): the later one written. A field absent from the tail is unset
-    there, or an empty raw value."""
-    unset = msgspec.UNSET
-    out = {}
-    for name in names:
-        then = getattr(tail, name)
-        if then is unset or (isinstance(then, msgspec.Raw) and not then):
-            first = getattr(head, name)
-            then = None if first is unset else first
-        out[name] = then
-    return out
+def fields(head: msgspec.Struct, tail: msgspec.Struct) -> list[Any]:
+    """The values of the fields of ``head`` (read before the list) and ``tail`` (after it), structs of
+    one type, in its order, as a reader of the whole body takes them: the later one written. A field
+    absent from the tail is unset there, or an empty raw value; one absent from both, ``None``."""
+    unset, raw = msgspec.UNSET, msgspec.Raw
+    return [
+        (None if first is unset else first) if then is unset or (type(then) is raw and not then) else then
+        for first, then in zip(msgspec.structs.astuple(head), msgspec.structs.astuple(tail), strict=True)
+    ]

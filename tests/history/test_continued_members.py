@@ -94,3 +94,13 @@ def test_what_a_body_writes_around_the_history_it_shares_is_read_as_afresh(surfa
         assert (told, carried.blobs) == (afresh, Request(side, body).blobs)
         record.entries.update(told[3])
         written += "".join(f",{data.draw(ELEMENTS)}" for _ in range(data.draw(st.integers(0, 2))))
+
+
+def test_what_is_read_around_the_list_has_the_fields_of_what_a_whole_body_gives() -> None:
+    """The head and the tail are read into one struct whose fields the request's struct has, in the
+    same order (their values are handed over by position, :func:`~gateway_mw.history.tail.fields`)."""
+    from gateway_mw.history import chat, messages, responses_reading
+
+    for module in (chat, messages, responses_reading):
+        assert issubclass(module._Part, module._Request)
+        assert module._Part.__struct_fields__ == module._Request.__struct_fields__, module.__name__

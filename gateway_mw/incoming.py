@@ -223,12 +223,6 @@ async def _rewritten(
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
             reading.keep(new)  # for the scope's next request, which takes what it learned
             read = reading
-        elif config.reasoning_controls and len(body) >= CARRIED_BYTES:
-            # The controls alone, read as the history's reading reads them: an agent's next request
-            # only past what it shares with the one before (kept in the client's scope, as there).
-            reading = await _read_request(SURFACES[surface], body, (STATES, Scope(request).value))
-            said = await _off_loop(_work(reading), _read_controls, surface, body, reading, config)
-            reading.keep()
         else:
             said = await _off_loop(len(body), _read_controls, surface, body, None, config)
         rewritten = new is not None  # by the history transform

@@ -226,9 +226,8 @@ async def test_controls_are_read_when_history_is_pass(start: Callable[..., Await
 async def test_an_agent_s_long_history_passed_on_has_each_request_s_control_read(
     start: Callable[..., Awaitable[Gateway]],
 ) -> None:
-    """With the history passed on, a long agent history's controls are read on from the request before
-    (only what the next request adds is decoded): each request's own control reaches the upstream,
-    the body otherwise as it came, whatever the one before said."""
+    """With the history passed on, each request of a long agent history has its own control read and
+    written (the body otherwise as it came), whatever the request before it said."""
     gateway = await start(VLLM.replace(history_reasoning="pass"))
     tool = {"role": "tool", "tool_call_id": "c0", "content": "x" * (40 << 10)}  # over CARRIED_BYTES
     call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function"}]}

@@ -351,8 +351,8 @@ def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_re
     data: st.DataObject, surface: Surface
 ) -> None:
     """A long history's next request is read on from the scope's reading of the one before (what they
-    share taken, not decoded again), the history passed on or not: the same intent as the body's own
-    read, whatever either request says before or after the messages, in whichever order."""
+    share taken, not decoded again): the same intent as the body's own read, whatever either request
+    says before or after the messages, in whichever order."""
     key = "input" if surface == "responses" else "messages"
     first, later = data.draw(conversations(surface)), data.draw(conversations(surface))
     long = {"role": "user", "content": "x" * CARRIED_BYTES}

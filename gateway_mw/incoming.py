@@ -40,8 +40,7 @@ from .controls import (
 from .controls.read import Texts
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
-from .history.carry import CARRIED_BYTES, STATES, CarriedStates
-from .history.side import RequestSide
+from .history.carry import CARRIED_BYTES, STATES
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -216,7 +215,14 @@ async def _rewritten(
             # The scope's digest states, its own: only a body large enough to have its reading kept
             # takes them (a smaller one is read afresh), and only that one needs its scope now.
             carry = (STATES, scope.value) if scope is not None and len(body) >= CARRIED_BYTES else None
-            reading = await _read_request(SURFACES[surface], body, carry)
+            side, large = SURFACES[surface], len(body) > _READ_ON_LOOP_BYTES
+            reading: Request | None = None
+            if large and carry is not None:  # an agent's next request is read on the loop after what it shares
+                reading = Request.continuing(side, body, carry, _READ_ON_LOOP_BYTES)
+            if reading is None and large:  # any other in a worker thread: its reading may be many messages' work
+                reading = await _in_worker(Request, side, body, carry)
+            elif reading is None:
+                reading = Request(side, body, carry)
             keys, new, said = await _off_loop(_work(reading), _planned, reading, surface, config, keyed)
             if keys:  # asked for only with a record (keyed)
                 recall = NOTHING if record is None or scope is None else await _recall(record, scope.value, keys)
@@ -242,17 +248,6 @@ async def _rewritten(
     if read is None:  # the history is not read: its outcome is ``pass``, whatever the controls did
         return Incoming("pass", controls=controlled), new
     return Incoming("rewritten" if rewritten else "unchanged", body, read.blobs, scope, read, controlled), new
-
-
-async def _read_request(side: RequestSide, body: bytes, carry: tuple[CarriedStates, bytes] | None) -> Request:
-    """``body`` read (:class:`~.history.Request`): an agent's next request on the loop from what it
-    shares with the scope's earlier one; any other large one in a worker thread, its reading maybe
-    many messages' work."""
-    large = len(body) > _READ_ON_LOOP_BYTES
-    reading = Request.continuing(side, body, carry, _READ_ON_LOOP_BYTES) if large and carry is not None else None
-    if reading is not None:
-        return reading
-    return await _in_worker(Request, side, body, carry) if large else Request(side, body, carry)
 
 
 _Said = tuple[Intent, ControlFields, "str | None"] | None

@@ -68,7 +68,7 @@ def request_side(surface: Surface, body: bytes, config: ThinkExtractConfig) -> b
         return new
     fields, texts = read.controls, read.texts()
     if fields is None:
-        both = read_with_texts(body)
+        both = read_with_texts(body, side.controls)
         if both is None:
             return new
         fields, texts = both
@@ -90,7 +90,7 @@ def _per_call(surface: Surface, body: bytes, config: ThinkExtractConfig, n: int)
 
 def controls_alone(surface: Surface, body: bytes) -> object:
     """The request side with the history off: the controls' own read, and what is written."""
-    both = read_with_texts(body)
+    both = read_with_texts(body, SURFACES[surface].controls)
     if both is None:
         return None
     fields, texts = both

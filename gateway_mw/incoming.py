@@ -263,7 +263,7 @@ def _read_controls(surface: Surface, body: bytes, read: Request | None, config: 
     if fields is not None and read is not None:  # read in the history's pass; the texts when asked
         texts = read.texts
     else:
-        both = read_with_texts(body)
+        both = read_with_texts(body, SURFACES[surface].controls)
         if both is None:
             return None
         fields, texts = both

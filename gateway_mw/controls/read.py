@@ -38,7 +38,7 @@ def read_intent(body: bytes, surface: ControlSide, fields: ControlFields | None 
     prompt (raw or read, latest first), or what gives them, when a reader of the body has them
     already; what is not handed in is read here, in one pass."""
     if fields is None:
-        both = read_with_texts(body)
+        both = read_with_texts(body, surface.controls)
         if both is None:
             return _DEFAULT
         fields, texts = both[0], both[1] if texts is None else texts
@@ -49,7 +49,7 @@ def read_intent(body: bytes, surface: ControlSide, fields: ControlFields | None 
         if callable(texts):
             texts = texts()
         if texts is None:  # read only when no field said anything
-            both = read_with_texts(body)
+            both = read_with_texts(body, surface.controls)
             texts = () if both is None else both[1]
         intent = text_switch(texts) or _DEFAULT
     if fields.reasoning and _excluded(fields):

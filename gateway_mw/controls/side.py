@@ -5,7 +5,7 @@ so that the controls never import the surfaces."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..config import Surface, ThinkExtractConfig
 from .forms import FORMS, Form
@@ -20,7 +20,16 @@ def _always(config: ThinkExtractConfig) -> bool:
 class SurfaceControls:
     """A surface's own form of the control, and how its requests stream."""
 
-    __slots__ = ("forms", "own", "reasoning_as_events", "streamed", "streams_unless_false")
+    __slots__ = (
+        "conversation",
+        "forms",
+        "own",
+        "reasoning_as_events",
+        "streamed",
+        "streams_unless_false",
+        "texts_alone",
+        "texts_around",
+    )
 
     def __init__(
         self,
@@ -29,6 +38,9 @@ class SurfaceControls:
         *,
         streams_unless_false: bool = False,
         reasoning_as_events: Callable[[ThinkExtractConfig], bool] = _always,
+        conversation: Literal["messages", "input"] = "messages",
+        texts_around: tuple[str, ...] = (),
+        texts_alone: tuple[str, ...] = (),
     ) -> None:
         self.own = own
         """Its own form of the control, read before the others."""
@@ -42,6 +54,14 @@ class SurfaceControls:
         self.reasoning_as_events = reasoning_as_events
         """Whether, under a configuration, the client gets the reasoning in events the gateway counts as
         they go (a budget the gateway enforces needs them)."""
+        self.conversation = conversation
+        """The member that holds its conversation (a list of messages; Responses': or a string)."""
+        self.texts_around = texts_around
+        """The other members whose text a switch may end (the system prompt, the instructions), read
+        after the conversation's."""
+        self.texts_alone = texts_alone
+        """The members that carry the text where a body has no conversation (Ollama's ``/api/generate``:
+        its prompt and system), read before :attr:`texts_around`."""
 
     def streams(self, stream: bytes) -> bool:
         """Whether a request whose ``stream`` member is ``stream`` (its JSON, stripped) streams."""

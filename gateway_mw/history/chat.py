@@ -16,6 +16,7 @@ import msgspec
 
 from ..config import ThinkExtractConfig
 from ..controls.fields import ControlFields
+from ..controls.text import SPEAKERS, conversation_texts
 from ..rawjson import UNREADABLE, Obj, encode
 from . import splice, tail
 from .carry import Asked, Facts, asked_before, kept_role, latest_index, shared_prefix
@@ -37,7 +38,6 @@ _decode_any = msgspec.json.Decoder().decode
 
 
 _ASSISTANT = b'"assistant"'
-_SPEAKERS = ("user", "system", "developer")
 
 
 def _role_of(fields: Obj) -> Any:
@@ -210,14 +210,10 @@ class Chat:
         return self.readings.held() + self.verdicts.held() + self._members + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
-        """The contents a text switch may end (``/no_think``): the latest user or system message's,
-        and the system prompt's, latest first."""
-        roles = self.all_roles()
-        latest = latest_index(roles, _SPEAKERS)
-        out = [] if latest < 0 else [content_of(self.fields[latest])]
-        if latest != 0 and roles and roles[0] in ("system", "developer"):
-            out.append(content_of(self.fields[0]))
-        return out
+        """The contents a text switch may end (``/no_think``), latest first
+        (:func:`~..controls.text.conversation_texts`)."""
+        roles, fields = self.all_roles(), self.fields
+        return conversation_texts(latest_index(roles, SPEAKERS), roles[0], lambda at: content_of(fields[at]))
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes (each computed once, when first asked for)."""

@@ -18,10 +18,11 @@ from typing import Any, ClassVar, NamedTuple
 import msgspec
 
 from ..controls.fields import ControlFields
+from ..controls.text import SPEAKERS, conversation_texts, message_content
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
 from . import splice, tail
-from .carry import Asked, Facts, Known, asked_before, kept_role, shared_prefix
+from .carry import Asked, Facts, Known, asked_before, kept_role, latest_index, shared_prefix
 from .plan import Plan
 from .recall import Recall, Recalled, Thread, canonical, canonical_json, recalled, turn_keys
 from .text import inline, split_inline, split_written
@@ -211,14 +212,12 @@ class Messages:
         return self.contents.held() + self.readings.held() + self.verdicts.held() + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
-        """The texts a text switch may end (``/no_think``): the latest user message, and the system
-        prompt, latest first."""
-        roles = self.outlined().roles
-        latest = next((i for i in range(len(self.raws) - 1, -1, -1) if roles[i] in ("user", "system")), None)
-        out = [] if latest is None else [self.raws[latest]]
-        if self.system:
-            out.append(self.system)
-        return out
+        """The texts a text switch may end (``/no_think``), latest first: the conversation's
+        (:func:`~..controls.text.conversation_texts`), then the system prompt."""
+        roles, raws = self.outlined().roles, self.raws
+        latest = latest_index(roles, SPEAKERS)
+        texts: list[msgspec.Raw] = conversation_texts(latest, roles[0], lambda at: message_content(raws[at]))
+        return [*texts, self.system] if self.system else texts
 
     def thread(self) -> Thread:
         """The digests of the conversation's prefixes, the system prompt its head."""

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, NamedTuple, overload
 import msgspec
 
 from ..controls.fields import ControlFields
+from ..controls.text import SPEAKERS, conversation_texts, message_content
 from ..rawjson import UNREADABLE
 from . import splice, tail
 from .carry import Facts, Sizes, decoded_bytes, shared_prefix
@@ -25,7 +26,6 @@ from .recall import Thread, canonical, canonical_decoded, sorted_json
 __all__ = ["CALLS", "Responses", "Unchanged", "Unread", "asks", "asks_for_blobs", "kind_of", "read", "written"]
 
 _decode_any = msgspec.json.Decoder().decode
-_SPEAKERS = ("user", "system", "developer")
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
 CALLS = frozenset({"function_call", "custom_tool_call"})
 """The kinds of the items that call a tool."""
@@ -381,15 +381,12 @@ class Responses:
         return self._thread
 
     def texts(self) -> list[Any]:
-        """The texts a text switch may end (``/no_think``), latest first: the latest user, system or
-        developer message (its bytes; its content when the input was a string), a leading system
-        or developer message, and the instructions."""
-        items, at = self.items, self._items.latest(_speaks)
-        picked = [] if at < 0 else [items[at]]
-        if at > 0 and _speaks(items[0], "") and items[0]["role"] != "user":
-            picked.append(items[0])
-        out = [item.raw if isinstance(item, Unread) else item.get("content") for item in picked]
-        return [*out, self.instructions] if self.instructions else out
+        """The texts a text switch may end (``/no_think``), latest first: the conversation's
+        (:func:`~..controls.text.conversation_texts`), then the instructions."""
+        items = self.items
+        first = items[0].get("role") if items and isinstance(items[0], dict) else None
+        texts = conversation_texts(self._items.latest(_speaks), first, lambda at: _content(items[at]))
+        return [*texts, self.instructions] if self.instructions else texts
 
 
 def asks_for_blobs(body: bytes) -> bool:
@@ -449,9 +446,14 @@ def kind_of(item: Any) -> str:
     return kind if isinstance(kind, str) else ""
 
 
+def _content(item: Any) -> Any:
+    """An item's content: an unread one's from its bytes."""
+    return message_content(item.raw) if isinstance(item, Unread) else item.get("content")
+
+
 def _speaks(item: Any, kind: str) -> bool:
     """Whether an item (of ``kind``) is said by the user, the system or the developer."""
-    return isinstance(item, dict) and item.get("role") in _SPEAKERS
+    return isinstance(item, dict) and item.get("role") in SPEAKERS
 
 
 def asks(item: Any, kind: str) -> bool:

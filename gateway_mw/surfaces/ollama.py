@@ -330,7 +330,9 @@ class _Ollama:
     answer_prefix = staticmethod(history.prefix)
     budget: Final = BUDGET  # /api/chat continues a final assistant message; /api/generate cannot
     # It streams unless `stream` is false (api/types.go `Stream *bool`).
-    controls: Final = SurfaceControls(think, {"stream": b"true"}, streams_unless_false=True)
+    controls: Final = SurfaceControls(
+        think, {"stream": b"true"}, streams_unless_false=True, texts_alone=("prompt", "system")
+    )
     usage: Final[BodyUsage | None] = None  # its eval_count is all the answer's tokens
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:

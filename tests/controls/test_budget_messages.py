@@ -317,7 +317,7 @@ def test_who_enforces_a_budget_on_messages(
     server: str, enforcement: str, policy: str, stream: bool, expected: tuple[str, str, bool, dict[str, Any]]
 ) -> None:
     body = json.dumps(request("Hi", 64, stream=stream)).encode()
-    both = read_with_texts(body)
+    both = read_with_texts(body, SURFACES["messages"].controls)
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(

@@ -435,7 +435,7 @@ async def test_reasoning_the_server_splits_itself_is_cut_and_its_item_closed(sta
 
 def responses_written(server: str, enforcement: str, stream: bool = True) -> tuple[str, str, bool]:
     body = json.dumps(request("hi", 64, stream=stream)).encode()
-    both = read_with_texts(body)
+    both = read_with_texts(body, SURFACES["responses"].controls)
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(upstream_server=server, reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]

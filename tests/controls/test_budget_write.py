@@ -20,7 +20,7 @@ USER = [{"role": "user", "content": "Hi"}]
 
 def written(server: str, enforcement: str, **more: Any) -> tuple[str, str, bool]:
     body = json.dumps({"model": "Qwen/Qwen3-8B", "messages": USER, "reasoning": {"max_tokens": 64}} | more).encode()
-    both = read_with_texts(body)
+    both = read_with_texts(body, SURFACES["chat"].controls)
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(upstream_server=server, reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]

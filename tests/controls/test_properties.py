@@ -345,6 +345,60 @@ def test_the_history_s_reading_gives_the_intent_the_controls_read(data: st.DataO
     assert read_intent(body, side, request.controls, request.texts()) == read_intent(body, side)
 
 
+ODD_CONTENT = st.one_of(
+    CONTENT,
+    st.fixed_dictionaries({"content": SAID}),
+    st.fixed_dictionaries({"text": SAID}),
+    st.lists(st.fixed_dictionaries({"type": st.just("input_text"), "text": SAID}), max_size=2),
+    st.none(),
+    st.integers(),
+)
+ODD_ROLE = st.one_of(ROLE, st.sampled_from(["User", "a-role-much-longer-than-any-role-name"]), st.none(), st.integers())
+
+
+@st.composite
+def odd_message(draw: st.DrawFn, surface: Surface) -> bytes:
+    """A message (an item) as a hostile client may write one: a role named twice or not at all, or
+    spelled after the content, a content of any type, no object at all."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from([b'"x /no_think"', b"5", b"null", b'["/think"]']))
+    members = [(b"role", encoded(draw(ODD_ROLE))) for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2])))]
+    members.append((b"content", encoded(draw(ODD_CONTENT))))
+    if surface == "responses" and draw(st.booleans()):
+        members.append((b"type", encoded(draw(st.sampled_from(["message", "function_call_output", "reasoning"])))))
+    members = draw(st.permutations(members))
+    return b"{" + b",".join(b'"' + key + b'":' + value for key, value in members) + b"}"
+
+
+@st.composite
+def odd_bodies(draw: st.DrawFn, surface: Surface) -> bytes:
+    """A request of ``surface`` with odd messages, and any surface's text members around them."""
+    key = "input" if surface == "responses" else "messages"
+    items = draw(st.lists(odd_message(surface), max_size=5))
+    members = [(b'"model"', b'"qwen3-8b"'), (encoded(key), b"[" + b",".join(items) + b"]")]
+    if surface == "responses" and draw(st.booleans()):
+        members[1] = (b'"input"', encoded(draw(SAID)))
+    others = [other for other in ("system", "prompt", "instructions", "input", "messages") if other != key]
+    members.extend((encoded(other), encoded(draw(ODD_CONTENT))) for other in others if draw(st.integers(0, 3)) == 0)
+    members = draw(st.permutations(members))
+    return b"{" + b",".join(name + b":" + value for name, value in members) + b"}"
+
+
+@settings(max_examples=300)
+@given(st.data(), st.sampled_from(SURFACES))
+def test_the_history_s_reading_of_any_body_gives_the_intent_the_controls_read(
+    data: st.DataObject, surface: Surface
+) -> None:
+    """Whatever a client writes around or in its messages, the history side's reading finds the
+    texts the controls' own read finds: the intent does not depend on whether the history is read
+    (nor on the body's size, which decides how it is read)."""
+    body = data.draw(odd_bodies(surface))
+    request = Request(SURFACES_BY_NAME[surface], body)
+    side = SURFACES_BY_NAME[surface]
+    if request.controls is not None:
+        assert read_intent(body, side, request.controls, request.texts()) == read_intent(body, side)
+
+
 @settings(max_examples=100)
 @given(st.data(), st.sampled_from(SURFACES))
 def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_read_alone(
@@ -365,7 +419,8 @@ def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_re
         later = {**first, key: later[key]}
     elif data.draw(st.booleans()):  # the list first, as the OpenAI SDK writes a body: read whole, or adopted
         later = {key: later.pop(key), **later}
-    continues = list(later) == list(first) and all(later[k] == first[k] for k in first if k != key)
+    # The same bytes around the list (not equal values only: ``0 == False``, but not as JSON).
+    continues = list(later) == list(first) and all(encoded(later[k]) == encoded(first[k]) for k in first if k != key)
     side, states = SURFACES_BY_NAME[surface], CarriedStates()
     Request(side, encoded(first), (states, b"scope")).keep()
     body = encoded(later)

@@ -196,6 +196,37 @@ def test_a_role_spelled_after_the_content_is_read_all_the_same() -> None:
     assert read(spaced) == Intent("on", form="text")
 
 
+def test_a_role_named_twice_is_the_last_as_with_the_servers_parsers() -> None:
+    said = b'{"messages":[{"role":"assistant","role":"user","content":"x /no_think"}]}'
+    assert read(said) == Intent(OFF, form="text")
+    unsaid = b'{"messages":[{"role":"user","content":"x /no_think","role":"assistant"}]}'
+    assert read(unsaid) == Intent()
+
+
+TEXT_ELSEWHERE: list[tuple[Surface, dict[str, Any]]] = [
+    ("chat", {"system": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),
+    ("chat", {"instructions": "/no_think", "prompt": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),
+    ("chat", {"input": [{"role": "user", "content": "/no_think"}]}),
+    ("ollama", {"prompt": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),
+    ("responses", {"messages": [{"role": "user", "content": "/no_think"}], "input": "hi"}),
+    ("messages", {"instructions": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),
+    ("chat", {"messages": [{"role": "user", "content": {"content": "/no_think"}}]}),
+    ("messages", {"system": {"text": "/no_think"}, "messages": [{"role": "user", "content": "hi"}]}),
+]
+
+
+@pytest.mark.parametrize(("surface", "body"), TEXT_ELSEWHERE)
+def test_text_where_the_surface_s_server_reads_none_says_nothing(surface: Surface, body: dict[str, Any]) -> None:
+    """A member of another surface's (which its server ignores), or a content that is an object
+    (which no template renders as text), carries no switch."""
+    assert read(body, surface) == Intent()
+
+
+def test_a_leading_system_message_is_the_system_prompt_on_every_surface() -> None:
+    body = {"messages": [{"role": "system", "content": "/no_think"}, {"role": "user", "content": "hi"}]}
+    assert read(body, "messages") == read(body, "ollama") == read(body, "chat") == Intent(OFF, form="text")
+
+
 def test_a_switch_spelled_with_escapes_is_the_text_the_model_reads() -> None:
     assert read(b'{"messages":[{"role":"user","content":"q \\u002fno_think"}]}') == Intent(OFF, form="text")
 

@@ -19,7 +19,7 @@ GENERATE = {"model": "qwen3:8b", "prompt": "Hi"}
 
 def written(body: dict[str, Any], enforcement: str) -> tuple[str, str, bool, bool]:
     raw = json.dumps(body | {"reasoning": {"max_tokens": 64}}).encode()
-    both = read_with_texts(raw)
+    both = read_with_texts(raw, SURFACES["ollama"].controls)
     assert both is not None
     fields, texts = both
     config = ThinkExtractConfig(upstream_server="ollama", reasoning_budget_enforcement=enforcement)  # type: ignore[arg-type]

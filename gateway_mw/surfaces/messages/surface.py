@@ -54,7 +54,9 @@ class _Messages:
     budget: Final[BudgetSide | None] = BUDGET
     usage: Final[BodyUsage | None] = USAGE
     # A messages stream carries its usage by itself.
-    controls: Final = SurfaceControls(thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events)
+    controls: Final = SurfaceControls(
+        thinking, {"stream": b"true"}, reasoning_as_events=_thinking_as_events, texts_around=("system",)
+    )
 
     def stream(self, config: ThinkExtractConfig, new_id: NewId) -> StreamTranslator:
         return MessagesStream(config)

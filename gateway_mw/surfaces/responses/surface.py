@@ -39,7 +39,9 @@ class _Responses:
     answer_prefix = staticmethod(history.prefix)
     budget: Final[BudgetSide | None] = BUDGET
     usage: Final[BodyUsage | None] = USAGE
-    controls: Final = SurfaceControls(reasoning, {"stream": b"true"})
+    controls: Final = SurfaceControls(
+        reasoning, {"stream": b"true"}, conversation="input", texts_around=("instructions",)
+    )
     error_body = staticmethod(openai_error)
 
     def asks_for_blobs(self, read: object, body: bytes) -> bool:

@@ -19,7 +19,7 @@ from .fields import ControlFields, decode_masked
 from .intent import Intent
 from .side import SurfaceControls
 
-__all__ = ["SPEAKERS", "conversation_texts", "message_content", "read_with_texts", "text_switch"]
+__all__ = ["SPEAKERS", "conversation_texts", "message_content", "read_with_texts", "role_of", "text_switch"]
 
 SPEAKERS = ("user", "system", "developer")
 """The roles whose text may carry a switch."""
@@ -30,9 +30,9 @@ _PROMPTS = ("system", "developer")
 
 class _Said(msgspec.Struct, gc=False):
     """What is read of a message: its role (the last where it is named twice, as the servers'
-    parsers read it) and its content as it came; the rest skipped."""
+    parsers read it) and its content, each as it came; the rest skipped."""
 
-    role: Any = None
+    role: msgspec.Raw = msgspec.Raw()
     content: msgspec.Raw = msgspec.Raw()
 
 
@@ -57,15 +57,29 @@ class _WithInput(ControlFields, gc=False):
     instructions: msgspec.Raw = msgspec.Raw()
 
 
-class _Content(msgspec.Struct, gc=False):
-    content: msgspec.Raw = msgspec.Raw()
+class _EachMessage(ControlFields, gc=False):
+    """:class:`_WithMessages` for a body it cannot read (a number out of a double's range in a message
+    that is no object, say): each message then read apart."""
+
+    messages: list[msgspec.Raw] | None = None
+    system: msgspec.Raw = msgspec.Raw()
+    prompt: msgspec.Raw = msgspec.Raw()
 
 
-_DECODERS: dict[str, Callable[[bytes], ControlFields]] = {
-    "messages": msgspec.json.Decoder(_WithMessages).decode,
-    "input": msgspec.json.Decoder(_WithInput).decode,
+class _AnyInput(ControlFields, gc=False):
+    """:class:`_WithInput` for a body it cannot read (an input that is an object, say)."""
+
+    input: msgspec.Raw = msgspec.Raw()
+    instructions: msgspec.Raw = msgspec.Raw()
+
+
+_DECODERS: dict[str, tuple[Callable[[bytes], ControlFields], Callable[[bytes], ControlFields]]] = {
+    "messages": (msgspec.json.Decoder(_WithMessages).decode, msgspec.json.Decoder(_EachMessage).decode),
+    "input": (msgspec.json.Decoder(_WithInput).decode, msgspec.json.Decoder(_AnyInput).decode),
 }
-_decode_content = msgspec.json.Decoder(_Content).decode
+_decode_said = msgspec.json.Decoder(_Said).decode
+_decode_items = msgspec.json.Decoder(list[msgspec.Raw]).decode
+_decode_text = msgspec.json.Decoder(str).decode
 _decode_any = msgspec.json.Decoder().decode
 _UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError)
 
@@ -82,37 +96,72 @@ def conversation_texts(latest: int, first_role: Any, content_at: Callable[[int],
 
 def message_content(message: msgspec.Raw) -> msgspec.Raw:
     """The content of a message's bytes, as it came (empty: none, or no object)."""
-    try:
-        return _decode_content(message).content
-    except _UNREADABLE:
-        return msgspec.Raw()
+    said = _said(message)
+    return msgspec.Raw() if said is None else said.content
 
 
 def read_with_texts(body: bytes, surface: SurfaceControls) -> tuple[ControlFields, list[Any]] | None:
     """The control fields of ``body`` (a request of ``surface``) and the texts a switch may end (one
     pass); ``None`` when it is no JSON object."""
-    read = decode_masked(_DECODERS[surface.conversation], body)
+    typed, lenient = _DECODERS[surface.conversation]
+    read = decode_masked(typed, body) or decode_masked(lenient, body)
     if read is None:
         return None
-    conversation: list[_Message] | str | None = None
-    if isinstance(read, _WithMessages):
-        conversation = read.messages
-    elif isinstance(read, _WithInput):
-        conversation = read.input
+    conversation = _conversation(read)
     if isinstance(conversation, str):  # Responses' input as one user message
         texts: list[Any] = [conversation]
     elif conversation:
-        roles = [message.role if isinstance(message, _Said) else None for message in conversation]
-        latest = next((at for at in range(len(roles) - 1, -1, -1) if roles[at] in SPEAKERS), -1)
-        texts = conversation_texts(latest, roles[0], lambda at: _content_of(conversation[at]))
+        latest = next((at for at in range(len(conversation) - 1, -1, -1) if _role(conversation[at]) in SPEAKERS), -1)
+        texts = conversation_texts(latest, _role(conversation[0]), lambda at: _content(conversation[at]))
     else:
-        texts = [read.__getattribute__(member) for member in surface.texts_alone]
-    texts += [read.__getattribute__(member) for member in surface.texts_around]
+        texts = [getattr(read, member) for member in surface.texts_alone]
+    texts += [getattr(read, member) for member in surface.texts_around]
     return read, [text for text in texts if text]
 
 
-def _content_of(message: _Message) -> msgspec.Raw:
-    return message.content if isinstance(message, _Said) else msgspec.Raw()
+def _conversation(read: ControlFields) -> list[Any] | str | None:
+    """The messages (or Responses' items, or its input string) as read: each a :class:`_Said`, or
+    anything else when it is no object."""
+    if isinstance(read, _WithMessages):
+        return read.messages
+    if isinstance(read, _WithInput):
+        return read.input
+    if isinstance(read, _EachMessage):
+        return None if read.messages is None else [_said(message) for message in read.messages]
+    assert isinstance(read, _AnyInput)
+    first = bytes(memoryview(read.input)[:1])
+    try:
+        if first == b'"':
+            return _decode_text(read.input)
+        return [_said(message) for message in _decode_items(read.input)] if first == b"[" else None
+    except _UNREADABLE:  # a string with a lone surrogate escape, say
+        return None
+
+
+def role_of(message: msgspec.Raw) -> Any:
+    """A message's role from its bytes (``None``: none, no object, or a value no decoder takes)."""
+    return _role(_said(message))
+
+
+def _said(message: msgspec.Raw) -> _Said | None:
+    try:
+        return _decode_said(message)
+    except _UNREADABLE:  # no object
+        return None
+
+
+def _role(said: Any) -> Any:
+    """A message's role as the history side's readings decode it (``None``: none, or unreadable)."""
+    if not isinstance(said, _Said) or not said.role:
+        return None
+    try:
+        return _decode_any(said.role)
+    except _UNREADABLE:  # a number out of a double's range
+        return None
+
+
+def _content(said: Any) -> msgspec.Raw:
+    return said.content if isinstance(said, _Said) else msgspec.Raw()
 
 
 def text_switch(texts: Iterable[Any]) -> Intent | None:

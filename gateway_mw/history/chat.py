@@ -47,7 +47,10 @@ def _role_of(fields: Obj) -> Any:
         return None
     if spelled == _ASSISTANT:  # as nearly every client spells it: known without a decode
         return "assistant"
-    return kept_role(_decode_any(spelled))
+    try:
+        return kept_role(_decode_any(spelled))
+    except UNREADABLE:  # a number out of a double's range: no role (as the controls read it)
+        return None
 
 
 class _Request(ControlFields, gc=False):

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, NamedTuple
 import msgspec
 
 from ..controls.fields import ControlFields
-from ..controls.text import SPEAKERS, conversation_texts, message_content
+from ..controls.text import SPEAKERS, conversation_texts, message_content, role_of
 from ..marks import SIGNATURE_PREFIX, decode_redacted, gateway_signature
 from ..rawjson import UNREADABLE, Obj, all_objects, encode
 from . import splice, tail
@@ -212,8 +212,7 @@ class Messages:
         return self.contents.held() + self.readings.held() + self.verdicts.held() + retained + asked
 
     def texts(self) -> list[msgspec.Raw]:
-        """The texts a text switch may end (``/no_think``), latest first: the conversation's
-        (:func:`~..controls.text.conversation_texts`), then the system prompt."""
+        """The texts a text switch may end, latest first: the conversation's, then the system prompt."""
         roles, raws = self.outlined().roles, self.raws
         latest = latest_index(roles, SPEAKERS)
         texts: list[msgspec.Raw] = conversation_texts(latest, roles[0], lambda at: message_content(raws[at]))
@@ -242,13 +241,19 @@ def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
     try:
         lean = _decode_message(raw)
     except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
-        whole = _decode_whole(raw)
+        whole = _whole(raw)
         return kept_role(whole.role), whole.role == "user" and _is_query(whole.content), whole.content
-    kinds = lean.content
     query = lean.role == "user" and (
-        not isinstance(kinds, list) or not kinds or any(b.type != "tool_result" for b in kinds)
+        not isinstance(lean.content, list) or not lean.content or any(b.type != "tool_result" for b in lean.content)
     )
-    return kept_role(lean.role), query, _decode_whole(raw).content if lean.role == "assistant" else None
+    return kept_role(lean.role), query, _whole(raw).content if lean.role == "assistant" else None
+
+
+def _whole(raw: msgspec.Raw) -> _Whole:
+    try:
+        return _decode_whole(raw)
+    except msgspec.ValidationError:  # a number out of a double's range: its role alone, its content left as it came
+        return _Whole(role_of(raw))
 
 
 def read(body: bytes) -> Messages | None:

@@ -28,7 +28,8 @@ from ..rawjson import Obj, encode
 from . import splice
 from .plan import Plan
 from .recall import Recall, item_key, recalled, turn_keys
-from .responses_reading import CALLS, Responses, Unchanged, asks, asks_for_blobs, kind_of, read, written
+from .responses_items import kind_of, written
+from .responses_reading import CALLS, Responses, Unchanged, asks, asks_for_blobs, read
 from .serverblobs import decode_server_blob
 from .text import inline, split_inline, split_written
 

@@ -22,11 +22,11 @@ from ..rawjson import UNREADABLE
 from . import splice, tail
 from .carry import Facts, Sizes, decoded_bytes, shared_prefix
 from .recall import Thread, canonical, canonical_decoded, sorted_json
+from .responses_items import ASSISTANT_SIDE, Unread, kind_of, read_item
 
-__all__ = ["CALLS", "Responses", "Unchanged", "Unread", "asks", "asks_for_blobs", "kind_of", "read", "written"]
+__all__ = ["CALLS", "Responses", "Unchanged", "asks", "asks_for_blobs", "read"]
 
 _decode_any = msgspec.json.Decoder().decode
-_ASSISTANT_SIDE = frozenset({"reasoning", "function_call", "custom_tool_call", "item_reference"})
 CALLS = frozenset({"function_call", "custom_tool_call"})
 """The kinds of the items that call a tool."""
 
@@ -58,16 +58,6 @@ _decode_part = msgspec.json.Decoder(_Part).decode
 _decode_include = msgspec.json.Decoder(_Include).decode
 
 
-class _Head(msgspec.Struct, gc=False):
-    """What is read of every item to place the assistant side's (the rest of it skipped)."""
-
-    type: Any = msgspec.UNSET
-    role: Any = msgspec.UNSET
-
-
-_decode_head = msgspec.json.Decoder(_Head).decode
-
-
 class Unchanged(NamedTuple):
     """The first ``items`` of a reading, which its transform left as they came, nothing pending
     after them and nothing read of the record for them, under ``plan``, with these ``scopes`` and
@@ -77,20 +67,6 @@ class Unchanged(NamedTuple):
     items: int
     scopes: list[bool]
     recalled: frozenset[int]
-
-
-class Unread(dict[str, Any]):
-    """An item of the client's side (a message, a tool's output), read only as far as its type and
-    role: it goes on as its bytes, ``raw``, and is read whole only for the conversation's digest."""
-
-    __slots__ = ("raw",)
-    raw: msgspec.Raw
-
-    def again(self, raw: msgspec.Raw) -> Unread:
-        """The same head over ``raw`` (the same item's bytes in a later body)."""
-        unread = Unread(self)
-        unread.raw = raw
-        return unread
 
 
 class _Items:
@@ -115,7 +91,7 @@ class _Items:
 
     def items(self) -> list[Any]:
         if self._items is None:
-            self._items = [_item(raw) for raw in self.raws]
+            self._items = [read_item(raw) for raw in self.raws]
         return self._items
 
     def kinds(self) -> list[str]:
@@ -137,7 +113,7 @@ class _Items:
         else:
             taken = enumerate(earlier._items[:shared])
             items = [item.again(raws[at]) if isinstance(item, Unread) else item for at, item in taken]
-        self._items = items + [_item(raw) for raw in raws[shared:]]
+        self._items = items + [read_item(raw) for raw in raws[shared:]]
         self._sizes.carried_from(earlier._sizes, self._items, shared, same=same)
         if earlier._kinds is None:
             return same
@@ -411,41 +387,6 @@ def read(body: bytes) -> Responses | None:
     return Responses(body, request)
 
 
-def _item(raw: msgspec.Raw) -> Any:
-    """An item read whole when the transform may change it (the assistant side's), else unread."""
-    try:
-        head = _decode_head(raw)
-    except msgspec.ValidationError:  # no object: read whole (it is no item of a turn)
-        return _decode_any(raw)
-    kind, role = head.type, head.role
-    if kind is msgspec.UNSET and role is not msgspec.UNSET:
-        kind = "message"
-    if isinstance(kind, str) and (kind in _ASSISTANT_SIDE or (kind == "message" and role == "assistant")):
-        return _decode_any(raw)
-    unread = Unread()
-    if head.type is not msgspec.UNSET:
-        unread["type"] = head.type
-    if role is not msgspec.UNSET:
-        unread["role"] = role
-    unread.raw = raw
-    return unread
-
-
-def written(item: Any) -> Any:
-    """What an item of the transform's output is written as: an unread one, its bytes."""
-    return item.raw if isinstance(item, Unread) else item
-
-
-def kind_of(item: Any) -> str:
-    """An item's type (a role message's: ``message``; ``""``: none)."""
-    if not isinstance(item, dict):
-        return ""
-    kind = item.get("type")
-    if kind is None and "role" in item:
-        kind = "message"
-    return kind if isinstance(kind, str) else ""
-
-
 def _content(item: Any) -> Any:
     """An item's content: an unread one's from its bytes."""
     return message_content(item.raw) if isinstance(item, Unread) else item.get("content")
@@ -471,7 +412,10 @@ def _spelled(item: Any) -> bytes:
     """An item as :func:`canonical` spells a message (a role message is the same with or without
     its implied ``"type": "message"``)."""
     if isinstance(item, Unread):
-        item = _decode_any(item.raw)
+        try:
+            item = _decode_any(item.raw)
+        except msgspec.ValidationError:  # a number out of a double's range: spelled as it came
+            return bytes(item.raw)
     if not isinstance(item, dict):
         return bytes(sorted_json(item))
     return canonical_decoded({k: v for k, v in item.items() if not (k == "type" and v == "message")})
@@ -483,7 +427,7 @@ def _turns(items: list[Any], kinds: list[str], start: int) -> list[tuple[int, in
     first = None  # of the turn the items reached are in
     for at in range(start, len(items)):
         kind = kinds[at]
-        if kind in _ASSISTANT_SIDE or (kind == "message" and items[at].get("role") == "assistant"):
+        if kind in ASSISTANT_SIDE or (kind == "message" and items[at].get("role") == "assistant"):
             first = at if first is None else first
         elif first is not None:
             out.append((first, at))

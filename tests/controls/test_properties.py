@@ -359,15 +359,29 @@ ODD_ROLE = st.one_of(ROLE, st.sampled_from(["User", "a-role-much-longer-than-any
 @st.composite
 def odd_message(draw: st.DrawFn, surface: Surface) -> bytes:
     """A message (an item) as a hostile client may write one: a role named twice or not at all, or
-    spelled after the content, a content of any type, no object at all."""
+    spelled after the content, a content of any type, no object at all, a number out of a double's
+    range (valid JSON that no decoder of doubles takes) anywhere."""
     if draw(st.integers(0, 9)) == 0:
-        return draw(st.sampled_from([b'"x /no_think"', b"5", b"null", b'["/think"]']))
-    members = [(b"role", encoded(draw(ODD_ROLE))) for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2])))]
-    members.append((b"content", encoded(draw(ODD_CONTENT))))
+        return draw(st.sampled_from([b'"x /no_think"', b"5", b"null", b'["/think"]', b"1e400", b"[1e400]"]))
+    roles = st.one_of(ODD_ROLE.map(encoded), st.just(b"1e400"))
+    members = [(b"role", draw(roles)) for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2])))]
+    members.append((b"content", draw(st.one_of(ODD_CONTENT.map(encoded), st.sampled_from(OUT_OF_RANGE)))))
     if surface == "responses" and draw(st.booleans()):
-        members.append((b"type", encoded(draw(st.sampled_from(["message", "function_call_output", "reasoning"])))))
+        kinds = st.sampled_from(["message", "function_call_output", "reasoning", "function_call"]).map(encoded)
+        members.append((b"type", draw(st.one_of(kinds, st.just(b"1e400")))))
+    if draw(st.integers(0, 4)) == 0:
+        members.append((b"more", b'{"v":1e400}'))
     members = draw(st.permutations(members))
     return b"{" + b",".join(b'"' + key + b'":' + value for key, value in members) + b"}"
+
+
+OUT_OF_RANGE = [
+    b'[{"type":"text","text":"x /no_think","n":1e400}]',
+    b'[{"type":"tool_use","id":"t","name":"n","input":{"v":1e400}}]',
+    b"1e400",
+    b'{"v":1e400}',
+]
+"""Contents with a number out of a double's range."""
 
 
 @st.composite
@@ -430,3 +444,37 @@ def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_re
     fields = request.controls
     said = read_intent(body, side) if fields is None else read_intent(body, side, fields, request.texts())
     assert said == read_intent(body, side)
+
+
+def _body(members: list[tuple[bytes, bytes]]) -> bytes:
+    return b"{" + b",".join(name + b":" + value for name, value in members) + b"}"
+
+
+@settings(max_examples=150)
+@given(st.data(), st.sampled_from(SURFACES), st.booleans())
+def test_an_agent_s_next_request_of_odd_messages_read_on_gives_the_intent_read_alone(
+    data: st.DataObject, surface: Surface, texts_read: bool
+) -> None:
+    """An agent's next request read on from the one before, whatever the messages each adds (a role
+    named twice, a content of any type, no object) and whatever the members after the list say: the
+    intent is the body's own read, whether the earlier request's texts were read before it was kept
+    or not."""
+    key = b'"input"' if surface == "responses" else b'"messages"'
+    long = encoded({"role": "user", "content": "x" * CARRIED_BYTES})
+    shared = [long, *data.draw(st.lists(odd_message(surface), max_size=4))]
+    added = data.draw(st.lists(odd_message(surface), min_size=1, max_size=4))
+    controls = st.sampled_from([b'"none"', b'"high"', b"5"]).map(lambda value: (b'"reasoning_effort"', value))
+    text = SAID.map(lambda said: (b'"system"', encoded(said)))
+    after = st.lists(st.one_of(controls, text), max_size=2)
+    head = [(b'"model"', b'"qwen3-8b"')]
+    first = _body([*head, (key, b"[" + b",".join(shared) + b"]"), *data.draw(after)])
+    later = _body([*head, (key, b"[" + b",".join(shared + added) + b"]"), *data.draw(after)])
+    side, states = SURFACES_BY_NAME[surface], CarriedStates()
+    kept = Request(side, first, (states, b"scope"))
+    if texts_read and kept.read is not None:
+        kept.read.texts()
+    kept.keep()
+    request = Request(side, later, (states, b"scope"))
+    fields = request.controls
+    said = read_intent(later, side) if fields is None else read_intent(later, side, fields, request.texts())
+    assert said == read_intent(later, side)

@@ -203,6 +203,26 @@ def test_a_role_named_twice_is_the_last_as_with_the_servers_parsers() -> None:
     assert read(unsaid) == Intent()
 
 
+@pytest.mark.parametrize(
+    ("surface", "body"),
+    [
+        (
+            "chat",
+            b'{"reasoning_effort":"none","messages":[{"role":"user","content":"hi"},{"role":1e400,"content":"x"}]}',
+        ),
+        ("chat", b'{"reasoning_effort":"none","messages":[{"role":"user","content":"hi"},1e400,[1e400]]}'),
+        ("messages", b'{"reasoning_effort":"none","messages":[{"role":"assistant","content":[{"v":1e400}]}]}'),
+        ("responses", b'{"reasoning_effort":"none","input":{"role":"user"}}'),
+        ("responses", b'{"reasoning_effort":"none","input":5}'),
+        ("responses", b'{"reasoning_effort":"none","input":[{"type":"function_call","x":1e400},1e400]}'),
+    ],
+)
+def test_a_conversation_no_decoder_takes_leaves_the_fields_read(surface: Surface, body: bytes) -> None:
+    """A number out of a double's range (valid JSON) in a message, or a conversation of the wrong type:
+    the control fields are read all the same."""
+    assert read(body, surface) == Intent(OFF, form="reasoning_effort")
+
+
 TEXT_ELSEWHERE: list[tuple[Surface, dict[str, Any]]] = [
     ("chat", {"system": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),
     ("chat", {"instructions": "/no_think", "prompt": "/no_think", "messages": [{"role": "user", "content": "hi"}]}),

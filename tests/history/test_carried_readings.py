@@ -200,7 +200,7 @@ def test_the_responses_items_an_earlier_request_read_are_not_read_again(monkeypa
 
     done: dict[str, list[Any]] = {"read": [], "made": [], "keyed": []}
     for name, module, counted in (
-        ("read", responses_reading, "_item"),
+        ("read", responses_reading, "read_item"),
         ("made", responses_history, "_made"),
         ("keyed", responses_history, "_said"),
     ):

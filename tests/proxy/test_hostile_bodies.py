@@ -337,6 +337,58 @@ async def test_a_value_nested_a_thousand_deep_is_forwarded_unchanged_and_quietly
     assert errors(caplog) == []
 
 
+# -- 5b. a number out of a double's range -----------------------------------------------------------------
+
+OUT_OF_RANGE: dict[Surface, tuple[str, bytes, bytes]] = {
+    "chat": (
+        "vllm",
+        b'{"model":"qwen3-8b","reasoning_effort":"none","messages":[{"role":"user","content":"q"},'
+        b'{"role":1e400,"content":"x"},{"role":"user","content":"r"}]}',
+        b'"chat_template_kwargs":{"enable_thinking":false}',
+    ),
+    "ollama": (
+        "ollama",
+        b'{"model":"qwen3-8b","reasoning_effort":"none","messages":[{"role":"user","content":"q"},'
+        b'{"role":1e400,"content":"x"},{"role":"user","content":"r"}]}',
+        b'"think":false',
+    ),
+    "messages": (
+        "vllm",
+        b'{"model":"qwen3-8b","thinking":{"type":"disabled"},"messages":[{"role":"user","content":"q"},'
+        b'{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},'
+        b'{"type":"tool_use","id":"t","name":"n","input":{"v":1e400}}]},'
+        b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}]}',
+        b'"chat_template_kwargs":{"enable_thinking":false}',
+    ),
+    "responses": (
+        "llamacpp",
+        b'{"model":"qwen3-8b","reasoning":{"effort":"none"},"input":[{"role":"user","content":"q"},'
+        b'{"type":"function_call","call_id":"c","name":"n","arguments":"{}","x":1e400},'
+        b'{"type":"function_call_output","call_id":"c","output":"r"},{"role":1e400,"content":"x"}]}',
+        b'"chat_template_kwargs":{"enable_thinking":false}',
+    ),
+}
+"""Per surface: a server, a body whose role or assistant-side message holds ``1e400`` (valid JSON,
+which Python's parser reads as infinity and no decoder of doubles takes), and the control written."""
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_number_out_of_a_double_s_range_leaves_its_message_as_it_came_and_the_control_written(
+    surface: Surface, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The message that holds it goes on as it came (its role none, an assistant's content unread),
+    the rest of the history is read, and the client's control is written: no error, no log of one
+    (each such request failed the history's reading, its control lost, with a traceback logged)."""
+    caplog.set_level(logging.DEBUG)
+    server, body, control = OUT_OF_RANGE[surface]
+    config = SCRIPTED.replace(upstream_server=server)
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url, think_extract=config)) as base:
+        assert await post(base, path_of(surface), body) == (200, b"ok")
+    sent = [body for line, _, body in up.requests if line.split()[1] == path_of(surface)]
+    assert sent == [body[:-1] + b"," + control + b"}"]
+    assert errors(caplog) == []
+
+
 # -- 6. a client that leaves half way through its body ---------------------------------------------------
 
 

@@ -214,8 +214,7 @@ class Messages:
     def texts(self) -> list[msgspec.Raw]:
         """The texts a text switch may end, latest first: the conversation's, then the system prompt."""
         roles, raws = self.outlined().roles, self.raws
-        latest = latest_index(roles, SPEAKERS)
-        texts: list[msgspec.Raw] = conversation_texts(latest, roles[0], lambda at: message_content(raws[at]))
+        texts = conversation_texts(latest_index(roles, SPEAKERS), roles[0], lambda at: message_content(raws[at]))
         return [*texts, self.system] if self.system else texts
 
     def thread(self) -> Thread:
@@ -241,19 +240,20 @@ def _outline(raw: msgspec.Raw) -> tuple[Any, bool, Any]:
     try:
         lean = _decode_message(raw)
     except msgspec.ValidationError:  # blocks that are not all objects, say: read whole
-        whole = _whole(raw)
+        try:
+            whole = _decode_whole(raw)
+        except msgspec.ValidationError:  # a number out of a double's range: its role alone
+            whole = _Whole(role_of(raw))
         return kept_role(whole.role), whole.role == "user" and _is_query(whole.content), whole.content
     query = lean.role == "user" and (
         not isinstance(lean.content, list) or not lean.content or any(b.type != "tool_result" for b in lean.content)
     )
-    return kept_role(lean.role), query, _whole(raw).content if lean.role == "assistant" else None
-
-
-def _whole(raw: msgspec.Raw) -> _Whole:
+    if lean.role != "assistant":
+        return kept_role(lean.role), query, None
     try:
-        return _decode_whole(raw)
-    except msgspec.ValidationError:  # a number out of a double's range: its role alone, its content left as it came
-        return _Whole(role_of(raw))
+        return "assistant", query, _decode_whole(raw).content
+    except msgspec.ValidationError:  # a number out of a double's range: its content left as it came
+        return "assistant", query, None
 
 
 def read(body: bytes) -> Messages | None:

@@ -51,7 +51,10 @@ def read_item(raw: msgspec.Raw) -> Any:
     if kind is msgspec.UNSET and role is not msgspec.UNSET:
         kind = "message"
     if isinstance(kind, str) and (kind in ASSISTANT_SIDE or (kind == "message" and role == "assistant")):
-        return _whole(raw)
+        try:
+            return _decode_any(raw)
+        except msgspec.ValidationError:
+            return _whole(raw)
     unread = Unread()
     if head.type is not msgspec.UNSET:
         unread["type"] = head.type

@@ -41,6 +41,7 @@ from .controls.read import Texts
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .history.carry import CARRIED_BYTES, STATES
+from .history.passed import read_passed
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -207,6 +208,8 @@ async def _rewritten(
 ) -> tuple[Incoming, bytes | None]:
     """:func:`rewrite_request` of the body read, and the body rewritten (``None``: it goes as it came)."""
     scope = Scope(request) if record is not None and history else None
+    # A history passed on: its controls' read kept for the scope's next request, as a read history is.
+    scope_kept = Scope(request) if record is not None and not history and len(body) >= CARRIED_BYTES else None
     read: Request | None = None
     new: bytes | None = None
     try:
@@ -230,7 +233,7 @@ async def _rewritten(
             reading.keep(new)  # for the scope's next request, which takes what it learned
             read = reading
         else:
-            said = await _off_loop(len(body), _read_controls, surface, body, None, config)
+            said = await _passed(surface, config, body, scope_kept)
         rewritten = new is not None  # by the history transform
         controlled = await _controls(request, surface, config, said)
         if controlled is not None and controlled.edits:  # written on the transform's result
@@ -254,19 +257,40 @@ _Said = tuple[Intent, ControlFields, "str | None"] | None
 """A body's reasoning control as read: the client's intent, the body's control fields, its model."""
 
 
-def _read_controls(surface: Surface, body: bytes, read: Request | None, config: ThinkExtractConfig) -> _Said:
-    """The reasoning control of ``body`` (``None``: controls are off, or the body is no JSON object)."""
+async def _passed(surface: Surface, config: ThinkExtractConfig, body: bytes, scope: Scope | None) -> _Said:
+    """The reasoning control of a body whose history goes on as it came: read on from the scope's
+    kept reading when the body continues it (on the loop: only its own bytes are read), otherwise
+    whole (in a worker thread when it is large)."""
     if not config.reasoning_controls:
         return None
-    fields = None if read is None else read.controls
+    side = SURFACES[surface].controls
+    carry = None if scope is None else (STATES, scope.value)
+    both = None
+    if carry is not None and len(body) > _READ_ON_LOOP_BYTES:
+        both = read_passed(body, side, carry, _READ_ON_LOOP_BYTES)
+    if both is None:
+        both = await _off_loop(len(body), read_passed, body, side, carry)
+    return None if both is None else _intent(surface, body, *both)
+
+
+def _read_controls(surface: Surface, body: bytes, read: Request, config: ThinkExtractConfig) -> _Said:
+    """The reasoning control of ``body``, read with its history (``None``: controls are off, or the
+    body is no JSON object)."""
+    if not config.reasoning_controls:
+        return None
+    fields = read.controls
     texts: Texts
-    if fields is not None and read is not None:  # read in the history's pass; the texts when asked
+    if fields is not None:  # read in the history's pass; the texts when asked
         texts = read.texts
     else:
         both = read_with_texts(body, SURFACES[surface].controls)
         if both is None:
             return None
         fields, texts = both
+    return _intent(surface, body, fields, texts)
+
+
+def _intent(surface: Surface, body: bytes, fields: ControlFields, texts: Texts) -> _Said:
     model = fields.model
     return read_intent(body, SURFACES[surface], fields, texts), fields, model if isinstance(model, str) else None
 

@@ -24,6 +24,7 @@ from gateway_mw import (
     ThinkExtractConfig,
     setup,
 )
+from gateway_mw.history import passed
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 ROUTES = {
@@ -240,6 +241,36 @@ async def test_an_agent_s_long_history_passed_on_has_each_request_s_control_read
         assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
         expected.append(compact(sent if kwargs is None else {**sent, "chat_template_kwargs": kwargs}))
     assert gateway.upstream == expected
+    assert gateway.stats.surface("chat").history == {"pass": 3}
+
+
+async def test_an_agent_s_switch_in_its_first_message_holds_while_its_history_is_read_on(
+    start: Callable[..., Awaitable[Gateway]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the history passed on, an agent's next request is read on from the one before (only its
+    new messages read): the ``/no_think`` of its first user message still turns thinking off, until a
+    later user message says ``/think``; each body otherwise as it came."""
+    continued: list[bool] = []
+    went_on = passed.Passed.continued_by
+
+    def spied(self: passed.Passed, body: bytes, most: int | None) -> passed.Passed | None:
+        read = went_on(self, body, most)
+        continued.append(read is not None)
+        return read
+
+    monkeypatch.setattr(passed.Passed, "continued_by", spied)
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    tool = {"role": "tool", "tool_call_id": "c0", "content": "x" * (40 << 10)}  # over CARRIED_BYTES
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function"}]}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the build /no_think"}, call, tool]
+    expected = []
+    for more, thinking in [([], False), ([call, tool], False), ([{"role": "user", "content": "Why? /think"}], True)]:
+        messages = [*messages, *more]
+        sent = {"model": "qwen3-8b", "messages": messages, "stream": False}
+        assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+        expected.append(compact({**sent, "chat_template_kwargs": {"enable_thinking": thinking}}))
+    # (another test's kept readings of the keyless scope may be tried first, and not gone on from)
+    assert (gateway.upstream, continued.count(True)) == (expected, 2)
     assert gateway.stats.surface("chat").history == {"pass": 3}
 
 

@@ -41,7 +41,7 @@ from .controls.read import Texts
 from .credentials import credentials, scope_for
 from .history import NOTHING, Recall, Recalled, Request, record_entries, record_keys, transform_request
 from .history.carry import CARRIED_BYTES, STATES
-from .history.passed import read_passed
+from .history.passed import read_on, read_whole
 from .record import ReasoningRecord
 from .surfaces.registry import SURFACES
 
@@ -260,16 +260,17 @@ _Said = tuple[Intent, ControlFields, "str | None"] | None
 async def _passed(surface: Surface, config: ThinkExtractConfig, body: bytes, scope: Scope | None) -> _Said:
     """The reasoning control of a body whose history goes on as it came: read on from the scope's
     kept reading when the body continues it (on the loop: only its own bytes are read), otherwise
-    whole (in a worker thread when it is large)."""
+    whole, as the history side reads one (in a worker thread when it is large)."""
     if not config.reasoning_controls:
         return None
     side = SURFACES[surface].controls
-    carry = None if scope is None else (STATES, scope.value)
-    both = None
-    if carry is not None and len(body) > _READ_ON_LOOP_BYTES:
-        both = read_passed(body, side, carry, _READ_ON_LOOP_BYTES)
-    if both is None:
-        both = await _off_loop(len(body), read_passed, body, side, carry)
+    if scope is None:  # nothing kept for it: read alone
+        both = await _off_loop(len(body), read_with_texts, body, side)
+    else:
+        carry, large = (STATES, scope.value), len(body) > _READ_ON_LOOP_BYTES
+        both = read_on(body, side, carry, _READ_ON_LOOP_BYTES if large else None)
+        if both is None:
+            both = await _in_worker(read_whole, body, side, carry) if large else read_whole(body, side, carry)
     return None if both is None else _intent(surface, body, *both)
 
 

@@ -29,14 +29,9 @@ from ..controls.side import SurfaceControls
 from ..controls.text import SPEAKERS, conversation_texts, read_with_texts
 from ..rawjson import UNREADABLE
 from . import splice, tail
-from .carry import CARRIED_BYTES, REQUEST_BYTES, CarriedStates
+from .carry import REQUEST_BYTES, CarriedStates, kept_role
 
-__all__ = ["MESSAGE_BYTES", "Passed", "read_passed"]
-
-MESSAGE_BYTES = 640
-"""What one message of a kept reading holds besides its bytes, as it is counted: its object of raw
-members (a dict and a raw value a member; measured at 250–450 bytes on Python 3.11, more than they
-take on 3.12)."""
+__all__ = ["Passed", "read_on", "read_whole"]
 
 _EMPTY = msgspec.Raw()
 _decode_any = msgspec.json.Decoder().decode
@@ -91,112 +86,126 @@ def _latest(messages: list[dict[str, msgspec.Raw]], start: int) -> int:
     return next((at for at in range(len(messages) - 1, start - 1, -1) if _role(messages[at]) in SPEAKERS), -1)
 
 
+def _said_of(message: dict[str, msgspec.Raw] | None) -> tuple[Any, msgspec.Raw]:
+    """A message's role as a kept reading keeps it (short) and its content (as it came)."""
+    return (None, _EMPTY) if message is None else (kept_role(_role(message)), message.get("content", _EMPTY))
+
+
 class Passed:
-    """One body's control fields and its conversation as read (each message's members raw), kept for
-    the scope's next request."""
+    """What a body's reading keeps for the scope's next request: where its conversation's first and
+    last messages stand in it, how many there are, and what the texts need of them (its latest user,
+    system or developer message's content, its first message's role and content). No message's
+    members are kept: a reading holds its body and the earlier bodies it goes on from, whatever the
+    messages are."""
 
-    __slots__ = ("body", "fields", "latest", "places", "surface")
+    __slots__ = ("body", "count", "first", "first_said", "last", "latest", "latest_content", "places", "surface")
 
-    def __init__(self, surface: SurfaceControls, body: bytes, fields: ControlFields, latest: int) -> None:
+    def __init__(
+        self,
+        surface: SurfaceControls,
+        places: splice.Places,
+        count: int,
+        spans: tuple[tuple[int, int] | None, tuple[int, int] | None],
+        latest: tuple[int, msgspec.Raw],
+        first_said: tuple[Any, msgspec.Raw],
+    ) -> None:
         self.surface = surface
-        self.body = body
-        self.fields = fields
-        self.latest = latest
-        """The index of its latest user, system or developer message (-1: none)."""
-        self.places = splice.Places(body)
+        self.places = places
+        self.body = places.body
+        self.count = count
+        self.first, self.last = spans
+        self.latest, self.latest_content = latest
+        """The index of its latest user, system or developer message (-1: none), and that one's content."""
+        self.first_said = first_said
 
-    @property
-    def conversation(self) -> Any:
-        conversation: Any = getattr(self.fields, self.surface.conversation)
-        return conversation
-
-    def texts(self) -> list[Any]:
-        """The texts a switch may end, latest first, as :func:`~..controls.text.read_with_texts` gives them."""
-        conversation, fields, surface = self.conversation, self.fields, self.surface
-        if isinstance(conversation, str):  # Responses' input as one user message
-            texts: list[Any] = [conversation]
-        elif conversation:
-            texts = conversation_texts(
-                self.latest, _role(conversation[0]), lambda at: conversation[at].get("content", _EMPTY)
-            )
-        else:
-            texts = [getattr(fields, member) for member in surface.texts_alone]
-        texts += [getattr(fields, member) for member in surface.texts_around]
+    def texts(self, fields: ControlFields) -> list[Any]:
+        """The texts a switch may end, latest first, as :func:`~..controls.text.read_with_texts`
+        gives them (``fields``: the body's, read with the reading)."""
+        first_role, first_content = self.first_said
+        contents = {self.latest: self.latest_content, 0: first_content}
+        texts = conversation_texts(self.latest, first_role, contents.__getitem__)
+        texts += [getattr(fields, member) for member in self.surface.texts_around]
         return [text for text in texts if text]
 
-    def continued_by(self, body: bytes, most: int | None) -> Passed | None:
-        """The reading of ``body`` when it holds this one's messages byte for byte from its start:
-        only the bytes before and after them decoded; ``None`` when it does not, or those bytes are
-        over ``most``."""
-        conversation, key = self.conversation, self.surface.conversation
-        if not isinstance(conversation, list) or not conversation:
-            return None
-        places, count = self.places, len(conversation)
-        first = places.element_object(0, conversation[0])
-        last = places.element_object(count - 1, conversation[-1])
+    def size(self) -> int:
+        """The bytes it holds as it is counted: its body and the earlier bodies its values view."""
+        return len(self.body) + self.places.retained + REQUEST_BYTES
+
+    def continued_by(self, body: bytes, most: int | None) -> tuple[Passed, ControlFields] | None:
+        """The reading of ``body`` and its fields, when it holds this one's messages byte for byte
+        from its start: only the bytes before and after them decoded; ``None`` when it does not, or
+        those bytes are over ``most``."""
+        key = self.surface.conversation
         whole, _, decode_part = _READERS[key]
-        decoded = tail.decoded(body, places, first, last, key, most, decode_part)
+        decoded = tail.decoded(body, self.places, self.first, self.last, key, most, decode_part)
         if decoded is None:
             return None
         found, head, after = decoded
         added = getattr(after, key)
         if not isinstance(added, list) or not added or list(added[0]) != [tail.MARKER_KEY]:  # named again
             return None
+        added = added[1:]
         fields = whole(*tail.fields(head, after))
-        messages = conversation + added[1:]
-        setattr(fields, key, messages)
-        latest = _latest(messages, count)
-        reading = Passed(self.surface, body, fields, self.latest if latest < 0 else latest)
-        reading.places = found.places
-        reading.places.known.update(places.known)
-        return reading
-
-    def size(self) -> int:
-        """The bytes it holds as it is counted: its body, the earlier bodies its messages view, and
-        each message's members."""
-        conversation = self.conversation
-        count = len(conversation) if isinstance(conversation, list) else 0
-        return len(self.body) + self.places.retained + REQUEST_BYTES + MESSAGE_BYTES * count
+        setattr(fields, key, added)  # (only the new messages: no reader of the fields looks at them)
+        at = _latest(added, 0)
+        latest = (self.latest, self.latest_content) if at < 0 else (self.count + at, _said_of(added[at])[1])
+        last = found.places.of_object(added[-1]) if added else self.last
+        count = self.count + len(added)
+        return Passed(self.surface, found.places, count, (self.first, last), latest, self.first_said), fields
 
 
-def _fresh(body: bytes, surface: SurfaceControls) -> Passed | None:
-    """``body`` read whole in a form that can be kept (``None``: one it does not take)."""
+def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, ControlFields, list[Any]] | None:
+    """``body`` read whole: its reading to keep (``None``: its conversation is no list of messages),
+    its fields and its texts; ``None`` when it is not what this reading takes."""
     _, decode, _ = _READERS[surface.conversation]
     try:
         fields = decode(body)
     except UNREADABLE:
         return None
     conversation = getattr(fields, surface.conversation)
-    latest = _latest(conversation, 0) if isinstance(conversation, list) else -1
-    return Passed(surface, body, fields, latest)
+    if not isinstance(conversation, list) or not conversation:
+        texts: list[Any] = [conversation] if isinstance(conversation, str) else []  # Responses' input string
+        if not isinstance(conversation, str):
+            texts = [getattr(fields, member) for member in surface.texts_alone]
+        texts += [getattr(fields, member) for member in surface.texts_around]
+        return None, fields, [text for text in texts if text]
+    places = splice.Places(body)
+    at = _latest(conversation, 0)
+    latest = (at, _said_of(conversation[at] if at >= 0 else None)[1])
+    spans = (places.of_object(conversation[0]), places.of_object(conversation[-1]))
+    reading = Passed(surface, places, len(conversation), spans, latest, _said_of(conversation[0]))
+    return reading, fields, reading.texts(fields)
 
 
-def read_passed(
-    body: bytes, surface: SurfaceControls, carry: tuple[CarriedStates, bytes] | None, most: int | None = None
+def read_on(
+    body: bytes, surface: SurfaceControls, carry: tuple[CarriedStates, bytes], most: int | None = None
 ) -> tuple[ControlFields, list[Any]] | None:
     """The control fields and the texts of ``body`` (a request of ``surface``), as
-    :func:`~..controls.text.read_with_texts` gives them: with ``carry``, read on from the scope's
-    kept reading it continues and kept in its place (a body of :data:`~.carry.CARRIED_BYTES` or
-    more). ``most``: read only when it continues one, leaving at most about this many bytes of its
-    own to read (``None`` returned otherwise, as for a body that is no JSON object)."""
-    if carry is None or len(body) < CARRIED_BYTES:
-        return None if most is not None else read_with_texts(body, surface)
+    :func:`~..controls.text.read_with_texts` gives them, read on from the scope's kept reading it
+    continues (which its own reading replaces); ``None``: it continues none (``most``: none that leaves
+    at most about this many bytes of it to read)."""
     states, scope = carry
-    reading, replaced = None, None
     for kept in reversed(states.readings.of(scope)):
         side, earlier = kept
         if side is surface:
-            reading = earlier.continued_by(body, most)
-            if reading is not None:
-                replaced = kept
-                break
-    if reading is None and most is not None:
-        return None
-    if reading is None:
-        reading = _fresh(body, surface)
-    if reading is None:
+            read = earlier.continued_by(body, most)
+            if read is not None:
+                reading, fields = read
+                if reading.last is not None:  # (one whose last message cannot be placed: the kept one stays)
+                    states.readings.put(scope, (surface, reading), reading.size(), kept)
+                return fields, reading.texts(fields)
+    return None
+
+
+def read_whole(
+    body: bytes, surface: SurfaceControls, carry: tuple[CarriedStates, bytes]
+) -> tuple[ControlFields, list[Any]] | None:
+    """The same, ``body`` read whole, and its reading kept for the scope's next request."""
+    read = _fresh(body, surface)
+    if read is None:
         return read_with_texts(body, surface)
-    conversation = reading.conversation
-    if isinstance(conversation, list) and conversation:  # one that a later body may continue
-        states.readings.put(scope, (surface, reading), reading.size(), replaced)
-    return reading.fields, reading.texts()
+    reading, fields, texts = read
+    if reading is not None and reading.first is not None and reading.last is not None:  # one to go on from
+        states, scope = carry
+        states.readings.put(scope, (surface, reading), reading.size())
+    return fields, texts

@@ -19,9 +19,8 @@ from gateway_mw.config import Surface
 from gateway_mw.controls import read_with_texts
 from gateway_mw.controls.fields import ControlFields
 from gateway_mw.controls.side import SurfaceControls
-from gateway_mw.history import passed
 from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
-from gateway_mw.history.passed import read_passed
+from gateway_mw.history.passed import read_on, read_whole
 from gateway_mw.surfaces.registry import SURFACES
 
 from ..controls.test_properties import conversations, encoded, odd_bodies, odd_message
@@ -39,6 +38,11 @@ def _outcome(both: tuple[ControlFields, list[Any]] | None) -> Any:
     plain = {name: getattr(fields, name) for name in ControlFields.__struct_fields__}
     plain = {name: bytes(value) if isinstance(value, msgspec.Raw) else value for name, value in plain.items()}
     return plain, [bytes(text) if isinstance(text, msgspec.Raw) else text for text in texts]
+
+
+def _read(body: bytes, side: SurfaceControls, carry: tuple[CarriedStates, bytes]) -> Any:
+    """As the middleware reads a large body: on from a kept reading, or whole."""
+    return read_on(body, side, carry) or read_whole(body, side, carry)
 
 
 def _controls(surface: Surface) -> SurfaceControls:
@@ -66,7 +70,7 @@ def test_any_body_read_to_be_kept_gives_the_plain_read(data: st.DataObject, surf
     what the plain read gives."""
     body = data.draw(odd_bodies(surface))
     padded = body[:-1] + b',"x_pad":' + encoded(LONG) + b"}"
-    read = read_passed(padded, _controls(surface), (CarriedStates(), b"scope"))
+    read = _read(padded, _controls(surface), (CarriedStates(), b"scope"))
     assert _outcome(read) == _outcome(read_with_texts(padded, _controls(surface)))
 
 
@@ -76,15 +80,15 @@ def test_an_agent_s_next_request_read_on_gives_the_plain_read(
     data: st.DataObject, surface: Surface, same_members: bool
 ) -> None:
     """An agent's next request (the messages of the one before, then more, of any shape; the members
-    around them the same or not, in any order) read after the scope's kept reading: what the plain
-    read of that body gives."""
+    around them the same or others) read after the scope's kept reading: what the plain read of that
+    body gives (whether it goes on from the kept reading or is read whole)."""
     shared = [_long_message(surface), *data.draw(st.lists(odd_message(surface), max_size=4))]
     added = data.draw(st.lists(odd_message(surface), max_size=4))
     first = _with_list(encoded(data.draw(conversations(surface))), surface, shared)
     later = _with_list(first if same_members else encoded(data.draw(conversations(surface))), surface, shared + added)
     side, states = _controls(surface), CarriedStates()
-    assert _outcome(read_passed(first, side, (states, b"scope"))) == _outcome(read_with_texts(first, side))
-    assert _outcome(read_passed(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
+    assert _outcome(_read(first, side, (states, b"scope"))) == _outcome(read_with_texts(first, side))
+    assert _outcome(_read(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
 
 
 @settings(max_examples=100)
@@ -101,9 +105,9 @@ def test_an_agent_s_next_request_is_read_after_the_messages_it_shares(data: st.D
     first = _with_list(encoded(body), surface, shared)
     later = _with_list(encoded(body), surface, shared + added)
     side, states = _controls(surface), CarriedStates()
-    read_passed(first, side, (states, b"scope"))
+    _read(first, side, (states, b"scope"))
     (was,) = states.readings.of(b"scope")
-    assert _outcome(read_passed(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
+    assert _outcome(_read(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
     (now,) = states.readings.of(b"scope")
     assert now is not was and now[1].places.segments  # read after the shared messages, kept in its place
 
@@ -122,67 +126,53 @@ def test_a_switch_in_the_kept_messages_stands_until_a_later_message_says_another
     turns = [_long_message(surface), message("user", "go on /no_think")]
     for more in ([], [message("assistant", "a")], [message("assistant", "b"), message("user", "now /think")]):
         turns += more
-        read = read_passed(_with_list(body, surface, turns), side, (states, b"scope"))
+        read = _read(_with_list(body, surface, turns), side, (states, b"scope"))
         assert _outcome(read) == _outcome(read_with_texts(_with_list(body, surface, turns), side))
     assert read is not None and bytes(read[1][0]) == b'"now /think"'
     assert len(states.readings.of(b"scope")) == 1  # each went on from the one before
 
 
 @pytest.mark.parametrize("surface", NAMES)
-def test_a_body_read_on_loop_only_when_it_continues(surface: Surface) -> None:
-    """With ``most``, a body is read only when it continues a kept reading (the rest read whole,
-    elsewhere); one that is no JSON object is not kept."""
+def test_a_body_read_on_only_when_it_continues(surface: Surface) -> None:
+    """With ``most``, a body is read on only when it continues a kept reading of its own scope (the
+    rest is read whole, in a worker thread); one that is no JSON object is not kept."""
     side, states = _controls(surface), CarriedStates()
     body = _with_list(encoded({"model": "m", "messages": [], "input": []}), surface, [_long_message(surface)])
-    assert read_passed(body, side, (states, b"scope"), 1 << 18) is None
-    assert read_passed(b"[" + encoded(LONG) + b"]", side, (states, b"scope")) is None
+    assert read_on(body, side, (states, b"scope"), 1 << 18) is None
+    assert read_whole(b"[" + encoded(LONG) + b"]", side, (states, b"scope")) is None
     assert states.readings.of(b"scope") == []
-    read_passed(body, side, (states, b"scope"))
+    read_whole(body, side, (states, b"scope"))
     more = _with_list(body, surface, [_long_message(surface), _long_message(surface)])
-    assert _outcome(read_passed(more, side, (states, b"scope"), 1 << 18)) == _outcome(read_with_texts(more, side))
-    assert read_passed(more, side, (states, b"other scope"), 1 << 18) is None  # another scope's is never read
+    assert read_on(more, side, (states, b"other scope"), 1 << 18) is None  # another scope's is never read
+    assert _outcome(read_on(more, side, (states, b"scope"), 1 << 18)) == _outcome(read_with_texts(more, side))
+
+
+HOSTILE = {
+    # (keys of 40 characters: the decoder keeps short ones in a cache of its own, which is not the reading's)
+    "members": lambda: encoded({"role": "user", "content": "hi", **{f"{at:040x}": 0 for at in range(10_000)}}),
+    "model": lambda: encoded({"role": "user", "content": "hi"}),
+}
+"""Messages whose members (or a body whose model) decode to much more than their bytes."""
 
 
 @pytest.mark.parametrize("surface", NAMES)
-def test_what_a_kept_reading_holds_is_counted(surface: Surface) -> None:
+@pytest.mark.parametrize("hostile", list(HOSTILE))
+def test_what_a_kept_reading_holds_is_counted(surface: Surface, hostile: str) -> None:
     """The bytes a kept reading is counted at are at least what it holds in memory (its body, the
-    body it continues, its messages' members), for a history of many short turns and one continued."""
+    body it goes on from): none of its messages' members nor its model is kept, however many."""
     side, states = _controls(surface), CarriedStates()
-    turns = [encoded({"type": "message", "role": "user", "content": "hi", "id": f"m{at}"}) for at in range(400)]
-    body = _with_list(encoded({"model": "m", "messages": [], "input": [], "x": LONG}), surface, turns)
-    later = _with_list(body, surface, turns + turns[:40])
+    model = [[] for _ in range(20_000)] if hostile == "model" else "m"
+    turns = [HOSTILE[hostile]() for _ in range(3)]
+    body = _with_list(encoded({"model": model, "messages": [], "input": [], "x": LONG}), surface, turns)
+    later = _with_list(body, surface, turns + turns[:2])
     gc.collect()
     tracemalloc.start()
     try:
-        read_passed(body, side, (states, b"scope"))
-        read_passed(later, side, (states, b"scope"))
+        read = _read(body, side, (states, b"scope")), _read(later, side, (states, b"scope"))
+        assert read[1] is not None and len(states.readings.of(b"scope")) == 1
+        del read
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] + len(body) + len(later)  # the bodies made before
     finally:
         tracemalloc.stop()
-    assert (len(states.readings.of(b"scope")), states.size >= held) == (1, True)
-    assert states.size < 2 * held  # and not so far over that the bound keeps much less than it could
-
-
-def test_a_message_costs_no_more_than_it_is_counted() -> None:
-    """One message's members, as decoded, hold no more than :data:`~.passed.MESSAGE_BYTES`."""
-    decode = msgspec.json.Decoder(list[dict[str, msgspec.Raw]]).decode
-    one = b'{"type":"message","role":"assistant","content":"x","id":"m1","status":"done"}'
-    body = b"[" + b",".join([one] * 1000) + b"]"
-    gc.collect()
-    tracemalloc.start()
-    try:
-        read = decode(body)
-        size = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert len(read) == 1000 and size / 1000 <= passed.MESSAGE_BYTES
-
-
-def test_the_plain_read_is_taken_for_a_small_body_or_no_scope() -> None:
-    """A body under the kept size, or read with no scope, is read by the plain read and nothing kept."""
-    side, states = _controls("chat"), CarriedStates()
-    body = encoded({"model": "m", "messages": [{"role": "user", "content": "hi /no_think"}]})
-    assert _outcome(read_passed(body, side, (states, b"scope"))) == _outcome(read_with_texts(body, side))
-    assert _outcome(read_passed(body, side, None)) == _outcome(read_with_texts(body, side))
-    assert states.readings.of(b"scope") == []
+    assert held <= states.size < 3 * held  # (and not so far over that the bound keeps much less than it could)

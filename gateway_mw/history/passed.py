@@ -20,7 +20,7 @@ lone surrogate escape) is read by the reference, and not kept.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -81,49 +81,91 @@ def _role(message: dict[str, msgspec.Raw]) -> Any:
         return None
 
 
-def _latest(messages: list[dict[str, msgspec.Raw]], start: int) -> int:
-    """The index of the latest user, system or developer message from ``start`` on (-1: none)."""
-    return next((at for at in range(len(messages) - 1, start - 1, -1) if _role(messages[at]) in SPEAKERS), -1)
+Message = dict[str, msgspec.Raw]
 
 
-def _said_of(message: dict[str, msgspec.Raw] | None) -> tuple[Any, msgspec.Raw]:
-    """A message's role as a kept reading keeps it (short) and its content (as it came)."""
-    return (None, _EMPTY) if message is None else (kept_role(_role(message)), message.get("content", _EMPTY))
+def _latest(messages: list[Message], stop: int) -> int:
+    """The index of the latest user, system or developer message before ``stop`` (-1: none)."""
+    return next((at for at in range(stop - 1, -1, -1) if _role(messages[at]) in SPEAKERS), -1)
+
+
+def _content(message: Message) -> msgspec.Raw:
+    return message.get("content", _EMPTY)
+
+
+class _End(NamedTuple):
+    """Where a reading's first ``number`` messages end, and what the texts need of them."""
+
+    number: int
+    span: tuple[int, int] | None
+    """Where message ``number - 1`` stands in the body (``None``: not proven)."""
+    latest: int
+    """The index of the latest user, system or developer message among them (-1: none)."""
+    content: msgspec.Raw
+    """That message's content (empty: none)."""
+
+
+def _end(messages: list[Message], upto: int, places: splice.Places, before: _End) -> _End:
+    """The end after the first ``upto`` of ``messages``, which follow the messages ``before`` ends
+    (their latest looked for among them first)."""
+    at = _latest(messages, upto)
+    latest = (before.latest, before.content) if at < 0 else (before.number + at, _content(messages[at]))
+    return _End(before.number + upto, places.of_object(messages[upto - 1]), *latest)
+
+
+def _ends(messages: list[Message], places: splice.Places, before: _End) -> tuple[_End, ...]:
+    """The ends after ``messages`` (at least one), which follow the messages ``before`` ends: after
+    all of them, and after all but the last (``before`` itself when they are one)."""
+    after = _end(messages, len(messages), places, before)
+    if len(messages) == 1:
+        return (after, before) if before.number else (after,)
+    if after.latest < after.number - 1:  # the latest is not the last: the same one for all but the last
+        return after, _End(after.number - 1, places.of_object(messages[-2]), after.latest, after.content)
+    return after, _end(messages, len(messages) - 1, places, before)
+
+
+_NONE = _End(0, None, -1, _EMPTY)
 
 
 class Passed:
-    """What a body's reading keeps for the scope's next request: where its conversation's first and
-    last messages stand in it, how many there are, and what the texts need of them (its latest user,
-    system or developer message's content, its first message's role and content). No message's
+    """What a body's reading keeps for the scope's next request: where its conversation's first
+    message stands in it, where its messages end (all of them, and all but the last: Claude Code
+    moves its cache marker from the last to the new last), what the texts need of them (the latest
+    user, system or developer message's content, the first message's role and content). No message's
     members are kept: a reading holds its body and the earlier bodies it goes on from, whatever the
     messages are."""
 
-    __slots__ = ("body", "count", "first", "first_said", "last", "latest", "latest_content", "places", "surface")
+    __slots__ = ("body", "ends", "first", "first_said", "places", "surface")
 
     def __init__(
         self,
         surface: SurfaceControls,
         places: splice.Places,
-        count: int,
-        spans: tuple[tuple[int, int] | None, tuple[int, int] | None],
-        latest: tuple[int, msgspec.Raw],
+        first: tuple[int, int] | None,
         first_said: tuple[Any, msgspec.Raw],
+        ends: tuple[_End, ...],
     ) -> None:
         self.surface = surface
         self.places = places
         self.body = places.body
-        self.count = count
-        self.first, self.last = spans
-        self.latest, self.latest_content = latest
-        """The index of its latest user, system or developer message (-1: none), and that one's content."""
+        self.first = first
         self.first_said = first_said
+        """The first message's role (kept short) and content."""
+        self.ends = ends
+        """Where all its messages end, then (when known) all but the last."""
+
+    @property
+    def kept(self) -> bool:
+        """Whether a later body may go on from it (its first message, and where one of its ends is, proven)."""
+        return self.first is not None and any(end.span is not None for end in self.ends)
 
     def texts(self, fields: ControlFields) -> list[Any]:
         """The texts a switch may end, latest first, as :func:`~..controls.text.read_with_texts`
         gives them (``fields``: the body's, read with the reading)."""
         first_role, first_content = self.first_said
-        contents = {self.latest: self.latest_content, 0: first_content}
-        texts = conversation_texts(self.latest, first_role, contents.__getitem__)
+        end = self.ends[0]
+        contents = {end.latest: end.content, 0: first_content}
+        texts = conversation_texts(end.latest, first_role, contents.__getitem__)
         texts += [getattr(fields, member) for member in self.surface.texts_around]
         return [text for text in texts if text]
 
@@ -131,14 +173,22 @@ class Passed:
         """The bytes it holds as it is counted: its body and the earlier bodies its values view."""
         return len(self.body) + self.places.retained + REQUEST_BYTES
 
+    def continues(self, body: bytes) -> bool:
+        """Whether ``body`` holds this one's messages byte for byte, or all but the last."""
+        span = self.ends[-1].span
+        return span is not None and body.startswith(memoryview(self.body)[: span[1]])
+
     def continued_by(self, body: bytes, most: int | None) -> tuple[Passed, ControlFields] | None:
         """The reading of ``body`` and its fields, when it holds this one's messages byte for byte
-        from its start: only the bytes before and after them decoded; ``None`` when it does not, or
-        those bytes are over ``most``."""
+        from its start, or all but the last: only the bytes before and after them decoded; ``None``
+        when it does not, or those bytes are over ``most``."""
         key = self.surface.conversation
         whole, _, decode_part = _READERS[key]
-        decoded = tail.decoded(body, self.places, self.first, self.last, key, most, decode_part)
-        if decoded is None:
+        for shared in self.ends:
+            decoded = tail.decoded(body, self.places, self.first, shared.span, key, most, decode_part)
+            if decoded is not None:
+                break
+        else:
             return None
         found, head, after = decoded
         added = getattr(after, key)
@@ -147,11 +197,11 @@ class Passed:
         added = added[1:]
         fields = whole(*tail.fields(head, after))
         setattr(fields, key, added)  # (only the new messages: no reader of the fields looks at them)
-        at = _latest(added, 0)
-        latest = (self.latest, self.latest_content) if at < 0 else (self.count + at, _said_of(added[at])[1])
-        last = found.places.of_object(added[-1]) if added else self.last
-        count = self.count + len(added)
-        return Passed(self.surface, found.places, count, (self.first, last), latest, self.first_said), fields
+        if added:
+            ends = _ends(added, found.places, shared)
+        else:  # the same messages (or all but the last): the ends it shares
+            ends = self.ends if shared is self.ends[0] else (shared,)
+        return Passed(self.surface, found.places, self.first, self.first_said, ends), fields
 
 
 def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, ControlFields, list[Any]] | None:
@@ -170,10 +220,8 @@ def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, Contro
         texts += [getattr(fields, member) for member in surface.texts_around]
         return None, fields, [text for text in texts if text]
     places = splice.Places(body)
-    at = _latest(conversation, 0)
-    latest = (at, _said_of(conversation[at] if at >= 0 else None)[1])
-    spans = (places.of_object(conversation[0]), places.of_object(conversation[-1]))
-    reading = Passed(surface, places, len(conversation), spans, latest, _said_of(conversation[0]))
+    first_said = (kept_role(_role(conversation[0])), _content(conversation[0]))
+    reading = Passed(surface, places, places.of_object(conversation[0]), first_said, _ends(conversation, places, _NONE))
     return reading, fields, reading.texts(fields)
 
 
@@ -191,7 +239,7 @@ def read_on(
             read = earlier.continued_by(body, most)
             if read is not None:
                 reading, fields = read
-                if reading.last is not None:  # (one whose last message cannot be placed: the kept one stays)
+                if reading.kept:  # (one whose ends cannot be placed: the earlier one stays)
                     states.readings.put(scope, (surface, reading), reading.size(), kept)
                 return fields, reading.texts(fields)
     return None
@@ -200,12 +248,16 @@ def read_on(
 def read_whole(
     body: bytes, surface: SurfaceControls, carry: tuple[CarriedStates, bytes]
 ) -> tuple[ControlFields, list[Any]] | None:
-    """The same, ``body`` read whole, and its reading kept for the scope's next request."""
+    """The same, ``body`` read whole, and its reading kept for the scope's next request: in place of
+    the kept reading whose messages it holds (all, or all but the last) when it could not go on from
+    it (the chain of bodies it would view too long, or too many bytes of its own to read on the loop)."""
     read = _fresh(body, surface)
     if read is None:
         return read_with_texts(body, surface)
     reading, fields, texts = read
-    if reading is not None and reading.first is not None and reading.last is not None:  # one to go on from
+    if reading is not None and reading.kept:
         states, scope = carry
-        states.readings.put(scope, (surface, reading), reading.size())
+        mine = states.readings.of(scope)
+        replaced = next((kept for kept in reversed(mine) if kept[0] is surface and kept[1].continues(body)), None)
+        states.readings.put(scope, (surface, reading), reading.size(), replaced)
     return fields, texts

@@ -22,6 +22,7 @@ from gateway_mw import (
     Intent,
     ModelInfo,
     ThinkExtractConfig,
+    incoming,
     setup,
 )
 from gateway_mw.history import passed
@@ -272,6 +273,30 @@ async def test_an_agent_s_switch_in_its_first_message_holds_while_its_history_is
     # (another test's kept readings of the keyless scope may be tried first, and not gone on from)
     assert (gateway.upstream, continued.count(True)) == (expected, 2)
     assert gateway.stats.surface("chat").history == {"pass": 3}
+
+
+async def test_a_large_passed_on_history_is_read_whole_in_a_worker_and_read_on_on_the_loop(
+    start: Callable[..., Awaitable[Gateway]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the history passed on, a body over a quarter of a megabyte that continues no kept reading
+    is read in a worker thread; its scope's next request, which does, is read on the event loop (only
+    its own bytes), as the history side reads them."""
+    sent_to_worker: list[str] = []
+    in_worker = incoming._in_worker
+
+    async def noted(work: Any, *args: Any) -> Any:
+        sent_to_worker.append(getattr(work, "__name__", ""))
+        return await in_worker(work, *args)
+
+    monkeypatch.setattr(incoming, "_in_worker", noted)
+    gateway = await start(VLLM.replace(history_reasoning="pass"))
+    first = {"model": "qwen3-8b", "messages": [{"role": "user", "content": "x" * (300 << 10) + " /no_think"}]}
+    later = {**first, "messages": [*first["messages"], {"role": "assistant", "content": "Done."}]}
+    forwarded = []
+    for sent in (first, later):
+        assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
+        forwarded.append(compact({**sent, "chat_template_kwargs": {"enable_thinking": False}}))
+    assert (gateway.upstream, sent_to_worker) == (forwarded, ["read_whole"])
 
 
 async def test_a_body_left_unread_is_history_pass_when_history_reads_none(

@@ -176,3 +176,50 @@ def test_what_a_kept_reading_holds_is_counted(surface: Surface, hostile: str) ->
     finally:
         tracemalloc.stop()
     assert held <= states.size < 3 * held  # (and not so far over that the bound keeps much less than it could)
+
+
+@settings(max_examples=100)
+@given(st.data(), st.sampled_from(NAMES))
+def test_a_next_request_whose_last_shared_message_moved_its_cache_marker_is_read_on(
+    data: st.DataObject, surface: Surface
+) -> None:
+    """A next request that holds all the earlier messages but the last as they came, the last one
+    changed (Claude Code moves its cache marker from it to the new last one), then more: read on
+    from the kept reading (which it replaces), giving what the plain read gives."""
+    body = data.draw(conversations(surface))
+    key = "input" if surface == "responses" else "messages"
+    turns = [encoded(message) for message in body[key]] if isinstance(body[key], list) else []
+    shared = [_long_message(surface), _long_message(surface), *turns]  # (all but the last: one at least)
+    more = data.draw(conversations(surface))[key]
+    added = [encoded(message) for message in more] if isinstance(more, list) else []
+    marked = shared[-1][:-1] + b',"cache_control":{"type":"ephemeral"}}'
+    first = _with_list(encoded(body), surface, shared)
+    later = _with_list(encoded(body), surface, [*shared[:-1], marked, *added])
+    side, states = _controls(surface), CarriedStates()
+    read_whole(first, side, (states, b"scope"))
+    (was,) = states.readings.of(b"scope")
+    assert _outcome(read_on(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
+    (now,) = states.readings.of(b"scope")
+    assert now is not was and now[1].places.segments
+
+
+@pytest.mark.parametrize("surface", NAMES)
+def test_a_body_read_whole_replaces_the_reading_it_continues(surface: Surface) -> None:
+    """A body that holds a kept reading's messages but is read whole (too many bytes of its own to
+    read on the loop; a chain of bodies grown too long) takes that reading's place: one conversation
+    keeps one reading, and another conversation's stays beside it."""
+    side, states = _controls(surface), CarriedStates()
+    other = _with_list(encoded({"model": "m", "messages": [], "input": []}), surface, [_long_message(surface)])
+    read_whole(other + b" ", side, (states, b"scope"))  # (another conversation: its first message differs)
+    message = {"role": "user", "content": "go on"}
+    turns = [encoded({"role": "system", "content": LONG})]
+    for _ in range(70):  # more than a chain of bodies may hold (64): read whole again on the way
+        turns.append(encoded({"type": "message", **message} if surface == "responses" else message))
+        body = _with_list(encoded({"model": "m", "messages": [], "input": []}), surface, turns)
+        assert _outcome(_read(body, side, (states, b"scope"))) == _outcome(read_with_texts(body, side))
+        assert len(states.readings.of(b"scope")) == 2
+    bigger = _with_list(body, surface, [*turns, _long_message(surface)])
+    assert read_on(bigger, side, (states, b"scope"), CARRIED_BYTES // 2) is None  # more of its own than that
+    assert _outcome(read_whole(bigger, side, (states, b"scope"))) == _outcome(read_with_texts(bigger, side))
+    assert len(states.readings.of(b"scope")) == 2
+    assert _outcome(read_on(bigger + b" ", side, (states, b"scope"), CARRIED_BYTES // 2)) is not None

@@ -4,7 +4,9 @@ with ``reasoning_controls`` on and off, in alternating rounds of one run.
 
 With ``history_reasoning="pass"`` the request side read no body before the controls; it now reads
 the control fields and the texts a switch may end, alone (the second table, next to ``json.loads``
-of the same body for scale).
+of the same body for scale). The third: an agent's next request (the history, then two messages
+more) so read alone, read whole and kept for the scope's next request (the first request the
+gateway sees of a conversation), and read on from the scope's kept reading of the request before.
 
 The request side is what the middleware runs for a body it reads, in process: the body read once
 (``history.Request``: the surface's lean decode, which reads the control fields in the same pass),
@@ -31,6 +33,8 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.config import Surface
 from gateway_mw.controls import apply_edits, read_intent, read_with_texts, write_controls
 from gateway_mw.history import Request, record_keys, transform_request
+from gateway_mw.history.carry import CarriedStates
+from gateway_mw.history.passed import read_on, read_whole
 from gateway_mw.surfaces.registry import SURFACES
 
 SIZES = {"200 KB": 200_000, "1 MB": 1_000_000}
@@ -160,6 +164,55 @@ def table(rounds: int, quick: bool) -> str:
     return "\n".join(out)
 
 
+def _next_of(surface: Surface, body: bytes) -> bytes:
+    """``body`` with its last two messages once more: an agent's next request, its bytes up to them the same."""
+    request = json.loads(body)
+    return json.dumps({**request, "messages": request["messages"] + request["messages"][-2:]}).encode()
+
+
+def table_next(rounds: int, quick: bool) -> str:
+    out = [
+        f"History pass, an agent's next request, in process, CPU ms per request, median (min–max) of {rounds}"
+        " alternating rounds:",
+        "",
+        "| surface | history | body | read alone | read whole and kept | read on | read on / alone |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (surface, size_name, state), earlier in bodies().items():
+        if state != "no control":
+            continue
+        body, side = _next_of(surface, earlier), SURFACES[surface].controls
+        kept_states = CarriedStates()
+        read_whole(earlier, side, (kept_states, b"scope"))
+        (kept,) = kept_states.readings.of(b"scope")
+
+        def on(body: bytes = body, kept: Any = kept, side: Any = side) -> object:
+            states = CarriedStates()  # the earlier request's reading kept, as each next request finds it
+            states.readings.put(b"scope", kept, 0)
+            read = read_on(body, side, (states, b"scope"))
+            assert read is not None
+            return read
+
+        n = max(2, (3 if quick else 20) * 200_000 // len(body))
+        times = interleaved(
+            {
+                "alone": lambda body=body, side=side, n=n: _timed(lambda: read_with_texts(body, side), n),
+                "whole": lambda body=body, side=side, n=n: _timed(
+                    lambda: read_whole(body, side, (CarriedStates(), b"scope")), n
+                ),
+                "on": lambda on=on, n=n: _timed(on, n),
+            },
+            rounds,
+        )
+        ratio = Spread.of([a / b for a, b in zip(times["on"], times["alone"], strict=True)])
+        out.append(
+            f"| {surface} | {size_name}, two messages more | {len(body) / 1000:.0f} KB"
+            f" | {Spread.of(times['alone']).fmt(scale=1e3)} ms | {Spread.of(times['whole']).fmt(scale=1e3)} ms"
+            f" | {Spread.of(times['on']).fmt(scale=1e3)} ms | {ratio.fmt()} |"
+        )
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -168,6 +221,8 @@ def main() -> None:
     print(table(args.rounds, args.quick))
     print()
     print(table_alone(args.rounds, args.quick))
+    print()
+    print(table_next(args.rounds, args.quick))
 
 
 if __name__ == "__main__":

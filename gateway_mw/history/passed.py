@@ -173,22 +173,28 @@ class Passed:
         """The bytes it holds as it is counted: its body and the earlier bodies its values view."""
         return len(self.body) + self.places.retained + REQUEST_BYTES
 
-    def continues(self, body: bytes) -> bool:
-        """Whether ``body`` holds this one's messages byte for byte, or all but the last."""
-        span = self.ends[-1].span
-        return span is not None and body.startswith(memoryview(self.body)[: span[1]])
+    def holds(self, body: bytes) -> int:
+        """How many of this one's messages ``body`` holds byte for byte from its start, as far as one
+        of its ends tells (all of them, or all but the last; 0: neither)."""
+        for end in self.ends:
+            if end.span is not None and body.startswith(memoryview(self.body)[: end.span[1]]):
+                return end.number
+        return 0
 
-    def continued_by(self, body: bytes, most: int | None) -> tuple[Passed, ControlFields] | None:
+    def continued_by(self, body: bytes, most: int | None, shorter: bool) -> tuple[Passed, ControlFields] | None:
         """The reading of ``body`` and its fields, when it holds this one's messages byte for byte
-        from its start, or all but the last: only the bytes before and after them decoded; ``None``
-        when it does not, or those bytes are over ``most``."""
+        from its start (``shorter``: all but the last, the last one changed): only the bytes before
+        and after them decoded; ``None`` when it does not, or those bytes are over ``most``."""
+        if shorter:
+            if len(self.ends) < 2 or self._holds_last(body):  # (then it went on from all, or cannot)
+                return None
+            shared = self.ends[1]
+        else:
+            shared = self.ends[0]
         key = self.surface.conversation
         whole, _, decode_part = _READERS[key]
-        for shared in self.ends:
-            decoded = tail.decoded(body, self.places, self.first, shared.span, key, most, decode_part)
-            if decoded is not None:
-                break
-        else:
+        decoded = tail.decoded(body, self.places, self.first, shared.span, key, most, decode_part)
+        if decoded is None:
             return None
         found, head, after = decoded
         added = getattr(after, key)
@@ -200,8 +206,15 @@ class Passed:
         if added:
             ends = _ends(added, found.places, shared)
         else:  # the same messages (or all but the last): the ends it shares
-            ends = self.ends if shared is self.ends[0] else (shared,)
+            ends = (shared,) if shorter else self.ends
         return Passed(self.surface, found.places, self.first, self.first_said, ends), fields
+
+    def _holds_last(self, body: bytes) -> bool:
+        """Whether ``body`` holds this one's last message where it stands here (one comparison of that
+        message's bytes): a body that does and did not go on from all of them goes on from fewer by
+        no means (its bytes differ before, or there are too many of them to read on)."""
+        span = self.ends[0].span
+        return span is not None and body.startswith(memoryview(self.body)[span[0] : span[1]], span[0])
 
 
 def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, ControlFields, list[Any]] | None:
@@ -233,10 +246,10 @@ def read_on(
     continues (which its own reading replaces); ``None``: it continues none (``most``: none that leaves
     at most about this many bytes of it to read)."""
     states, scope = carry
-    for kept in reversed(states.readings.of(scope)):
-        side, earlier = kept
-        if side is surface:
-            read = earlier.continued_by(body, most)
+    mine = [kept for kept in reversed(states.readings.of(scope)) if kept[0] is surface]
+    for shorter in (False, True):  # the reading it goes on from with all its messages first, latest first
+        for kept in mine:
+            read = kept[1].continued_by(body, most, shorter)
             if read is not None:
                 reading, fields = read
                 if reading.kept:  # (one whose ends cannot be placed: the earlier one stays)
@@ -257,7 +270,7 @@ def read_whole(
     reading, fields, texts = read
     if reading is not None and reading.kept:
         states, scope = carry
-        mine = states.readings.of(scope)
-        replaced = next((kept for kept in reversed(mine) if kept[0] is surface and kept[1].continues(body)), None)
-        states.readings.put(scope, (surface, reading), reading.size(), replaced)
+        mine = [(kept[1].holds(body), kept) for kept in reversed(states.readings.of(scope)) if kept[0] is surface]
+        held, replaced = max(mine, key=lambda one: one[0], default=(0, None))  # (the latest of those that hold most)
+        states.readings.put(scope, (surface, reading), reading.size(), replaced if held else None)
     return fields, texts

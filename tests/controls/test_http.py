@@ -254,8 +254,8 @@ async def test_an_agent_s_switch_in_its_first_message_holds_while_its_history_is
     continued: list[bool] = []
     went_on = passed.Passed.continued_by
 
-    def spied(self: passed.Passed, body: bytes, most: int | None) -> Any:
-        read = went_on(self, body, most)
+    def spied(self: passed.Passed, body: bytes, most: int | None, shorter: bool) -> Any:
+        read = went_on(self, body, most, shorter)
         continued.append(read is not None)
         return read
 

@@ -112,24 +112,85 @@ def test_an_agent_s_next_request_is_read_after_the_messages_it_shares(data: st.D
     assert now is not was and now[1].places.segments  # read after the shared messages, kept in its place
 
 
+def _message(surface: Surface, role: str, text: str) -> bytes:
+    said: dict[str, Any] = {"role": role, "content": text}
+    return encoded({"type": "message", **said} if surface == "responses" else said)
+
+
+def _texts_of(read: Any) -> list[bytes]:
+    assert read is not None
+    return [bytes(text) for text in read[1]]
+
+
 @pytest.mark.parametrize("surface", NAMES)
 def test_a_switch_in_the_kept_messages_stands_until_a_later_message_says_another(surface: Surface) -> None:
     """The latest user message's switch is found in the kept reading while the new messages are the
-    assistant's and the tools', and a later user message's replaces it."""
+    assistant's and the tools' (each request read on from the one before), and a later user
+    message's replaces it."""
     side, states = _controls(surface), CarriedStates()
-
-    def message(role: str, text: str) -> bytes:
-        said: dict[str, Any] = {"role": role, "content": text}
-        return encoded({"type": "message", **said} if surface == "responses" else said)
-
     body = encoded({"model": "qwen3-8b", "messages": [], "input": [], "stream": True})
-    turns = [_long_message(surface), message("user", "go on /no_think")]
-    for more in ([], [message("assistant", "a")], [message("assistant", "b"), message("user", "now /think")]):
+    turns = [_long_message(surface), _message(surface, "user", "go on /no_think")]
+    _read(_with_list(body, surface, turns), side, (states, b"scope"))
+    for more in ([_message(surface, "assistant", "a")], [_message(surface, "user", "now /think")]):
         turns += more
-        read = _read(_with_list(body, surface, turns), side, (states, b"scope"))
+        read = read_on(_with_list(body, surface, turns), side, (states, b"scope"))
         assert _outcome(read) == _outcome(read_with_texts(_with_list(body, surface, turns), side))
-    assert read is not None and bytes(read[1][0]) == b'"now /think"'
-    assert len(states.readings.of(b"scope")) == 1  # each went on from the one before
+        ((_, kept),) = states.readings.of(b"scope")
+        assert kept.places.segments  # read on from the one before, in its place
+    assert _texts_of(read)[0] == b'"now /think"'
+
+
+@pytest.mark.parametrize("surface", NAMES)
+def test_a_last_message_changed_leaves_the_switch_of_the_messages_before_it(surface: Surface) -> None:
+    """A next request whose last message is another (a retry of the user's turn, written by the
+    assistant; or none at all) goes on from the messages before it: the switch is the latest among
+    them and those it adds, not the replaced message's."""
+    side = _controls(surface)
+    body = encoded({"model": "qwen3-8b", "messages": [], "input": []})
+    said = [_long_message(surface), _message(surface, "user", "go /no_think"), _message(surface, "assistant", "a")]
+    first = _with_list(body, surface, [*said, _message(surface, "user", "now /think")])
+    for last in ([_message(surface, "assistant", "retry")], []):
+        states = CarriedStates()
+        _read(first, side, (states, b"scope"))
+        later = _with_list(body, surface, [*said, *last])
+        read = read_on(later, side, (states, b"scope"))
+        assert (_outcome(read), _texts_of(read)[0]) == (_outcome(read_with_texts(later, side)), b'"go /no_think"')
+
+
+@pytest.mark.parametrize("surface", NAMES)
+def test_a_next_request_goes_on_from_its_own_conversation_not_from_a_branch_of_it(surface: Surface) -> None:
+    """A branch of a conversation (its first messages and one of its own, a title asked, say), kept
+    after it, is not what the conversation's next request goes on from: that one goes on from its
+    own earlier request (all its messages shared), and the branch's reading stays for its own next."""
+    side, states = _controls(surface), CarriedStates()
+    body = encoded({"model": "qwen3-8b", "messages": [], "input": []})
+    turns = [_long_message(surface), *(_message(surface, "user", f"step {at}") for at in range(6))]
+    _read(_with_list(body, surface, turns), side, (states, b"scope"))
+    branch = [*turns[:-2], _message(surface, "user", "a title for this /no_think")]
+    _read(_with_list(body, surface, branch), side, (states, b"scope"))
+    (_, mine), (_, kept_branch) = states.readings.of(b"scope")
+    later = _with_list(body, surface, [*turns, _message(surface, "assistant", "done")])
+    assert _outcome(read_on(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
+    (_, stays), (_, went_on) = states.readings.of(b"scope")  # the one it went on from replaced
+    assert (stays, went_on.ends[0].number, went_on is not mine) == (kept_branch, 8, True)
+
+
+@pytest.mark.parametrize("surface", NAMES)
+def test_a_body_read_whole_takes_the_place_of_the_reading_whose_messages_it_holds_but_the_last(
+    surface: Surface,
+) -> None:
+    """A body that holds a kept reading's messages but the last (its cache marker moved) and adds more
+    than can be read on the loop is read whole, in that reading's place."""
+    side, states = _controls(surface), CarriedStates()
+    body = encoded({"model": "qwen3-8b", "messages": [], "input": []})
+    turns = [_long_message(surface), _message(surface, "user", "a"), _message(surface, "user", "b")]
+    _read(_with_list(body, surface, turns), side, (states, b"scope"))
+    marked = turns[-1][:-1] + b',"cache_control":{"type":"ephemeral"}}'
+    later = _with_list(body, surface, [*turns[:-1], marked, _long_message(surface)])
+    assert read_on(later, side, (states, b"scope"), CARRIED_BYTES // 2) is None
+    assert _outcome(read_whole(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
+    ((_, kept),) = states.readings.of(b"scope")
+    assert kept.ends[0].number == 4
 
 
 @pytest.mark.parametrize("surface", NAMES)

@@ -97,31 +97,43 @@ class _End(NamedTuple):
     """Where a reading's first ``number`` messages end, and what the texts need of them."""
 
     number: int
-    span: tuple[int, int] | None
-    """Where message ``number - 1`` stands in the body (``None``: not proven)."""
+    stop: int | None
+    """Where message ``number - 1`` ends in the body (``None``: not proven)."""
     latest: int
     """The index of the latest user, system or developer message among them (-1: none)."""
     content: msgspec.Raw
     """That message's content (empty: none)."""
 
 
-def _end(messages: list[Message], upto: int, places: splice.Places, before: _End) -> _End:
-    """The end after the first ``upto`` of ``messages``, which follow the messages ``before`` ends
-    (their latest looked for among them first)."""
+def _end(messages: list[Message], upto: int, before: _End, stop: int | None) -> _End:
+    """The end after the first ``upto`` of ``messages`` (the last of them ending at ``stop``), which
+    follow the messages ``before`` ends (their latest looked for among them first)."""
     at = _latest(messages, upto)
     latest = (before.latest, before.content) if at < 0 else (before.number + at, _content(messages[at]))
-    return _End(before.number + upto, places.of_object(messages[upto - 1]), *latest)
+    return _End(before.number + upto, stop, *latest)
 
 
-def _ends(messages: list[Message], places: splice.Places, before: _End) -> tuple[_End, ...]:
-    """The ends after ``messages`` (at least one), which follow the messages ``before`` ends: after
-    all of them, and after all but the last (``before`` itself when they are one)."""
-    after = _end(messages, len(messages), places, before)
+def _ends(messages: list[Message], before: _End, body: bytes, last: tuple[int, int] | None) -> tuple[_End, ...]:
+    """The ends after ``messages`` (at least one; the last of them at ``last`` in ``body``), which
+    follow the messages ``before`` ends: after all of them, and after all but the last (``before``
+    itself when they are one)."""
+    after = _end(messages, len(messages), before, None if last is None else last[1])
     if len(messages) == 1:
         return (after, before) if before.number else (after,)
+    stop = None if last is None else _ended_before(body, last[0])
     if after.latest < after.number - 1:  # the latest is not the last: the same one for all but the last
-        return after, _End(after.number - 1, places.of_object(messages[-2]), after.latest, after.content)
-    return after, _end(messages, len(messages) - 1, places, before)
+        return after, after._replace(number=after.number - 1, stop=stop)
+    return after, _end(messages, len(messages) - 1, before, stop)
+
+
+def _ended_before(body: bytes, start: int) -> int | None:
+    """Where the message before the one that starts at ``start`` ends: at the ``}`` before the comma
+    between them (``None``: no such bytes there)."""
+    comma = splice.before(body, start)
+    if comma < 0 or body[comma] != 0x2C:  # ','
+        return None
+    brace = splice.before(body, comma)
+    return brace + 1 if brace >= 0 and body[brace] == 0x7D else None  # '}'
 
 
 _NONE = _End(0, None, -1, _EMPTY)
@@ -135,7 +147,7 @@ class Passed:
     members are kept: a reading holds its body and the earlier bodies it goes on from, whatever the
     messages are."""
 
-    __slots__ = ("body", "ends", "first", "first_said", "places", "surface")
+    __slots__ = ("body", "ends", "first", "first_said", "last", "places", "surface")
 
     def __init__(
         self,
@@ -144,6 +156,7 @@ class Passed:
         first: tuple[int, int] | None,
         first_said: tuple[Any, msgspec.Raw],
         ends: tuple[_End, ...],
+        last: tuple[int, int] | None,
     ) -> None:
         self.surface = surface
         self.places = places
@@ -153,11 +166,13 @@ class Passed:
         """The first message's role (kept short) and content."""
         self.ends = ends
         """Where all its messages end, then (when known) all but the last."""
+        self.last = last
+        """Where its last message stands (``None``: not proven)."""
 
     @property
     def kept(self) -> bool:
         """Whether a later body may go on from it (its first message, and where one of its ends is, proven)."""
-        return self.first is not None and any(end.span is not None for end in self.ends)
+        return self.first is not None and any(end.stop is not None for end in self.ends)
 
     def texts(self, fields: ControlFields) -> list[Any]:
         """The texts a switch may end, latest first, as :func:`~..controls.text.read_with_texts`
@@ -177,7 +192,7 @@ class Passed:
         """How many of this one's messages ``body`` holds byte for byte from its start, as far as one
         of its ends tells (all of them, or all but the last; 0: neither)."""
         for end in self.ends:
-            if end.span is not None and body.startswith(memoryview(self.body)[: end.span[1]]):
+            if end.stop is not None and body.startswith(memoryview(self.body)[: end.stop]):
                 return end.number
         return 0
 
@@ -193,7 +208,8 @@ class Passed:
             shared = self.ends[0]
         key = self.surface.conversation
         whole, _, decode_part = _READERS[key]
-        decoded = tail.decoded(body, self.places, self.first, shared.span, key, most, decode_part)
+        through = None if shared.stop is None else (shared.stop, shared.stop)  # (parts reads where it ends)
+        decoded = tail.decoded(body, self.places, self.first, through, key, most, decode_part)
         if decoded is None:
             return None
         found, head, after = decoded
@@ -204,17 +220,18 @@ class Passed:
         fields = whole(*tail.fields(head, after))
         setattr(fields, key, added)  # (only the new messages: no reader of the fields looks at them)
         if added:
-            ends = _ends(added, found.places, shared)
+            last = found.places.of_object(added[-1])
+            ends = _ends(added, shared, body, last)
         else:  # the same messages (or all but the last): the ends it shares
-            ends = (shared,) if shorter else self.ends
-        return Passed(self.surface, found.places, self.first, self.first_said, ends), fields
+            last, ends = (None, (shared,)) if shorter else (self.last, self.ends)
+        return Passed(self.surface, found.places, self.first, self.first_said, ends, last), fields
 
     def _holds_last(self, body: bytes) -> bool:
         """Whether ``body`` holds this one's last message where it stands here (one comparison of that
         message's bytes): a body that does and did not go on from all of them goes on from fewer by
         no means (its bytes differ before, or there are too many of them to read on)."""
-        span = self.ends[0].span
-        return span is not None and body.startswith(memoryview(self.body)[span[0] : span[1]], span[0])
+        last = self.last
+        return last is not None and body.startswith(memoryview(self.body)[last[0] : last[1]], last[0])
 
 
 def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, ControlFields, list[Any]] | None:
@@ -234,7 +251,9 @@ def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, Contro
         return None, fields, [text for text in texts if text]
     places = splice.Places(body)
     first_said = (kept_role(_role(conversation[0])), _content(conversation[0]))
-    reading = Passed(surface, places, places.of_object(conversation[0]), first_said, _ends(conversation, places, _NONE))
+    last = places.of_object(conversation[-1])
+    ends = _ends(conversation, _NONE, body, last)
+    reading = Passed(surface, places, places.of_object(conversation[0]), first_said, ends, last)
     return reading, fields, reading.texts(fields)
 
 

@@ -228,8 +228,9 @@ class Passed:
 
     def _holds_last(self, body: bytes) -> bool:
         """Whether ``body`` holds this one's last message where it stands here (one comparison of that
-        message's bytes): a body that does and did not go on from all of them goes on from fewer by
-        no means (its bytes differ before, or there are too many of them to read on)."""
+        message's bytes): a body that does, and did not go on from all of them, differs before it, or
+        has too many bytes to read on, and goes on from fewer neither (but for the bytes between the
+        last two messages spaced otherwise in as many bytes: then it is read whole)."""
         last = self.last
         return last is not None and body.startswith(memoryview(self.body)[last[0] : last[1]], last[0])
 

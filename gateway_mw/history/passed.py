@@ -179,7 +179,7 @@ class Passed:
         gives them (``fields``: the body's, read with the reading)."""
         first_role, first_content = self.first_said
         end = self.ends[0]
-        contents = {end.latest: end.content, 0: first_content}
+        contents = {end.latest: end.content, 0: first_content}  # (the same content where the latest is the first)
         texts = conversation_texts(end.latest, first_role, contents.__getitem__)
         texts += [getattr(fields, member) for member in self.surface.texts_around]
         return [text for text in texts if text]
@@ -245,8 +245,9 @@ def _fresh(body: bytes, surface: SurfaceControls) -> tuple[Passed | None, Contro
         return None
     conversation = getattr(fields, surface.conversation)
     if not isinstance(conversation, list) or not conversation:
-        texts: list[Any] = [conversation] if isinstance(conversation, str) else []  # Responses' input string
-        if not isinstance(conversation, str):
+        if isinstance(conversation, str):  # Responses' input as one user message
+            texts: list[Any] = [conversation]
+        else:
             texts = [getattr(fields, member) for member in surface.texts_alone]
         texts += [getattr(fields, member) for member in surface.texts_around]
         return None, fields, [text for text in texts if text]

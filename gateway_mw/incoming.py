@@ -207,9 +207,7 @@ async def _rewritten(
     history: bool,
 ) -> tuple[Incoming, bytes | None]:
     """:func:`rewrite_request` of the body read, and the body rewritten (``None``: it goes as it came)."""
-    scope = Scope(request) if record is not None and history else None
-    # A history passed on: its controls' read kept for the scope's next request, as a read history is.
-    scope_kept = Scope(request) if record is not None and not history and len(body) >= CARRIED_BYTES else None
+    scope = Scope(request) if record is not None else None
     read: Request | None = None
     new: bytes | None = None
     try:
@@ -233,7 +231,8 @@ async def _rewritten(
             reading.keep(new)  # for the scope's next request, which takes what it learned
             read = reading
         else:
-            said = await _passed(surface, config, body, scope_kept)
+            # (a large one's controls read kept for the scope's next request, as a read history is)
+            said = await _passed(surface, config, body, scope if len(body) >= CARRIED_BYTES else None)
         rewritten = new is not None  # by the history transform
         controlled = await _controls(request, surface, config, said)
         if controlled is not None and controlled.edits:  # written on the transform's result

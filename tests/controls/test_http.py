@@ -22,10 +22,11 @@ from gateway_mw import (
     Intent,
     ModelInfo,
     ThinkExtractConfig,
-    incoming,
     setup,
 )
 from gateway_mw.history import passed
+
+from ..workers import worker_calls
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
 ROUTES = {
@@ -281,14 +282,7 @@ async def test_a_large_passed_on_history_is_read_whole_in_a_worker_and_read_on_o
     """With the history passed on, a body over a quarter of a megabyte that continues no kept reading
     is read in a worker thread; its scope's next request, which does, is read on the event loop (only
     its own bytes), as the history side reads them."""
-    sent_to_worker: list[str] = []
-    in_worker = incoming._in_worker
-
-    async def noted(work: Any, *args: Any) -> Any:
-        sent_to_worker.append(getattr(work, "__name__", ""))
-        return await in_worker(work, *args)
-
-    monkeypatch.setattr(incoming, "_in_worker", noted)
+    sent_to_worker = worker_calls(monkeypatch)
     gateway = await start(VLLM.replace(history_reasoning="pass"))
     first = {"model": "qwen3-8b", "messages": [{"role": "user", "content": "x" * (300 << 10) + " /no_think"}]}
     later = {**first, "messages": [*first["messages"], {"role": "assistant", "content": "Done."}]}

@@ -27,6 +27,7 @@ from gateway_mw.proxy.connections import GatewayRunner
 from gateway_mw.proxy.routes import DEFAULT_FORWARD_ROUTES as FORWARDED
 from gateway_mw.surfaces.registry import SURFACES as DEFINITIONS
 
+from ..workers import worker_calls
 from .support import SCRIPTED, RawUpstream, records, samples, serving, settings
 
 LOGGERS = ("gateway_mw", "gateway_mw.proxy", "aiohttp.server", "aiohttp.web", "asyncio")
@@ -212,14 +213,7 @@ async def test_an_agents_next_request_of_many_short_turns_is_read_and_rewritten_
     as its latest turn, and the digest goes on from there), and only the new turn is read, so the
     work is a small part of reading it afresh, which went to a worker thread."""
     on_loop = _threads_of_transform(surface, monkeypatch)
-    sent_to_worker: list[str] = []
-    in_worker = incoming._in_worker
-
-    async def noted(work: Any, *args: Any) -> Any:
-        sent_to_worker.append(getattr(work, "__name__", ""))
-        return await in_worker(work, *args)
-
-    monkeypatch.setattr(incoming, "_in_worker", noted)
+    sent_to_worker = worker_calls(monkeypatch)
     doc = turn(surface, "sunny")
     key = "input" if surface == "responses" else "messages"
     asked = {"role": "user", "content": "And then?"}

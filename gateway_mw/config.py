@@ -260,7 +260,17 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         return msgspec.structs.replace(self, **changed) if changed else self
 
     def surface_for_path(self, path: str) -> Surface | None:
-        """The surface whose route suffix ends ``path`` (the longest suffix wins)."""
+        """The surface whose route suffix ends ``path`` (the longest suffix wins; found once per path)."""
+        try:
+            return _DERIVED[id(self)].paths[path]
+        except KeyError:
+            paths = _derived_of(self).paths
+            if len(paths) >= _RESOLVED_MAX:  # paths are the client's: bounded
+                paths.clear()
+            surface = paths[path] = self._surface_for(path)
+            return surface
+
+    def _surface_for(self, path: str) -> Surface | None:
         best: Surface | None = None
         best_len = 0
         for suffix, surface in self.routes.items():
@@ -300,15 +310,16 @@ _DERIVED_VALUES_MAX = 64
 
 
 class _Derived:
-    """What is worked out from one configuration: the settings per model, and the values of
-    :attr:`ThinkExtractConfig.derived`. Holds the configuration, so that its identity, the key,
+    """What is worked out from one configuration: the settings per model, the surface per path, and
+    the values of :attr:`ThinkExtractConfig.derived`. Holds the configuration, so that its identity, the key,
     is not reused while the entry lives."""
 
-    __slots__ = ("config", "models", "values")
+    __slots__ = ("config", "models", "paths", "values")
 
     def __init__(self, config: ThinkExtractConfig) -> None:
         self.config = config
         self.models: dict[str, ThinkExtractConfig] = {}
+        self.paths: dict[str, Surface | None] = {}
         self.values: dict[str, Any] = {}
 
 

@@ -169,18 +169,20 @@ class Request:
         the body the transform made, whose changed messages the reading holds too (counted at their
         length once more: the encoder's bytes hold up to half as much again as their length)."""
         if self._carried is not None:
+            assert self.read is not None  # (carried only when read)
             states, scope, replaced = self._carried
             kept, extra = (self.side, self.read), 0 if rewritten is None else len(rewritten)
             size = self._size(extra, states.readings.max_bytes)
             states.readings.put(scope, kept, size, replaced)
             self._carried = None
-            self._kept = (states, scope, kept, extra) if size <= states.readings.max_bytes else None
+            if size <= states.readings.max_bytes and self.read.reads_late:  # else counted for good
+                self._kept = (states, scope, kept, extra)
 
     def recount(self) -> None:
         """Count the kept reading again, once the record's entries of its answer read more of it (a
-        Responses history whose plan passed it on is read only then; a surface whose entries read
-        nothing more says so, :attr:`~.side.Reading.reads_late`)."""
-        if self._kept is not None and self.read is not None and self.read.reads_late:
+        Responses history whose plan passed it on is read only then; a reading whose entries can
+        read nothing more than it had when kept says so, :attr:`~.side.Reading.reads_late`)."""
+        if self._kept is not None:
             states, scope, kept, extra = self._kept
             states.readings.recount(scope, kept, self._size(extra, states.readings.max_bytes))
 

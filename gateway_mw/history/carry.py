@@ -168,7 +168,7 @@ class Known(dict[int, Any]):
     it learned anew. A fact is added or replaced (``known[at] = fact``), never removed, and the total
     asked for, by the request whose reading learned it; any request may copy them (:meth:`upto`)."""
 
-    __slots__ = ("_measured", "_new", "_total")
+    __slots__ = ("_measured", "_new", "_top", "_total")
 
     def __init__(self) -> None:
         super().__init__()
@@ -177,10 +177,14 @@ class Known(dict[int, Any]):
         take its identity)."""
         self._new: list[int] = []
         """The indices put in since the total was last asked for."""
+        self._top = -1
+        """The highest index put in (none: -1)."""
         self._total = 0
 
     def __setitem__(self, at: int, fact: Any) -> None:
         self._new.append(at)  # first: a copy made meanwhile (:meth:`upto`) finds the fact measured or new
+        if at > self._top:
+            self._top = at
         super().__setitem__(at, fact)
 
     def held(self) -> int:
@@ -200,21 +204,32 @@ class Known(dict[int, Any]):
             del new[:count]  # last: until then a copy (:meth:`upto`) finds them pending, and measures them
         return self._total
 
+    def since(self, first: int) -> Iterable[tuple[int, Any]]:
+        """The facts at ``first`` and after, by index (none to walk when every index is below it:
+        an agent's next request that holds no message after those left as they came)."""
+        if first > self._top:
+            return ()
+        if first <= 0:
+            return self.items()
+        return [(at, fact) for at, fact in self.items() if at >= first]
+
     def upto(self, shared: int) -> Known:
         """The facts at the indices below ``shared`` (all of them, in an agent's next request), with
         the measures made of those very facts."""
         pending = bool(self._new)
-        facts = dict(self)  # in one step: the request that learned them may still be adding to them
-        measured, total = self._measured.copy(), self._total
         copy = Known()
-        if max(facts, default=-1) < shared and not pending and not self._new and len(measured) == len(facts):
+        dict.update(copy, self)  # in one step: the request that learned them may still be adding to them
+        measured, total, top = self._measured.copy(), self._total, self._top
+        if top < shared and not pending and not self._new and len(measured) == len(copy):
             # An agent's next request: all of them, each measured, none put in meanwhile (a fact replaced
-            # and measured again between the two copies keeps its new measure: one fact's difference).
-            dict.update(copy, facts)
-            copy._measured, copy._total = measured, total
+            # and measured again between the two copies keeps its new measure: one fact's difference;
+            # the highest index read after the copy is at least the copy's).
+            copy._measured, copy._total, copy._top = measured, total, top
             return copy
-        facts = {at: fact for at, fact in facts.items() if at < shared}
+        facts = {at: fact for at, fact in copy.items() if at < shared}
+        copy = Known()
         dict.update(copy, facts)
+        copy._top = max(facts, default=-1)
         copy._measured = {at: one for at, one in measured.items() if at in facts}
         copy._total = sum(size for _, size in copy._measured.values())
         copy._new = list(facts)  # measured again where the measure is not of the fact copied
@@ -301,7 +316,7 @@ class Sizes:
         every measure ``earlier`` made then stands for as it is)."""
         measured = earlier._known.copy()  # in one step: its request may be counting it again (recount)
         last = earlier._last
-        if same and max(measured, default=-1) < shared:
+        if same:  # (its positions are those of its list: all below ``shared``, the length of that list)
             self._known, self._last = measured, last  # measured at these very values: known at once
             return
         self._known = known = {at: (values[at], size) for at, (_, size) in measured.items() if at < shared}
@@ -334,6 +349,9 @@ UNBOUNDED = 1 << 62
 """What a reading that must not be kept is counted at: more than any bound."""
 
 
+_STRINGS = {str}
+
+
 def decoded_bytes(values: Iterable[object]) -> int:
     """The bytes decoded values of a body's fields hold (its model's name, Responses' ``include``:
     every other field a raw value, its body's bytes); :data:`UNBOUNDED` when one is no string nor a
@@ -345,8 +363,8 @@ def decoded_bytes(values: Iterable[object]) -> int:
             continue
         if type(value) is str:
             size += sys.getsizeof(value)
-        elif type(value) is list and len(value) <= DECODED_ITEMS and all(type(one) is str for one in value):
-            size += held((value,))
+        elif type(value) is list and len(value) <= DECODED_ITEMS and {*map(type, value)} <= _STRINGS:
+            size += sys.getsizeof(value) + sum(map(sys.getsizeof, value))  # (what :func:`held` counts)
         else:
             return UNBOUNDED
     return size

@@ -345,9 +345,9 @@ def transform(request: Messages, plan: Plan, recall: Recall) -> bytes | None:
     verdicts = request.verdicts.under(plan)
     changed: dict[int, bytes] = {}
     first = _unchanged_before(request, plan, recall, last_query)
-    for i, content in request.contents.items():
+    for i, content in request.contents.since(first):
         reading = readings[i]
-        if reading is None or i < first:
+        if reading is None:
             continue
         asks = bool(recall) and not reading.reasoning  # the record holds reasoning for a turn that carries none
         ids = _tool_ids(content) if asks or plan.scope == "tool_turns" else []

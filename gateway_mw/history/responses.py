@@ -202,6 +202,9 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
     spellings = request.spelled.under(plan)
     # An agent's next request under the same: what its earlier request left as it came goes on so.
     first = _unchanged_before(request, plan, scopes, found)
+    if first == len(items):  # all of them, and nothing after: as they came
+        request.unchanged = Unchanged(plan, first, scopes, frozenset(found))
+        return None
     starts = _starts(request, first)
 
     def before(at: int) -> bytes:
@@ -254,9 +257,11 @@ def transform(request: Responses, plan: Plan, recall: Recall) -> bytes | None:
         pending = known[2]
     if pending:
         new.append(_assistant_message(pending, plan))
-    if new == items:
-        if own_only and all(map(operator.is_, new, items)):  # each item itself: its bytes go on
+    if len(new) == len(items) and all(map(operator.is_, new, items)):  # each item itself: its bytes go on
+        if own_only:
             request.unchanged = Unchanged(plan, len(items), scopes, frozenset(found))
+        return None
+    if new == items:
         return None
     return _written(request, new, starts_in_new, settled, spellings)
 

@@ -9,10 +9,9 @@ made of them, from that one's reading (:meth:`Responses.adopt`) and reads only t
 
 from __future__ import annotations
 
-import operator
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, NamedTuple, overload
+from typing import Any, NamedTuple, overload
 
 import msgspec
 
@@ -89,6 +88,10 @@ class _Items:
         self._latest_from: dict[Callable[[Any, str], bool], tuple[int, int]] = {}
         """What :meth:`latest` goes on from: the shared items' latest, found by an earlier reading."""
 
+    @property
+    def unread(self) -> bool:
+        return self._items is None
+
     def items(self) -> list[Any]:
         if self._items is None:
             self._items = [read_item(raw) for raw in self.raws]
@@ -99,15 +102,15 @@ class _Items:
             self._kinds = [kind_of(item) for item in self.items()]
         return self._kinds
 
-    def take(self, earlier: _Items, shared: int) -> bool:
+    def take(self, earlier: _Items, shared: int, same: bool) -> bool:
         """Start from what ``earlier`` read of the first ``shared`` items (proven the same): their
         decoded values and kinds (a client item's head, over this body's bytes), the turns among them
-        and, where its very values are taken (a continued reading), the items its digest reads."""
+        and, where its very values are taken (``same``: a continued reading), the items its digest
+        reads."""
         assert self._items is None
         if earlier._items is None:
             return False  # it read none (its plan passed the body on): they are read here when asked for
         raws = self.raws
-        same = all(map(operator.is_, raws[:shared], earlier.raws[:shared]))  # a continued reading
         if same:
             items = earlier._items[:shared]
         else:
@@ -193,8 +196,6 @@ class Responses:
     of the conversation before each, whether the input was a string (one user message), and
     whether it asks for blobs."""
 
-    reads_late: ClassVar[bool] = True  # the items a plan passed on are read for the digest only
-
     __slots__ = (
         "_include_bytes",
         "_items",
@@ -243,6 +244,11 @@ class Responses:
         """How far the transform left the items as they came, and under what (its plan, each item's
         scope, the items the record gave reasoning for): a later request that goes on from them
         under the same goes on from there."""
+
+    @property
+    def reads_late(self) -> bool:
+        """Its items unread so far: a plan that passed them on leaves them to the digest."""
+        return self._items.unread
 
     @property
     def raws(self) -> list[msgspec.Raw]:
@@ -304,15 +310,15 @@ class Responses:
             return None
         read._places = found.places
         read._places.known.update(places.known)
-        read.adopt(self, len(raws))
+        read.adopt(self, len(raws), continued=True)
         return read
 
-    def adopt(self, earlier: object, shared: int) -> None:
+    def adopt(self, earlier: object, shared: int, *, continued: bool = False) -> None:
         """Take what ``earlier`` read of the first ``shared`` items (:meth:`shared`): their decoded
         values and kinds, the transform's verdicts on them and what the keys of the turns among them are
-        made of."""
+        made of (``continued``: its very items, this reading made of its body's, :meth:`continued_by`)."""
         assert isinstance(earlier, Responses)
-        same = self._items.take(earlier._items, shared)
+        same = self._items.take(earlier._items, shared, continued)
         unchanged = earlier.unchanged
         if same and unchanged is not None and unchanged.items <= shared:  # its very items, left as they came
             self.unchanged = unchanged

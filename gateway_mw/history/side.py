@@ -3,7 +3,7 @@ definition (``gateway_mw.surfaces.definition``), which the caller looks up and h
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from ..controls.fields import ControlFields
 from .plan import Form, Plan, Scope
@@ -15,9 +15,11 @@ __all__ = ["Reading", "RequestSide"]
 class Reading(Protocol):
     """What every surface's reading of a body says alike."""
 
-    reads_late: ClassVar[bool]
-    """Whether the record's entries of an answer may read more of it than the transform did (then a
-    kept reading is counted again after them)."""
+    @property
+    def reads_late(self) -> bool:
+        """Whether the record's entries of an answer may read more of it than it has read so far
+        (then a reading kept now is counted again after them)."""
+        ...
 
     @property
     def model(self) -> str | None:

@@ -136,7 +136,7 @@ class Places:
     (:meth:`carried_from`: a comparison of memory, which costs less than placing each message from
     its members again; a raw element is placed in about 1 µs, less than the proof costs it)."""
 
-    __slots__ = ("_at", "_bases", "_buffers", "_reach", "body", "known", "segments")
+    __slots__ = ("_at", "_bases", "_buffers", "_reach", "body", "head_read", "known", "segments")
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -149,6 +149,10 @@ class Places:
         self._bases: tuple[tuple[int | None, int, int], ...] = ()  # the segments' buffers, by address
         self._buffers = 0  # the bytes of the segments' buffers
         self._reach = 0  # how far this body holds the one it continues byte for byte
+        self.head_read: tuple[Callable[[bytes], Any], Any, int] | None = None
+        """What its head segment (the bytes before its list) was read as, by which decoder, and the
+        bytes its decoded values hold besides that buffer: a later body whose head is the same buffer
+        takes it (:func:`~.tail.decoded`)."""
 
     @classmethod
     def continuing(
@@ -191,7 +195,8 @@ class Places:
     def retained(self) -> int:
         """The bytes the other buffers its values view hold (kept alive by them), and what places
         them (:data:`SEGMENT_BYTES` each)."""
-        return self._buffers + len(self.segments) * (_EMPTY_BYTES + SEGMENT_BYTES)
+        head = 0 if self.head_read is None else self.head_read[2]
+        return self._buffers + len(self.segments) * (_EMPTY_BYTES + SEGMENT_BYTES) + head
 
     def carried_from(self, earlier: Places, shared: int, place: Callable[[int], tuple[int, int] | None]) -> None:
         """Take the places ``earlier`` found of the first ``shared`` elements, where this body holds

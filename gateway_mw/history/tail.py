@@ -25,9 +25,10 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from ..rawjson import UNREADABLE
+from .carry import UNBOUNDED, decoded_bytes
 from .splice import Places, before
 
-_T = TypeVar("_T")
+_T = TypeVar("_T", bound=msgspec.Struct)
 
 __all__ = ["MARKER", "MARKER_KEY", "Parts", "decoded", "fields", "parts"]
 
@@ -72,7 +73,9 @@ def parts(
         return None
     if len(body) <= end or not body.startswith(memoryview(old)[:end]):  # the comparison last: the costliest
         return None
-    head = body[:opening] + b"null}"
+    head = _earlier_head(earlier, opening)
+    if head is None:
+        head = body[:opening] + b"null}"
     start = b'{"' + key.encode() + b'":[' + MARKER
     tail = start + body[end:]
     # Up to where the shared elements end, the earlier reading's buffers stand where they did.
@@ -94,18 +97,50 @@ def decoded(
     found = parts(body, earlier, first, last, key, most)
     if found is None:
         return None
+    read = earlier.head_read  # the earlier's head, when this one's is its buffer (:func:`parts`)
     try:
-        return found, decode(found.head), decode(found.tail)
+        if read is None or read[0] is not decode or found.head is not earlier.segments[-2][0]:
+            head = decode(found.head)
+            read = (decode, head, _decoded_bytes(head))
+        if read[2] < UNBOUNDED:  # (a model no client names, say: not kept, read again each time)
+            found.places.head_read = read
+        return found, read[1], decode(found.tail)
     except UNREADABLE:
         return None
+
+
+def _decoded_bytes(head: msgspec.Struct) -> int:
+    """What the values of ``head`` that are no raw value hold (its model's name: the rest views its
+    buffer, counted with it)."""
+    unset, raw = msgspec.UNSET, msgspec.Raw
+    values = msgspec.structs.astuple(head)
+    return decoded_bytes(value for value in values if value is not unset and type(value) is not raw)
+
+
+def _earlier_head(earlier: Places, opening: int) -> bytes | None:
+    """The buffer ``earlier`` read its head from, when it holds the bytes before its list up to
+    ``opening`` (then the same as a body holding ``earlier``'s beyond that: its head is this one)."""
+    if not earlier.segments:  # a body read whole: no head of its own
+        return None
+    head, _, until = earlier.segments[-2]
+    return head if until == opening else None
 
 
 def fields(head: msgspec.Struct, tail: msgspec.Struct) -> list[Any]:
     """The values of the fields of ``head`` (read before the list) and ``tail`` (after it), structs of
     one type, in its order, as a reader of the whole body takes them: the later one written. A field
-    absent from the tail is unset there, or an empty raw value; one absent from both, ``None``."""
-    unset, raw = msgspec.UNSET, msgspec.Raw
+    absent from the tail is its default there (the very object: no value read is it); one absent
+    from both, ``None`` where that default is unset."""
+    kind = type(tail)
+    defaults = _DEFAULTS.get(kind)
+    if defaults is None:
+        defaults = _DEFAULTS[kind] = tuple(field.default for field in msgspec.structs.fields(kind))
+    unset, astuple = msgspec.UNSET, msgspec.structs.astuple
     return [
-        (None if first is unset else first) if then is unset or (type(then) is raw and not then) else then
-        for first, then in zip(msgspec.structs.astuple(head), msgspec.structs.astuple(tail), strict=True)
+        (None if first is unset else first) if then is default else then
+        for first, then, default in zip(astuple(head), astuple(tail), defaults, strict=True)
     ]
+
+
+_DEFAULTS: dict[type, tuple[object, ...]] = {}
+"""Each part's type's default values, by field (a field absent from a part is its default)."""

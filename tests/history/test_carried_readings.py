@@ -228,6 +228,32 @@ def test_the_responses_items_an_earlier_request_read_are_not_read_again(monkeypa
     assert [len(done[name]) for name in done] == [31 + 9 + 40, 11 + 3 + 14, 10 + 3 + 13]  # then afresh: all
 
 
+@pytest.mark.parametrize("form", ["field", "pass"])
+def test_a_responses_reading_is_counted_again_only_when_the_entries_read_more_of_it(
+    form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a request's order (keys, transform, kept, the answer's entries): a Responses reading whose
+    plan passed its items on has them read by the entries' digest alone, and is counted again then;
+    one whose transform read them is counted once. Either way the count kept is what counting the
+    reading afresh gives."""
+    side = SURFACES["responses"]
+    states = CarriedStates()
+    config = ThinkExtractConfig(upstream_server="vllm", history_reasoning=form)  # type: ignore[arg-type]
+    request = Request(side, _agent("responses", 10), (states, b"scope"))
+    assert request.read is not None
+    record_keys(side, request, config)
+    transform_request(side, request, config)
+    request.keep()
+    when_kept = states.size
+    measured: list[int] = []
+    held = type(request.read).held
+    monkeypatch.setattr(type(request.read), "held", lambda self: measured.append(1) or held(self))
+    assert record_entries(side, request, SAID, config)  # the answer moved reasoning: entries made
+    counted_again = len(measured)
+    afresh = request._size(0, states.readings.max_bytes)
+    assert (states.size, states.size > when_kept, counted_again) == (afresh, form == "pass", int(form == "pass"))
+
+
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_a_reading_too_large_to_keep_is_neither_measured_nor_kept(
     surface: str, monkeypatch: pytest.MonkeyPatch

@@ -7,8 +7,10 @@ told what the same request read afresh is told."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,3 +106,30 @@ def test_what_is_read_around_the_list_has_the_fields_of_what_a_whole_body_gives(
     for module in (chat, messages, responses_reading):
         assert issubclass(module._Part, module._Request)
         assert module._Part.__struct_fields__ == module._Request.__struct_fields__, module.__name__
+
+
+def test_an_agents_requests_read_the_bytes_before_their_history_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of an agent's requests holds the one before it from its start, so the bytes before its
+    history (Codex's instructions, Claude Code's system prompt) are those of the first: the second
+    request decodes them, every later one takes what that decode gave (and counts what its decoded
+    values hold with the reading that keeps them)."""
+    from gateway_mw.history import responses_reading
+
+    side, states = SURFACES["responses"], CarriedStates()
+    parts: list[bytes] = []
+    decode = responses_reading._decode_part
+    monkeypatch.setattr(responses_reading, "_decode_part", lambda part: parts.append(part) or decode(part))
+    model = "m" * 1000
+    items = [{"role": "user", "content": f"turn {n}", "x_pad": PAD} for n in range(6)]
+    heads = []
+    for turn in range(2, 6):
+        body = json.dumps({"model": model, "instructions": "Be brief. " * 500, "input": items[:turn]}).encode()
+        request = Request(side, body, (states, b"scope"))
+        request.keep()
+        read = request.read
+        assert read is not None and read.model == model and read.count == turn
+        heads.append([part for part in parts if not part.startswith(b'{"input":[')])
+        parts.clear()
+    assert [len(decoded) for decoded in heads] == [0, 1, 0, 0]  # read whole, then its head once
+    places = read.places()
+    assert places.head_read is not None and places.retained >= sys.getsizeof(model) + len(places.segments[-2][0])

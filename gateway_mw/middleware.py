@@ -14,7 +14,7 @@ import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from functools import cache
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 from aiohttp import hdrs, web
 
@@ -149,11 +149,15 @@ async def _close_record(app: web.Application) -> None:
         await record.close()
 
 
+_ABSENT = object()
+
+
 def _innermost(request: web.Request, key: web.AppKey[_T]) -> _T | None:
     """The value of ``key`` in the innermost application that has it, so a sub-app can override."""
     for app in reversed(request.match_info.apps):
-        if key in app:
-            return app[key]
+        value = app.get(key, _ABSENT)  # (``key in app`` raises and catches a KeyError for each app without it)
+        if value is not _ABSENT:
+            return cast(_T, value)
     return None
 
 

@@ -16,7 +16,7 @@ import msgspec
 
 from .envtext import ENV_PREFIX, FALSE_WORDS, read_value
 from .envtext import unknown_variable as _unknown
-from .families import family_for
+from .families import NAME_CHARS, family_for
 from .fieldcheck import check, field_types, twin
 from .profiles import (
     HistoryReasoning,
@@ -233,10 +233,12 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         try:
             return _DERIVED[id(self)].models[model]
         except KeyError:
-            resolved = _derived_of(self).models
-            if len(resolved) >= _RESOLVED_MAX:  # model names are the client's: bounded
-                resolved.clear()
-            config = resolved[model] = self._resolve(model)
+            config = self._resolve(model)
+            if len(model) <= NAME_CHARS:  # model names are the client's: few kept, and short ones
+                resolved = _derived_of(self).models
+                if len(resolved) >= _RESOLVED_MAX:
+                    resolved.clear()
+                resolved[model] = config
             return config
 
     def _resolve(self, model: str) -> ThinkExtractConfig:
@@ -264,10 +266,12 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         try:
             return _DERIVED[id(self)].paths[path]
         except KeyError:
-            paths = _derived_of(self).paths
-            if len(paths) >= _RESOLVED_MAX:  # paths are the client's: bounded
-                paths.clear()
-            surface = paths[path] = self._surface_for(path)
+            surface = self._surface_for(path)
+            if len(path) <= NAME_CHARS:  # paths are the client's: few kept, and short ones
+                paths = _derived_of(self).paths
+                if len(paths) >= _RESOLVED_MAX:
+                    paths.clear()
+                paths[path] = surface
             return surface
 
     def _surface_for(self, path: str) -> Surface | None:

@@ -267,7 +267,21 @@ FAMILIES: tuple[ModelProfile, ...] = (
 """Every built-in family, most specific first."""
 
 
-@lru_cache(maxsize=512)  # model names are the client's: bounded
+NAME_CHARS = 256
+"""A name the client chooses (a model, a path) longer than this is worked out each time, never kept
+in a table of what was worked out from it: no real one is so long, and a kept one holds its bytes
+(a model named with megabytes, in each of a table's entries)."""
+
+
 def family_for(model: str) -> ModelProfile | None:
     """The built-in family of ``model``, or ``None`` when it belongs to none."""
+    return _family_of(model) if len(model) <= NAME_CHARS else _matching(model)
+
+
+@lru_cache(maxsize=512)  # model names are the client's: bounded, and short (:data:`NAME_CHARS`)
+def _family_of(model: str) -> ModelProfile | None:
+    return _matching(model)
+
+
+def _matching(model: str) -> ModelProfile | None:
     return next((family for family in FAMILIES if family.matches(model)), None)

@@ -123,6 +123,27 @@ def test_what_is_worked_out_is_kept_in_a_bounded_table() -> None:
     )  # a configuration sees its own values or none, never another's
 
 
+def test_what_a_client_names_is_kept_only_when_short() -> None:
+    """Model names and paths are the client's: each table of what is worked out from them holds a
+    bounded number of entries, and only short names, so that requests naming long ones (a model of
+    megabytes, an 8 KB path) cannot pin memory; a long one is worked out each time, alike."""
+    from gateway_mw import config as module
+    from gateway_mw import families
+
+    cfg = ThinkExtractConfig(profiles=(ModelProfile(match="qwen3*", separator="|"),))
+    long_model, long_path = "qwen3-" + "m" * (1 << 20), "/" + "p" * 8000 + "/v1/chat/completions"
+    assert (cfg.for_model("qwen3-8b").separator, cfg.surface_for_path("/v1/chat/completions")) == ("|", "chat")
+    families_kept = families._family_of.cache_info().currsize
+    for n in range(3):
+        assert (cfg.for_model(f"{n}{long_model}").separator, cfg.for_model(long_model).separator) == ("\n", "|")
+        assert cfg.surface_for_path(f"/{n}{long_path}") == "chat"
+        assert families.family_for(f"{n}{long_model}") is None
+        assert families.family_for(long_model) is families.family_for("qwen3-8b") is not None
+    derived = module._DERIVED[id(cfg)]
+    assert (list(derived.models), list(derived.paths)) == (["qwen3-8b"], ["/v1/chat/completions"])
+    assert families._family_of.cache_info().currsize == families_kept
+
+
 def test_tag_pair_needs_both_strings() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         TagPair("<t>", "")

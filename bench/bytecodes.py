@@ -96,7 +96,8 @@ def main() -> None:
         "Bytecodes of the gateway's own code per request, 200 KB history with nothing to change, sent again"
         f" (`python bench/bytecodes.py --requests {n}`):\n"
     )
-    print("| surface | all | " + " | ".join(_PARTS.get(name, "the rest (the middleware's own)") for name in names) + " |")
+    heads = [_PARTS.get(name, "the rest (the middleware's own)") for name in names]
+    print("| surface | all | " + " | ".join(heads) + " |")
     print("|---|---|" + "---|" * len(names))
     found = {}
     for surface in args.surfaces.split(","):

@@ -315,8 +315,8 @@ _DERIVED_VALUES_MAX = 64
 
 class _Derived:
     """What is worked out from one configuration: the settings per model, the surface per path, and
-    the values of :attr:`ThinkExtractConfig.derived`. Holds the configuration, so that its identity, the key,
-    is not reused while the entry lives."""
+    the values of :attr:`ThinkExtractConfig.derived`. Holds the configuration, so that its identity,
+    the key, is not reused while the entry lives."""
 
     __slots__ = ("config", "models", "paths", "values")
 

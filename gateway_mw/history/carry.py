@@ -217,16 +217,16 @@ class Known(dict[int, Any]):
         """The facts at the indices below ``shared`` (all of them, in an agent's next request), with
         the measures made of those very facts."""
         pending = bool(self._new)
-        copy = Known()
-        dict.update(copy, self)  # in one step: the request that learned them may still be adding to them
+        every = Known()
+        dict.update(every, self)  # in one step: the request that learned them may still be adding to them
         measured, total, top = self._measured.copy(), self._total, self._top
-        if top < shared and not pending and not self._new and len(measured) == len(copy):
+        if top < shared and not pending and not self._new and len(measured) == len(every):
             # An agent's next request: all of them, each measured, none put in meanwhile (a fact replaced
             # and measured again between the two copies keeps its new measure: one fact's difference;
             # the highest index read after the copy is at least the copy's).
-            copy._measured, copy._total, copy._top = measured, total, top
-            return copy
-        facts = {at: fact for at, fact in copy.items() if at < shared}
+            every._measured, every._total, every._top = measured, total, top
+            return every
+        facts = {at: fact for at, fact in every.items() if at < shared}
         copy = Known()
         dict.update(copy, facts)
         copy._top = max(facts, default=-1)
@@ -349,7 +349,7 @@ UNBOUNDED = 1 << 62
 """What a reading that must not be kept is counted at: more than any bound."""
 
 
-_STRINGS = {str}
+_STRINGS = {str}  # the types of the values a short list of names holds
 
 
 def decoded_bytes(values: Iterable[object]) -> int:

@@ -90,6 +90,7 @@ class _Items:
 
     @property
     def unread(self) -> bool:
+        """Whether none of the items was read yet (nothing asked for them)."""
         return self._items is None
 
     def items(self) -> list[Any]:

@@ -9,6 +9,10 @@ head:     {"model": "m", "messages": null}
 tail:     {"messages":[MARKER, m41, m42], "tools": [...]}   (after the bytes equal up to m40's end)
 ```
 
+The head is the same in each of a conversation's requests after its first (each holds the one
+before it from its start): the second request decodes it, and every later one takes that decode,
+and the buffer it views, from the reading it goes on from (:attr:`~.splice.Places.head_read`).
+
 The tail is read after :data:`MARKER`, a message of one member no client can name (random in each
 process): a body that names its list again after the shared elements has another first element, and
 is read whole. The elements taken from the earlier reading are views into the buffers they were

@@ -1,4 +1,4 @@
-"""Every private part of aiohttp's request that the middleware uses, and nothing else.
+"""Every private part of aiohttp's request that the middleware uses, and one lookup of its own.
 
 The middleware needs four things aiohttp has no public way to do: put its own payload writer
 between the handler and the connection (so that whatever the handler writes goes through it), see a
@@ -6,19 +6,25 @@ body an outer middleware already read, make a rewritten body what every way of r
 returns (``read()``, ``text()``, ``json()``, ``content``), and ask the handler again with another
 body (aiohttp refuses to clone a request whose body was read). Each is done here, on the request
 attributes named in :data:`PRIVATE_ATTRIBUTES`; ``tests/middleware/test_aio.py`` fails, naming the
-attribute, when an aiohttp release renames or drops one.
+attribute, when an aiohttp release renames or drops one. The lookup (:func:`app_setting`) is
+``request.config_dict.get`` made of public calls without the exceptions it raises for a key an
+application lacks.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar, cast
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.streams import StreamReader
 
+_T = TypeVar("_T")
+
 __all__ = [
     "PRIVATE_ATTRIBUTES",
+    "app_setting",
     "clone_with",
     "hand_over",
     "raw_payload",
@@ -84,3 +90,18 @@ def clone_with(request: web.Request, body: bytes, writer: AbstractStreamWriter) 
     clone._payload_writer = writer
     hand_over(clone, body)
     return clone
+
+
+_ABSENT = object()
+
+
+def app_setting(request: web.Request, key: web.AppKey[_T]) -> _T | None:
+    """``request.config_dict.get(key)`` (the value of the application handling it, else of the
+    applications around it), without the ``KeyError`` that lookup raises and catches, in Python, for
+    each application that lacks the key: a few microseconds a request, public calls only."""
+    apps = request.match_info.apps
+    for app in reversed(apps[: apps.index(request.app) + 1]):
+        value = app.get(key, _ABSENT)
+        if value is not _ABSENT:
+            return cast(_T, value)
+    return None

@@ -16,7 +16,7 @@ from aiohttp import ClientConnectionResetError, HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDict
 
-from .aio import restore_writer
+from .aio import app_setting, restore_writer
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .incoming import Incoming, remember
@@ -163,7 +163,7 @@ class Session:
     async def translate_json(self, body: bytes | bytearray) -> bytes | None:
         """A JSON body translated (``None``: nothing changed), counted and kept in the record, its
         usage given the reasoning count it lacks where a token counter is installed."""
-        counter = self.request.config_dict.get(THINKEXTRACT_TOKEN_COUNTER)
+        counter = app_setting(self.request, THINKEXTRACT_TOKEN_COUNTER)
         new, counts, error, to_count = translate_body(
             self.surface, body, self.config, self.new_id, count=counter is not None
         )

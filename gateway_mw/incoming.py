@@ -22,7 +22,7 @@ import msgspec
 from aiohttp import hdrs, web
 from aiohttp.streams import StreamReader
 
-from .aio import hand_over, raw_payload, read_already
+from .aio import app_setting, hand_over, raw_payload, read_already
 from .channels import Said
 from .config import Surface, ThinkExtractConfig
 from .controls import (
@@ -307,7 +307,7 @@ async def _controls(
     server = config.upstream_server
     info = None
     if model is not None and needs_model_info(intent, SURFACES[surface], server, resolved):
-        source = request.config_dict.get(THINKEXTRACT_MODEL_INFO)
+        source = app_setting(request, THINKEXTRACT_MODEL_INFO)
         if source is not None:
             info = await _model_info(source, model)
     return write_controls(intent, fields, SURFACES[surface], server, resolved, info)

@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.helpers import reify
 from aiohttp.test_utils import TestClient
+from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 
 from gateway_mw import aio
@@ -111,3 +112,36 @@ async def test_a_swapped_writer_is_what_the_response_goes_out_through(
     client = await aiohttp_client(app)
     async with client.get("/") as resp:
         assert (resp.status, await resp.read()) == (200, b"THROUGH THE SWAPPED WRITER")
+
+
+async def test_an_applications_setting_is_what_config_dict_gives(aiohttp_client: ClientFactory) -> None:
+    """:func:`aio.app_setting` gives what ``request.config_dict.get`` gives, for a key set on the
+    application that handles the request, on the one around it, on both, on neither, or set to
+    ``None``, in a middleware of either application and in the handler."""
+    keys = {name: web.AppKey(name, object) for name in ("outer", "inner", "both", "neither", "none")}
+    seen: list[tuple[object, object]] = []
+
+    def compare(request: web.Request) -> None:
+        seen.extend((aio.app_setting(request, key), request.config_dict.get(key)) for key in keys.values())
+
+    @web.middleware
+    async def look(request: web.Request, handler: Handler) -> web.StreamResponse:
+        compare(request)
+        return await handler(request)
+
+    async def handler(request: web.Request) -> web.Response:
+        compare(request)
+        return web.Response(text="ok")
+
+    outer, inner = web.Application(middlewares=[look]), web.Application(middlewares=[look])
+    outer[keys["outer"]], outer[keys["both"]], inner[keys["both"]], inner[keys["inner"]] = 1, 2, 3, 4
+    inner[keys["none"]], outer[keys["none"]] = None, 5
+    inner.router.add_post("/x", handler)
+    outer.router.add_post("/x", handler)
+    outer.add_subapp("/sub", inner)
+    client = await aiohttp_client(outer)
+    for path in ("/x", "/sub/x"):
+        async with client.post(path, data=b"{}") as resp:
+            assert (resp.status, await resp.text()) == (200, "ok")
+    assert [mine for mine, _ in seen] == [theirs for _, theirs in seen]
+    assert [mine for mine, _ in seen][-5:] == [1, 4, 3, None, None]  # the handler's, in the sub-application

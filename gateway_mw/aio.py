@@ -27,6 +27,7 @@ __all__ = [
     "app_setting",
     "clone_with",
     "hand_over",
+    "innermost_setting",
     "raw_payload",
     "read_already",
     "restore_writer",
@@ -100,7 +101,19 @@ def app_setting(request: web.Request, key: web.AppKey[_T]) -> _T | None:
     applications around it), without the ``KeyError`` that lookup raises and catches, in Python, for
     each application that lacks the key: a few microseconds a request, public calls only."""
     apps = request.match_info.apps
-    for app in reversed(apps[: apps.index(request.app) + 1]):
+    return _first_set(apps[: apps.index(request.app) + 1], key)
+
+
+def innermost_setting(request: web.Request, key: web.AppKey[_T]) -> _T | None:
+    """The value of ``key`` in the innermost application of the request's route that has it (a
+    sub-application overrides the one around it, whichever application's middleware asks)."""
+    return _first_set(request.match_info.apps, key)
+
+
+def _first_set(apps: tuple[web.Application, ...], key: web.AppKey[_T]) -> _T | None:
+    """The value of ``key`` in the last of ``apps`` that has it (``app.get``: ``key in app`` raises
+    and catches a ``KeyError`` for each application without it)."""
+    for app in reversed(apps):
         value = app.get(key, _ABSENT)
         if value is not _ABSENT:
             return cast(_T, value)

@@ -14,11 +14,11 @@ import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from functools import cache
-from typing import Final, TypeVar, cast
+from typing import Final
 
 from aiohttp import hdrs, web
 
-from .aio import swap_writer
+from .aio import innermost_setting, swap_writer
 from .config import FALSE_WORDS, Surface, ThinkExtractConfig
 from .continuing import continue_answer, whole_body
 from .exchange import THINKEXTRACT_BUDGET, Session, TranslatingWriter
@@ -75,8 +75,6 @@ THINK_EXTRACT_HEADER: Final = "X-Think-Extract"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_T = TypeVar("_T")
-
 
 @cache
 def _env_config() -> ThinkExtractConfig | ValueError:
@@ -103,7 +101,7 @@ def _config_for(request: web.Request) -> ThinkExtractConfig | None:
     """The configuration that applies to ``request``, or ``None`` for a request it does not
     translate. The environment is read only for a POST, and a bad one fails only the routes it
     would translate (with a 500 naming the problem in the log), never the application's others."""
-    config = _innermost(request, THINKEXTRACT_CONFIG)
+    config = innermost_setting(request, THINKEXTRACT_CONFIG)
     if config is not None:
         return config
     env = _env_config()
@@ -149,18 +147,6 @@ async def _close_record(app: web.Application) -> None:
         await record.close()
 
 
-_ABSENT = object()
-
-
-def _innermost(request: web.Request, key: web.AppKey[_T]) -> _T | None:
-    """The value of ``key`` in the innermost application that has it, so a sub-app can override."""
-    for app in reversed(request.match_info.apps):
-        value = app.get(key, _ABSENT)  # (``key in app`` raises and catches a KeyError for each app without it)
-        if value is not _ABSENT:
-            return cast(_T, value)
-    return None
-
-
 @web.middleware
 async def thinkextract_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.method != hdrs.METH_POST:
@@ -169,14 +155,14 @@ async def thinkextract_middleware(request: web.Request, handler: Handler) -> web
     surface = config.surface_for_path(request.path) if config is not None else None
     if config is None or surface is None:
         return await handler(request)
-    new_id = _innermost(request, THINKEXTRACT_IDS) or random_id
-    session = Session(request, surface, config, _innermost(request, THINKEXTRACT_STATS), new_id)
+    new_id = innermost_setting(request, THINKEXTRACT_IDS) or random_id
+    session = Session(request, surface, config, innermost_setting(request, THINKEXTRACT_STATS), new_id)
     reason = _not_translated(request, surface, config)
     if reason is not None:
         session.passed(reason)
         return await handler(request)
 
-    record = _innermost(request, THINKEXTRACT_RECORD)
+    record = innermost_setting(request, THINKEXTRACT_RECORD)
     if record is None and config.reasoning_store != "off":
         _say_no_record(request.app, config.reasoning_store)
     incoming = await rewrite_request(request, surface, config, record)

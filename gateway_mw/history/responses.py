@@ -17,6 +17,7 @@ dropped: no server issued that id. A reference to a message goes on as it came w
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -300,7 +301,9 @@ def _written(
     items, raws = request.items, request.raws
     one_for_one = len(new) == len(items) and starts == list(range(len(items)))
     if one_for_one:
-        changed = {at: [one] for at, (one, item) in enumerate(zip(new, items, strict=True)) if one is not item}
+        # Which went on as something else, found in one pass of C over the list: only those are walked.
+        moved = itertools.compress(range(len(new)), map(operator.is_not, new, items))
+        changed = {at: [new[at]] for at in moved}
     else:
         ends = [*starts[1:], len(new)]
         made_of = {at: new[start:end] for at, (start, end) in enumerate(zip(starts, ends, strict=True))}

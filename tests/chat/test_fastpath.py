@@ -21,6 +21,7 @@ from gateway_mw.surfaces.chat import ChatReference
 from gateway_mw.surfaces.chat import fast as chat_fast
 
 from ..chatlayouts import LAYOUTS, body, dumps, event
+from ..hypothesis_examples import examples
 from ..spelling import SPACING, Spelling
 from ..ssecompare import events_of
 from .support import CFG, EXTRA, TEXT, WORDS, run_events
@@ -111,7 +112,7 @@ def stream(draw: st.DrawFn) -> bytes:
     return b"".join(parts)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(upstream=stream(), piece=st.sampled_from([1500, 4096, 9000, 1 << 20]), field=FIELDS)
 def test_fast_paths_give_what_the_full_path_gives(upstream: bytes, piece: int, field: str) -> None:
     config = CFG.replace(chat_reasoning_field=field)
@@ -208,7 +209,7 @@ def layout_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return b"".join(events), events
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=layout_stream(), piece=st.sampled_from([0, 1500, 1 << 20]), field=FIELDS)
 def test_every_layout_one_event_per_feed_gives_what_the_full_path_gives(
     case: tuple[bytes, list[bytes]], piece: int, field: str
@@ -310,7 +311,7 @@ def all_held_chunk(draw: st.DrawFn) -> bytes:
     return obj(members([*envelope, ("choices", choices)])).encode()
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=all_held_chunk())
 def test_a_chunk_whose_text_is_all_held_gives_what_the_reference_gives(data: bytes) -> None:
     """A tag's chunk in steady text, spelled with members that say nothing or something anywhere:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 
 from ..chatlayouts import LAYOUTS, body
+from ..hypothesis_examples import examples
 from ..spelling import SPACING, Spelling
 from ..ssecompare import events_of
 from .support import EXTRA, TEXT, WORDS, run_events
@@ -88,7 +89,7 @@ def hostile_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return b"".join(events), events
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(case=hostile_stream(), config=CONFIGS, piece=st.sampled_from([0, 0, 1, 700, 1500, 1 << 20]))
 def test_every_setting_and_spelling_gives_what_the_full_path_gives(
     case: tuple[bytes, list[bytes]], config: ThinkExtractConfig, piece: int

@@ -20,6 +20,7 @@ from gateway_mw.scanner import CONTENT, Scanner
 from gateway_mw.sse import SSEDecoder
 
 from ..chatwire import chunk
+from ..hypothesis_examples import examples
 
 CONFIG = ThinkExtractConfig(separator="", max_event_bytes=2048)
 BIG = "x" * 3000  # a chunk over max_event_bytes: streamed through unread
@@ -99,7 +100,7 @@ _HELD_THEN_BIG = [("<think>", "big"), ("</th", "big")]
 _HELD_THEN_BIG_CALL = [("<think>", "big"), ("</th", "big_call")]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @example(deltas=_HELD_THEN_BIG, cuts=[])
 @example(deltas=_HELD_THEN_BIG, cuts=[100])
 @example(deltas=_HELD_THEN_BIG_CALL, cuts=[])
@@ -151,7 +152,7 @@ def client_choices(stream: bytes) -> list[tuple[str, str]]:
     ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     texts=st.lists(CHOICE_TEXT, min_size=1, max_size=3),
     cuts=st.lists(st.integers(0, 40), max_size=6),

@@ -17,6 +17,7 @@ from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.chat import ChatStream, transform_body
 
 from ..chatwire import ENVELOPE, choice, chunk, completion, read_sse, sse, texts
+from ..hypothesis_examples import examples
 
 # One name: these tests are about what moves where; the default's two names are test_fields.py's.
 CFG = ThinkExtractConfig(chat_reasoning_field="reasoning_content")
@@ -315,7 +316,7 @@ TEXT = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=TEXT, sizes=st.lists(st.integers(1, 7), min_size=1, max_size=5), piece=st.integers(0, 40))
 def test_stream_and_non_stream_agree(text: str, sizes: list[int], piece: int) -> None:
     pieces, pos, k = [], 0, 0
@@ -352,7 +353,7 @@ def test_an_absorbed_delta_keeps_usage_and_logprobs() -> None:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     text_a=TEXT,
     text_b=TEXT,
@@ -406,7 +407,7 @@ FRAGMENTS = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(parts=st.lists(FRAGMENTS, max_size=10), cuts=st.lists(st.integers(0, 400), max_size=6))
 @example(parts=[sse(chunk("plain text")), sse(chunk(None, finish="stop")), b"\n"], cuts=[])  # a lone blank line
 def test_malformed_and_tagless_streams_pass_through_byte_for_byte(parts: list[bytes], cuts: list[int]) -> None:

@@ -32,6 +32,7 @@ from ..budgetcuts import (
     unbudgeted,
     units,
 )
+from ..hypothesis_examples import examples
 from .messages_thinker import assert_one_message
 
 CONFIG = ThinkExtractConfig(messages_policy="unsigned")
@@ -104,7 +105,7 @@ PLAIN = st.text(alphabet=st.sampled_from(["a", " ", ">", "/", "t", "\n", "😀"]
 )
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True)  # a pair's halves apart
 @example(reasoning="ab</thi", answer="", cuts=[1, 2, 5], reads=[], budget=2, native=False)  # inside a tag
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:
@@ -124,7 +125,7 @@ def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     echoed=st.booleans(),
 )
 @example(reasoning="<<😀", answer="a😀", cuts=[3], reads=[], budget=2, native=True, echoed=True)
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_the_continuation_makes_one_message_with_nothing_lost(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool, echoed: bool
 ) -> None:

@@ -30,6 +30,7 @@ from ..budgetcuts import (
     unbudgeted,
     units,
 )
+from ..hypothesis_examples import examples
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -77,7 +78,7 @@ def reasoning_events(raw: bytes) -> list[str]:
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=0, native=True)
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=1, native=True)
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True)
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool
 ) -> None:

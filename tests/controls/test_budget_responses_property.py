@@ -32,6 +32,7 @@ from ..budgetcuts import (
     tokens,
     units,
 )
+from ..hypothesis_examples import examples
 
 CONFIG = ThinkExtractConfig()
 MODEL = "Qwen/Qwen3-8B"
@@ -93,7 +94,7 @@ def translated(raw: bytes, reads: list[int], config: ThinkExtractConfig, new_id:
 @example(reasoning="abc def", answer="xy😀", cuts=list(range(1, 30)), reads=[7, 300], budget=3)  # cut, continued
 @example(reasoning="<", answer="x<think>y", cuts=[], reads=[], budget=0)  # the continuation thinks again
 @example(reasoning="<", answer=" ", cuts=[], reads=[], budget=0)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_the_cut_is_at_the_budget_and_the_continuation_makes_one_response(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int
 ) -> None:

@@ -17,6 +17,7 @@ from gateway_mw.history import Request
 from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
 from gateway_mw.surfaces.registry import SURFACES as SURFACES_BY_NAME
 
+from ..hypothesis_examples import examples
 from .writing import MODELS
 
 SURFACES: list[Surface] = list(SURFACES_BY_NAME)
@@ -398,7 +399,7 @@ def odd_bodies(draw: st.DrawFn, surface: Surface) -> bytes:
     return b"{" + b",".join(name + b":" + value for name, value in members) + b"}"
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.data(), st.sampled_from(SURFACES))
 def test_the_history_s_reading_of_any_body_gives_the_intent_the_controls_read(
     data: st.DataObject, surface: Surface
@@ -413,7 +414,7 @@ def test_the_history_s_reading_of_any_body_gives_the_intent_the_controls_read(
         assert read_intent(body, side, request.controls, request.texts()) == read_intent(body, side)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.data(), st.sampled_from(SURFACES))
 def test_an_agent_s_next_request_read_on_from_the_one_before_gives_the_intent_read_alone(
     data: st.DataObject, surface: Surface
@@ -450,7 +451,7 @@ def _body(members: list[tuple[bytes, bytes]]) -> bytes:
     return b"{" + b",".join(name + b":" + value for name, value in members) + b"}"
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(st.data(), st.sampled_from(SURFACES), st.booleans())
 def test_an_agent_s_next_request_of_odd_messages_read_on_gives_the_intent_read_alone(
     data: st.DataObject, surface: Surface, texts_read: bool

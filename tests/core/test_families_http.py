@@ -28,6 +28,7 @@ from gateway_mw import ThinkExtractConfig, setup
 from .. import messageswire as mw
 from .. import responseswire as rw
 from ..chatwire import chunk, completion, sse
+from ..hypothesis_examples import examples
 from .familycases import CASES, NEGATIVE, Case
 
 ALL = CASES + NEGATIVE
@@ -170,7 +171,9 @@ def test_chat_non_stream_and_single_characters(base_url: str, case: Case) -> Non
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 @settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_chat_random_chunkings(base_url: str, case: Case, data: st.DataObject) -> None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, Segment, TagPair, ThinkExtractConfig, extract
 from gateway_mw.harmony import _H_HEADER_MAX, HarmonyScanner
 
+from ..hypothesis_examples import examples
 from .scanning import PAYLOAD, chunkings, merge, scan, trim_edges
 
 HARMONY = [
@@ -62,7 +63,7 @@ CONFIGS = st.builds(
 )
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_chunking_invariance_and_stream_equals_non_stream(
     data: st.DataObject, text: str, config: ThinkExtractConfig
@@ -73,7 +74,7 @@ def test_chunking_invariance_and_stream_equals_non_stream(
     assert scan(list(text), config) == whole
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS.map(lambda c: c.replace(protocol="tags")))
 def test_tags_mode_never_loses_a_payload_character(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     """Markers end blocks, wrappers vanish: every character in none of them survives, in order."""
@@ -81,7 +82,7 @@ def test_tags_mode_never_loses_a_payload_character(data: st.DataObject, text: st
     assert [c for c in out if c in PAYLOAD] == [c for c in text if c in PAYLOAD]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_the_fast_path_contract_holds(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     """While ``steady`` is a kind, a chunk free of ``triggers`` may skip ``feed`` (``pass_steady``
@@ -103,7 +104,7 @@ def test_the_fast_path_contract_holds(data: st.DataObject, text: str, config: Th
     assert [getattr(skipping, c) for c in counters] == [getattr(fed, c) for c in counters]
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_take_steady_is_feed_for_trigger_free_text(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     """While ``steady`` or ``starting`` is a kind, a chunk free of ``triggers`` may go through
@@ -126,7 +127,7 @@ def test_take_steady_is_feed_for_trigger_free_text(data: st.DataObject, text: st
     assert [getattr(taking, c) for c in counters] == [getattr(fed, c) for c in counters]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=SOUP, config=CONFIGS)
 def test_holdback_is_bounded(text: str, config: ThinkExtractConfig) -> None:
     """Live mode holds no more than a proper prefix of one marker; a harmony header at most
@@ -142,7 +143,7 @@ def test_holdback_is_bounded(text: str, config: ThinkExtractConfig) -> None:
             assert scanner._header_len <= _H_HEADER_MAX
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(data=st.data(), at=st.integers(min_value=1000, max_value=1030))
 def test_an_overlong_harmony_header_is_text(data: st.DataObject, at: int) -> None:
     """A header that reaches no ``<|message|>`` within 1024 characters is text, cut at the same
@@ -156,7 +157,7 @@ def test_an_overlong_harmony_header_is_text(data: st.DataObject, at: int) -> Non
     assert scan(data.draw(chunkings(text)), cfg) == whole
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS.map(lambda c: c.replace(protocol="tags")))
 def test_flush_never_loses_a_payload_character(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     scanner = Scanner(config)
@@ -212,7 +213,7 @@ MESSAGES = st.lists(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data(), messages=MESSAGES, lead=BODY, mode=st.sampled_from(["live", "buffered"]), trim=st.booleans())
 def test_harmony_messages_come_out_exactly(
     data: st.DataObject, messages: list[tuple[str, int, str, str]], lead: str, mode: str, trim: bool
@@ -257,7 +258,7 @@ WRAPPED = st.lists(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     data=st.data(),
     plan=WRAPPED,
@@ -297,7 +298,7 @@ def test_wrappers_vanish_and_a_tool_call_ends_an_unclosed_block(
     assert scan(data.draw(chunkings(text)), config) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     data=st.data(),
     space=st.text(alphabet=" \n\t", max_size=6),

@@ -38,6 +38,7 @@ from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.base import NewId
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from ..ssecompare import events_of
 from .matrix import CASES, Case, Read
 
@@ -112,7 +113,7 @@ def events_per_read(case: Case, stream: bytes) -> list[bytes]:
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_client_reads_the_models_text(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -121,7 +122,7 @@ def test_the_client_reads_the_models_text(name: str, data: st.DataObject) -> Non
 
 
 @pytest.mark.parametrize("name", WITH_REFERENCE)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_fast_paths_give_the_references_events(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -134,7 +135,7 @@ def test_the_fast_paths_give_the_references_events(name: str, data: st.DataObjec
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_cutting_gives_the_same_events(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -143,7 +144,7 @@ def test_any_cutting_gives_the_same_events(name: str, data: st.DataObject) -> No
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -155,7 +156,7 @@ def test_a_stream_and_a_body_of_the_same_text_read_the_same(name: str, data: st.
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_character_arrives_before_the_final_event(name: str, data: st.DataObject) -> None:
     """Text held at the end (a partial tag) goes out before ``[DONE]``, ``message_stop``,
@@ -206,7 +207,7 @@ def before_final(case: Case, stream: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_reaches_the_client_as_it_came(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -218,7 +219,7 @@ def test_a_servers_own_reasoning_reaches_the_client_as_it_came(name: str, data: 
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_every_character_of_the_answer_before_the_final_event(
     name: str, data: st.DataObject
@@ -230,7 +231,7 @@ def test_a_servers_own_reasoning_every_character_of_the_answer_before_the_final_
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_reads_the_same_streamed_or_not(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -245,7 +246,7 @@ def test_a_servers_own_reasoning_reads_the_same_streamed_or_not(name: str, data:
 
 
 @pytest.mark.parametrize("name", WITH_REFERENCE)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_servers_own_reasoning_the_fast_paths_give_the_references_events(name: str, data: st.DataObject) -> None:
     case = CASES[name]
@@ -325,7 +326,7 @@ def assert_without_reasoning(out: bytes, full: Read, reasoning: str, read: Any, 
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_without_reasoning_the_answer_is_the_same_and_carries_none(name: str, data: st.DataObject) -> None:
     """With ``reasoning_exclude``, the client reads the answer it reads without it, whatever the
@@ -415,7 +416,7 @@ def _post(url: str, body: bytes, content_type: str, cuts: list[int]) -> bytes:
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
 @given(data=st.data())
 def test_over_http_the_client_reads_the_models_text(
     name: str, server_urls: dict[str, str], data: st.DataObject
@@ -429,7 +430,7 @@ def test_over_http_the_client_reads_the_models_text(
 
 
 @pytest.mark.parametrize("name", SURFACES)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, *NO_FIXTURE_RESET])
 @given(data=st.data())
 def test_over_http_a_servers_own_reasoning_reaches_the_client_as_it_came(
     name: str, server_urls: dict[str, str], data: st.DataObject

@@ -25,6 +25,8 @@ from gateway_mw.proxy.settings import Settings
 from gateway_mw.surfaces.definition import NDJSON_TYPES, SSE_TYPES, SurfaceDefinition
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
+
 
 def _members(protocol: type) -> set[str]:
     return {
@@ -245,7 +247,7 @@ ANSWERS = st.dictionaries(st.sampled_from(KEYS), VALUES | st.dictionaries(st.sam
 
 
 @pytest.mark.parametrize("surface", SURFACES)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(answer=ANSWERS)
 def test_what_any_answer_said_is_read_without_failing(surface: Surface, answer: dict[str, Any]) -> None:
     """An upstream's body of any shape (``"choices": 5``, ``"content": {}``…) gives what it said, or

@@ -19,6 +19,7 @@ from gateway_mw.config import Surface
 from gateway_mw.scanner import Scanner, at_once, merge_segments
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from .scanning import CONFIGS, FRAGMENTS, PIECES
 
 # Whitespace of every kind str.isspace() knows (the edges are trimmed with it), and the halves of a
@@ -87,7 +88,7 @@ def scanned(text: str, config: ThinkExtractConfig) -> tuple[list[Segment], tuple
     return out, (scanner.reasoning_blocks, scanner.reasoning_chars, scanner.unclosed, scanner.overflows)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(config=AT_ONCE_CONFIGS, data=st.data())
 def test_a_whole_text_known_at_once_is_what_the_scan_gives(config: ThinkExtractConfig, data: st.DataObject) -> None:
     text = data.draw(texts(config))
@@ -105,7 +106,7 @@ BEFORE = st.sampled_from(["", "", "", "native", "half"])
 """What a channel had before its whole text: nothing, the upstream's own reasoning, half a character."""
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(config=AT_ONCE_CONFIGS, parallel=st.booleans(), injected=st.booleans(), data=st.data())
 def test_a_channel_given_its_text_at_once_is_one_given_it_and_ended(
     config: ThinkExtractConfig, parallel: bool, injected: bool, data: st.DataObject
@@ -222,7 +223,7 @@ def _translated(surface: Surface, body: bytes, config: ThinkExtractConfig) -> tu
     return out, tuple(getattr(counts, name) for name in type(counts).__slots__)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     config=AT_ONCE_CONFIGS,
     surface=st.sampled_from(sorted(SURFACES)),

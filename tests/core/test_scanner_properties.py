@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from gateway_mw import DEFAULT_TAG_PAIRS, Scanner, TagPair, ThinkExtractConfig, extract
 
+from ..hypothesis_examples import examples
 from .scanning import PAYLOAD, chunkings, merge, scan, trim_edges
 
 OVERLAPPING = (TagPair("<w>", "]]>"), TagPair("<w>v", "</w>"), TagPair("aab", "aac"))
@@ -37,7 +38,7 @@ CONFIGS = st.builds(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_chunking_invariance_and_stream_equals_non_stream(
     data: st.DataObject, text: str, config: ThinkExtractConfig
@@ -49,7 +50,7 @@ def test_chunking_invariance_and_stream_equals_non_stream(
     assert scan(list(text), config) == whole
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS)
 def test_no_payload_character_is_ever_lost(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     out = "".join(t for _, t in scan(data.draw(chunkings(text)), config))
@@ -87,7 +88,7 @@ def _render(plan: list[tuple[str, str, TagPair]]) -> str:
     return "".join(pair.open + body + pair.close if kind == "reasoning" else body for kind, body, pair in plan)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data(), plan=PLAN, mode=st.sampled_from(["live", "buffered"]), trim=st.booleans())
 def test_lossless_on_known_blocks(
     data: st.DataObject, plan: list[tuple[str, str, TagPair]], mode: str, trim: bool
@@ -99,7 +100,7 @@ def test_lossless_on_known_blocks(
     assert scan(data.draw(chunkings(text)), config) == _expected(plan, trim)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), plan=PLAN, cut=st.integers(min_value=0, max_value=20))
 def test_buffered_unclosed_block_reproduces_the_input_exactly(
     data: st.DataObject, plan: list[tuple[str, str, TagPair]], cut: int
@@ -113,7 +114,7 @@ def test_buffered_unclosed_block_reproduces_the_input_exactly(
     assert blocks[-1][1].endswith(tail)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=SOUP, config=CONFIGS)
 def test_live_holdback_is_bounded_by_the_longest_tag(text: str, config: ThinkExtractConfig) -> None:
     """Live mode holds back no more than a proper prefix of some tag between feeds."""
@@ -149,7 +150,7 @@ def _is_whitespace_deletion(short: str, long: str) -> bool:
     return i == len(short)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(data=st.data(), text=SOUP, config=CONFIGS.map(lambda c: c.replace(strip_whitespace=False)))
 def test_trim_tag_edges_only_deletes_whitespace(data: st.DataObject, text: str, config: ThinkExtractConfig) -> None:
     """On any text, trimming on gives the blocks of trimming off, kind for kind, each with some of
@@ -163,7 +164,7 @@ def test_trim_tag_edges_only_deletes_whitespace(data: st.DataObject, text: str, 
     assert all(_is_whitespace_deletion(a, b) for (_, a), (_, b) in zip(on, off, strict=True))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     data=st.data(),
     words=st.lists(st.text(alphabet="zq日", min_size=1, max_size=3), min_size=1, max_size=4),

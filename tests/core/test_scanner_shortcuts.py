@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from gateway_mw import Scanner, Segment, ThinkExtractConfig, extract
 from gateway_mw.scanner import merge_segments
 
+from ..hypothesis_examples import examples
 from .scanning import CONFIGS, PIECES
 
 
@@ -43,7 +44,7 @@ def drive(scanner: Scanner, pieces: list[str], take: bool) -> tuple[list[Segment
     return merge_segments(out), counters
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(pieces=PIECES, config=CONFIGS)
 def test_the_whole_tag_step_and_take_steady_are_the_scan(pieces: list[str], config: ThinkExtractConfig) -> None:
     reference = drive(Scanning(config), pieces, take=False)

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from gateway_mw import sse
 from gateway_mw.sse import BOM, SSEDecoder, SSEEvent, encode_event
 
+from ..hypothesis_examples import examples
+
 
 def decode_all(pieces: list[bytes], max_event_bytes: int = 1 << 20) -> list[SSEEvent]:
     """The events, then the unterminated tail (if any) as a last pseudo-event with no data."""
@@ -201,7 +203,7 @@ def streams(draw: st.DrawFn) -> bytes:
     return out
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8))
 def test_any_chunking_gives_the_same_events_and_the_same_bytes(stream: bytes, cuts: list[int]) -> None:
     bounds = sorted({0, len(stream), *[c for c in cuts if c < len(stream)]})
@@ -211,7 +213,7 @@ def test_any_chunking_gives_the_same_events_and_the_same_bytes(stream: bytes, cu
     assert events == decode_all([stream])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8))
 def test_the_lf_fast_path_agrees_with_the_line_reader(stream: bytes, cuts: list[int]) -> None:
     stream = stream.replace(b"\r", b"")  # the fast path serves "\n" streams
@@ -224,7 +226,7 @@ def test_the_lf_fast_path_agrees_with_the_line_reader(stream: bytes, cuts: list[
     assert decode_all(pieces) == slow + last + ([SSEEvent(raw=tail)] if tail else [])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(stream=streams(), cuts=st.lists(st.integers(0, 200), max_size=8), cap=st.integers(1, 40))
 @example(stream=b": comment\r\ndata: x\r\n\r\ndata: \n\n", cuts=[21], cap=8)  # "\r" | "\n" at the cap
 def test_any_cap_and_chunking_lose_and_reorder_no_byte(stream: bytes, cuts: list[int], cap: int) -> None:

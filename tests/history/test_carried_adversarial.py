@@ -36,6 +36,7 @@ from gateway_mw.marks import encode_blob
 from gateway_mw.profiles import ModelProfile
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from .strategies import MODELS, chat_requests, configs, messages_requests, responses_requests
 from .test_carried_agents_http import _carry_in
 from .tracing import traced
@@ -211,7 +212,7 @@ def _told_carried(
     return (*told, carried.controls, carried.texts(), carried.model, carried.count), carried
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_scopes_requests_in_any_sequence_are_told_what_reading_each_afresh_does(
     surface: str, data: st.DataObject
@@ -266,7 +267,7 @@ def interleavings(draw: st.DrawFn, requests: int) -> list[int]:
     return order
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data(), config=settings_())
 def test_requests_of_one_scope_in_flight_at_once_are_each_told_what_reading_afresh_does(
     surface: str, data: st.DataObject, config: ThinkExtractConfig
@@ -671,7 +672,7 @@ async def _received(
     return seen
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(
     data=st.data(),
     surface=st.sampled_from(list(PATHS)),
@@ -748,7 +749,7 @@ def _with_shadows(surface: str, model: str, history: list[Any], shadowed: list[b
     return (json.dumps(head)[:-1] + f', "{_key(surface)}": [' + ", ".join(items) + f'], "x_pad": "{PAD}"}}').encode()
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(
     surface=st.sampled_from(list(SURFACES)),
     data=st.data(),
@@ -778,7 +779,7 @@ def test_messages_with_duplicate_keys_are_told_what_reading_afresh_does(
     assert (*told, carried.controls, carried.texts(), carried.model, carried.count) == afresh
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(
     request=chat_requests(),
     surfaces=st.lists(st.sampled_from(list(SURFACES)), min_size=2, max_size=4),
@@ -826,7 +827,7 @@ def test_a_chat_body_read_in_two_passes_goes_on_from_one_read_in_one(surface: st
     assert len(body) > 1 << 20
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str, data: st.DataObject) -> None:
     """An agent's requests, going on, rewinding, edited, under changing settings: once a request is
@@ -857,7 +858,7 @@ def test_a_body_whose_reading_is_no_longer_kept_is_held_by_nothing(surface: str,
     assert [sys.getrefcount(bodies[at]) for at in gone] == [held[at] for at in gone]  # each as it was made
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data(), config=settings_())
 def test_a_request_that_sends_back_the_rewritten_history_is_told_what_reading_afresh_does(
     surface: str, data: st.DataObject, config: ThinkExtractConfig
@@ -1082,7 +1083,7 @@ def wild_items(draw: st.DrawFn) -> Any:
     return item
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_a_hostile_clients_requests_are_told_what_reading_afresh_does(surface: str, data: st.DataObject) -> None:
     side = SURFACES[surface]  # type: ignore[index]

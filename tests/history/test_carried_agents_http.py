@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gateway_mw import THINKEXTRACT_RECORD, ThinkExtractConfig, incoming, setup
 from gateway_mw.history.carry import CARRIED_BYTES, CarriedStates
 
+from ..hypothesis_examples import examples
 from .strategies import configs
 
 SYSTEM = "Be brief. " + "." * CARRIED_BYTES  # every body carries its reading
@@ -134,7 +135,7 @@ async def _received(
     return seen
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),
     surface=st.sampled_from(list(PATHS)),

@@ -19,6 +19,7 @@ from gateway_mw.history.recall import Recalled
 from gateway_mw.history.responses_reading import Responses
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from .strategies import configs, responses_requests
 from .test_carried_digests import _agent
 
@@ -151,7 +152,7 @@ def _respelled(items: list[Any], reordered: bool) -> list[Any]:
     return [dict(reversed(item.items())) if isinstance(item, dict) else item for item in items]
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(
     earlier=responses_requests(),
     more=responses_requests(),

@@ -18,6 +18,7 @@ from gateway_mw.history import Request
 from gateway_mw.history.carry import CarriedStates
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from .test_carried_adversarial import PAD, REQUESTS, Record, _said, _told_afresh, _told_carried, settings_
 
 SPACES = st.sampled_from(["", " ", "\n", "\t ", "\r\n  "])
@@ -77,7 +78,7 @@ def ends(draw: st.DrawFn, key: str) -> str:
     return out + draw(SPACES) + "}" + draw(st.sampled_from(["", "", "", "", "", "", " ", "x"]))
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(surface=st.sampled_from(list(SURFACES)), data=st.data())
 def test_what_a_body_writes_around_the_history_it_shares_is_read_as_afresh(surface: str, data: st.DataObject) -> None:
     side = SURFACES[surface]  # type: ignore[index]

@@ -24,6 +24,7 @@ from gateway_mw.history.passed import read_on, read_whole
 from gateway_mw.surfaces.registry import SURFACES
 
 from ..controls.test_properties import conversations, encoded, odd_bodies, odd_message
+from ..hypothesis_examples import examples
 
 NAMES: list[Surface] = list(SURFACES)
 LONG = "x" * CARRIED_BYTES
@@ -62,7 +63,7 @@ def _with_list(body: bytes, surface: Surface, elements: list[bytes]) -> bytes:
     return encoded(read).replace(b'"@LIST@"', b"[" + b",".join(elements) + b"]")
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.data(), st.sampled_from(NAMES))
 def test_any_body_read_to_be_kept_gives_the_plain_read(data: st.DataObject, surface: Surface) -> None:
     """A large body of any shape (roles named twice or missing, contents of any type, messages that
@@ -74,7 +75,7 @@ def test_any_body_read_to_be_kept_gives_the_plain_read(data: st.DataObject, surf
     assert _outcome(read) == _outcome(read_with_texts(padded, _controls(surface)))
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.data(), st.sampled_from(NAMES), st.booleans())
 def test_an_agent_s_next_request_read_on_gives_the_plain_read(
     data: st.DataObject, surface: Surface, same_members: bool
@@ -91,7 +92,7 @@ def test_an_agent_s_next_request_read_on_gives_the_plain_read(
     assert _outcome(_read(later, side, (states, b"scope"))) == _outcome(read_with_texts(later, side))
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.data(), st.sampled_from(NAMES))
 def test_an_agent_s_next_request_is_read_after_the_messages_it_shares(data: st.DataObject, surface: Surface) -> None:
     """Where the bytes before and after the shared messages are the same, the next request is read
@@ -239,7 +240,7 @@ def test_what_a_kept_reading_holds_is_counted(surface: Surface, hostile: str) ->
     assert held <= states.size < 3 * held  # (and not so far over that the bound keeps much less than it could)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.data(), st.sampled_from(NAMES))
 def test_a_next_request_whose_last_shared_message_moved_its_cache_marker_is_read_on(
     data: st.DataObject, surface: Surface

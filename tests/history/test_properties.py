@@ -13,6 +13,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.history import plan_for, request_model, server_of, transform_request
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from .strategies import chat_requests, configs, messages_requests, responses_requests
 
 CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
@@ -36,7 +37,7 @@ def chat_shape(request: dict[str, Any]) -> list[Any]:
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(request=chat_requests(), config=configs())
 def test_chat(request: dict[str, Any], config: ThinkExtractConfig) -> None:
     after, _ = apply("chat", request, config)
@@ -62,7 +63,7 @@ def test_chat(request: dict[str, Any], config: ThinkExtractConfig) -> None:
             assert "tool_calls" in message  # a reasoning-only message has content ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(request=messages_requests(), config=configs())
 def test_messages(request: dict[str, Any], config: ThinkExtractConfig) -> None:
     after, _ = apply("messages", request, config)
@@ -94,7 +95,7 @@ def test_messages(request: dict[str, Any], config: ThinkExtractConfig) -> None:
             assert len(thinking) <= 1 and all(b["thinking"] and b["signature"].startswith("gw1:") for b in thinking)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(request=responses_requests(), config=configs())
 def test_responses(request: dict[str, Any], config: ThinkExtractConfig) -> None:
     after, _ = apply("responses", request, config)
@@ -122,7 +123,7 @@ def test_responses(request: dict[str, Any], config: ThinkExtractConfig) -> None:
                 assert "encrypted_content" not in item  # vLLM refuses any
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(request=st.one_of(chat_requests(), messages_requests(), responses_requests()), config=configs())
 def test_a_request_without_reasoning_is_never_changed(request: dict[str, Any], config: ThinkExtractConfig) -> None:
     """Strip every reasoning carrier and tag from the history first: then no form changes a byte."""

@@ -22,6 +22,7 @@ from gateway_mw.history import Recalled, Request, record_entries, record_keys, s
 from gateway_mw.history.recall import Thread
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
 from . import reference
 from .strategies import REASONING, chat_requests, configs, messages_requests, responses_requests, tagged
 
@@ -109,7 +110,7 @@ def splicing(spliced: bool) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("spliced", [True, False], ids=["written in place", "encoded whole"])
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(case=cases(), config=configs(), data=st.data())
 def test_the_request_read_once_rewrites_as_the_reference(
     spliced: bool, case: tuple[Surface, bytes], config: ThinkExtractConfig, data: st.DataObject
@@ -129,7 +130,7 @@ def test_the_request_read_once_rewrites_as_the_reference(
         encoded_whole(surface, new, old, body)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(case=cases(), config=configs(), data=st.data())
 def test_the_record_keeps_what_the_reference_kept(
     case: tuple[Surface, bytes], config: ThinkExtractConfig, data: st.DataObject
@@ -170,7 +171,7 @@ ESCAPES = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(strings=st.lists(st.lists(ESCAPES, max_size=4).map("".join), min_size=1, max_size=3))
 def test_a_body_a_decoder_reads_holds_no_lone_surrogate_to_mask(strings: list[str]) -> None:
     """Why a body read whole is not scanned for lone surrogate escapes: the decoder refuses one
@@ -188,7 +189,7 @@ TEXT_PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(pieces=st.lists(TEXT_PIECES, max_size=8), model=st.sampled_from(["qwen3-8b", "gpt-oss-20b", "kimi-k2", None]))
 def test_a_replayed_text_is_split_as_the_scanner_splits_it(pieces: list[str], model: str | None) -> None:
     """The shortcut of a replayed text with no open tag in it (all answer) against the scanner."""
@@ -226,7 +227,7 @@ def test_a_raw_value_starts_at_its_own_first_byte() -> None:
     assert (all_objects(raws[:2]), all_objects(raws), all_objects([])) == (True, False, False)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     pieces=st.lists(TEXT_PIECES, max_size=8),
     model=st.sampled_from(["qwen3-8b", "deepseek-r1", "gpt-oss-20b", "kimi-k2", None]),
@@ -261,7 +262,7 @@ def test_the_keys_of_turns_that_carry_their_own_reasoning_take_no_digest_of_the_
 
 
 @given(case=cases(), odd=st.sampled_from([None, "[]", '["Hi"]', '[{"role":"user","content":"Hi"},4]']))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_a_large_chat_body_read_in_two_passes_is_read_as_in_one(case: tuple[Surface, bytes], odd: str | None) -> None:
     """A body over the one-pass size is read as its outline, then each message (no decoder call holds
     the lock for long): the same model and the same messages' fields, or nothing, as one pass gives."""

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from gateway_mw.history.carry import Known, Sizes, held
 
+from ..hypothesis_examples import examples
+
 _VALUES = st.recursive(
     st.none() | st.integers() | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
@@ -44,7 +46,7 @@ def _edit(values: list[Any] | dict[int, Any], step: tuple[str, int, Any]) -> Non
         values.pop()
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(first=st.lists(_VALUES, max_size=8), steps=_steps(), mapping=st.booleans())
 def test_what_values_hold_is_their_plain_sum_after_any_edits(
     first: list[Any], steps: list[tuple[str, int, Any]], mapping: bool
@@ -71,7 +73,7 @@ def _measured(sizes: Sizes, values: list[Any] | dict[int, Any]) -> int:
     return values.held() if isinstance(values, Known) else sizes.of(values)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     first=st.lists(_VALUES, min_size=1, max_size=8),
     shared=st.integers(0, 8),
@@ -107,7 +109,7 @@ def test_measures_taken_from_an_earlier_reading_sum_to_the_plain_sum(
         assert sizes.of(later) == _plain(later)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     first=st.lists(_VALUES, min_size=1, max_size=8),
     shared=st.integers(0, 8),
@@ -141,7 +143,7 @@ def _copy(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(first=st.lists(_VALUES, max_size=8), steps=_steps(), shared=st.integers(0, 8))
 def test_lists_made_whole_sum_to_the_plain_sum(
     first: list[Any], steps: list[tuple[str, int, Any]], shared: int

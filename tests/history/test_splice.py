@@ -18,6 +18,8 @@ from gateway_mw.history.carry import CarriedStates
 from gateway_mw.history.splice import Places, replaced
 from gateway_mw.surfaces.registry import SURFACES
 
+from ..hypothesis_examples import examples
+
 SPACES = st.sampled_from(["", " ", "\n  ", "\t", "\r\n"])
 KEYS = st.sampled_from(["role", "content", "type", "id", "na\u00efve", 'quote"d', "tab\t"])
 VALUES = st.recursive(
@@ -67,7 +69,7 @@ def bodies(draw: st.DrawFn, elements: st.SearchStrategy[str]) -> tuple[bytes, li
     return text.encode(), spans, texts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=bodies(spelled_objects().map(lambda spelled: spelled[0])), data=st.data())
 def test_an_objects_place_is_where_it_was_written_or_none_when_its_bytes_cannot_prove_it(
     case: tuple[bytes, list[tuple[int, int]], list[str]], data: st.DataObject
@@ -99,7 +101,7 @@ def _spelled(value: Any) -> bytes | None:
     return b",".join(json.dumps(one).encode() for one in (value if isinstance(value, tuple) else (value,)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=bodies(VALUES.map(json.dumps)), data=st.data())
 def test_a_lists_elements_replaced_and_left_out_as_python_would_and_nothing_else_changed(
     case: tuple[bytes, list[tuple[int, int]], list[str]], data: st.DataObject

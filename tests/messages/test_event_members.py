@@ -21,6 +21,7 @@ from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages import MessagesReference, MessagesStream
 
+from ..hypothesis_examples import examples
 from ..messageswire import (
     end,
     json_delta,
@@ -110,7 +111,7 @@ def escaped_stream(draw: st.DrawFn) -> tuple[list[bytes], list[bytes], ThinkExtr
     return plain, hostile, draw(st.sampled_from(CONFIGS)), draw(st.booleans())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=escaped_stream())
 def test_an_escaped_index_key_is_renumbered_as_a_plain_one(
     case: tuple[list[bytes], list[bytes], ThinkExtractConfig, bool],
@@ -232,7 +233,7 @@ def without_member(events: list[Any]) -> list[Any]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=member_stream())
 def test_a_text_deltas_thinking_member_never_replaces_the_reasoning(
     case: tuple[list[bytes], list[bytes], ThinkExtractConfig, bool],

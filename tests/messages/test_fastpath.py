@@ -25,6 +25,7 @@ from gateway_mw.channels import Transcripts
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.messages import MessagesReference, MessagesStream
 
+from ..hypothesis_examples import examples
 from ..messageswire import end, message_start, read_sse, signature
 from ..spelling import SPACING, Spelling
 
@@ -179,7 +180,7 @@ FEEDS = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(case=upstream(), piece=FEEDS)
 def test_the_production_translator_gives_what_the_reference_gives(
     case: tuple[list[bytes], ThinkExtractConfig], piece: int | list[int]

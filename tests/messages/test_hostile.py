@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 
+from ..hypothesis_examples import examples
 from ..messageswire import end, message_start, read_sse, signature, sse
 
 try:  # anthropic ≥ 1 is built on the httpx2 fork, the older generation on httpx
@@ -212,7 +213,9 @@ def indexes_never_collide(body: bytes) -> None:
             assert item["index"] < started
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(upstreams(), st.sampled_from(["unsigned", "redacted"]))
 def test_the_client_gets_what_the_model_wrote(upstream: tuple[Written, bytes, list[int]], policy: str) -> None:
     written, stream, cuts = upstream

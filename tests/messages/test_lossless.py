@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, ThinkExtractConfig
 from gateway_mw.pipeline import StreamPipeline
 
+from ..hypothesis_examples import examples
 from ..lossless import only_tags_removed, parse_sse
 from ..messageswire import end, message_start, sse, start, stop, text
 
@@ -110,7 +111,7 @@ def well_formed(body: bytes) -> None:
 
 @pytest.mark.parametrize("policy", ["unsigned", "redacted"])
 @pytest.mark.parametrize("mode", ["live", "buffered"])
-@settings(max_examples=75, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(upstream=upstreams())
 def test_no_character_is_lost_or_reordered(policy: str, mode: str, upstream: tuple[bytes, list[int]]) -> None:
     stream, cuts = upstream

@@ -16,6 +16,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.sse import SSEDecoder, SSEEvent
 from gateway_mw.surfaces.messages import MessagesStream, gateway_signature, transform_body, translate_stream
 
+from ..hypothesis_examples import examples
 from ..messageswire import (
     MESSAGE_STOP,
     PING,
@@ -486,7 +487,7 @@ def upstream_message(draw: st.DrawFn) -> tuple[list[Any], list[dict[str, Any]]]:
     return events + end(), content
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     upstream_message(),
     st.sampled_from(["unsigned", "redacted"]),
@@ -538,7 +539,7 @@ def through_pipeline(stream: bytes, config: ThinkExtractConfig, groups: list[int
     return out, (c.reasoning_blocks, c.reasoning_chars, c.unclosed, c.unreadable_events)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     upstream_message(),
     st.sampled_from(["unsigned", "redacted"]),

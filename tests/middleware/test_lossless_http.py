@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from gateway_mw import DEFAULT_TAG_PAIRS, ThinkExtractConfig, setup
 
 from ..chatwire import chunk, sse
+from ..hypothesis_examples import examples
 from ..lossless import only_tags_removed, parse_sse, recovered
 
 ROUTE = "/v1/chat/completions"
@@ -130,7 +131,9 @@ def segments(body: bytes) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["live", "buffered"])
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(upstream=upstreams())
 def test_no_character_is_lost_or_reordered(server_url: str, mode: str, upstream: tuple[bytes, list[int]]) -> None:

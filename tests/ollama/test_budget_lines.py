@@ -27,6 +27,7 @@ from ..budgetcuts import (
     unbudgeted,
     units,
 )
+from ..hypothesis_examples import examples
 
 CONFIG = ThinkExtractConfig()
 MODEL = "qwen3:8b"
@@ -82,7 +83,7 @@ def reasoning_lines(raw: bytes) -> list[str]:
 @example(reasoning="<<😀", answer="", cuts=[3], reads=[], budget=2, native=True, chat=True)  # between a pair's halves
 @example(reasoning="ab", answer="c", cuts=[1], reads=[], budget=1, native=False, chat=True)  # "</think>" in one line
 @example(reasoning="<<<<<<<<<😀<", answer="", cuts=[7, 17, 18], reads=[], budget=0, native=False, chat=False)
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_the_cut_is_at_the_budget_and_what_went_before_is_the_unbudgeted_stream(
     reasoning: str, answer: str, cuts: list[int], reads: list[int], budget: int, native: bool, chat: bool
 ) -> None:

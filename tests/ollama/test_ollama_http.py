@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from gateway_mw import ThinkExtractConfig, setup
 from gateway_mw.scanner import CONTENT, extract
 
+from ..hypothesis_examples import examples
 from .wire import METRICS, body, stream
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -102,7 +103,9 @@ async def test_the_reasoning_arrives_in_thinking(aiohttp_server: ServerFactory, 
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     text=st.lists(st.sampled_from(["<think>", "</think>", "<thi", "nk>", "a", " b", "é🙂", "\n", "ok."]), max_size=10),

@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from gateway_mw.record import MemoryRecord, RecordCounts, storage_key
 
+from ..hypothesis_examples import examples
 from .support import Clock
 
 TTL = 100.0
@@ -133,7 +134,7 @@ class MemoryRecordMachine(RuleBasedStateMachine):
         self.loop.close()
 
 
-MemoryRecordMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
+MemoryRecordMachine.TestCase.settings = settings(max_examples=examples(200), stateful_step_count=30, deadline=None)
 TestMemoryRecord = MemoryRecordMachine.TestCase
 
 

@@ -21,6 +21,7 @@ from gateway_mw.surfaces.responses.body import SLICE, plain_output
 from gateway_mw.surfaces.responses.reference import replayer
 
 from ..core.familycases import CASES
+from ..hypothesis_examples import examples
 from ..responseswire import function_call, message, output_text, reasoning, response
 
 FRAGMENTS = [
@@ -125,7 +126,7 @@ def counted(counts: Counts) -> dict[str, Any]:
     return {name: getattr(counts, name) for name in Counts.__slots__}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(output=ITEMS, config=st.sampled_from(CONFIGS), model=st.sampled_from(MODELS), text=st.none() | st.text())
 def test_written_directly_as_replayed(
     output: list[Any], config: ThinkExtractConfig, model: str, text: str | None

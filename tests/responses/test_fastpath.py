@@ -26,6 +26,7 @@ from gateway_mw.sse import SSEDecoder
 from gateway_mw.surfaces.responses import ResponsesStream
 from gateway_mw.surfaces.responses.reference import ResponsesReference
 
+from ..hypothesis_examples import examples
 from ..spelling import SPACING, Spelling
 from .support import full_path, layout_body, new_ids, run_events, text_events
 
@@ -244,7 +245,7 @@ def stream(draw: st.DrawFn) -> bytes:
     return b"".join(up.parts)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     upstream=stream(),
     piece=st.sampled_from([1536, 4096, 9000, 65536, 1 << 20]),
@@ -489,7 +490,7 @@ def layout_stream(draw: st.DrawFn) -> list[bytes]:
     return out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(events=layout_stream(), group=st.sampled_from([1, 1, 2, 5, 16, 0]), config=st.sampled_from(LAYOUT_CONFIGS))
 def test_every_layout_gives_what_the_full_path_gives(
     events: list[bytes], group: int, config: ThinkExtractConfig

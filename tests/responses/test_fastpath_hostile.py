@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from gateway_mw import ThinkExtractConfig
 from gateway_mw.sse import SSEDecoder
 
+from ..hypothesis_examples import examples
 from ..responseswire import normalize
 from ..ssecompare import events_of
 from .support import run_events, text_events
@@ -54,7 +55,7 @@ def _frames(bodies: list[dict[str, Any]], spell: dict[int, dict[str, str]], name
 ZERO = st.sampled_from(["0.0", "0e5", "0E+2", "0e-1", "-0.0", "0.00e9", "-0"])
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     which=st.integers(1, 11),
     key=st.sampled_from(["output_index", "content_index"]),

@@ -21,6 +21,7 @@ from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.scanner import CONTENT, REASONING, Scanner, Segment
 from gateway_mw.sse import SSEDecoder
 
+from ..hypothesis_examples import examples
 from ..responseswire import (
     added,
     completed,
@@ -221,7 +222,7 @@ def runs_of(final: list[Any]) -> list[tuple[str, str]]:
 _HELD_THEN_BIG_CALL = [[("<think>", "big_delta"), ("</th", "big_call")]]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[])
 @example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[1])
 @example(data=_HELD_THEN_BIG_CALL, call_first=False, cuts=[100])

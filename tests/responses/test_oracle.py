@@ -29,6 +29,7 @@ from gateway_mw.marks import NewId
 from gateway_mw.pipeline import StreamPipeline
 from gateway_mw.surfaces.responses.reference import ResponsesReference
 
+from ..hypothesis_examples import examples
 from ..spelling import SPACING, Spelling
 
 MSG = "msg_67ccd3a9da748190baa7f1570fe91ac6"
@@ -235,7 +236,9 @@ def translated(pieces: list[bytes], config: ThinkExtractConfig, reference: bool)
     return out, (counts, pipeline.said())
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(data=st.data(), events=upstreams(), config=st.sampled_from(CONFIGS))
 def test_the_deployed_translator_gives_the_references_bytes(
     data: st.DataObject, events: list[bytes], config: ThinkExtractConfig

@@ -24,6 +24,7 @@ from gateway_mw.surfaces.responses import ResponsesStream, rebuild, transform_bo
 from gateway_mw.surfaces.responses import items as items_module
 from gateway_mw.surfaces.responses.reference import replayer
 
+from ..hypothesis_examples import examples
 from ..responseswire import (
     USAGE,
     added,
@@ -439,7 +440,7 @@ def check_stream(events: list[Any]) -> dict[str, Any]:
     return result
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     messages=st.lists(st.tuples(TEXT, st.lists(st.integers(0, 60), max_size=4)), min_size=1, max_size=2),
     call_at=st.none() | st.integers(0, 1),
@@ -479,7 +480,7 @@ def test_crlf_stream_is_answered_in_crlf() -> None:
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     messages=st.lists(st.tuples(TEXT, st.lists(st.integers(0, 60), max_size=4)), min_size=1, max_size=2),
     config=CONFIGS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import msgspec
 
@@ -233,13 +233,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         try:
             return _DERIVED[id(self)].models[model]
         except KeyError:
-            config = self._resolve(model)
-            if len(model) <= NAME_CHARS:  # model names are the client's: few kept, and short ones
-                resolved = _derived_of(self).models
-                if len(resolved) >= _RESOLVED_MAX:
-                    resolved.clear()
-                resolved[model] = config
-            return config
+            return _kept(_derived_of(self).models, model, self._resolve(model))
 
     def _resolve(self, model: str) -> ThinkExtractConfig:
         family = family_for(model) if self.families else None
@@ -266,13 +260,7 @@ class ThinkExtractConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         try:
             return _DERIVED[id(self)].paths[path]
         except KeyError:
-            surface = self._surface_for(path)
-            if len(path) <= NAME_CHARS:  # paths are the client's: few kept, and short ones
-                paths = _derived_of(self).paths
-                if len(paths) >= _RESOLVED_MAX:
-                    paths.clear()
-                paths[path] = surface
-            return surface
+            return _kept(_derived_of(self).paths, path, self._surface_for(path))
 
     def _surface_for(self, path: str) -> Surface | None:
         best: Surface | None = None
@@ -311,6 +299,17 @@ _AUTO = ("auto", "auto")
 _RESOLVED_MAX = 1024
 _DERIVED_MAX = 256
 _DERIVED_VALUES_MAX = 64
+_V = TypeVar("_V")
+
+
+def _kept(table: dict[str, _V], name: str, value: _V) -> _V:
+    """``value``, kept in ``table`` under ``name`` when the name is short (the client chooses it:
+    :data:`~.families.NAME_CHARS`), the table emptied first when full."""
+    if len(name) <= NAME_CHARS:
+        if len(table) >= _RESOLVED_MAX:
+            table.clear()
+        table[name] = value
+    return value
 
 
 class _Derived:

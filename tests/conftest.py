@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import logging
@@ -85,9 +86,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Where the environment writes no bytecode (``PYTHONDONTWRITEBYTECODE``), each Python process a
-    test starts (a docs block, the gateway, gunicorn's workers: a hundred or so a run) would compile
-    the package from its source again. The run compiles it once, next to its sources, and removes
-    what it wrote when it ends; the test processes themselves, and pytest's workers, leave it alone."""
+    test starts (a docs block, the gateway, gunicorn's workers) would compile the package from its
+    source again, a quarter of its CPU. The run compiles it once, next to its sources, and removes
+    what it wrote when it ends (pytest's workers leave it to the run that started them)."""
     if hasattr(config, "workerinput") or not sys.dont_write_bytecode:
         return
     written: list[Path] = []
@@ -99,8 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     def remove() -> None:
         for compiled in written:
-            compiled.unlink(missing_ok=True)
-            if not any(compiled.parent.iterdir()):
+            with contextlib.suppress(OSError):  # removed already, or the folder holds others' files
+                compiled.unlink()
                 compiled.parent.rmdir()
 
     config.add_cleanup(remove)

@@ -68,22 +68,6 @@ async def closing() -> AsyncIterator[Closing]:
             await close()
 
 
-def pytest_collection(session: pytest.Session) -> None:
-    """The collection makes objects that live as long as the run (the test modules, their data):
-    the garbage collector would walk them again and again while they are made, a third of the
-    collection's time. It starts again once the collection ends."""
-    gc.disable()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What the imports and the collection made lives as long as the run: frozen, it is left out of
-    every later garbage collection, so that a test's ``gc.collect()`` (the memory-tracing tests make
-    two a run) walks only what the tests made."""
-    gc.collect()  # once: what the collection left unreachable is freed, not frozen
-    gc.freeze()
-    gc.enable()
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Where the environment writes no bytecode (``PYTHONDONTWRITEBYTECODE``), each Python process a
     test starts (a docs block, the gateway, gunicorn's workers) would compile the package from its
@@ -105,3 +89,19 @@ def pytest_configure(config: pytest.Config) -> None:
                 compiled.parent.rmdir()
 
     config.add_cleanup(remove)
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    """The collection makes objects that live as long as the run (the test modules, their data):
+    the garbage collector would walk them again and again while they are made, a third of the
+    collection's time. It starts again once the collection ends."""
+    gc.disable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the imports and the collection made lives as long as the run: frozen, it is left out of
+    every later garbage collection, so that a test's ``gc.collect()`` (the memory-tracing tests make
+    two a run) walks only what the tests made."""
+    gc.collect()  # once: what the collection left unreachable is freed, not frozen
+    gc.freeze()
+    gc.enable()

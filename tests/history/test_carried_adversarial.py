@@ -1008,9 +1008,9 @@ def test_a_request_read_while_the_one_it_goes_on_from_is_being_answered_reaches_
     with_carry: list[bytes] = []
     without: list[bytes] = []
     try:
-        asyncio.run(_in_flight(surface, config, "qwen3-8b", result, True, with_carry))
+        asyncio.run(_in_flight(surface, config, "qwen3-8b", result, carried=True, seen=with_carry))
         assert [len(one) for one in states.readings._scopes.values()] == [1]  # each went on from the one before
-        asyncio.run(_in_flight(surface, config, "qwen3-8b", result, False, without))
+        asyncio.run(_in_flight(surface, config, "qwen3-8b", result, carried=False, seen=without))
     finally:
         _carry_in(kept)
     assert with_carry == without

@@ -264,6 +264,15 @@ class Channels:
                 self._high[channel] = held
         return text
 
+    def halves(self) -> dict[Hashable, str]:
+        """The surrogate halves held for the channels' next texts (a copy, for :meth:`restore_halves`)."""
+        return dict(self._high)
+
+    def restore_halves(self, halves: dict[Hashable, str]) -> None:
+        """Hold ``halves`` again, as :meth:`halves` gave them: a text :meth:`whole` joined went out
+        as it came, halves and all."""
+        self._high = halves
+
     def has_half(self, channel: Hashable) -> bool:
         """Whether ``channel``'s last text ended with half a character, held for the next."""
         return channel in self._high

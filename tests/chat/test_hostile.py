@@ -193,3 +193,32 @@ def test_choices_in_any_interleaving_and_utf16_cuts_reach_the_sdk_whole(
             )
         )
     assert client_choices(out) == expected
+
+
+# -- a chunk that stays unread while it ends with half a surrogate pair ----------------------------
+
+
+def _translated(frames: list[bytes]) -> bytes:
+    pipeline = StreamPipeline("chat", CONFIG)
+    out = b"".join(pipeline.feed(frame) for frame in frames) + pipeline.finish()
+    assert pipeline.error is None
+    return out
+
+
+def test_a_half_in_a_chunk_that_goes_out_unread_is_not_sent_again_with_the_next() -> None:
+    """The chunk goes out as it came, its high half with it; the next chunk's low half, whose other
+    half is gone, is U+FFFD (as any lone half): no character is sent twice."""
+    unread = b'data: {"choices":[{"index":0,"delta":{"content":"ab\\ud83d"},"finish_reason":7}]}\n\n'
+    low = b'data: {"choices":[{"index":0,"delta":{"content":"\\ude00cd"},"finish_reason":null}]}\n\n'
+    done = b"data: [DONE]\n\n"
+    fixed = b'data: {"choices":[{"index":0,"delta":{"content":"\xef\xbf\xbdcd"},"finish_reason":null}]}\n\n'
+    assert _translated([unread, low, done]) == unread + fixed + done
+
+
+def test_a_number_out_of_range_next_to_a_half_leaves_the_chunk_as_it_came() -> None:
+    """-1e400 is read as infinity, which has no JSON: the chunk is not written again (``-Infinity``
+    is no JSON a client reads), it goes out as it came, and nothing of it is held."""
+    odd = b'data: {"choices":[{"index":0,"delta":{"content":"ab\\ud83d"},"logprobs":-1e400,"finish_reason":null}]}\n\n'
+    plain = _sse(chunk("cd"))
+    done = b"data: [DONE]\n\n"
+    assert _translated([odd, plain, done]) == odd + plain + done

@@ -68,12 +68,15 @@ class ChatReference(Translator):
         try:
             chunk = decode_chunk(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
+            halves = self.channels.halves()  # put back if the chunk is no chunk after all
             whole = self._whole_characters(data)
             try:
                 if whole is None:
                     raise ValueError("not a chunk")
                 chunk = decode_chunk(whole)
             except (ValueError, msgspec.ValidationError):
+                # It goes out as it came, its halves with it: none of them is held for the next chunk.
+                self.channels.restore_halves(halves)
                 return self.unreadable(event)  # not a chunk we can read
             event, data, joined = encode_event(whole, fields=event.fields), whole, True
         return self.chunk_event(event, data, chunk, joined)
@@ -212,9 +215,10 @@ class ChatReference(Translator):
             if isinstance(delta, dict) and isinstance(text, str) and isinstance(index := choice.get("index", 0), int):
                 delta["content"] = self.channels.whole(index, text)
         try:
-            return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
-        except UnicodeEncodeError:
-            return None  # half a character somewhere else: unreadable
+            # allow_nan=False: a number out of range (-1e400) read as infinity has no JSON to be written as.
+            return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        except (UnicodeEncodeError, ValueError):
+            return None  # half a character somewhere else, or such a number: unreadable
 
     @staticmethod
     def _note_calls(transcripts: Transcripts, index: int, raw: msgspec.Raw) -> None:

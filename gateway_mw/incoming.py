@@ -228,7 +228,9 @@ async def _rewritten(
             if keys:  # asked for only with a record (keyed)
                 recall = NOTHING if record is None or scope is None else await _recall(record, scope.value, keys)
                 new = await _off_loop(_work(reading), transform_request, reading.side, reading, config, recall)
-            reading.keep(new)  # for the scope's next request, which takes what it learned
+            # For the scope's next request, which takes what it learned: measured first (a first request's
+            # every decoded value), where its reading's work runs.
+            await _off_loop(_work(reading), reading.keep, new)
             read = reading
         else:
             # (a large one's controls read kept for the scope's next request, as a read history is)
@@ -327,6 +329,8 @@ def _work(request: Request) -> int:
     request, what it read of its own and the messages its digest hashes again, and what it learned
     already of the rest (:data:`CARRIED_WORK`)."""
     fresh_bytes, fresh_count = request.fresh
+    if request.read is None:  # maybe read again, whole and masked (a lone surrogate escape): as its first read
+        return fresh_bytes if fresh_bytes <= _READ_ON_LOOP_BYTES else OFF_LOOP_BYTES + 1
     unhashed = request.unhashed  # shared, but digested again: as much work as reading them afresh
     learned = request.count - fresh_count - unhashed
     return fresh_bytes + MESSAGE_WORK * (fresh_count + unhashed) + CARRIED_WORK * learned

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["mask", "unmask"]
+__all__ = ["lifted", "mask", "unmask"]
 
 _ESCAPE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
 """A backslash run, then ``u`` and a surrogate's hex digits: an escape when the run is odd."""
@@ -61,6 +61,20 @@ def mask(body: bytes) -> bytes | None:
 def unmask(body: bytes) -> bytes:
     """The transform's output of a masked body, every masked escape given back."""
     return _MASKED.sub(_lift, body)
+
+
+def lifted(out: bytes, masked: bytes) -> bytes | None:
+    """:func:`unmask` of ``out``, a transform's output of the ``masked`` body, when it holds no more
+    masked escapes than that body: ``None`` when it does (text the transform wrote itself, a reasoning
+    that spells ``C:\\\\dead``, would be lifted into a lone surrogate: the body goes as it came)."""
+    if _count(out) > _count(masked):
+        return None
+    return unmask(out)
+
+
+def _count(body: bytes) -> int:
+    """The masked escapes in ``body``: backslash runs of even length before a surrogate's digits."""
+    return sum(1 for m in _MASKED.finditer(body) if len(m.group(1)) % 2 == 0)
 
 
 def _lift(found: re.Match[bytes]) -> bytes:

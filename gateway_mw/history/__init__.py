@@ -303,4 +303,4 @@ def transform_request(
     if again.read is None:
         return None
     new = side.transform_history(again.read, again.plan(config), recall)
-    return None if new is None else surrogates.unmask(new)
+    return None if new is None else surrogates.lifted(new, masked)

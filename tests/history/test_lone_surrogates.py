@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gateway_mw.config import ThinkExtractConfig
 from gateway_mw.history import surrogates, transform_request
+from gateway_mw.marks import redacted_data
 from gateway_mw.surfaces.registry import SURFACES
 
 CONFIG = ThinkExtractConfig(upstream_server="sglang")
@@ -75,3 +76,34 @@ def test_a_body_that_spells_a_backslash_before_surrogate_digits_is_not_masked() 
     assert surrogates.mask(chat("\\u005c \ud83d")) is None
     assert surrogates.mask(chat("\U0001f600")) is None  # a pair: one character, nothing to mask
     assert surrogates.mask(chat("plain")) is None
+
+
+REDACTED = ThinkExtractConfig(upstream_server="vllm", messages_policy="redacted")
+
+
+def messages_with_blob(reasoning: str, user: str) -> bytes:
+    """A messages history whose earlier turn carries its reasoning in the gateway's own
+    ``redacted_thinking`` block (its text in no string of the body)."""
+    messages: list[Any] = [
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": [
+            {"type": "redacted_thinking", "data": redacted_data(reasoning)}, {"type": "text", "text": "ok"}]},
+        {"role": "user", "content": "go"},
+    ]  # fmt: skip
+    return json.dumps({"model": "m", "max_tokens": 9, "messages": messages}).encode()
+
+
+@given(reasoning=TEXTS.filter(lambda text: not has_lone(text)), lone=st.sampled_from(["\ud83d", "\ude00", "a\udbff"]))
+@example(reasoning="the file is C:\\dead\\beef", lone="\ud83d")
+def test_reasoning_the_transform_writes_is_never_lifted_into_a_lone_surrogate(reasoning: str, lone: str) -> None:
+    """Text the transform writes itself (a blob's reasoning, the record's) that spells a backslash
+    before a surrogate's digits is no masked escape: a body masked for a lone escape elsewhere is
+    rewritten with that reasoning as it was, or goes as it came; the client's escape stays its own."""
+    body = messages_with_blob(reasoning, f"cut {lone}")
+    got = transform_request(SURFACES["messages"], body, REDACTED)
+    plain = transform_request(SURFACES["messages"], messages_with_blob(reasoning, f"cut {STAND_IN}"), REDACTED)
+    assert plain is not None
+    if got is None:  # only when the reasoning spells a backslash before a d: the mask could not be told from it
+        assert b"\\\\d" in escaped(reasoning).lower()
+        return
+    assert json.loads(got) == json.loads(plain.replace(STAND_IN.encode(), escaped(lone)))

@@ -192,6 +192,7 @@ async def test_a_smaller_history_of_many_short_turns_is_rewritten_in_a_worker_th
     """Each message costs about as much as 2 KiB of text (``MESSAGE_WORK``): a quarter of a megabyte
     of short turns is more work than a megabyte of long ones, and goes to a worker thread."""
     on_loop = _threads_of_transform(surface, monkeypatch)
+    sent_to_worker = worker_calls(monkeypatch)
     doc = turn(surface, "sunny")
     key = "input" if surface == "responses" else "messages"
     asked = {"role": "user", "content": "And then?"}
@@ -201,7 +202,30 @@ async def test_a_smaller_history_of_many_short_turns_is_rewritten_in_a_worker_th
     async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
         assert await post(base, path_of(surface), body) == (200, b"ok")
     assert on_loop == [False]
+    # its reading measured for the scope's next request there too (every decoded value, afresh)
+    assert sent_to_worker[:2] == ["Request", "_planned"] and sent_to_worker[-1] == "keep"
     assert upstream_body(up) != body
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+async def test_a_large_history_with_a_lone_surrogate_escape_is_read_again_in_a_worker_thread(
+    surface: Surface, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone surrogate escape keeps the decoder from reading the body: it is read again with the
+    escape masked, whole, and that read (its messages unknown until then) runs where a large body's
+    first read ran, in a worker thread; the escape goes on as the client spelled it."""
+    on_loop = _threads_of_transform(surface, monkeypatch)
+    doc = turn(surface, "sunny")
+    key = "input" if surface == "responses" else "messages"
+    asked = {"role": "user", "content": "And then?"}
+    doc[key] = [dict(asked, content="cut \ud83d"), *doc[key], *(dict(asked, content=f"{i}?") for i in range(9_000))]
+    body = encoded(doc)  # the lone half written as its escape
+    assert b"cut \\ud83d" in body and len(body) > 256 << 10
+    async with RawUpstream(answer_ok) as up, serving(settings(upstream=up.url)) as base:
+        assert await post(base, path_of(surface), body) == (200, b"ok")
+    assert on_loop == [False]
+    sent = upstream_body(up)
+    assert sent != body and b"cut \\ud83d" in sent  # rewritten, the client's escape as it came
 
 
 @pytest.mark.parametrize("surface", SURFACES)

@@ -191,9 +191,14 @@ def _plain(value: Any) -> str:
 
 
 def _switch_of(text: str) -> Literal["off", "on"] | None:
+    """The switch ``text`` ends with: a word of its own (a path or an address that ends in
+    ``/think`` is no switch), whitespace after it."""
     end = text.rstrip()
-    if end.endswith("/no_think"):
-        return "off"
-    if end.endswith("/think"):
-        return "on"
+    for switch, said in _SWITCHES:
+        if end.endswith(switch):
+            before = end[: -len(switch)]
+            return said if not before or before[-1].isspace() else None
     return None
+
+
+_SWITCHES: tuple[tuple[str, Literal["off", "on"]], ...] = (("/no_think", "off"), ("/think", "on"))

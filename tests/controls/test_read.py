@@ -156,6 +156,9 @@ BAD: list[dict[str, Any]] = [
     {"chat_template_kwargs": ["enable_thinking"]},
     {"messages": [{"role": "assistant", "content": "done /no_think"}]},
     {"messages": [{"role": "user", "content": "/no_think is a word here, not at the end"}]},
+    {"messages": [{"role": "user", "content": "Summarise https://example.com/blog/think"}]},
+    {"messages": [{"role": "user", "content": "Open C:/projects/no_think"}]},
+    {"messages": [{"role": "user", "content": "see a/no_think\n"}]},
 ]
 
 

@@ -10,7 +10,7 @@ import msgspec
 from .fields import ControlFields
 from .intent import EFFORTS, Effort, Intent, ModelInfo
 
-__all__ = ["Out", "Outcome", "nearest_effort"]
+__all__ = ["Out", "Outcome", "nearest_effort", "token_count"]
 
 Outcome = Literal["unchanged", "applied", "nearest", "unsupported"]
 
@@ -89,7 +89,7 @@ class Out:
         """A budget: in the server's own ``field`` where it has one and may be given it, else the
         gateway's where it can enforce one, else thinking on (the nearest)."""
         if field is not None and self.server_budget:
-            own = _count(_decoded(self.current(field)))
+            own = token_count(self.current(field))
             if own is not None and self.intent.form == "operator":
                 # The client's own budget, in the server's field: the operator's default leaves it,
                 # and a pinned one is a ceiling (as of two budgets read from the client's forms).
@@ -197,6 +197,11 @@ class Out:
                 self.edits[name] = _encode(kept) if kept else None
         if self.edits:
             self.written.append("the client's control removed")
+
+
+def token_count(raw: msgspec.Raw | None) -> int | None:
+    """A member's value as a token count the servers take; ``None`` when it is none (or absent)."""
+    return _count(_decoded(raw))
 
 
 def _count(value: Any) -> int | None:

@@ -22,7 +22,7 @@ from .fields import ControlFields
 from .intent import Effort, Intent, IntentKind, ModelInfo
 from .ollama import ollama_asks, ollama_messages, ollama_messages_asks, ollama_native, ollama_openai
 from .operator import decide
-from .out import Out, Outcome, nearest_effort
+from .out import Out, Outcome, nearest_effort, token_count
 from .side import ControlSide
 from .switches import ALL, HARMONY, TEMPLATE_KEYS, Writer, bucket, harmony_level, no_switch, put_switch
 
@@ -302,10 +302,24 @@ ASKS_MODEL: dict[tuple[str, Surface], Callable[[IntentKind, str], bool]] = {
 depend on what the upstream says of the model."""
 
 
-def _effective(intent: Intent, config: ThinkExtractConfig) -> tuple[Intent, bool]:
+def _effective(intent: Intent, config: ThinkExtractConfig, own_budget: bool = False) -> tuple[Intent, bool]:
+    """The intent to write, and whether the operator's replaced the client's (:func:`.operator.decide`).
+    ``own_budget``: the client set the server's own budget field, and so said a budget, which the
+    operator's default (for a request that says nothing) leaves as it came."""
     if not config.reasoning_controls:
         return Intent(), False
+    if own_budget and intent.kind == "default" and not config.reasoning_control_pinned:
+        return intent, False
     return decide(intent, config.reasoning_control, config.reasoning_control_pinned)
+
+
+_SERVER_BUDGETS = {"vllm": "thinking_token_budget", "llamacpp": "thinking_budget_tokens"}
+"""The budget field each server reads of a request, of its own."""
+
+
+def _said_own_budget(fields: ControlFields, server: str) -> bool:
+    name = _SERVER_BUDGETS.get(server)
+    return name is not None and token_count(getattr(fields, name)) is not None
 
 
 def needs_model_info(intent: Intent, surface: ControlSide, server: str, config: ThinkExtractConfig) -> bool:
@@ -326,7 +340,7 @@ def write_controls(
     """The edits that say ``intent`` (the client's, read from the body whose ``fields`` these are,
     under the operator's control in ``config``, the settings for the request's model) to the
     ``server`` behind the upstream, on ``surface``."""
-    written, override = _effective(intent, config)
+    written, override = _effective(intent, config, _said_own_budget(fields, server))
     if written.kind == "default":
         return Controlled(written, "unchanged")
     writer = WRITERS.get((server, surface.name))

@@ -189,15 +189,12 @@ async def test_a_budget_past_any_server_s_integer_is_written_as_the_largest_one(
     assert gateway.stats.surface("chat").controls == {"budget:applied": 1}
 
 
-@pytest.mark.parametrize(
-    ("pinned", "own", "kept"), [(False, 500, 500), (False, 10, 10), (True, 500, 50), (True, 10, 10)]
-)
-async def test_the_operator_s_budget_never_raises_nor_replaces_the_client_s_own_budget_field(
-    start: Callable[..., Awaitable[Gateway]], pinned: bool, own: int, kept: int
+@pytest.mark.parametrize(("own", "kept"), [(500, 50), (10, 10)])
+async def test_a_pinned_operator_budget_is_a_ceiling_on_the_client_s_own_budget_field(
+    start: Callable[..., Awaitable[Gateway]], own: int, kept: int
 ) -> None:
-    """A client that set the server's own budget field said a budget: the operator's default
-    (for a request that says nothing) leaves it; pinned, the operator's is a ceiling (the smaller)."""
-    gateway = await start(VLLM.replace(reasoning_control="budget:50", reasoning_control_pinned=pinned))
+    """Pinned, the operator's budget wins over the client's own, in the server's field: the smaller."""
+    gateway = await start(VLLM.replace(reasoning_control="budget:50", reasoning_control_pinned=True))
     sent = {"model": "qwen3-8b", "messages": USER, "thinking_token_budget": own}
     assert await gateway.post(ROUTES["chat"], compact(sent)) == 200
     (forwarded,) = gateway.upstream
@@ -206,6 +203,24 @@ async def test_the_operator_s_budget_never_raises_nor_replaces_the_client_s_own_
         "chat_template_kwargs": {"enable_thinking": True},
         "thinking_token_budget": kept,
     }
+
+
+@pytest.mark.parametrize("control", ["budget:50", "off", "high", "on"])
+@pytest.mark.parametrize(
+    ("server", "field", "model"),
+    [("vllm", "thinking_token_budget", "qwen3-8b"), ("llamacpp", "thinking_budget_tokens", "deepseek-r1"),
+     ("vllm", "thinking_token_budget", "gpt-oss-20b")],
+)  # fmt: skip
+async def test_the_operator_s_default_leaves_a_client_that_set_the_server_s_own_budget_field(
+    start: Callable[..., Awaitable[Gateway]], control: str, server: str, field: str, model: str
+) -> None:
+    """A client that set the server's own budget field said a budget: the operator's default, for
+    a request that says nothing, is not this one's; its body arrives as it came."""
+    gateway = await start(ThinkExtractConfig(upstream_server=server, reasoning_control=control))
+    body = compact({"model": model, "messages": USER, field: 500})
+    assert await gateway.post(ROUTES["chat"], body) == 200
+    assert gateway.upstream == [body]
+    assert gateway.stats.surface("chat").controls == {"default:unchanged": 1}
 
 
 async def test_a_body_that_says_nothing_arrives_as_the_same_bytes(start: Callable[..., Awaitable[Gateway]]) -> None:

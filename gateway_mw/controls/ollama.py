@@ -126,7 +126,9 @@ def ollama_openai(effort_field: tuple[str, ...]) -> Writer:
         else:
             wanted = intent.effort if intent.effort is not None else bucket(intent.budget or 0)
             levels = _ollama_levels(out, switch, HARMONY)
-            own = out.value_at(at) is not None  # the client's own level, where Ollama reads it
+            # The client's own level, where Ollama reads it ("none" turns thinking off on every version,
+            # and an empty one says nothing: neither is a level to replace or to drop).
+            own = out.value_at(at) not in (None, "none", "")
             if out.info.thinking is False or switch == "none" or levels is None:
                 out.unsupported()
                 if own:  # refused as it came: dropped

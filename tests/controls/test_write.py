@@ -117,6 +117,11 @@ ROWS: list[Row] = [
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, None, "nearest", {"reasoning_effort": "low"}),
     ("chat", "ollama", "C", {"reasoning_effort": "none"}, CANNOT, "unsupported", {"reasoning_effort": "none"}),
     ("chat", "ollama", "A", {"think": "high"}, None, "nearest", {"think": "high"}),
+    # where Ollama reads the level, "none" (off on every version) is no level to replace or to drop
+    ("chat", "ollama", "A", {"reasoning_effort": "high", "reasoning": {"effort": "none"}}, None, "nearest",
+     {"reasoning_effort": "high", "reasoning": {"effort": "none"}}),
+    ("chat", "ollama", "A", {"reasoning_effort": "high", "reasoning": {"effort": "none"}}, CANNOT, "unsupported",
+     {"reasoning_effort": "high", "reasoning": {"effort": "none"}}),
     # -- messages, vLLM: thinking ignored there; output_config.effort (low…max) and the switch
     ("messages", "vllm", "A", {"thinking": {"type": "disabled"}}, None, "applied",
      {"thinking": {"type": "disabled"}, "chat_template_kwargs": NO}),

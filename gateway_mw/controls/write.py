@@ -264,6 +264,10 @@ def _sglang_messages(out: Out, switch: str) -> None:
             out.nearest()
         if not out.put_in("output_config", {"effort": effort}):
             out.unsupported()
+        elif switch in TEMPLATE_KEYS and out.current("thinking") is None:
+            # An effort is thinking on, which SGLang does not derive from it (it sets the effort after
+            # the switch): a family off by default (DeepSeek V3.1) would not think.
+            out.put("thinking", {"type": "enabled"})
     else:
         assert intent.budget is not None
         out.nearest()  # accepted, not enforced

@@ -141,9 +141,14 @@ ROWS: list[Row] = [
     ("messages", "sglang", "B", {"reasoning_effort": "none"}, None, "applied",
      {"reasoning_effort": "none", "thinking": {"type": "disabled"}}),
     ("messages", "sglang", "A", {"output_config": {"effort": "xhigh"}}, None, "applied",
-     {"output_config": {"effort": "xhigh"}}),
+     {"output_config": {"effort": "xhigh"}, "thinking": {"type": "enabled"}}),
     ("messages", "sglang", "A", {"reasoning_effort": "minimal"}, None, "nearest",
-     {"reasoning_effort": "minimal", "output_config": {"effort": "low"}}),
+     {"reasoning_effort": "minimal", "output_config": {"effort": "low"}, "thinking": {"type": "enabled"}}),
+    # an effort is thinking on: a family off by default is switched on (SGLang derives no switch from it)
+    ("messages", "sglang", "B", {"output_config": {"effort": "high"}}, None, "applied",
+     {"output_config": {"effort": "high"}, "thinking": {"type": "enabled"}}),
+    ("messages", "sglang", "B", {"output_config": {"effort": "high"}, "thinking": {"type": "adaptive"}}, None,
+     "applied", {"output_config": {"effort": "high"}, "thinking": {"type": "adaptive"}}),
     ("messages", "sglang", "A", {"reasoning": {"enabled": True}}, None, "applied",
      {"reasoning": {"enabled": True}, "thinking": {"type": "enabled"}}),
     # gpt-oss: output_config.effort becomes the request's reasoning_effort, after thinking

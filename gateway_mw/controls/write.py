@@ -323,7 +323,8 @@ _SERVER_BUDGETS = {"vllm": "thinking_token_budget", "llamacpp": "thinking_budget
 
 def _said_own_budget(fields: ControlFields, server: str) -> bool:
     name = _SERVER_BUDGETS.get(server)
-    return name is not None and token_count(getattr(fields, name)) is not None
+    raw = getattr(fields, name) if name is not None else None
+    return bool(raw) and token_count(raw) is not None  # (absent: empty, nothing to decode)
 
 
 def needs_model_info(intent: Intent, surface: ControlSide, server: str, config: ThinkExtractConfig) -> bool:

@@ -33,7 +33,7 @@ from ..surfaces.registry import SURFACES
 from .auth import ClientKeys
 from .detect import detect_server
 from .errors import body_timed_out, error_response, error_shape
-from .heads import REQUEST_ID_HEADER, VIA, append_to, path_refusal, request_id, strip_hop_by_hop
+from .heads import REQUEST_ID_HEADER, VIA, append_to, path_refusal, request_id, sendable, strip_hop_by_hop
 from .logsafe import printable, request_line
 from .metrics import Counters, GatewayMetrics
 from .modelinfo import OllamaModels
@@ -315,8 +315,9 @@ class Proxy:
         complete = opened = False
         outcome = "cancelled"  # unless it ends otherwise: the gateway's stop cancelled it
         try:
-            resp = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            resp.headers.extend(strip_hop_by_hop(upstream.headers))
+            headers, reason = sendable(strip_hop_by_hop(upstream.headers), upstream.reason)
+            resp = web.StreamResponse(status=upstream.status, reason=reason)
+            resp.headers.extend(headers)
             resp.headers.setdefault(REQUEST_ID_HEADER, rid)
             if self.settings.forwarded_headers:
                 append_to(resp.headers, hdrs.VIA, VIA)
@@ -405,5 +406,10 @@ def _client_keys(keys: tuple[Secret, ...]) -> ClientKeys:
 
 
 def _describe(exc: BaseException) -> str:
-    text = printable(str(exc))  # it may quote what the upstream sent
+    if isinstance(exc, aiohttp.ClientResponseError):
+        # Its text holds the request's whole address (a key in its query) and its message quotes the
+        # bytes the upstream sent (the request echoed, say): only the kind of fault is told.
+        kind = str(exc.message).partition(":")[0].partition("\n")[0][:80]
+        return printable(f"{type(exc).__name__} {exc.status}" + (f" ({kind})" if kind else ""))
+    text = printable(str(exc))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

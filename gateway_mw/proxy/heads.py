@@ -19,6 +19,7 @@ __all__ = [
     "append_to",
     "path_refusal",
     "request_id",
+    "sendable",
     "strip_hop_by_hop",
 ]
 
@@ -91,6 +92,23 @@ def strip_hop_by_hop(headers: Mapping[str, str], also: frozenset[str] = frozense
         if lname not in HOP_BY_HOP and lname not in named and lname not in also:
             out.add(name, value)
     return out
+
+
+_UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What aiohttp refuses to write in a header or a status line (a header injection): a control
+character, the tab aside."""
+
+
+def sendable(headers: CIMultiDict[str], reason: str | None) -> tuple[CIMultiDict[str], str | None]:
+    """An upstream's answer's ``headers`` and status ``reason``, less what aiohttp would refuse to
+    write: a header whose name or value holds a control character is dropped, such a reason left to
+    aiohttp (its standard phrase). The client gets the rest of the answer, not a 500."""
+    if _UNSENDABLE.search("".join([*headers.keys(), *headers.values(), reason or ""])) is None:
+        return headers, reason
+    kept: CIMultiDict[str] = CIMultiDict(
+        (name, value) for name, value in headers.items() if not _UNSENDABLE.search(name + value)
+    )
+    return kept, None if reason is None or _UNSENDABLE.search(reason) else reason
 
 
 def append_to(headers: CIMultiDict[str], name: str, value: str) -> None:

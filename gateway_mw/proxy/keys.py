@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from .schema import UNNAMED, Secret, Settings, SettingsError
 
-__all__ = ["read_client_keys"]
+__all__ = ["read_client_keys", "variable_named"]
 
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -36,6 +36,15 @@ def _key_file(path: str) -> list[Secret]:
     return found
 
 
+def variable_named(name: str) -> str:
+    """``name``, a setting's variable, as an error shows it: as it is when it is spelled as a variable
+    is (upper case), else not at all (a key written where its variable's name belongs)."""
+    return name if _VARIABLE.fullmatch(name) else "it names (not shown: no upper-case name; a key, perhaps)"
+
+
+_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+
+
 def read_client_keys(settings: Settings, env: Mapping[str, str]) -> tuple[Secret, ...]:
     """The client keys of ``client_keys_env`` and ``client_keys_file``, read now (at startup, and
     again on SIGHUP). A key listed twice keeps its alias; two different aliases are an error."""
@@ -43,7 +52,8 @@ def read_client_keys(settings: Settings, env: Mapping[str, str]) -> tuple[Secret
     if settings.client_keys_env is not None:
         found = env.get(settings.client_keys_env, "").replace(",", " ").split()
         if not found:
-            raise SettingsError(f"client_keys_env: the variable {settings.client_keys_env} is not set or empty")
+            named = variable_named(settings.client_keys_env)
+            raise SettingsError(f"client_keys_env: the variable {named} is not set or empty")
         keys += [Secret(key) for key in found]
     if settings.client_keys_file is not None:
         keys += _key_file(settings.client_keys_file)

@@ -22,6 +22,7 @@ from aiohttp.web_request import BaseRequest
 from .notes import NOTE
 
 __all__ = [
+    "CREDENTIAL_ENDINGS",
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_PARAMS",
     "KEY_ALIAS_FIELD",
@@ -53,7 +54,24 @@ CREDENTIAL_PARAMS = frozenset(
     }
 )
 """Query parameters whose value the access log never shows, compared decoded, case-insensitively and
-without ``-``, ``_`` or ``.`` (``api_key``, ``API-Key`` and ``apikey`` are one name)."""
+without ``-``, ``_``, ``.`` or brackets (``api_key``, ``API-Key``, ``apikey[]`` are one name); so is
+any name that ends in one of :data:`CREDENTIAL_ENDINGS` (``access_key``, ``x-goog-api-key``)."""
+
+CREDENTIAL_ENDINGS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "signature",
+    "session",
+    "sessionid",
+    "jwt",
+    "bearer",
+    "credential",
+    "credentials",
+)
+"""Endings of a query parameter's name that say it carries a credential (``keys`` is no such name)."""
 
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
 """Request headers whose value the access log never shows, should its format name them."""
@@ -81,7 +99,8 @@ def printable(text: str) -> str:
 
 
 def _is_credential(name: str) -> bool:
-    return re.sub(r"[-_.]", "", unquote_plus(name)).lower() in CREDENTIAL_PARAMS
+    plain = re.sub(r"[-_.\[\]]", "", unquote_plus(name)).lower()
+    return plain in CREDENTIAL_PARAMS or plain.endswith(CREDENTIAL_ENDINGS)
 
 
 def redact_query(query: str) -> str:

@@ -24,7 +24,7 @@ from ..envtext import ENV_PREFIX as TE_PREFIX
 from ..envtext import read_value
 from ..fieldcheck import convert
 from .cli import ENV_PREFIX, flags, parser
-from .keys import read_client_keys
+from .keys import read_client_keys, variable_named
 from .schema import DEMO_CONFIG, PROXY_FIELDS, TE_FIELDS, UNNAMED, Secret, Settings, SettingsError, check_value
 
 __all__ = [
@@ -83,7 +83,7 @@ def _from_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     for key, value in data.get("proxy", {}).items():
         if key not in PROXY_FIELDS:
             raise SettingsError(f"--config {path}: [proxy] unknown key {key!r}; keys: {', '.join(PROXY_FIELDS)}")
-        proxy[key] = check_value(key, value, f"--config {path}: [proxy] {key} = {value!r}")
+        proxy[key] = check_value(key, value, f"--config {path}: [proxy] {key} = {_shown(key, value)}")
     te: dict[str, Any] = {}
     for key, value in data.get("think_extract", {}).items():
         if key not in FIELD_TYPES:
@@ -97,6 +97,22 @@ def _from_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 _SERVICE_LINK = re.compile(r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_[A-Z]+)?)")
 _KNOWN = frozenset({ENV_PREFIX + name.upper() for name in PROXY_FIELDS} | {ENV_PREFIX + "CONFIG"})
+
+
+def _shown(name: str, value: object) -> str:
+    """``value`` of setting ``name`` as an error quotes it; not at all where it may hold a key written
+    by mistake: a key where its variable's name belongs (no upper-case name), an address with
+    credentials or a query."""
+    if name in ("upstream_key_env", "client_keys_env"):
+        shown = isinstance(value, str) and _UPPER_NAME.fullmatch(value) is not None
+    elif name == "upstream":
+        shown = isinstance(value, str) and "@" not in value and "?" not in value
+    else:
+        shown = True
+    return repr(value) if shown else "(its value not shown)"
+
+
+_UPPER_NAME = re.compile(r"[A-Z0-9_]{1,64}")
 
 
 def unknown_gateway_variable(var: str, value: str) -> str | None:
@@ -144,7 +160,7 @@ def load_settings(
     for name in PROXY_FIELDS:
         var = ENV_PREFIX + name.upper()
         if var in env:
-            proxy[name] = check_value(name, env[var], f"{var}={env[var]!r}")
+            proxy[name] = check_value(name, env[var], f"{var}={_shown(name, env[var])}")
     for name in TE_FIELDS:
         var = TE_PREFIX + name.upper()
         if var in env:
@@ -153,7 +169,7 @@ def load_settings(
         raw = getattr(args, name)
         if raw is not None:
             flag = "--" + name.replace("_", "-")
-            proxy[name] = check_value(name, raw, f"{flag} {raw!r}")
+            proxy[name] = check_value(name, raw, f"{flag} {_shown(name, raw)}")
     if args.messages_policy is not None:
         te["messages_policy"] = args.messages_policy
     for item in args.set:
@@ -171,7 +187,9 @@ def load_settings(
     if settings.upstream_key_env is not None:
         key = env.get(settings.upstream_key_env, "")
         if not key:
-            raise SettingsError(f"upstream_key_env: the variable {settings.upstream_key_env} is not set or empty")
+            raise SettingsError(
+                f"upstream_key_env: the variable {variable_named(settings.upstream_key_env)} is not set or empty"
+            )
         settings = msgspec.structs.replace(settings, upstream_key=Secret(key))
     keys = read_client_keys(settings, env)
     if keys:

@@ -399,7 +399,10 @@ async def test_a_request_the_parser_refuses_gets_a_plain_400_and_one_line_withou
 
 
 async def test_keys_in_the_query_are_not_accepted_and_the_access_log_shows_them_redacted(tmp_path: Path) -> None:
-    query = "api_key=sk-q1&x=1&Key=sk-q2&ACCESS%5FTOKEN=sk-q3;token=sk-q4&keys=kept&sig"
+    query = (
+        "api_key=sk-q1&x=1&Key=sk-q2&ACCESS%5FTOKEN=sk-q3;token=sk-q4&keys=kept&sig"
+        "&access_key=sk-q5&apiKey[]=sk-q6&x-goog-api-key=sk-q7&session=sk-q8&jwt=sk-q9"
+    )
     with gateway(tmp_path, "--client-keys-env", "CK", env={"CK": KEY}) as gw:
         alone = await exchange(
             gw.port, f"GET /v1/models?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
@@ -412,11 +415,14 @@ async def test_keys_in_the_query_are_not_accepted_and_the_access_log_shows_them_
         assert gw.stop() == 0
     lines = gw.lines()
     assert (alone.split(b"\r\n")[0], keyed.split(b"\r\n")[0]) == (b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 200 OK")
-    redacted = "api_key=***&x=1&Key=***&ACCESS%5FTOKEN=***;token=***&keys=kept&sig"
+    redacted = (
+        "api_key=***&x=1&Key=***&ACCESS%5FTOKEN=***;token=***&keys=kept&sig"
+        "&access_key=***&apiKey[]=***&x-goog-api-key=***&session=***&jwt=***"
+    )
     assert [message.split('"')[1] for _, message in logged(lines, "aiohttp.access")] == [
         f"GET /v1/models?{redacted} HTTP/1.1"
     ] * 2
-    assert not any(f"sk-q{i}" in line for line in lines for i in range(1, 5))
+    assert not any(f"sk-q{i}" in line for line in lines for i in range(1, 10))
     assert not any(KEY in line for line in lines)
 
 

@@ -534,3 +534,52 @@ async def test_the_record_entries_of_a_large_request_are_made_in_a_worker_thread
     assert [len(keys) for keys in made] == [2]  # the answer's text in its conversation, and the conversation
     assert record.counts.written == 2
     assert [thread is loop_thread for thread in seen] == [False]
+
+
+# -- an upstream whose answer the gateway cannot pass on as it came -------------------------------------
+
+
+async def test_an_upstream_that_speaks_no_http_is_logged_without_the_query_or_its_bytes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An upstream that echoes the request (a wrong port): the client gets a 502, and the log line
+    says what failed, not the request's query (a key in it) nor what the upstream sent."""
+
+    async def echo(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"POST /v1/chat/completions?api_key=sk-query-1 HTTP/1.1\r\n\r\nUSER-CONTENT-1")
+        await writer.drain()
+
+    caplog.set_level(logging.DEBUG)
+    async with RawUpstream(echo) as up, serving(settings(upstream=up.url)) as base:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(base + "/v1/models?api_key=sk-query-1") as resp:
+                status = resp.status
+    assert status == 502
+    lines = records(caplog, *LOGGERS)
+    assert [message.split(": ", 1)[1] for _, level, message in lines if level == logging.WARNING] == [
+        f"upstream {up.url} failed before answering: ClientResponseError 400 (Bad status line)"
+    ]
+    assert not any("sk-query-1" in message or "USER-CONTENT" in message for _, _, message in lines)
+
+
+@pytest.mark.parametrize("surface", ["chat", None])
+async def test_an_upstream_header_with_a_control_character_is_dropped_and_the_answer_passes(
+    surface: Surface | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiohttp refuses to write a header holding a control character (a header injection): that
+    header is left out, the rest of the answer reaches the client (it was a 500 and a traceback)."""
+
+    async def answer(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Debug: a\x01b\r\nX-Kept: yes\r\n"
+            b'Content-Length: 2\r\n\r\n{}'
+        )
+        await writer.drain()
+
+    path, method = ("/v1/chat/completions", "POST") if surface == "chat" else ("/v1/models", "GET")
+    async with RawUpstream(answer) as up, serving(settings(upstream=up.url)) as base:
+        async with aiohttp.ClientSession() as session:
+            async with session.request(method, base + path, json={"model": "m", "messages": []}) as resp:
+                got = (resp.status, "X-Debug" in resp.headers, resp.headers.get("X-Kept"), await resp.read())
+    assert got == (200, False, "yes", b"{}")
+    assert [r for r in records(caplog, *LOGGERS) if r[1] >= logging.ERROR] == []

@@ -723,6 +723,27 @@ BAD_SETTINGS = [
         "upstream_key_env: the variable NOT_SET_ANYWHERE is not set or empty",
     ),
     (["--prefix", "v1"], {}, "--prefix 'v1' is invalid: expected a path that starts and ends with '/', like /v1/"),
+    # a key written where its variable's name, or an address, belongs: the setting is named, never the key
+    (
+        [],
+        {"GATEWAY_UPSTREAM_KEY_ENV": "sk-live-secret-1"},
+        "GATEWAY_UPSTREAM_KEY_ENV=(its value not shown) is invalid: expected the name of an environment variable",
+    ),
+    (
+        ["--client-keys-env", "sk_live_secret_2"],
+        {},
+        "client_keys_env: the variable it names (not shown: no upper-case name; a key, perhaps) is not set or empty",
+    ),
+    (
+        ["--upstream-key-env", "sk_live_secret_3"],
+        {},
+        "upstream_key_env: the variable it names (not shown: no upper-case name; a key, perhaps) is not set or empty",
+    ),
+    (
+        ["--upstream", "https://apikey:sk-secret-4@api.example.com/v1"],
+        {},
+        "--upstream (its value not shown) is invalid: expected an http:// or https:// URL with a host",
+    ),
     (["--set", "nope=1"], {}, "--set nope=1: unknown field 'nope'; fields: " + ", ".join(proxy.TE_FIELDS)),
 ]
 

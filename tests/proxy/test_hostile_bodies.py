@@ -550,10 +550,13 @@ async def test_an_upstream_that_speaks_no_http_is_logged_without_the_query_or_it
         await writer.drain()
 
     caplog.set_level(logging.DEBUG)
-    async with RawUpstream(echo) as up, serving(settings(upstream=up.url)) as base:
-        async with aiohttp.ClientSession() as session:
-            async with session.get(base + "/v1/models?api_key=sk-query-1") as resp:
-                status = resp.status
+    async with (
+        RawUpstream(echo) as up,
+        serving(settings(upstream=up.url)) as base,
+        aiohttp.ClientSession() as session,
+        session.get(base + "/v1/models?api_key=sk-query-1") as resp,
+    ):
+        status = resp.status
     assert status == 502
     lines = records(caplog, *LOGGERS)
     assert [message.split(": ", 1)[1] for _, level, message in lines if level == logging.WARNING] == [
@@ -572,14 +575,17 @@ async def test_an_upstream_header_with_a_control_character_is_dropped_and_the_an
     async def answer(up: RawUpstream, writer: asyncio.StreamWriter) -> None:
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Debug: a\x01b\r\nX-Kept: yes\r\n"
-            b'Content-Length: 2\r\n\r\n{}'
+            b"Content-Length: 2\r\n\r\n{}"
         )
         await writer.drain()
 
     path, method = ("/v1/chat/completions", "POST") if surface == "chat" else ("/v1/models", "GET")
-    async with RawUpstream(answer) as up, serving(settings(upstream=up.url)) as base:
-        async with aiohttp.ClientSession() as session:
-            async with session.request(method, base + path, json={"model": "m", "messages": []}) as resp:
-                got = (resp.status, "X-Debug" in resp.headers, resp.headers.get("X-Kept"), await resp.read())
+    async with (
+        RawUpstream(answer) as up,
+        serving(settings(upstream=up.url)) as base,
+        aiohttp.ClientSession() as session,
+        session.request(method, base + path, json={"model": "m", "messages": []}) as resp,
+    ):
+        got = (resp.status, "X-Debug" in resp.headers, resp.headers.get("X-Kept"), await resp.read())
     assert got == (200, False, "yes", b"{}")
     assert [r for r in records(caplog, *LOGGERS) if r[1] >= logging.ERROR] == []

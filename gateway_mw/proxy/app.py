@@ -270,7 +270,10 @@ def build_app(settings: Settings) -> web.Application:
     handler_args = {"access_log_class": GatewayAccessLogger, "auto_decompress": False}
     app = web.Application(middlewares=[gateway_middleware], handler_args=handler_args)
     if settings.middleware:
-        setup(app, settings.think_extract)
+        try:
+            setup(app, settings.think_extract)
+        except ValueError as exc:  # a reasoning_store that cannot be opened: its form, a value, its file
+            raise SettingsError(str(exc)) from None
         app[THINKEXTRACT_STATS] = NotedStats()  # the same statistics, which also tell the request's note
     counters = Counters()
     metrics_ = GatewayMetrics(app.get(THINKEXTRACT_STATS), counters, app.get(THINKEXTRACT_RECORD))
@@ -312,7 +315,10 @@ def app_factory() -> web.Application:
             "redis://HOST:PORT/DB (several)",
             workers,
         )
-    return build_app(settings)
+    try:
+        return build_app(settings)
+    except SettingsError as exc:
+        _refuse(str(exc))
 
 
 def gunicorn_workers(argv: list[str], environ: Mapping[str, str]) -> int:

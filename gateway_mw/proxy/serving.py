@@ -207,6 +207,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "gateway-mw") -> int:
         from .demo import run_demo
 
         return asyncio.run(run_demo(settings))
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(settings, prog))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(settings, prog))
+    except SettingsError as exc:  # found when the application is built (a reasoning_store it cannot open)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     return 0

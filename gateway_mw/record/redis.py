@@ -74,7 +74,10 @@ class RedisRecord(RecordBase):
             from redis.exceptions import ResponseError
         except ImportError:
             raise ValueError(f"reasoning record: a redis:// store needs the redis client: {INSTALL_HINT}") from None
-        path = urlsplit(url).path
+        try:
+            path = urlsplit(url).path
+        except ValueError as exc:  # an address it cannot split (a bracket left open)
+            raise ValueError(f"reasoning record: not a usable Redis URL: {exc}") from None
         if url.startswith(("redis://", "rediss://")) and path not in ("", "/") and not path[1:].isdigit():
             # the client would take database 0 for it, silently
             raise ValueError(f"reasoning record: a Redis URL ends in /DB, a database number; got {path!r}")

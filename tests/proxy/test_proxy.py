@@ -723,6 +723,17 @@ BAD_SETTINGS = [
         "upstream_key_env: the variable NOT_SET_ANYWHERE is not set or empty",
     ),
     (["--prefix", "v1"], {}, "--prefix 'v1' is invalid: expected a path that starts and ends with '/', like /v1/"),
+    # a reasoning_store found unusable when the application is built: the same one line, exit 2
+    (
+        ["--upstream", "http://127.0.0.1:9"],
+        {"THINK_EXTRACT_REASONING_STORE": "redis://127.0.0.1:6379/zz"},
+        "reasoning record: a Redis URL ends in /DB, a database number; got '/zz'",
+    ),
+    (
+        ["--upstream", "http://127.0.0.1:9"],
+        {"THINK_EXTRACT_REASONING_STORE": "rediss://[::1:1/0"},
+        "reasoning record: not a usable Redis URL: Invalid IPv6 URL",
+    ),
     # a key written where its variable's name, or an address, belongs: the setting is named, never the key
     (
         [],

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from .schema import UNNAMED, Secret, Settings, SettingsError
 
-__all__ = ["read_client_keys", "variable_named"]
+__all__ = ["read_client_keys", "upper_name", "variable_named"]
 
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -38,11 +38,16 @@ def _key_file(path: str) -> list[Secret]:
 
 def variable_named(name: str) -> str:
     """``name``, a setting's variable, as an error shows it: as it is when it is spelled as a variable
-    is (upper case), else not at all (a key written where its variable's name belongs)."""
-    return name if _VARIABLE.fullmatch(name) else "it names (not shown: no upper-case name; a key, perhaps)"
+    is, else not at all (a key written where its variable's name belongs)."""
+    return name if upper_name(name) else "it names (not shown: no upper-case name; a key, perhaps)"
 
 
-_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+def upper_name(value: object) -> bool:
+    """Whether ``value`` is spelled as a variable's name is: upper case, digits, underscores (no key is)."""
+    return isinstance(value, str) and _UPPER_NAME.fullmatch(value) is not None
+
+
+_UPPER_NAME = re.compile(r"[A-Z0-9_]{1,64}")
 
 
 def read_client_keys(settings: Settings, env: Mapping[str, str]) -> tuple[Secret, ...]:

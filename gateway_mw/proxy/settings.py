@@ -24,7 +24,7 @@ from ..envtext import ENV_PREFIX as TE_PREFIX
 from ..envtext import read_value
 from ..fieldcheck import convert
 from .cli import ENV_PREFIX, flags, parser
-from .keys import read_client_keys, variable_named
+from .keys import read_client_keys, upper_name, variable_named
 from .schema import DEMO_CONFIG, PROXY_FIELDS, TE_FIELDS, UNNAMED, Secret, Settings, SettingsError, check_value
 
 __all__ = [
@@ -104,15 +104,12 @@ def _shown(name: str, value: object) -> str:
     by mistake: a key where its variable's name belongs (no upper-case name), an address with
     credentials or a query."""
     if name in ("upstream_key_env", "client_keys_env"):
-        shown = isinstance(value, str) and _UPPER_NAME.fullmatch(value) is not None
+        shown = upper_name(value)
     elif name == "upstream":
         shown = isinstance(value, str) and "@" not in value and "?" not in value
     else:
         shown = True
     return repr(value) if shown else "(its value not shown)"
-
-
-_UPPER_NAME = re.compile(r"[A-Z0-9_]{1,64}")
 
 
 def unknown_gateway_variable(var: str, value: str) -> str | None:

@@ -359,7 +359,7 @@ def _short_history(surface: str) -> list[Any]:
 NOTHING_HELD = 64 << 10
 """What a request that is not kept may leave allocated: the process's caches it filled (a table at its
 bound, filled by the tests before, may replace an entry and grow), none of its body (these bodies are
-about 900 KB, and their decoded values many times that)."""
+about 1.2 MB, and their decoded values many times that)."""
 
 HOSTILE_MODELS = {
     "empty-lists": [[] for _ in range(300_000)],  # 3 bytes each in the body, 64 once decoded
